@@ -1,0 +1,71 @@
+//===- HeterPSDialect.td - HeterPS dialect definition ------*- tablegen -*-===//
+//
+// The HeterPS dialect: the layers of a deep model (dense parameters, sparse
+// embedding tables and the ops between them) and the structure the scheduler
+// gives them (placement on resource types, pipeline stages, the channels
+// between stages and the parameter-server traffic).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HETERPS_DIALECT_HETERPS_IR_HETERPSDIALECT_TD
+#define HETERPS_DIALECT_HETERPS_IR_HETERPSDIALECT_TD
+
+include "mlir/IR/OpBase.td"
+
+def HeterPS_Dialect : Dialect {
+  let name = "heterps";
+  let cppNamespace = "::mlir::heterps";
+  let summary = "Deep models scheduled over heterogeneous CPUs and GPUs";
+  let description = [{
+    The HeterPS dialect describes a training job the way the HeterPS scheduler
+    (Liu et al., arXiv 2111.10635) sees it: a sequence of layers over builtin
+    tensors whose leading dimension is the (possibly dynamic) batch, dense
+    parameters held as module-level symbols, and sparse embedding tables whose
+    rows live in a parameter server.
+
+    The compiler imports a model into this dialect, places every op on a
+    resource type of a cluster (the `heterps.device` attribute), groups
+    consecutive ops on one type into pipeline stages (`heterps.stage` inside a
+    `heterps.pipeline`), connects the stages with channels (`heterps.send` and
+    `heterps.recv`) and routes embedding traffic through the parameter server
+    (`heterps.ps_pull`, `heterps.ps_push`).
+
+    ```mlir
+    module attributes {heterps.resources = [#heterps.device<"c6i", cpu>,
+                                             #heterps.device<"a100", gpu>]} {
+      heterps.embedding_table @slot0 {vocab = 100000 : i64, dim = 16 : i64,
+                                      initializer = #heterps.init<uniform(-0.05, 0.05)>}
+      heterps.param @fc.weight : tensor<16x1xf32> = #heterps.init<xavier_uniform>
+      func.func @forward(%ids: tensor<?x1xi64>) -> tensor<?x1xf32> {
+        %e = heterps.embedding_lookup @slot0[%ids] {combiner = #heterps.combiner<sum>,
+               heterps.device = #heterps.device<"c6i", cpu>}
+               : (tensor<?x1xi64>) -> tensor<?x16xf32>
+        %w = heterps.load_param @fc.weight : tensor<16x1xf32>
+        %y = heterps.matmul %e, %w {heterps.device = #heterps.device<"a100", gpu>}
+               : (tensor<?x16xf32>, tensor<16x1xf32>) -> tensor<?x1xf32>
+        return %y : tensor<?x1xf32>
+      }
+    }
+    ```
+  }];
+  let useDefaultAttributePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+  let extraClassDeclaration = [{
+    void registerAttributes();
+
+    /// The discardable attribute that places an op on a resource type.
+    static constexpr ::llvm::StringLiteral getDeviceAttrName() {
+      return ::llvm::StringLiteral("heterps.device");
+    }
+    /// The module attribute that lists the resource types of the cluster.
+    static constexpr ::llvm::StringLiteral getResourcesAttrName() {
+      return ::llvm::StringLiteral("heterps.resources");
+    }
+  }];
+}
+
+class HeterPS_Op<string mnemonic, list<Trait> traits = []>
+    : Op<HeterPS_Dialect, mnemonic, traits>;
+
+#endif // HETERPS_DIALECT_HETERPS_IR_HETERPSDIALECT_TD

@@ -1,0 +1,23 @@
+//===- HeterPSOps.h - HeterPS operations ------------------------*- C++ -*-===//
+
+#ifndef HETERPS_DIALECT_HETERPS_IR_HETERPSOPS_H
+#define HETERPS_DIALECT_HETERPS_IR_HETERPSOPS_H
+
+#include "heterps/Dialect/HeterPS/IR/HeterPSAttrs.h"
+#include "heterps/Dialect/HeterPS/IR/HeterPSDialect.h"
+#include "heterps/Dialect/HeterPS/IR/HeterPSInterfaces.h"
+#include "heterps/Dialect/HeterPS/IR/HeterPSShapes.h"
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#define GET_OP_CLASSES
+#include "heterps/Dialect/HeterPS/IR/HeterPSOps.h.inc"
+
+#endif // HETERPS_DIALECT_HETERPS_IR_HETERPSOPS_H

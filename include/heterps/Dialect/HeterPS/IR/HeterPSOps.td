@@ -1,0 +1,796 @@
+//===- HeterPSOps.td - HeterPS operations ------------------*- tablegen -*-===//
+
+#ifndef HETERPS_DIALECT_HETERPS_IR_HETERPSOPS_TD
+#define HETERPS_DIALECT_HETERPS_IR_HETERPSOPS_TD
+
+include "heterps/Dialect/HeterPS/IR/HeterPSAttrs.td"
+include "heterps/Dialect/HeterPS/IR/HeterPSDialect.td"
+include "heterps/Dialect/HeterPS/IR/HeterPSInterfaces.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Type constraints
+//===----------------------------------------------------------------------===//
+
+def HeterPS_FloatTensor : RankedTensorOf<[AnyFloat]>;
+def HeterPS_IdTensor : RankedTensorOf<[AnySignlessInteger]>;
+
+// Ops whose cost differs from one FLOP per result element override getCost.
+defvar CustomCost = DeclareOpInterfaceMethods<HeterPS_CostOpInterface,
+                                              ["getCost"]>;
+
+//===----------------------------------------------------------------------===//
+// Parameters, tables and constants
+//===----------------------------------------------------------------------===//
+
+def HeterPS_ParamOp : HeterPS_Op<"param", [Symbol]> {
+  let summary = "A dense trainable parameter";
+  let description = [{
+    A dense parameter of the model, at module level. Its value is either given
+    (`dense<...>`, imported from an ONNX initializer) or an initializer
+    specification (`#heterps.init<...>`) that the runtime draws from. A
+    `frozen` parameter (such as batch-norm running statistics) is state the
+    optimizer does not update. Ops read it with `heterps.load_param`.
+
+    ```mlir
+    heterps.param @fc1.weight : tensor<13x64xf32> = #heterps.init<xavier_uniform>
+    heterps.param @fc1.bias : tensor<64xf32> = dense<0.0>
+    heterps.param frozen @bn.running_mean : tensor<64xf32> = #heterps.init<zeros>
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       TypeAttrOf<HeterPS_FloatTensor>:$type,
+                       AnyAttrOf<[ElementsAttr, HeterPS_InitAttr]>:$value,
+                       UnitAttr:$frozen);
+  let assemblyFormat = [{
+    (`frozen` $frozen^)? $sym_name `:` $type `=`
+    custom<ParamValue>(ref($type), $value) attr-dict
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mlir::RankedTensorType getTensorType() {
+      return ::llvm::cast<::mlir::RankedTensorType>(getType());
+    }
+  }];
+}
+
+def HeterPS_EmbeddingTableOp : HeterPS_Op<"embedding_table", [Symbol]> {
+  let summary = "A sparse embedding table held by the parameter server";
+  let description = [{
+    A table of `vocab` rows of `dim` f32 values, at module level. Its rows live
+    in the parameter server, not on the workers: a worker pulls the rows a
+    batch needs and pushes their gradients back. Ids are hashed onto the
+    vocabulary by the server, so any 64-bit id is valid.
+
+    ```mlir
+    heterps.embedding_table @slot3 {vocab = 1000000 : i64, dim = 16 : i64,
+        initializer = #heterps.init<uniform(-0.01, 0.01)>}
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       I64Attr:$vocab,
+                       I64Attr:$dim,
+                       HeterPS_InitAttr:$initializer);
+  let assemblyFormat = "$sym_name attr-dict";
+  let hasVerifier = 1;
+}
+
+def HeterPS_LoadParamOp : HeterPS_Op<"load_param",
+    [Pure, CustomCost,
+     DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Reads a dense parameter";
+  let description = [{
+    The current value of the parameter `@name`; the result type is the
+    parameter's type.
+
+    ```mlir
+    %w = heterps.load_param @fc1.weight : tensor<13x64xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$name);
+  let results = (outs HeterPS_FloatTensor:$result);
+  let assemblyFormat = "$name attr-dict `:` type($result)";
+}
+
+def HeterPS_ConstantOp : HeterPS_Op<"constant",
+    [ConstantLike, Pure, CustomCost, AllTypesMatch<["value", "result"]>]> {
+  let summary = "A constant tensor that is not trained";
+  let description = [{
+    ```mlir
+    %c = heterps.constant dense<[1.0, 2.0]> : tensor<2xf32>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$value attr-dict";
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Embedding lookup
+//===----------------------------------------------------------------------===//
+
+def HeterPS_EmbeddingLookupOp : HeterPS_Op<"embedding_lookup",
+    [Pure, CustomCost, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Looks up rows of a sparse embedding table";
+  let description = [{
+    Gathers the rows of `@table` named by `ids`. With `combiner` `none` (the
+    default) every id gets its row and the result shape is the ids shape
+    followed by the table's `dim`; with `sum` or `mean` the last ids dimension
+    is a bag that is reduced, so the result shape is the ids shape with its
+    last dimension replaced by `dim`.
+
+    ```mlir
+    %e = heterps.embedding_lookup @slot0[%ids] : (tensor<?x26xi64>) -> tensor<?x26x16xf32>
+    %b = heterps.embedding_lookup @hist[%bag] {combiner = #heterps.combiner<mean>}
+           : (tensor<?x50xi64>) -> tensor<?x16xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$table,
+                       HeterPS_IdTensor:$ids,
+                       DefaultValuedAttr<HeterPS_CombinerAttr,
+                                         "Combiner::none">:$combiner);
+  let results = (outs HeterPS_FloatTensor:$result);
+  let assemblyFormat = [{
+    $table `[` $ids `]` attr-dict `:` functional-type($ids, $result)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+def HeterPS_GemmOp : HeterPS_Op<"gemm",
+    [Pure, CustomCost, InferTypeOpAdaptor]> {
+  let summary = "General matrix multiply: alpha * op(A) * op(B) + beta * C";
+  let description = [{
+    ONNX's Gemm: `op(X)` is `X` or its transpose as `trans_a` / `trans_b` say;
+    `C` is optional and broadcast to the M x N result.
+
+    ```mlir
+    %y = heterps.gemm %x, %w, %b {trans_b = true}
+           : (tensor<?x13xf32>, tensor<64x13xf32>, tensor<64xf32>) -> tensor<?x64xf32>
+    ```
+  }];
+  let arguments = (ins HeterPS_FloatTensor:$a, HeterPS_FloatTensor:$b,
+                       Optional<HeterPS_FloatTensor>:$c,
+                       DefaultValuedAttr<BoolAttr, "false">:$trans_a,
+                       DefaultValuedAttr<BoolAttr, "false">:$trans_b,
+                       DefaultValuedAttr<F32Attr, "1.0f">:$alpha,
+                       DefaultValuedAttr<F32Attr, "1.0f">:$beta);
+  let results = (outs HeterPS_FloatTensor:$result);
+  let assemblyFormat = [{
+    $a `,` $b (`,` $c^)? attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def HeterPS_MatMulOp : HeterPS_Op<"matmul",
+    [Pure, CustomCost, InferTypeOpAdaptor]> {
+  let summary = "Matrix product with NumPy semantics";
+  let description = [{
+    ONNX's MatMul: the last two dimensions multiply, leading dimensions
+    broadcast; a 1-D operand is promoted to a matrix and the added dimension
+    removed from the result.
+
+    ```mlir
+    %y = heterps.matmul %x, %w : (tensor<?x16xf32>, tensor<16x8xf32>) -> tensor<?x8xf32>
+    ```
+  }];
+  let arguments = (ins HeterPS_FloatTensor:$lhs, HeterPS_FloatTensor:$rhs);
+  let results = (outs HeterPS_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+class HeterPS_BinaryOp<string mnemonic, string opSummary>
+    : HeterPS_Op<mnemonic, [Pure, InferTypeOpAdaptor, HeterPS_CostOpInterface]> {
+  let summary = opSummary;
+  let description = [{
+    Elementwise, with NumPy (multidirectional) broadcasting of the operands;
+    both have the same element type.
+
+    ```mlir
+    %z = heterps.}] # mnemonic # [{ %x, %y : (tensor<?x8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
+    ```
+  }];
+  let arguments = (ins HeterPS_FloatTensor:$lhs, HeterPS_FloatTensor:$rhs);
+  let results = (outs HeterPS_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *context, std::optional<::mlir::Location> location,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &inferred) {
+      return ::mlir::heterps::inferBroadcastResultType(
+          location, getOperationName(), adaptor.getLhs().getType(),
+          adaptor.getRhs().getType(), inferred);
+    }
+  }];
+}
+
+def HeterPS_AddOp : HeterPS_BinaryOp<"add", "Elementwise addition">;
+def HeterPS_SubOp : HeterPS_BinaryOp<"sub", "Elementwise subtraction">;
+def HeterPS_MulOp : HeterPS_BinaryOp<"mul", "Elementwise multiplication">;
+def HeterPS_DivOp : HeterPS_BinaryOp<"div", "Elementwise division">;
+def HeterPS_PowOp : HeterPS_BinaryOp<"pow", "Elementwise power">;
+
+// `flops` is the cost of one element, forward.
+class HeterPS_UnaryOp<string mnemonic, string opSummary, string flops,
+                      dag extraArgs = (ins)>
+    : HeterPS_Op<mnemonic, [Pure, SameOperandsAndResultType, CustomCost]> {
+  let summary = opSummary;
+  let description = [{
+    Elementwise; the result has the type of the input.
+
+    ```mlir
+    %y = heterps.}] # mnemonic # [{ %x : tensor<?x64xf32>
+    ```
+  }];
+  let arguments = !con((ins HeterPS_FloatTensor:$input), extraArgs);
+  let results = (outs HeterPS_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let extraClassDefinition = [{
+    ::mlir::heterps::OpCost $cppClass::getCost(int64_t batchSize) {
+      return ::mlir::heterps::getElementwiseCost(*this, batchSize, }] # flops # [{);
+    }
+  }];
+}
+
+def HeterPS_NegOp : HeterPS_UnaryOp<"neg", "Elementwise negation", "1.0">;
+def HeterPS_AbsOp : HeterPS_UnaryOp<"abs", "Elementwise absolute value", "1.0">;
+def HeterPS_ExpOp : HeterPS_UnaryOp<"exp", "Elementwise exponential", "4.0">;
+def HeterPS_LogOp : HeterPS_UnaryOp<"log", "Elementwise natural logarithm",
+                                    "4.0">;
+def HeterPS_SqrtOp : HeterPS_UnaryOp<"sqrt", "Elementwise square root", "2.0">;
+def HeterPS_ReluOp : HeterPS_UnaryOp<"relu", "Rectified linear unit", "1.0">;
+def HeterPS_SigmoidOp : HeterPS_UnaryOp<"sigmoid", "Logistic sigmoid", "6.0">;
+def HeterPS_TanhOp : HeterPS_UnaryOp<"tanh", "Hyperbolic tangent", "6.0">;
+def HeterPS_LeakyReluOp : HeterPS_UnaryOp<"leaky_relu",
+    "Leaky rectified linear unit: x if x >= 0 else alpha * x", "2.0",
+    (ins DefaultValuedAttr<F32Attr, "0.01f">:$alpha)>;
+def HeterPS_ClipOp : HeterPS_UnaryOp<"clip",
+    "Clamps every element to [min, max]", "2.0",
+    (ins OptionalAttr<F32Attr>:$min, OptionalAttr<F32Attr>:$max)> {
+  let hasVerifier = 1;
+}
+def HeterPS_DropoutOp : HeterPS_UnaryOp<"dropout",
+    "Zeroes elements with probability `ratio` in training, scaling the rest",
+    "2.0", (ins DefaultValuedAttr<F32Attr, "0.5f">:$ratio)> {
+  let hasVerifier = 1;
+}
+
+class HeterPS_SoftmaxBase<string mnemonic, string opSummary>
+    : HeterPS_Op<mnemonic, [Pure, SameOperandsAndResultType, CustomCost]> {
+  let summary = opSummary;
+  let description = [{
+    Normalises along `axis` (negative counts from the end; default -1).
+
+    ```mlir
+    %p = heterps.}] # mnemonic # [{ %logits {axis = 1 : i64} : tensor<?x10xf32>
+    ```
+  }];
+  let arguments = (ins HeterPS_FloatTensor:$input,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis);
+  let results = (outs HeterPS_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::verify() {
+      return ::mlir::heterps::verifyAxis(*this, getAxis(),
+                                         getInput().getType().getRank());
+    }
+    ::mlir::heterps::OpCost $cppClass::getCost(int64_t batchSize) {
+      return ::mlir::heterps::getElementwiseCost(*this, batchSize, 8.0);
+    }
+  }];
+}
+
+def HeterPS_SoftmaxOp : HeterPS_SoftmaxBase<"softmax", "Softmax along an axis">;
+def HeterPS_LogSoftmaxOp : HeterPS_SoftmaxBase<"log_softmax",
+                                               "Log-softmax along an axis">;
+
+//===----------------------------------------------------------------------===//
+// Shape manipulation
+//===----------------------------------------------------------------------===//
+
+def HeterPS_ConcatOp : HeterPS_Op<"concat",
+    [Pure, InferTypeOpAdaptor, HeterPS_CostOpInterface]> {
+  let summary = "Joins tensors along an axis";
+  let description = [{
+    All inputs have the same rank and element type, and equal sizes except
+    along `axis` (negative counts from the end).
+
+    ```mlir
+    %c = heterps.concat %a, %b {axis = 1 : i64}
+           : (tensor<?x13xf32>, tensor<?x416xf32>) -> tensor<?x429xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<HeterPS_FloatTensor>:$inputs, I64Attr:$axis);
+  let results = (outs HeterPS_FloatTensor:$result);
+  let assemblyFormat = [{
+    $inputs attr-dict `:` functional-type($inputs, $result)
+  }];
+}
+
+def HeterPS_ReshapeOp : HeterPS_Op<"reshape", [Pure, CustomCost]> {
+  let summary = "Reinterprets a tensor with another shape";
+  let description = [{
+    The result type gives the new shape. The number of elements is kept: when
+    both shapes are static they have the same element count; when the batch
+    dimension is dynamic the static dimensions of both have the same product
+    (the batch is preserved).
+
+    ```mlir
+    %f = heterps.reshape %e : (tensor<?x26x16xf32>) -> tensor<?x416xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type($input, $result)";
+  let hasVerifier = 1;
+}
+
+def HeterPS_TransposeOp : HeterPS_Op<"transpose",
+    [Pure, InferTypeOpAdaptor, HeterPS_CostOpInterface]> {
+  let summary = "Permutes the dimensions of a tensor";
+  let description = [{
+    Result dimension `i` is input dimension `perm[i]`.
+
+    ```mlir
+    %t = heterps.transpose %x {perm = array<i64: 0, 2, 1>}
+           : (tensor<?x4x8xf32>) -> tensor<?x8x4xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$perm);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type($input, $result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+class HeterPS_ReduceOp<string mnemonic, string opSummary>
+    : HeterPS_Op<mnemonic, [Pure, InferTypeOpAdaptor, CustomCost]> {
+  let summary = opSummary;
+  let description = [{
+    Reduces over `axes` (negative counts from the end; empty means every
+    axis). With `keepdims` (the default) reduced dimensions stay as size 1.
+
+    ```mlir
+    %s = heterps.}] # mnemonic # [{ %x {axes = array<i64: 1>, keepdims = false}
+           : (tensor<?x26x16xf32>) -> tensor<?x16xf32>
+    ```
+  }];
+  let arguments = (ins HeterPS_FloatTensor:$input,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$axes,
+                       DefaultValuedAttr<BoolAttr, "true">:$keepdims);
+  let results = (outs HeterPS_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type($input, $result)";
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *context, std::optional<::mlir::Location> location,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &inferred) {
+      return ::mlir::heterps::inferReduceResultType(
+          location, getOperationName(), adaptor.getInput().getType(),
+          adaptor.getAxes(), adaptor.getKeepdims(), inferred);
+    }
+    ::mlir::heterps::OpCost $cppClass::getCost(int64_t batchSize) {
+      return ::mlir::heterps::getReduceCost(*this, batchSize);
+    }
+  }];
+}
+
+def HeterPS_ReduceSumOp : HeterPS_ReduceOp<"reduce_sum", "Sum over axes">;
+def HeterPS_ReduceMeanOp : HeterPS_ReduceOp<"reduce_mean", "Mean over axes">;
+def HeterPS_ReduceMaxOp : HeterPS_ReduceOp<"reduce_max", "Maximum over axes">;
+
+//===----------------------------------------------------------------------===//
+// Normalisation
+//===----------------------------------------------------------------------===//
+
+def HeterPS_BatchNormOp : HeterPS_Op<"batch_norm",
+    [Pure, CustomCost, AllTypesMatch<["input", "result"]>]> {
+  let summary = "Batch normalisation over the channel dimension (dim 1)";
+  let description = [{
+    `scale`, `bias`, `mean` and `variance` are 1-D of the channel count. In
+    training the batch statistics normalise and update the running `mean` and
+    `variance` (frozen parameters) with `momentum`; in inference the running
+    statistics are used.
+
+    ```mlir
+    %y = heterps.batch_norm %x, %s, %b, %m, %v {epsilon = 1.0e-05 : f32}
+           : (tensor<?x64x8x8xf32>, tensor<64xf32>, tensor<64xf32>,
+              tensor<64xf32>, tensor<64xf32>) -> tensor<?x64x8x8xf32>
+    ```
+  }];
+  let arguments = (ins HeterPS_FloatTensor:$input, HeterPS_FloatTensor:$scale,
+                       HeterPS_FloatTensor:$bias, HeterPS_FloatTensor:$mean,
+                       HeterPS_FloatTensor:$variance,
+                       DefaultValuedAttr<F32Attr, "1.0e-5f">:$epsilon,
+                       DefaultValuedAttr<F32Attr, "0.9f">:$momentum);
+  let results = (outs HeterPS_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale `,` $bias `,` $mean `,` $variance attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def HeterPS_LayerNormOp : HeterPS_Op<"layer_norm",
+    [Pure, CustomCost, AllTypesMatch<["input", "result"]>]> {
+  let summary = "Layer normalisation over the trailing dimensions";
+  let description = [{
+    Normalises over dimensions `axis` .. rank-1; `scale` and the optional
+    `bias` have the shape of those dimensions.
+
+    ```mlir
+    %y = heterps.layer_norm %x, %g, %b {axis = -1 : i64}
+           : (tensor<?x64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<?x64xf32>
+    ```
+  }];
+  let arguments = (ins HeterPS_FloatTensor:$input, HeterPS_FloatTensor:$scale,
+                       Optional<HeterPS_FloatTensor>:$bias,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis,
+                       DefaultValuedAttr<F32Attr, "1.0e-5f">:$epsilon);
+  let results = (outs HeterPS_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale (`,` $bias^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution and pooling (NCHW, any number of spatial dimensions)
+//===----------------------------------------------------------------------===//
+
+def HeterPS_ConvOp : HeterPS_Op<"conv",
+    [Pure, CustomCost, InferTypeOpAdaptor]> {
+  let summary = "Grouped convolution, N x C x spatial...";
+  let description = [{
+    ONNX's Conv: the filter is `M x C/group x k...`, the optional bias has M
+    elements. `strides` and `dilations` default to 1, `pads` (begins then
+    ends) to 0.
+
+    ```mlir
+    %y = heterps.conv %x, %w, %b {pads = array<i64: 1, 1, 1, 1>}
+           : (tensor<?x3x32x32xf32>, tensor<16x3x3x3xf32>, tensor<16xf32>)
+           -> tensor<?x16x32x32xf32>
+    ```
+  }];
+  let arguments = (ins HeterPS_FloatTensor:$input, HeterPS_FloatTensor:$filter,
+                       Optional<HeterPS_FloatTensor>:$bias,
+                       OptionalAttr<DenseI64ArrayAttr>:$strides,
+                       OptionalAttr<DenseI64ArrayAttr>:$pads,
+                       OptionalAttr<DenseI64ArrayAttr>:$dilations,
+                       DefaultValuedAttr<I64Attr, "1">:$group);
+  let results = (outs HeterPS_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $filter (`,` $bias^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+class HeterPS_PoolOp<string mnemonic, string opSummary, dag extraArgs = (ins)>
+    : HeterPS_Op<mnemonic, [Pure, CustomCost, InferTypeOpAdaptor]> {
+  let summary = opSummary;
+  let description = [{
+    Pools windows of `kernel_shape` over the spatial dimensions; `strides`
+    default to 1 and `pads` (begins then ends) to 0. With `ceil_mode` the
+    output size rounds up.
+
+    ```mlir
+    %p = heterps.}] # mnemonic # [{ %x {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>}
+           : (tensor<?x16x32x32xf32>) -> tensor<?x16x16x16xf32>
+    ```
+  }];
+  let arguments = !con((ins HeterPS_FloatTensor:$input,
+                            DenseI64ArrayAttr:$kernel_shape,
+                            OptionalAttr<DenseI64ArrayAttr>:$strides,
+                            OptionalAttr<DenseI64ArrayAttr>:$pads,
+                            DefaultValuedAttr<BoolAttr, "false">:$ceil_mode),
+                       extraArgs);
+  let results = (outs HeterPS_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type($input, $result)";
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *context, std::optional<::mlir::Location> location,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &inferred) {
+      return ::mlir::heterps::inferPoolResultType(
+          location, getOperationName(), adaptor.getInput().getType(),
+          adaptor.getKernelShape(), adaptor.getStrides(), adaptor.getPads(),
+          adaptor.getCeilMode(), inferred);
+    }
+    ::mlir::heterps::OpCost $cppClass::getCost(int64_t batchSize) {
+      return ::mlir::heterps::getPoolCost(*this, getKernelShape(), batchSize);
+    }
+  }];
+}
+
+def HeterPS_MaxPoolOp : HeterPS_PoolOp<"max_pool", "Max pooling">;
+def HeterPS_AvgPoolOp : HeterPS_PoolOp<"avg_pool", "Average pooling",
+    (ins DefaultValuedAttr<BoolAttr, "false">:$count_include_pad)>;
+
+def HeterPS_GlobalAvgPoolOp : HeterPS_Op<"global_avg_pool",
+    [Pure, InferTypeOpAdaptor, HeterPS_CostOpInterface]> {
+  let summary = "Averages every channel over all spatial positions";
+  let description = [{
+    ```mlir
+    %g = heterps.global_avg_pool %x : (tensor<?x512x7x7xf32>) -> tensor<?x512x1x1xf32>
+    ```
+  }];
+  let arguments = (ins HeterPS_FloatTensor:$input);
+  let results = (outs HeterPS_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type($input, $result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+class HeterPS_LossOp<string mnemonic, string opSummary, string opDescription,
+                     dag args>
+    : HeterPS_Op<mnemonic, [Pure, InferTypeOpAdaptor, CustomCost]> {
+  let summary = opSummary;
+  let description = opDescription # [{
+
+    `reduction` (`mean` by default, or `sum`) gives a 0-D result; `none`
+    keeps one loss per sample.
+  }];
+  let arguments = !con(args, (ins DefaultValuedAttr<HeterPS_LossReductionAttr,
+                                  "LossReduction::mean">:$reduction));
+  let results = (outs HeterPS_FloatTensor:$result);
+  let assemblyFormat = [{
+    operands attr-dict `:` functional-type(operands, results)
+  }];
+  let extraClassDefinition = [{
+    ::mlir::heterps::OpCost $cppClass::getCost(int64_t batchSize) {
+      return ::mlir::heterps::getElementwiseCost(*this, batchSize, 8.0);
+    }
+  }];
+}
+
+def HeterPS_BCELossOp : HeterPS_LossOp<"bce_loss", "Binary cross-entropy", [{
+    Binary cross-entropy of predictions against labels in [0, 1], both of one
+    shape. With `from_logits` the predictions are logits and the sigmoid is
+    fused into the loss (numerically stable).
+
+    ```mlir
+    %l = heterps.bce_loss %p, %y {from_logits = true}
+           : (tensor<?x1xf32>, tensor<?x1xf32>) -> tensor<f32>
+    ```
+  }], (ins HeterPS_FloatTensor:$prediction, HeterPS_FloatTensor:$label,
+           DefaultValuedAttr<BoolAttr, "false">:$from_logits)>;
+
+def HeterPS_MSELossOp : HeterPS_LossOp<"mse_loss", "Mean squared error", [{
+    Squared difference of predictions and targets of one shape, averaged over
+    the non-batch dimensions.
+
+    ```mlir
+    %l = heterps.mse_loss %p, %t : (tensor<?x1xf32>, tensor<?x1xf32>) -> tensor<f32>
+    ```
+  }], (ins HeterPS_FloatTensor:$prediction, HeterPS_FloatTensor:$target)>;
+
+def HeterPS_SoftmaxCELossOp : HeterPS_LossOp<"softmax_ce_loss",
+    "Softmax cross-entropy against class indices", [{
+    Cross-entropy of `softmax(logits)` along dimension 1 against integer class
+    labels; the labels have the logits shape without dimension 1.
+
+    ```mlir
+    %l = heterps.softmax_ce_loss %logits, %y
+           : (tensor<?x10xf32>, tensor<?xi64>) -> tensor<f32>
+    ```
+  }], (ins HeterPS_FloatTensor:$logits, HeterPS_IdTensor:$label)>;
+
+def HeterPS_NLLLossOp : HeterPS_LossOp<"nll_loss",
+    "Negative log-likelihood against class indices", [{
+    `-log_probs[label]` along dimension 1; the labels have the shape of
+    `log_probs` without dimension 1.
+
+    ```mlir
+    %l = heterps.nll_loss %lp, %y : (tensor<?x10xf32>, tensor<?xi64>) -> tensor<f32>
+    ```
+  }], (ins HeterPS_FloatTensor:$log_probs, HeterPS_IdTensor:$label)>;
+
+//===----------------------------------------------------------------------===//
+// Pipeline structure
+//===----------------------------------------------------------------------===//
+
+def HeterPS_PipelineOp : HeterPS_Op<"pipeline",
+    [IsolatedFromAbove, SingleBlockImplicitTerminator<"YieldOp">,
+     RecursiveMemoryEffects]> {
+  let summary = "The pipeline of stages that one training step runs";
+  let description = [{
+    Holds the `heterps.stage` ops of a placed model, in stage order, and a
+    `heterps.yield` of the pipeline's results. The inputs of the pipeline are
+    the block arguments of its body. A batch is cut into `micro_batches`
+    micro-batches that flow through the stages one after the other; the
+    stages exchange tensors only through channels (`heterps.send` /
+    `heterps.recv`), every channel having exactly one sender and one receiver
+    in two different stages with the same tensor type.
+
+    Before (placed, not staged):
+
+    ```mlir
+    func.func @f(%ids: tensor<?x1xi64>) -> tensor<?x1xf32> {
+      %e = heterps.embedding_lookup @t[%ids] {combiner = #heterps.combiner<sum>,
+             heterps.device = #heterps.device<"cpu", cpu>} : (tensor<?x1xi64>) -> tensor<?x8xf32>
+      %y = heterps.reduce_sum %e {axes = array<i64: 1>,
+             heterps.device = #heterps.device<"gpu", gpu>} : (tensor<?x8xf32>) -> tensor<?x1xf32>
+      return %y : tensor<?x1xf32>
+    }
+    ```
+
+    After outlining:
+
+    ```mlir
+    func.func @f(%ids: tensor<?x1xi64>) -> tensor<?x1xf32> {
+      %r = heterps.pipeline ins(%ids : tensor<?x1xi64>) {micro_batches = 4 : i64} {
+      ^bb0(%a: tensor<?x1xi64>):
+        heterps.stage 0 on <"cpu", cpu> units 2 ins(%a : tensor<?x1xi64>) {
+        ^bb0(%i: tensor<?x1xi64>):
+          %e = heterps.embedding_lookup @t[%i] {combiner = #heterps.combiner<sum>}
+                 : (tensor<?x1xi64>) -> tensor<?x8xf32>
+          heterps.send %e channel 0 : tensor<?x8xf32>
+          heterps.yield
+        }
+        %y = heterps.stage 1 on <"gpu", gpu> units 1 {
+          %e = heterps.recv channel 0 : tensor<?x8xf32>
+          %s = heterps.reduce_sum %e {axes = array<i64: 1>} : (tensor<?x8xf32>) -> tensor<?x1xf32>
+          heterps.yield %s : tensor<?x1xf32>
+        } -> tensor<?x1xf32>
+        heterps.yield %y : tensor<?x1xf32>
+      } -> tensor<?x1xf32>
+      return %r : tensor<?x1xf32>
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<AnyRankedTensor>:$inputs,
+                       DefaultValuedAttr<I64Attr, "1">:$micro_batches);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    (`ins` `(` $inputs^ `:` type($inputs) `)`)? attr-dict-with-keyword $body
+    (`->` type($results)^)?
+  }];
+  let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The stages, in order.
+    auto getStages() { return getBody().front().getOps<StageOp>(); }
+  }];
+}
+
+def HeterPS_StageOp : HeterPS_Op<"stage",
+    [IsolatedFromAbove, HasParent<"PipelineOp">,
+     SingleBlockImplicitTerminator<"YieldOp">, RecursiveMemoryEffects]> {
+  let summary = "A pipeline stage: consecutive ops on one resource type";
+  let description = [{
+    Runs its body on `units` data-parallel units of the resource type
+    `device`, once per micro-batch. `index` is the stage's position in the
+    pipeline. Values come in as `ins` (pipeline inputs, bound to the body's
+    block arguments) or through `heterps.recv`; they leave as results or
+    through `heterps.send`. An op inside a stage that carries its own
+    `heterps.device` must name the stage's resource type.
+
+    ```mlir
+    %y = heterps.stage 1 on <"a100", gpu> units 2 ins(%x : tensor<?x13xf32>) {
+    ^bb0(%in: tensor<?x13xf32>):
+      %e = heterps.recv channel 0 : tensor<?x16xf32>
+      ...
+      heterps.yield %out : tensor<?x1xf32>
+    } -> tensor<?x1xf32>
+    ```
+  }];
+  let arguments = (ins I64Attr:$index, HeterPS_DeviceAttr:$device,
+                       I64Attr:$units, Variadic<AnyRankedTensor>:$inputs);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $index `on` $device `units` $units (`ins` `(` $inputs^ `:` type($inputs) `)`)?
+    attr-dict-with-keyword $body (`->` type($results)^)?
+  }];
+  let hasRegionVerifier = 1;
+}
+
+def HeterPS_YieldOp : HeterPS_Op<"yield",
+    [Pure, Terminator, ReturnLike, ParentOneOf<["PipelineOp", "StageOp"]>]> {
+  let summary = "Returns the results of a stage or of a pipeline";
+  let description = [{
+    ```mlir
+    heterps.yield %out : tensor<?x1xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<AnyRankedTensor>:$values);
+  let assemblyFormat = "attr-dict ($values^ `:` type($values))?";
+  let builders = [OpBuilder<(ins), [{ /* no values */ }]>];
+  let hasVerifier = 1;
+}
+
+def HeterPS_SendOp : HeterPS_Op<"send", [HasParent<"StageOp">]> {
+  let summary = "Sends a tensor to the next stage through a channel";
+  let description = [{
+    Once per micro-batch, enqueues `value` on channel `channel`; the stage
+    holding the matching `heterps.recv` dequeues it, in micro-batch order.
+    Forward activations flow from a stage to a later one, gradients of a
+    training graph from a later stage to an earlier one.
+
+    ```mlir
+    heterps.send %act channel 0 : tensor<?x208xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$value, I64Attr:$channel);
+  let assemblyFormat = "$value `channel` $channel attr-dict `:` type($value)";
+  let hasVerifier = 1;
+}
+
+def HeterPS_RecvOp : HeterPS_Op<"recv", [HasParent<"StageOp">]> {
+  let summary = "Receives a tensor from another stage through a channel";
+  let description = [{
+    Dequeues the tensor that the matching `heterps.send` enqueued for the
+    current micro-batch; waits until it is there.
+
+    ```mlir
+    %act = heterps.recv channel 0 : tensor<?x208xf32>
+    ```
+  }];
+  let arguments = (ins I64Attr:$channel);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "`channel` $channel attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Parameter server
+//===----------------------------------------------------------------------===//
+
+def HeterPS_PSPullOp : HeterPS_Op<"ps_pull",
+    [CustomCost, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Pulls rows of an embedding table from the parameter server";
+  let description = [{
+    Fetches the rows of `@table` for the 1-D `keys` (a worker dedups keys
+    first); the result is `keys x dim`.
+
+    ```mlir
+    %rows = heterps.ps_pull @slot0[%keys] : (tensor<?xi64>) -> tensor<?x16xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$table, HeterPS_IdTensor:$keys);
+  let results = (outs HeterPS_FloatTensor:$rows);
+  let assemblyFormat = [{
+    $table `[` $keys `]` attr-dict `:` functional-type($keys, $rows)
+  }];
+  let hasVerifier = 1;
+}
+
+def HeterPS_PSPushOp : HeterPS_Op<"ps_push",
+    [CustomCost, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Pushes row gradients of an embedding table to the server";
+  let description = [{
+    Sends the gradients of the rows `keys` of `@table`; the server applies the
+    table's optimizer. `gradients` is `keys x dim`.
+
+    ```mlir
+    heterps.ps_push @slot0[%keys], %grads : tensor<?xi64>, tensor<?x16xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$table, HeterPS_IdTensor:$keys,
+                       HeterPS_FloatTensor:$gradients);
+  let assemblyFormat = [{
+    $table `[` $keys `]` `,` $gradients attr-dict `:` type($keys) `,`
+    type($gradients)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // HETERPS_DIALECT_HETERPS_IR_HETERPSOPS_TD

@@ -1,0 +1,20 @@
+//===- Passes.h - HeterPS passes --------------------------------*- C++ -*-===//
+
+#ifndef HETERPS_TRANSFORMS_PASSES_H
+#define HETERPS_TRANSFORMS_PASSES_H
+
+#include "mlir/Pass/Pass.h"
+
+namespace mlir {
+namespace heterps {
+
+#define GEN_PASS_DECL
+#include "heterps/Transforms/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "heterps/Transforms/Passes.h.inc"
+
+} // namespace heterps
+} // namespace mlir
+
+#endif // HETERPS_TRANSFORMS_PASSES_H

@@ -1,0 +1,61 @@
+//===- HeterPSDialect.cpp - HeterPS dialect -------------------------------===//
+
+#include "heterps/Dialect/HeterPS/IR/HeterPSDialect.h"
+#include "heterps/Dialect/HeterPS/IR/HeterPSOps.h"
+#include "heterps/Dialect/HeterPS/IR/HeterPSPlacement.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/StringSet.h"
+
+using namespace mlir;
+using namespace mlir::heterps;
+
+#include "heterps/Dialect/HeterPS/IR/HeterPSDialect.cpp.inc"
+
+void HeterPSDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "heterps/Dialect/HeterPS/IR/HeterPSOps.cpp.inc"
+      >();
+  registerAttributes();
+}
+
+static LogicalResult verifyResources(Operation *op, Attribute value) {
+  if (!isa<ModuleOp>(op))
+    return op->emitOpError() << "'" << HeterPSDialect::getResourcesAttrName()
+                             << "' is a module attribute";
+  auto list = dyn_cast<ArrayAttr>(value);
+  if (!list)
+    return op->emitOpError() << "'" << HeterPSDialect::getResourcesAttrName()
+                             << "' must be an array of #heterps.device";
+  llvm::StringSet<> seen;
+  for (Attribute element : list) {
+    auto device = dyn_cast<DeviceAttr>(element);
+    if (!device)
+      return op->emitOpError()
+             << "'" << HeterPSDialect::getResourcesAttrName()
+             << "' must be an array of #heterps.device, found " << element;
+    if (!seen.insert(device.getResource()).second)
+      return op->emitOpError()
+             << "'" << HeterPSDialect::getResourcesAttrName() << "' lists \""
+             << device.getResource() << "\" twice";
+  }
+  return success();
+}
+
+LogicalResult HeterPSDialect::verifyOperationAttribute(Operation *op,
+                                                       NamedAttribute attr) {
+  StringRef name = attr.getName().strref();
+  if (name == getResourcesAttrName())
+    return verifyResources(op, attr.getValue());
+  if (name == getDeviceAttrName()) {
+    auto device = dyn_cast<DeviceAttr>(attr.getValue());
+    if (!device)
+      return op->emitOpError()
+             << "'" << name << "' must be a #heterps.device, found "
+             << attr.getValue();
+    return verifyDeviceInCluster(op, device);
+  }
+  return op->emitOpError() << "unknown HeterPS attribute '" << name << "'";
+}

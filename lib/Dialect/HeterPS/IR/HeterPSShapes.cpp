@@ -1,0 +1,172 @@
+//===- HeterPSShapes.cpp - Shape rules of HeterPS ops ---------------------===//
+
+#include "heterps/Dialect/HeterPS/IR/HeterPSShapes.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallSet.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace mlir::heterps;
+
+std::string mlir::heterps::formatShape(ArrayRef<int64_t> shape) {
+  if (shape.empty())
+    return "scalar";
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  llvm::interleave(
+      shape, os,
+      [&](int64_t dim) {
+        if (ShapedType::isDynamic(dim))
+          os << '?';
+        else
+          os << dim;
+      },
+      "x");
+  return text;
+}
+
+std::optional<int64_t> mlir::heterps::normalizeAxis(int64_t axis,
+                                                    int64_t rank) {
+  if (axis < -rank || axis >= rank)
+    return std::nullopt;
+  return axis < 0 ? axis + rank : axis;
+}
+
+LogicalResult mlir::heterps::verifyAxis(Operation *op, int64_t axis,
+                                        int64_t rank) {
+  if (!normalizeAxis(axis, rank))
+    return op->emitOpError() << "axis " << axis
+                             << " is out of range for a rank-" << rank
+                             << " input";
+  return success();
+}
+
+/// Broadcasts two dimensions; a dynamic one is taken to match the other.
+static std::optional<int64_t> broadcastDim(int64_t a, int64_t b) {
+  if (a == 1)
+    return b;
+  if (b == 1 || a == b)
+    return a;
+  if (ShapedType::isDynamic(a))
+    return b;
+  if (ShapedType::isDynamic(b))
+    return a;
+  return std::nullopt;
+}
+
+LogicalResult mlir::heterps::inferBroadcastResultType(
+    std::optional<Location> location, StringRef opName, Type lhs, Type rhs,
+    SmallVectorImpl<Type> &inferred) {
+  auto lhsType = cast<RankedTensorType>(lhs);
+  auto rhsType = cast<RankedTensorType>(rhs);
+  if (lhsType.getElementType() != rhsType.getElementType())
+    return emitOptionalError(location, "'", opName,
+                             "' op operands have different element types: ",
+                             lhsType.getElementType(), " and ",
+                             rhsType.getElementType());
+  ArrayRef<int64_t> a = lhsType.getShape(), b = rhsType.getShape();
+  size_t rank = std::max(a.size(), b.size());
+  SmallVector<int64_t> shape(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    std::optional<int64_t> dim = broadcastDim(da, db);
+    if (!dim)
+      return emitOptionalError(location, "'", opName, "' op operand shapes ",
+                               formatShape(a), " and ", formatShape(b),
+                               " do not broadcast (dimension ", i, ": ", da,
+                               " vs ", db, ")");
+    shape[i] = *dim;
+  }
+  inferred.push_back(RankedTensorType::get(shape, lhsType.getElementType()));
+  return success();
+}
+
+LogicalResult mlir::heterps::inferReduceResultType(
+    std::optional<Location> location, StringRef opName, Type input,
+    ArrayRef<int64_t> axes, bool keepdims, SmallVectorImpl<Type> &inferred) {
+  auto type = cast<RankedTensorType>(input);
+  int64_t rank = type.getRank();
+  llvm::SmallSet<int64_t, 4> reduced;
+  for (int64_t axis : axes) {
+    std::optional<int64_t> normalized = normalizeAxis(axis, rank);
+    if (!normalized)
+      return emitOptionalError(location, "'", opName, "' op axis ", axis,
+                               " is out of range for a rank-", rank,
+                               " input");
+    if (!reduced.insert(*normalized).second)
+      return emitOptionalError(location, "'", opName, "' op axis ", axis,
+                               " is reduced twice");
+  }
+  SmallVector<int64_t> shape;
+  for (int64_t i = 0; i < rank; ++i) {
+    bool isReduced = axes.empty() || reduced.contains(i);
+    if (!isReduced)
+      shape.push_back(type.getDimSize(i));
+    else if (keepdims)
+      shape.push_back(1);
+  }
+  inferred.push_back(RankedTensorType::get(shape, type.getElementType()));
+  return success();
+}
+
+/// The output size of a window of `kernel` (after dilation) sliding with
+/// `stride` over `size` padded by `pad`; nullopt when the window does not fit.
+static std::optional<int64_t> windowOutputSize(int64_t size, int64_t kernel,
+                                               int64_t stride, int64_t pad,
+                                               bool ceilMode) {
+  if (ShapedType::isDynamic(size))
+    return ShapedType::kDynamic;
+  int64_t span = size + pad - kernel;
+  if (span < 0)
+    return std::nullopt;
+  int64_t steps = ceilMode ? (span + stride - 1) / stride : span / stride;
+  return steps + 1;
+}
+
+LogicalResult mlir::heterps::inferPoolResultType(
+    std::optional<Location> location, StringRef opName, Type input,
+    ArrayRef<int64_t> kernelShape, std::optional<ArrayRef<int64_t>> strides,
+    std::optional<ArrayRef<int64_t>> pads, bool ceilMode,
+    SmallVectorImpl<Type> &inferred) {
+  auto type = cast<RankedTensorType>(input);
+  int64_t spatial = type.getRank() - 2;
+  if (spatial < 1)
+    return emitOptionalError(location, "'", opName,
+                             "' op input must be N x C x spatial..., got rank ",
+                             type.getRank());
+  if (static_cast<int64_t>(kernelShape.size()) != spatial)
+    return emitOptionalError(location, "'", opName, "' op kernel_shape has ",
+                             kernelShape.size(), " entries for ", spatial,
+                             " spatial dimensions");
+  if (strides && static_cast<int64_t>(strides->size()) != spatial)
+    return emitOptionalError(location, "'", opName, "' op strides has ",
+                             strides->size(), " entries for ", spatial,
+                             " spatial dimensions");
+  if (pads && static_cast<int64_t>(pads->size()) != 2 * spatial)
+    return emitOptionalError(location, "'", opName, "' op pads has ",
+                             pads->size(), " entries, expected ", 2 * spatial,
+                             " (begins then ends)");
+  SmallVector<int64_t> shape = {type.getDimSize(0), type.getDimSize(1)};
+  for (int64_t i = 0; i < spatial; ++i) {
+    int64_t stride = strides ? (*strides)[i] : 1;
+    int64_t pad = pads ? (*pads)[i] + (*pads)[i + spatial] : 0;
+    if (kernelShape[i] < 1 || stride < 1 || pad < 0)
+      return emitOptionalError(
+          location, "'", opName, "' op spatial dimension ", i,
+          " has kernel ", kernelShape[i], ", stride ", stride, ", padding ",
+          pad, ": kernels and strides must be positive, padding non-negative");
+    std::optional<int64_t> size = windowOutputSize(
+        type.getDimSize(i + 2), kernelShape[i], stride, pad, ceilMode);
+    if (!size)
+      return emitOptionalError(location, "'", opName, "' op window of ",
+                               kernelShape[i], " does not fit spatial size ",
+                               type.getDimSize(i + 2), " (padding ", pad,
+                               ") in dimension ", i + 2);
+    shape.push_back(*size);
+  }
+  inferred.push_back(RankedTensorType::get(shape, type.getElementType()));
+  return success();
+}

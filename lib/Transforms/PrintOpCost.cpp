@@ -1,0 +1,57 @@
+//===- PrintOpCost.cpp - Print what ops report to the cost model ----------===//
+
+#include "heterps/Dialect/HeterPS/IR/HeterPSOps.h"
+#include "heterps/Transforms/Passes.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace mlir {
+namespace heterps {
+#define GEN_PASS_DEF_PRINTOPCOSTPASS
+#include "heterps/Transforms/Passes.h.inc"
+} // namespace heterps
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::heterps;
+
+namespace {
+
+void printCost(llvm::raw_ostream &os, const OpCost &cost) {
+  os << "fwd_flops=" << llvm::format("%.0f", cost.forwardFlops)
+     << " bwd_flops=" << llvm::format("%.0f", cost.backwardFlops)
+     << " fwd_bytes=" << llvm::format("%.0f", cost.forwardBytes)
+     << " bwd_bytes=" << llvm::format("%.0f", cost.backwardBytes)
+     << " param_bytes=" << llvm::format("%.0f", cost.parameterBytes)
+     << " embedding_bytes=" << llvm::format("%.0f", cost.embeddingBytes)
+     << "\n";
+}
+
+struct PrintOpCostPass
+    : public heterps::impl::PrintOpCostPassBase<PrintOpCostPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    if (batchSize < 1) {
+      getOperation()->emitError()
+          << "heterps-print-op-cost: batch-size must be positive, got "
+          << batchSize;
+      return signalPassFailure();
+    }
+    llvm::raw_ostream &os = llvm::errs();
+    os << "op cost for batch size " << batchSize << "\n";
+    OpCost total;
+    getOperation()->walk([&](CostOpInterface op) {
+      OpCost cost = op.getCost(batchSize);
+      total += cost;
+      os << op->getName() << " @ " << op->getLoc() << ": ";
+      printCost(os, cost);
+    });
+    os << "total: ";
+    printCost(os, total);
+    markAllAnalysesPreserved();
+  }
+};
+
+} // namespace

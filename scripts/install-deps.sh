@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs the Debian packages HeterPS builds and tests with. Idempotent: packages
+# that are already present are skipped, so a warm machine pays only a dpkg query.
+set -euo pipefail
+
+packages=(
+  # Build tools.
+  cmake ninja-build lld ccache g++ pkg-config clang-format
+  # LLVM/MLIR 22. mlir-22-tools must be explicit: MLIRConfig.cmake checks for
+  # mlir-tblgen. Never add another libmlir-N-dev: the two conflict.
+  llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
+  # Runtime libraries.
+  libdnnl-dev ocl-icd-opencl-dev libeigen3-dev
+  libprotobuf-dev protobuf-compiler libonnx-dev
+  libgrpc++-dev protobuf-compiler-grpc librocksdb-dev
+  # Tests and benchmarks.
+  libgtest-dev libgmock-dev libbenchmark-dev
+  python3 python3-numpy python3-onnx
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed'; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,26 @@
+# -*- Python -*- lit configuration of the HeterPS test suite.
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "HeterPS"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.heterps_obj_root, "test")
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
+
+config.substitutions.append(("%heterps_src_root", config.heterps_src_root))
+
+llvm_config.with_system_environment(["HOME", "TMPDIR"])
+llvm_config.use_default_substitutions()
+
+# FileCheck, not, count and split-file come from LLVM; heterps-opt from here.
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+tool_dirs = [config.heterps_tools_dir, config.llvm_tools_dir]
+llvm_config.add_tool_substitutions(["heterps-opt"], tool_dirs)
+
+if config.cuda_enabled:
+    config.available_features.add("cuda")
