@@ -52,10 +52,7 @@ unsigned InitAttr::getNumArgs(InitKind kind) {
 
 LogicalResult InitAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                InitKind kind, DenseF64ArrayAttr argsAttr) {
-  if (!argsAttr)
-    return emitError() << "initializer " << stringifyInitKind(kind)
-                       << " is missing its argument list";
-  ArrayRef<double> args = argsAttr.asArrayRef();
+  ArrayRef<double> args = argsAttr ? argsAttr.asArrayRef() : ArrayRef<double>();
   unsigned expected = getNumArgs(kind);
   if (args.size() != expected)
     return emitError() << "initializer " << stringifyInitKind(kind)
@@ -104,7 +101,7 @@ Attribute InitAttr::parse(AsmParser &parser, Type) {
 
 void InitAttr::print(AsmPrinter &printer) const {
   printer << '<' << stringifyInitKind(getKind());
-  if (!getArgs().empty()) {
+  if (getArgs() && !getArgs().empty()) {
     printer << '(';
     llvm::interleaveComma(getArgs().asArrayRef(), printer, [&](double value) {
       printer.printFloat(llvm::APFloat(value));

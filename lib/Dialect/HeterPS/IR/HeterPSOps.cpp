@@ -51,7 +51,7 @@ static FailureOr<OpTy> lookupSymbol(Operation *user, FlatSymbolRefAttr symbol,
   auto typed = dyn_cast_or_null<OpTy>(target);
   if (!typed)
     return user->emitOpError()
-           << "'" << symbol.getValue() << "' does not name a " << what;
+           << "@" << symbol.getValue() << " does not name a " << what;
   return typed;
 }
 

@@ -112,17 +112,21 @@ LogicalResult mlir::heterps::inferReduceResultType(
   return success();
 }
 
-/// The output size of a window of `kernel` (after dilation) sliding with
-/// `stride` over `size` padded by `pad`; nullopt when the window does not fit.
+/// The output size of a window of `kernel` sliding with `stride` over `size`
+/// padded by `padBegin` and `padEnd`; nullopt when the window does not fit.
 static std::optional<int64_t> windowOutputSize(int64_t size, int64_t kernel,
-                                               int64_t stride, int64_t pad,
-                                               bool ceilMode) {
+                                               int64_t stride, int64_t padBegin,
+                                               int64_t padEnd, bool ceilMode) {
   if (ShapedType::isDynamic(size))
     return ShapedType::kDynamic;
-  int64_t span = size + pad - kernel;
+  int64_t span = size + padBegin + padEnd - kernel;
   if (span < 0)
     return std::nullopt;
   int64_t steps = ceilMode ? (span + stride - 1) / stride : span / stride;
+  // As in ONNX and PyTorch, the last window must start inside the input or
+  // the leading padding.
+  if (ceilMode && steps * stride >= size + padBegin)
+    --steps;
   return steps + 1;
 }
 
@@ -158,8 +162,10 @@ LogicalResult mlir::heterps::inferPoolResultType(
           location, "'", opName, "' op spatial dimension ", i,
           " has kernel ", kernelShape[i], ", stride ", stride, ", padding ",
           pad, ": kernels and strides must be positive, padding non-negative");
-    std::optional<int64_t> size = windowOutputSize(
-        type.getDimSize(i + 2), kernelShape[i], stride, pad, ceilMode);
+    int64_t padBegin = pads ? (*pads)[i] : 0;
+    std::optional<int64_t> size =
+        windowOutputSize(type.getDimSize(i + 2), kernelShape[i], stride,
+                         padBegin, pad - padBegin, ceilMode);
     if (!size)
       return emitOptionalError(location, "'", opName, "' op window of ",
                                kernelShape[i], " does not fit spatial size ",
