@@ -33,17 +33,18 @@ struct PrintOpCostPass
   using Base::Base;
 
   void runOnOperation() override {
-    if (batchSize < 1) {
+    int64_t batch = batchSize;
+    if (batch < 1) {
       getOperation()->emitError()
           << "heterps-print-op-cost: batch-size must be positive, got "
-          << batchSize;
+          << batch;
       return signalPassFailure();
     }
     llvm::raw_ostream &os = llvm::errs();
-    os << "op cost for batch size " << batchSize << "\n";
+    os << "op cost for batch size " << batch << "\n";
     OpCost total;
     getOperation()->walk([&](CostOpInterface op) {
-      OpCost cost = op.getCost(batchSize);
+      OpCost cost = op.getCost(batch);
       total += cost;
       os << op->getName() << " @ " << op->getLoc() << ": ";
       printCost(os, cost);

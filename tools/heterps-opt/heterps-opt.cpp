@@ -24,6 +24,6 @@ int main(int argc, char **argv) {
   mlir::registerCSEPass();
   mlir::registerInlinerPass();
   mlir::registerSymbolDCEPass();
-  return mlir::asMainReturnCode(mlir::MlirOptMain(
-      argc, argv, "HeterPS optimizer driver\n", registry));
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "HeterPS optimizer driver\n", registry));
 }

@@ -29,8 +29,8 @@ def PrintOpCostPass : Pass<"heterps-print-op-cost"> {
     ```
     op cost for batch size 2
     heterps.load_param @ loc(...): fwd_flops=0 bwd_flops=0 fwd_bytes=0 bwd_bytes=0 param_bytes=3328 embedding_bytes=0
-    heterps.matmul @ loc(...): fwd_flops=3328 bwd_flops=6656 fwd_bytes=3960 bwd_bytes=7920 param_bytes=0 embedding_bytes=0
-    total: fwd_flops=3328 bwd_flops=6656 fwd_bytes=3960 bwd_bytes=7920 param_bytes=3328 embedding_bytes=0
+    heterps.matmul @ loc(...): fwd_flops=3328 bwd_flops=6656 fwd_bytes=3944 bwd_bytes=7888 param_bytes=0 embedding_bytes=0
+    total: fwd_flops=3328 bwd_flops=6656 fwd_bytes=3944 bwd_bytes=7888 param_bytes=3328 embedding_bytes=0
     ```
   }];
   let options = [

@@ -40,8 +40,7 @@ std::string describeDevices(const DeviceInventory &inventory) {
     os << "gpu " << gpu.index << ": " << gpu.name << ", "
        << gpu.memoryBytes / (1024 * 1024) << " MiB, " << gpu.multiprocessors
        << " SMs, sm_" << gpu.computeMajor << gpu.computeMinor
-       << (gpu.kernelsRun ? "" : " (kernels of this build do not run)")
-       << "\n";
+       << (gpu.kernelsRun ? "" : " (kernels of this build do not run)") << "\n";
   if (!inventory.gpuStatus.empty())
     os << "gpu: " << inventory.gpuStatus << "\n";
   return os.str();

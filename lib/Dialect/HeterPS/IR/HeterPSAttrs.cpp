@@ -55,9 +55,8 @@ LogicalResult InitAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   ArrayRef<double> args = argsAttr ? argsAttr.asArrayRef() : ArrayRef<double>();
   unsigned expected = getNumArgs(kind);
   if (args.size() != expected)
-    return emitError() << "initializer " << stringifyInitKind(kind)
-                       << " takes " << expected << " argument(s), got "
-                       << args.size();
+    return emitError() << "initializer " << stringifyInitKind(kind) << " takes "
+                       << expected << " argument(s), got " << args.size();
   if (kind == InitKind::uniform && !(args[0] < args[1]))
     return emitError() << "uniform initializer needs low < high, got ("
                        << args[0] << ", " << args[1] << ")";
@@ -94,9 +93,8 @@ Attribute InitAttr::parse(AsmParser &parser, Type) {
   }
   if (parser.parseGreater())
     return {};
-  return getChecked([&] { return parser.emitError(loc); },
-                    parser.getContext(), *kind,
-                    DenseF64ArrayAttr::get(parser.getContext(), args));
+  return getChecked([&] { return parser.emitError(loc); }, parser.getContext(),
+                    *kind, DenseF64ArrayAttr::get(parser.getContext(), args));
 }
 
 void InitAttr::print(AsmPrinter &printer) const {

@@ -47,8 +47,8 @@ double mlir::heterps::getOperandAndResultBytes(Operation *op,
 /// op, a broadcast or a loss.
 static double getLargestTensorElements(Operation *op, int64_t batchSize) {
   double largest = 0;
-  for (Type type : llvm::concat<const Type>(op->getOperandTypes(),
-                                            op->getResultTypes()))
+  for (Type type :
+       llvm::concat<const Type>(op->getOperandTypes(), op->getResultTypes()))
     if (auto shaped = dyn_cast<ShapedType>(type))
       largest = std::max(largest, getNumElements(shaped, batchSize));
   return largest;

@@ -131,9 +131,8 @@ LoadParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
     return failure();
   if (param->getType() != getType())
     return emitOpError() << "result type " << getType()
-                         << " does not match parameter @"
-                         << param->getSymName() << " of type "
-                         << param->getType();
+                         << " does not match parameter @" << param->getSymName()
+                         << " of type " << param->getType();
   return success();
 }
 
@@ -202,25 +201,29 @@ OpCost EmbeddingLookupOp::getCost(int64_t batchSize) {
 // GemmOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult GemmOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult GemmOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
                                        Adaptor adaptor,
                                        SmallVectorImpl<Type> &inferred) {
   auto a = cast<RankedTensorType>(adaptor.getA().getType());
   auto b = cast<RankedTensorType>(adaptor.getB().getType());
   if (a.getRank() != 2 || b.getRank() != 2)
-    return emitOptionalError(loc, "'heterps.gemm' op A and B must be matrices, "
-                                  "got ranks ",
+    return emitOptionalError(loc,
+                             "'heterps.gemm' op A and B must be matrices, "
+                             "got ranks ",
                              a.getRank(), " and ", b.getRank());
   if (a.getElementType() != b.getElementType())
-    return emitOptionalError(loc, "'heterps.gemm' op A and B have different "
-                                  "element types: ",
+    return emitOptionalError(loc,
+                             "'heterps.gemm' op A and B have different "
+                             "element types: ",
                              a.getElementType(), " and ", b.getElementType());
   bool transA = adaptor.getTransA(), transB = adaptor.getTransB();
   int64_t m = a.getDimSize(transA ? 1 : 0), ka = a.getDimSize(transA ? 0 : 1);
   int64_t kb = b.getDimSize(transB ? 1 : 0), n = b.getDimSize(transB ? 0 : 1);
   if (!dimsAgree(ka, kb))
-    return emitOptionalError(loc, "'heterps.gemm' op inner dimensions differ: "
-                                  "op(A) is ",
+    return emitOptionalError(loc,
+                             "'heterps.gemm' op inner dimensions differ: "
+                             "op(A) is ",
                              formatShape({m, ka}), ", op(B) is ",
                              formatShape({kb, n}));
   if (Value c = adaptor.getC()) {
@@ -233,10 +236,9 @@ LogicalResult GemmOp::inferReturnTypes(MLIRContext *, std::optional<Location> lo
       ok = cs[i] == 1 || dimsAgree(cs[i], target);
     }
     if (!ok)
-      return emitOptionalError(loc, "'heterps.gemm' op C of shape ",
-                               formatShape(cs), " and type ", cType,
-                               " does not broadcast to the ",
-                               formatShape(mn), " result");
+      return emitOptionalError(
+          loc, "'heterps.gemm' op C of shape ", formatShape(cs), " and type ",
+          cType, " does not broadcast to the ", formatShape(mn), " result");
   }
   inferred.push_back(RankedTensorType::get({m, n}, a.getElementType()));
   return success();
@@ -270,8 +272,9 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
     return emitOptionalError(loc, "'heterps.matmul' op operands must have "
                                   "rank 1 or more");
   if (lhs.getElementType() != rhs.getElementType())
-    return emitOptionalError(loc, "'heterps.matmul' op operands have "
-                                  "different element types: ",
+    return emitOptionalError(loc,
+                             "'heterps.matmul' op operands have "
+                             "different element types: ",
                              lhs.getElementType(), " and ",
                              rhs.getElementType());
   SmallVector<int64_t> a(lhs.getShape()), b(rhs.getShape());
@@ -283,8 +286,9 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
   int64_t m = a[a.size() - 2], ka = a.back();
   int64_t kb = b[b.size() - 2], n = b.back();
   if (!dimsAgree(ka, kb))
-    return emitOptionalError(loc, "'heterps.matmul' op inner dimensions "
-                                  "differ: ",
+    return emitOptionalError(loc,
+                             "'heterps.matmul' op inner dimensions "
+                             "differ: ",
                              formatShape(lhs.getShape()), " times ",
                              formatShape(rhs.getShape()));
   // Leading dimensions broadcast like an elementwise op.
@@ -361,12 +365,11 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
     auto type = cast<RankedTensorType>(input.getType());
     if (type.getRank() != first.getRank() ||
         type.getElementType() != first.getElementType())
-      return emitOptionalError(loc, "'heterps.concat' op input ", i + 1,
-                               " is ", type, " but input 0 is ", first);
+      return emitOptionalError(loc, "'heterps.concat' op input ", i + 1, " is ",
+                               type, " but input 0 is ", first);
     for (int64_t d = 0; d < type.getRank(); ++d) {
       if (d == *axis) {
-        shape[d] = ShapedType::isDynamic(shape[d]) ||
-                           type.isDynamicDim(d)
+        shape[d] = ShapedType::isDynamic(shape[d]) || type.isDynamicDim(d)
                        ? ShapedType::kDynamic
                        : shape[d] + type.getDimSize(d);
         continue;
@@ -414,9 +417,8 @@ LogicalResult ReshapeOp::verify() {
                          << formatShape(input.getShape()) << " to "
                          << formatShape(result.getShape());
   if (inDynamic != outDynamic)
-    return emitOpError() << "cannot reshape "
-                         << formatShape(input.getShape()) << " to "
-                         << formatShape(result.getShape())
+    return emitOpError() << "cannot reshape " << formatShape(input.getShape())
+                         << " to " << formatShape(result.getShape())
                          << ": the batch dimension must stay dynamic";
   if (inProduct != outProduct)
     return emitOpError() << "changes the number of elements"
@@ -456,8 +458,8 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
     llvm::raw_string_ostream os(text);
     llvm::interleaveComma(perm, os);
     return emitOptionalError(loc, "'heterps.transpose' op perm [", text,
-                             "] is not a permutation of the ",
-                             input.getRank(), " dimensions of the input");
+                             "] is not a permutation of the ", input.getRank(),
+                             " dimensions of the input");
   }
   SmallVector<int64_t> shape;
   for (int64_t p : perm)
@@ -529,18 +531,18 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
   auto filter = cast<RankedTensorType>(adaptor.getFilter().getType());
   int64_t spatial = input.getRank() - 2;
   if (spatial < 1)
-    return emitOptionalError(loc, "'heterps.conv' op input must be N x C x "
-                                  "spatial..., got rank ",
+    return emitOptionalError(loc,
+                             "'heterps.conv' op input must be N x C x "
+                             "spatial..., got rank ",
                              input.getRank());
   if (filter.getRank() != input.getRank())
     return emitOptionalError(loc, "'heterps.conv' op filter has rank ",
                              filter.getRank(), ", expected ", input.getRank(),
                              " (M x C/group x kernel...)");
   if (filter.getElementType() != input.getElementType())
-    return emitOptionalError(loc, "'heterps.conv' op filter element type ",
-                             filter.getElementType(),
-                             " differs from the input's ",
-                             input.getElementType());
+    return emitOptionalError(
+        loc, "'heterps.conv' op filter element type ", filter.getElementType(),
+        " differs from the input's ", input.getElementType());
   int64_t group = adaptor.getGroup();
   int64_t outChannels = filter.getDimSize(0);
   if (group < 1 ||
@@ -548,8 +550,7 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
     return emitOptionalError(loc, "'heterps.conv' op group ", group,
                              " must be positive and divide the ", outChannels,
                              " output channels");
-  if (!dimsAgree(input.getDimSize(1),
-                 mulDims(filter.getDimSize(1), group)))
+  if (!dimsAgree(input.getDimSize(1), mulDims(filter.getDimSize(1), group)))
     return emitOptionalError(loc, "'heterps.conv' op input has ",
                              input.getDimSize(1), " channels, filter expects ",
                              filter.getDimSize(1), " x group ", group);
@@ -582,8 +583,8 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
     int64_t size = input.getDimSize(i + 2), kernel = filter.getDimSize(i + 2);
     if (stride < 1 || dilation < 1 || pad < 0)
       return emitOptionalError(loc, "'heterps.conv' op spatial dimension ", i,
-                               " has stride ", stride, ", dilation ",
-                               dilation, ", padding ", pad,
+                               " has stride ", stride, ", dilation ", dilation,
+                               ", padding ", pad,
                                ": strides and dilations must be positive, "
                                "padding non-negative");
     if (ShapedType::isDynamic(size) || ShapedType::isDynamic(kernel)) {
@@ -619,13 +620,15 @@ OpCost ConvOp::getCost(int64_t batchSize) {
 // GlobalAvgPoolOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult GlobalAvgPoolOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &inferred) {
+LogicalResult
+GlobalAvgPoolOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                  Adaptor adaptor,
+                                  SmallVectorImpl<Type> &inferred) {
   auto input = cast<RankedTensorType>(adaptor.getInput().getType());
   if (input.getRank() < 3)
-    return emitOptionalError(loc, "'heterps.global_avg_pool' op input must be "
-                                  "N x C x spatial..., got rank ",
+    return emitOptionalError(loc,
+                             "'heterps.global_avg_pool' op input must be "
+                             "N x C x spatial..., got rank ",
                              input.getRank());
   SmallVector<int64_t> shape(input.getRank(), 1);
   shape[0] = input.getDimSize(0);
@@ -673,11 +676,10 @@ static LogicalResult inferClassLoss(std::optional<Location> loc,
   SmallVector<int64_t> expected(s.getShape());
   expected.erase(expected.begin() + 1);
   if (!shapesAgree(l.getShape(), expected))
-    return emitOptionalError(loc, "'", opName, "' op labels must have shape ",
-                             formatShape(expected), " (the scores ",
-                             formatShape(s.getShape()),
-                             " without the class dimension), got ",
-                             formatShape(l.getShape()));
+    return emitOptionalError(
+        loc, "'", opName, "' op labels must have shape ", formatShape(expected),
+        " (the scores ", formatShape(s.getShape()),
+        " without the class dimension), got ", formatShape(l.getShape()));
   inferred.push_back(getLossType(expected, s.getElementType(), reduction));
   return success();
 }
@@ -700,9 +702,10 @@ LogicalResult MSELossOp::inferReturnTypes(MLIRContext *,
                            inferred);
 }
 
-LogicalResult SoftmaxCELossOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &inferred) {
+LogicalResult
+SoftmaxCELossOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                  Adaptor adaptor,
+                                  SmallVectorImpl<Type> &inferred) {
   return inferClassLoss(loc, getOperationName(), adaptor.getLogits(),
                         adaptor.getLabel(), adaptor.getReduction(), inferred);
 }
@@ -724,9 +727,9 @@ static LogicalResult verifyBodyArguments(Operation *op, Region &region,
                                          ValueRange inputs) {
   Block &body = region.front();
   if (body.getNumArguments() != inputs.size())
-    return op->emitOpError() << "body has " << body.getNumArguments()
-                             << " arguments but the op has " << inputs.size()
-                             << " inputs";
+    return op->emitOpError()
+           << "body has " << body.getNumArguments()
+           << " arguments but the op has " << inputs.size() << " inputs";
   for (auto [i, pair] :
        llvm::enumerate(llvm::zip_equal(body.getArgumentTypes(), inputs)))
     if (std::get<0>(pair) != std::get<1>(pair).getType())
@@ -764,16 +767,16 @@ LogicalResult PipelineOp::verifyRegions() {
              << "cannot appear in a heterps.pipeline, which holds only "
                 "heterps.stage ops";
     if (stage.getIndexAttr().getInt() != position)
-      return stage.emitOpError()
-             << "at position " << position << " has index "
-             << stage.getIndexAttr().getInt() << "; stages are numbered 0, 1, ... in order";
+      return stage.emitOpError() << "at position " << position << " has index "
+                                 << stage.getIndexAttr().getInt()
+                                 << "; stages are numbered 0, 1, ... in order";
     WalkResult walk = stage.getBody().walk([&](Operation *nested) {
       if (auto send = dyn_cast<SendOp>(nested)) {
         ChannelEnds &ends = channels[send.getChannel()];
         if (ends.send) {
-          send.emitOpError() << "reuses channel " << send.getChannel()
-                             << ", which already has a sender in stage "
-                             << ends.sendStage;
+          send.emitOpError()
+              << "reuses channel " << send.getChannel()
+              << ", which already has a sender in stage " << ends.sendStage;
           return WalkResult::interrupt();
         }
         ends.send = send;
@@ -781,9 +784,9 @@ LogicalResult PipelineOp::verifyRegions() {
       } else if (auto recv = dyn_cast<RecvOp>(nested)) {
         ChannelEnds &ends = channels[recv.getChannel()];
         if (ends.recv) {
-          recv.emitOpError() << "reuses channel " << recv.getChannel()
-                             << ", which already has a receiver in stage "
-                             << ends.recvStage;
+          recv.emitOpError()
+              << "reuses channel " << recv.getChannel()
+              << ", which already has a receiver in stage " << ends.recvStage;
           return WalkResult::interrupt();
         }
         ends.recv = recv;
@@ -800,23 +803,19 @@ LogicalResult PipelineOp::verifyRegions() {
 
   for (auto &[channel, ends] : channels) {
     if (!ends.recv)
-      return ends.send.emitOpError()
-             << "sends on channel " << channel
-             << ", which no stage receives from";
+      return ends.send.emitOpError() << "sends on channel " << channel
+                                     << ", which no stage receives from";
     if (!ends.send)
-      return ends.recv.emitOpError()
-             << "receives from channel " << channel
-             << ", which no stage sends on";
+      return ends.recv.emitOpError() << "receives from channel " << channel
+                                     << ", which no stage sends on";
     if (ends.sendStage == ends.recvStage)
       return ends.recv.emitOpError()
-             << "receives from channel " << channel
-             << " in stage " << ends.recvStage
-             << ", the stage that sends on it";
+             << "receives from channel " << channel << " in stage "
+             << ends.recvStage << ", the stage that sends on it";
     if (ends.send.getValue().getType() != ends.recv.getType())
       return ends.recv.emitOpError()
              << "receives " << ends.recv.getType() << " from channel "
-             << channel << ", which sends "
-             << ends.send.getValue().getType();
+             << channel << ", which sends " << ends.send.getValue().getType();
   }
   return success();
 }
@@ -848,16 +847,14 @@ LogicalResult YieldOp::verify() {
   TypeRange expected = parent->getResultTypes();
   if (getValues().size() != expected.size())
     return emitOpError() << "yields " << getValues().size()
-                         << " values but the enclosing "
-                         << parent->getName() << " has " << expected.size()
-                         << " results";
+                         << " values but the enclosing " << parent->getName()
+                         << " has " << expected.size() << " results";
   for (auto [i, pair] :
        llvm::enumerate(llvm::zip_equal(getValues().getTypes(), expected)))
     if (std::get<0>(pair) != std::get<1>(pair))
       return emitOpError() << "yields " << std::get<0>(pair) << " as value "
                            << i << " but result " << i << " of the enclosing "
-                           << parent->getName() << " is "
-                           << std::get<1>(pair);
+                           << parent->getName() << " is " << std::get<1>(pair);
   return success();
 }
 
@@ -884,8 +881,8 @@ static LogicalResult verifyKeysAndRows(Operation *op, Value keys, Value rows,
                                        StringRef rowsName) {
   RankedTensorType k = tensorOf(keys), r = tensorOf(rows);
   if (k.getRank() != 1)
-    return op->emitOpError() << "keys must be 1-D, got shape "
-                             << formatShape(k.getShape());
+    return op->emitOpError()
+           << "keys must be 1-D, got shape " << formatShape(k.getShape());
   if (r.getRank() != 2 || !dimsAgree(r.getDimSize(0), k.getDimSize(0)))
     return op->emitOpError()
            << rowsName << " must be " << formatShape(k.getShape())
@@ -903,10 +900,9 @@ static LogicalResult verifyTableDim(Operation *op, FlatSymbolRefAttr table,
   RankedTensorType type = tensorOf(rows);
   if (type.getDimSize(1) != static_cast<int64_t>(target->getDim()) ||
       !type.getElementType().isF32())
-    return op->emitOpError()
-           << rowsName << " are " << type << " but table @"
-           << target->getSymName() << " has rows of " << target->getDim()
-           << " x f32";
+    return op->emitOpError() << rowsName << " are " << type << " but table @"
+                             << target->getSymName() << " has rows of "
+                             << target->getDim() << " x f32";
   return success();
 }
 
@@ -915,8 +911,7 @@ LogicalResult PSPullOp::verify() {
 }
 
 LogicalResult PSPullOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
-  return verifyTableDim(*this, getTableAttr(), getRows(), "rows",
-                        symbolTable);
+  return verifyTableDim(*this, getTableAttr(), getRows(), "rows", symbolTable);
 }
 
 OpCost PSPullOp::getCost(int64_t batchSize) {

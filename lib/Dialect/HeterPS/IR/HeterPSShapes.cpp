@@ -37,9 +37,9 @@ std::optional<int64_t> mlir::heterps::normalizeAxis(int64_t axis,
 LogicalResult mlir::heterps::verifyAxis(Operation *op, int64_t axis,
                                         int64_t rank) {
   if (!normalizeAxis(axis, rank))
-    return op->emitOpError() << "axis " << axis
-                             << " is out of range for a rank-" << rank
-                             << " input";
+    return op->emitOpError()
+           << "axis " << axis << " is out of range for a rank-" << rank
+           << " input";
   return success();
 }
 
@@ -56,16 +56,16 @@ static std::optional<int64_t> broadcastDim(int64_t a, int64_t b) {
   return std::nullopt;
 }
 
-LogicalResult mlir::heterps::inferBroadcastResultType(
-    std::optional<Location> location, StringRef opName, Type lhs, Type rhs,
-    SmallVectorImpl<Type> &inferred) {
+LogicalResult
+mlir::heterps::inferBroadcastResultType(std::optional<Location> location,
+                                        StringRef opName, Type lhs, Type rhs,
+                                        SmallVectorImpl<Type> &inferred) {
   auto lhsType = cast<RankedTensorType>(lhs);
   auto rhsType = cast<RankedTensorType>(rhs);
   if (lhsType.getElementType() != rhsType.getElementType())
-    return emitOptionalError(location, "'", opName,
-                             "' op operands have different element types: ",
-                             lhsType.getElementType(), " and ",
-                             rhsType.getElementType());
+    return emitOptionalError(
+        location, "'", opName, "' op operands have different element types: ",
+        lhsType.getElementType(), " and ", rhsType.getElementType());
   ArrayRef<int64_t> a = lhsType.getShape(), b = rhsType.getShape();
   size_t rank = std::max(a.size(), b.size());
   SmallVector<int64_t> shape(rank);
@@ -94,8 +94,7 @@ LogicalResult mlir::heterps::inferReduceResultType(
     std::optional<int64_t> normalized = normalizeAxis(axis, rank);
     if (!normalized)
       return emitOptionalError(location, "'", opName, "' op axis ", axis,
-                               " is out of range for a rank-", rank,
-                               " input");
+                               " is out of range for a rank-", rank, " input");
     if (!reduced.insert(*normalized).second)
       return emitOptionalError(location, "'", opName, "' op axis ", axis,
                                " is reduced twice");
@@ -159,9 +158,9 @@ LogicalResult mlir::heterps::inferPoolResultType(
     int64_t pad = pads ? (*pads)[i] + (*pads)[i + spatial] : 0;
     if (kernelShape[i] < 1 || stride < 1 || pad < 0)
       return emitOptionalError(
-          location, "'", opName, "' op spatial dimension ", i,
-          " has kernel ", kernelShape[i], ", stride ", stride, ", padding ",
-          pad, ": kernels and strides must be positive, padding non-negative");
+          location, "'", opName, "' op spatial dimension ", i, " has kernel ",
+          kernelShape[i], ", stride ", stride, ", padding ", pad,
+          ": kernels and strides must be positive, padding non-negative");
     int64_t padBegin = pads ? (*pads)[i] : 0;
     std::optional<int64_t> size =
         windowOutputSize(type.getDimSize(i + 2), kernelShape[i], stride,

@@ -1,0 +1,72 @@
+// Every verifier message of the HeterPS attributes and of the discardable
+// attributes `heterps.device` and `heterps.resources`.
+// RUN: heterps-opt %s -split-input-file -verify-diagnostics --allow-unregistered-dialect
+
+// expected-error @+1 {{#heterps.device needs a resource type name}}
+"test.placed"() {heterps.device = #heterps.device<"", cpu>} : () -> ()
+
+// -----
+
+// expected-error @+1 {{unknown initializer 'glorot'}}
+heterps.param @w : tensor<2x2xf32> = #heterps.init<glorot>
+
+// -----
+
+// expected-error @+1 {{initializer uniform takes 2 argument(s), got 1}}
+heterps.param @w : tensor<2x2xf32> = #heterps.init<uniform(0.5)>
+
+// -----
+
+// expected-error @+1 {{uniform initializer needs low < high, got (1.000000e+00, 1.000000e+00)}}
+heterps.param @w : tensor<2x2xf32> = #heterps.init<uniform(1.0, 1.0)>
+
+// -----
+
+// expected-error @+1 {{normal initializer needs a positive standard deviation, got 0.000000e+00}}
+heterps.param @w : tensor<2x2xf32> = #heterps.init<normal(0.0, 0.0)>
+
+// -----
+
+func.func @resources_on_func() attributes {heterps.resources = [#heterps.device<"cpu", cpu>]} {
+  // expected-error @-1 {{'heterps.resources' is a module attribute}}
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'heterps.resources' must be an array of #heterps.device}}
+module attributes {heterps.resources = "cpu"} {}
+
+// -----
+
+// expected-error @+1 {{'heterps.resources' must be an array of #heterps.device, found "cpu"}}
+module attributes {heterps.resources = ["cpu"]} {}
+
+// -----
+
+// expected-error @+1 {{'heterps.resources' lists "cpu" twice}}
+module attributes {heterps.resources = [#heterps.device<"cpu", cpu>, #heterps.device<"cpu", cpu>]} {}
+
+// -----
+
+// expected-error @+1 {{'heterps.device' must be a #heterps.device, found "gpu"}}
+"test.placed"() {heterps.device = "gpu"} : () -> ()
+
+// -----
+
+// expected-error @+1 {{unknown HeterPS attribute 'heterps.placement'}}
+"test.placed"() {heterps.placement = 1 : i64} : () -> ()
+
+// -----
+
+module attributes {heterps.resources = [#heterps.device<"c6i", cpu>, #heterps.device<"a100", gpu>]} {
+  // expected-error @+1 {{is placed on "a100" as a cpu but the cluster declares it a gpu}}
+  "test.placed"() {heterps.device = #heterps.device<"a100", cpu>} : () -> ()
+}
+
+// -----
+
+module attributes {heterps.resources = [#heterps.device<"c6i", cpu>, #heterps.device<"a100", gpu>]} {
+  // expected-error @+1 {{is placed on "h100", which is not a resource type of the cluster (known: c6i, a100)}}
+  "test.placed"() {heterps.device = #heterps.device<"h100", gpu>} : () -> ()
+}
