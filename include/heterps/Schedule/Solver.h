@@ -1,0 +1,95 @@
+//===- Solver.h - Placement solvers -----------------------------*- C++ -*-===//
+//
+// Every solver takes the same problem and returns a placement (a resource
+// type per op) with its evaluation. Same seed, same plan. Pins are honoured.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HETERPS_SCHEDULE_SOLVER_H
+#define HETERPS_SCHEDULE_SOLVER_H
+
+#include "heterps/Schedule/CostModel.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace heterps {
+namespace schedule {
+
+struct SolverOptions {
+  uint64_t seed = 1;
+  /// Stop searching after this many seconds (0: no limit). Solvers that
+  /// iterate return the best plan found so far.
+  double timeBudgetSeconds = 0;
+
+  // rl
+  int iterations = 200;
+  int samplesPerIteration = 32;
+  double learningRate = 0.01;
+  int hiddenSize = 32;
+  double entropyWeight = 0.01;
+  double baselineDecay = 0.9;
+  /// A policy saved by an earlier run to start from (warm start), and where
+  /// to save the trained policy; empty for none.
+  std::string policyIn;
+  std::string policyOut;
+
+  // genetic
+  int population = 64;
+  int generations = 150;
+  double mutationRate = 0.05;
+
+  // exhaustive
+  /// Refuse problems with more candidate plans than this.
+  uint64_t maxPlans = 20'000'000;
+};
+
+struct SolverResult {
+  std::string solver;
+  std::vector<int> assignment;
+  Evaluation evaluation;
+  double searchSeconds = 0;
+  /// Plans evaluated.
+  uint64_t evaluations = 0;
+};
+
+/// The solver names, in the order the documentation lists them.
+llvm::ArrayRef<llvm::StringRef> getSolverNames();
+
+/// Runs the solver `name` on `model`'s problem.
+llvm::Expected<SolverResult> solvePlacement(llvm::StringRef name,
+                                            const CostModel &model,
+                                            const SolverOptions &options);
+
+// The solvers, one per file.
+llvm::Expected<SolverResult> solveExhaustive(const CostModel &model,
+                                             const SolverOptions &options);
+llvm::Expected<SolverResult> solveDP(const CostModel &model,
+                                     const SolverOptions &options);
+llvm::Expected<SolverResult> solveGreedy(const CostModel &model,
+                                         const SolverOptions &options);
+llvm::Expected<SolverResult> solveGenetic(const CostModel &model,
+                                          const SolverOptions &options);
+llvm::Expected<SolverResult> solveHeuristic(const CostModel &model,
+                                            const SolverOptions &options);
+llvm::Expected<SolverResult> solveSingleKind(const CostModel &model,
+                                             const SolverOptions &options,
+                                             ResourceKind kind);
+llvm::Expected<SolverResult> solveRL(const CostModel &model,
+                                     const SolverOptions &options);
+
+/// Improves `assignment` by moving single ops to other resource types while
+/// that lowers the objective (first improvement, in op order). Returns the
+/// number of plans evaluated.
+uint64_t improveByLocalSearch(const CostModel &model,
+                              std::vector<int> &assignment);
+
+} // namespace schedule
+} // namespace heterps
+
+#endif // HETERPS_SCHEDULE_SOLVER_H

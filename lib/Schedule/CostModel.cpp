@@ -1,0 +1,243 @@
+//===- CostModel.cpp - Time, throughput and cost of a placement -----------===//
+
+#include "heterps/Schedule/CostModel.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+using namespace heterps::schedule;
+
+CostModel::CostModel(const PlacementProblem &problem) : problem(problem) {
+  const Cluster &cluster = problem.cluster;
+  int numOps = getNumOps(), numResources = getNumResources();
+  double directions = problem.training ? 2 : 1;
+
+  opTime.assign(numOps, std::vector<double>(numResources, 0));
+  for (int l = 0; l < numOps; ++l) {
+    const OpInfo &op = problem.ops[l];
+    for (int t = 0; t < numResources; ++t) {
+      const ResourceType &type = cluster.resources[t];
+      double seconds = -1;
+      if (problem.profile) {
+        auto opIt = problem.profile->seconds.find(op.name);
+        if (opIt != problem.profile->seconds.end()) {
+          auto timeIt = opIt->second.find(type.name);
+          if (timeIt != opIt->second.end())
+            seconds = timeIt->second * problem.batchSize /
+                      static_cast<double>(problem.profile->batchSize);
+        }
+      }
+      if (seconds < 0) {
+        double flops =
+            op.forwardFlops + (problem.training ? op.backwardFlops : 0);
+        double bytes =
+            op.forwardBytes + (problem.training ? op.backwardBytes : 0);
+        seconds = std::max(flops / (type.peakGflops * 1e9),
+                           bytes / (type.memoryGBps * 1e9));
+        // An op with no work (a view, a parameter read) costs no dispatch.
+        if (flops > 0 || bytes > 0)
+          seconds += directions * type.opOverheadUs * 1e-6;
+      }
+      // Rows pulled from the parameter server, and in training their
+      // gradients pushed back, are the lookup's own traffic.
+      if (op.embeddingBytes > 0)
+        seconds +=
+            directions * cluster.psLinks[t].transferSeconds(op.embeddingBytes);
+      opTime[l][t] = seconds;
+    }
+  }
+
+  opTimePrefix.assign(numResources, std::vector<double>(numOps + 1, 0));
+  for (int t = 0; t < numResources; ++t)
+    for (int l = 0; l < numOps; ++l)
+      opTimePrefix[t][l + 1] = opTimePrefix[t][l] + opTime[l][t];
+  parameterPrefix.assign(numOps + 1, 0);
+  for (int l = 0; l < numOps; ++l)
+    parameterPrefix[l + 1] = parameterPrefix[l] + problem.ops[l].parameterBytes;
+
+  // A result is live across the cuts from its producer up to its last user.
+  std::vector<int> lastUse(numOps, -1);
+  for (int l = 0; l < numOps; ++l)
+    for (int producer : problem.ops[l].operands)
+      lastUse[producer] = std::max(lastUse[producer], l);
+  std::vector<double> delta(numOps + 1, 0);
+  for (int l = 0; l < numOps; ++l) {
+    if (lastUse[l] <= l)
+      continue;
+    delta[l] += problem.ops[l].outputBytes;
+    delta[lastUse[l]] -= problem.ops[l].outputBytes;
+  }
+  crossing.assign(numOps, 0);
+  double live = 0;
+  for (int l = 0; l < numOps; ++l) {
+    live += delta[l];
+    crossing[l] = std::max(0.0, live);
+  }
+
+  double allUnitsPerHour = 0;
+  for (const ResourceType &type : cluster.resources)
+    allUnitsPerHour += static_cast<double>(type.units) * type.pricePerHour;
+  infeasibleBase = problem.samples / problem.throughput / 3600.0 *
+                   std::max(allUnitsPerHour, 1e-9);
+}
+
+double CostModel::stageSeconds(double compute, double transfer,
+                               double parameterBytes, int resource,
+                               int64_t units) const {
+  double seconds = compute / static_cast<double>(units) + transfer;
+  if (problem.training && units > 1 && parameterBytes > 0) {
+    // Ring all-reduce of the stage's dense parameters between its units.
+    const Link &link = problem.cluster.links[resource][resource];
+    double k = static_cast<double>(units);
+    seconds += 2 * (k - 1) / k * parameterBytes / (link.gbps * 1e9) +
+               2 * (k - 1) * link.latencyUs * 1e-6;
+  }
+  return seconds;
+}
+
+StageEvaluation CostModel::evaluateStage(int first, int last, int resource,
+                                         int nextResource) const {
+  StageEvaluation stage;
+  stage.resource = resource;
+  stage.firstOp = first;
+  stage.lastOp = last;
+  stage.computeSeconds =
+      opTimePrefix[resource][last + 1] - opTimePrefix[resource][first];
+  if (nextResource >= 0) {
+    const Link &link = problem.cluster.links[resource][nextResource];
+    stage.transferSeconds =
+        (problem.training ? 2 : 1) * link.transferSeconds(crossing[last]);
+  }
+  double parameterBytes = parameterPrefix[last + 1] - parameterPrefix[first];
+  double batch = static_cast<double>(problem.batchSize);
+  double budget = batch / problem.throughput;
+  int64_t maxUnits = problem.cluster.resources[resource].units;
+
+  // ET(k) is convex in k (compute / k falls, synchronisation grows), so the
+  // search starts at the bound that ignores synchronisation and stops as soon
+  // as ET grows.
+  int64_t start = 1;
+  if (budget > stage.transferSeconds) {
+    double bound = stage.computeSeconds / (budget - stage.transferSeconds);
+    start = std::max<int64_t>(
+        1, static_cast<int64_t>(std::ceil(bound * (1 - 1e-12))));
+  } else {
+    start = maxUnits + 1;
+  }
+  double bestSeconds = std::numeric_limits<double>::infinity();
+  int64_t bestUnits = 1;
+  if (start > maxUnits) {
+    // Even every unit does not reach the target: report the best there is.
+    bestUnits = std::max<int64_t>(1, maxUnits);
+    bestSeconds = stageSeconds(stage.computeSeconds, stage.transferSeconds,
+                               parameterBytes, resource, bestUnits);
+  }
+  for (int64_t k = start; k <= maxUnits; ++k) {
+    double seconds = stageSeconds(stage.computeSeconds, stage.transferSeconds,
+                                  parameterBytes, resource, k);
+    if (seconds <= budget * (1 + 1e-12)) {
+      stage.units = k;
+      stage.syncSeconds = seconds -
+                          stage.computeSeconds / static_cast<double>(k) -
+                          stage.transferSeconds;
+      stage.seconds = seconds;
+      stage.throughput = batch / seconds;
+      return stage;
+    }
+    if (seconds >= bestSeconds)
+      break;
+    bestSeconds = seconds;
+    bestUnits = k;
+  }
+  stage.units = 0;
+  stage.seconds = bestSeconds;
+  stage.syncSeconds = bestSeconds -
+                      stage.computeSeconds / static_cast<double>(bestUnits) -
+                      stage.transferSeconds;
+  stage.throughput = batch / bestSeconds;
+  return stage;
+}
+
+Evaluation CostModel::evaluate(llvm::ArrayRef<int> assignment) const {
+  Evaluation result;
+  int numOps = getNumOps();
+  // Stages are the maximal runs of consecutive ops on one resource type.
+  std::vector<std::pair<int, int>> runs;
+  for (int l = 0; l < numOps; ++l) {
+    if (l == 0 || assignment[l] != assignment[l - 1])
+      runs.push_back({l, l});
+    else
+      runs.back().second = l;
+  }
+  for (size_t i = 0; i < runs.size(); ++i) {
+    int next = i + 1 < runs.size() ? assignment[runs[i + 1].first] : -1;
+    result.stages.push_back(evaluateStage(runs[i].first, runs[i].second,
+                                          assignment[runs[i].first], next));
+  }
+
+  const Cluster &cluster = problem.cluster;
+  std::vector<int64_t> unitsUsed(cluster.resources.size(), 0);
+  result.throughput = std::numeric_limits<double>::infinity();
+  double worstShortfall = -1;
+  for (size_t i = 0; i < result.stages.size(); ++i) {
+    const StageEvaluation &stage = result.stages[i];
+    result.throughput = std::min(result.throughput, stage.throughput);
+    unitsUsed[stage.resource] += stage.units;
+    result.costPerHour += static_cast<double>(stage.units) *
+                          cluster.resources[stage.resource].pricePerHour;
+    if (stage.units == 0 &&
+        problem.throughput - stage.throughput > worstShortfall) {
+      worstShortfall = problem.throughput - stage.throughput;
+      result.bottleneckStage = static_cast<int>(i);
+    }
+  }
+  if (result.bottleneckStage >= 0) {
+    const StageEvaluation &stage = result.stages[result.bottleneckStage];
+    const ResourceType &type = cluster.resources[stage.resource];
+    result.shortfall = worstShortfall;
+    result.reason = llvm::formatv(
+        "stage {0} (ops {1}..{2} on {3}) reaches at most {4:f1} samples/s "
+        "with {5} unit(s), {6:f1} samples/s short of the target {7:f1}",
+        result.bottleneckStage, stage.firstOp, stage.lastOp, type.name,
+        stage.throughput, type.units, result.shortfall, problem.throughput);
+    return result;
+  }
+  for (size_t t = 0; t < cluster.resources.size(); ++t) {
+    const ResourceType &type = cluster.resources[t];
+    if (unitsUsed[t] <= type.units)
+      continue;
+    // The stages of this type together need more units than there are; the
+    // largest of them is named. Scaling the target by the units available
+    // estimates what the type can sustain.
+    int largest = -1;
+    for (size_t i = 0; i < result.stages.size(); ++i)
+      if (result.stages[i].resource == static_cast<int>(t) &&
+          (largest < 0 ||
+           result.stages[i].units > result.stages[largest].units))
+        largest = static_cast<int>(i);
+    result.bottleneckStage = largest;
+    result.shortfall =
+        problem.throughput * (1 - static_cast<double>(type.units) /
+                                      static_cast<double>(unitsUsed[t]));
+    result.reason = llvm::formatv(
+        "the stages on {0} need {1} units to reach {2:f1} samples/s but {3} "
+        "are available; stage {4} alone needs {5} (about {6:f1} samples/s "
+        "short)",
+        type.name, unitsUsed[t], problem.throughput, type.units, largest,
+        result.stages[largest].units, result.shortfall);
+    return result;
+  }
+  result.feasible = true;
+  result.costUsd =
+      problem.samples / result.throughput / 3600.0 * result.costPerHour;
+  return result;
+}
+
+double CostModel::objective(const Evaluation &evaluation) const {
+  if (evaluation.feasible)
+    return evaluation.costUsd;
+  return infeasibleBase * (2 + evaluation.shortfall / problem.throughput);
+}

@@ -1,0 +1,66 @@
+//===- JSONReader.h - Errors that name the file and the JSON path -*- C++ -*-=//
+//
+// Shared by the readers of cluster files and profile tables: every error
+// says which file, where in it (a JSONPath such as $.resources[1].units) and
+// what was expected.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HETERPS_LIB_SCHEDULE_JSONREADER_H
+#define HETERPS_LIB_SCHEDULE_JSONREADER_H
+
+#include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
+
+#include <cmath>
+#include <string>
+
+namespace heterps {
+namespace schedule {
+
+class JSONReader {
+public:
+  explicit JSONReader(llvm::StringRef fileName) : fileName(fileName.str()) {}
+
+  llvm::Error error(const std::string &path, const std::string &message) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   fileName + ": " + path + ": " + message);
+  }
+
+  /// Parses `text`; a syntax error names the line and column.
+  llvm::Expected<llvm::json::Value> parse(llvm::StringRef text) {
+    llvm::Expected<llvm::json::Value> value = llvm::json::parse(text);
+    if (!value)
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          fileName + ": not valid JSON: " + llvm::toString(value.takeError()));
+    return value;
+  }
+
+  /// Reads the number `key` of `object`; it must be finite and non-negative,
+  /// or positive when `positive`.
+  llvm::Error number(const llvm::json::Object &object, llvm::StringRef key,
+                     const std::string &path, double &out, bool positive) {
+    std::string where = path + "." + key.str();
+    const llvm::json::Value *value = object.get(key);
+    if (!value)
+      return error(where, "missing");
+    std::optional<double> number = value->getAsNumber();
+    if (!number || !std::isfinite(*number))
+      return error(where, "expected a number");
+    if (positive ? !(*number > 0) : *number < 0)
+      return error(where, std::string("expected a ") +
+                              (positive ? "positive" : "non-negative") +
+                              " number, got " + std::to_string(*number));
+    out = *number;
+    return llvm::Error::success();
+  }
+
+private:
+  std::string fileName;
+};
+
+} // namespace schedule
+} // namespace heterps
+
+#endif // HETERPS_LIB_SCHEDULE_JSONREADER_H

@@ -1,0 +1,104 @@
+//===- Problem.cpp - Placement problems and profile tables ----------------===//
+
+#include "heterps/Schedule/Problem.h"
+#include "JSONReader.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <cmath>
+
+using namespace heterps::schedule;
+using llvm::json::Array;
+using llvm::json::Object;
+
+static llvm::Error problemError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 "invalid placement problem: " + message.str());
+}
+
+llvm::Error PlacementProblem::validate() const {
+  if (cluster.resources.empty())
+    return problemError("the cluster has no resource types");
+  if (ops.empty())
+    return problemError("there are no ops to place");
+  if (batchSize < 1)
+    return problemError(
+        llvm::formatv("batch size {0} is not positive", batchSize));
+  if (!(throughput > 0) || !std::isfinite(throughput))
+    return problemError(llvm::formatv(
+        "throughput target {0} samples/s is not positive", throughput));
+  if (!(samples > 0) || !std::isfinite(samples))
+    return problemError(
+        llvm::formatv("sample count {0} is not positive", samples));
+  int numResources = static_cast<int>(cluster.resources.size());
+  for (size_t l = 0; l < ops.size(); ++l) {
+    const OpInfo &op = ops[l];
+    for (int producer : op.operands)
+      if (producer < 0 || producer >= static_cast<int>(l))
+        return problemError(llvm::formatv(
+            "op {0} ({1}) uses op {2}, which does not come before it", l,
+            op.name, producer));
+    if (op.pinned >= numResources)
+      return problemError(
+          llvm::formatv("op {0} ({1}) is pinned to resource type {2} of {3}", l,
+                        op.name, op.pinned, numResources));
+    for (double value :
+         {op.forwardFlops, op.backwardFlops, op.forwardBytes, op.backwardBytes,
+          op.parameterBytes, op.embeddingBytes, op.outputBytes})
+      if (!(value >= 0) || !std::isfinite(value))
+        return problemError(llvm::formatv(
+            "op {0} ({1}) has a negative or non-finite cost figure", l,
+            op.name));
+  }
+  return llvm::Error::success();
+}
+
+llvm::Expected<ProfileTable>
+heterps::schedule::parseProfileTable(llvm::StringRef text,
+                                     llvm::StringRef fileName) {
+  JSONReader reader(fileName);
+  llvm::Expected<llvm::json::Value> root = reader.parse(text);
+  if (!root)
+    return root.takeError();
+  const Object *top = root->getAsObject();
+  if (!top)
+    return reader.error("$", "a profile table is a JSON object");
+  ProfileTable table;
+  double batch = 0;
+  if (llvm::Error error = reader.number(*top, "batch_size", "$", batch, true))
+    return error;
+  table.batchSize = static_cast<int64_t>(batch);
+  const Array *ops = top->getArray("ops");
+  if (!ops)
+    return reader.error("$.ops", "expected an array of measurements");
+  for (size_t i = 0; i < ops->size(); ++i) {
+    std::string path = "$.ops[" + std::to_string(i) + "]";
+    const Object *entry = (*ops)[i].getAsObject();
+    if (!entry)
+      return reader.error(path, "expected an object");
+    std::optional<llvm::StringRef> op = entry->getString("op");
+    std::optional<llvm::StringRef> resource = entry->getString("resource");
+    if (!op || op->empty())
+      return reader.error(path + ".op", "expected the op's name");
+    if (!resource || resource->empty())
+      return reader.error(path + ".resource", "expected a resource type name");
+    double seconds = 0;
+    if (llvm::Error error =
+            reader.number(*entry, "seconds", path, seconds, false))
+      return error;
+    table.seconds[op->str()][resource->str()] = seconds;
+  }
+  return table;
+}
+
+llvm::Expected<ProfileTable>
+heterps::schedule::loadProfileTable(llvm::StringRef path) {
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+      llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  if (!buffer)
+    return llvm::createStringError(
+        buffer.getError(), "cannot read profile table '%s': %s",
+        path.str().c_str(), buffer.getError().message().c_str());
+  return parseProfileTable((*buffer)->getBuffer(), path);
+}

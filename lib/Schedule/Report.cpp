@@ -1,0 +1,82 @@
+//===- Report.cpp - The placement report ----------------------------------===//
+
+#include "heterps/Schedule/Report.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace heterps::schedule;
+using llvm::json::Array;
+using llvm::json::Object;
+
+llvm::json::Value heterps::schedule::buildReport(const CostModel &model,
+                                                 const SolverResult &result,
+                                                 uint64_t seed) {
+  const PlacementProblem &problem = model.getProblem();
+  const Evaluation &evaluation = result.evaluation;
+  Array stages;
+  for (size_t i = 0; i < evaluation.stages.size(); ++i) {
+    const StageEvaluation &stage = evaluation.stages[i];
+    Array ops;
+    for (int l = stage.firstOp; l <= stage.lastOp; ++l)
+      ops.push_back(problem.ops[l].name);
+    stages.push_back(Object{
+        {"index", static_cast<int64_t>(i)},
+        {"resource", problem.cluster.resources[stage.resource].name},
+        {"units", stage.units},
+        {"ops", std::move(ops)},
+        {"time_ms", stage.seconds * 1e3},
+        {"compute_ms", stage.computeSeconds * 1e3},
+        {"transfer_ms", stage.transferSeconds * 1e3},
+        {"sync_ms", stage.syncSeconds * 1e3},
+        {"throughput", stage.throughput},
+    });
+  }
+  Object report{
+      {"solver", result.solver},
+      {"seed", static_cast<int64_t>(seed)},
+      {"search_seconds", result.searchSeconds},
+      {"feasible", evaluation.feasible},
+      {"throughput", evaluation.throughput},
+      {"cost_usd", evaluation.feasible ? llvm::json::Value(evaluation.costUsd)
+                                       : llvm::json::Value(nullptr)},
+      {"cost_per_hour", evaluation.costPerHour},
+      {"stages", std::move(stages)},
+      {"evaluations", static_cast<int64_t>(result.evaluations)},
+      {"throughput_target", problem.throughput},
+      {"batch_size", problem.batchSize},
+      {"samples", problem.samples},
+      {"cluster", problem.cluster.name},
+  };
+  if (!evaluation.feasible) {
+    report["reason"] = evaluation.reason;
+    report["bottleneck_stage"] = evaluation.bottleneckStage;
+    report["shortfall"] = evaluation.shortfall;
+  }
+  return llvm::json::Value(std::move(report));
+}
+
+llvm::Error heterps::schedule::writeReport(llvm::StringRef path,
+                                           const CostModel &model,
+                                           const SolverResult &result,
+                                           uint64_t seed) {
+  std::string temporary = (path + ".tmp").str();
+  {
+    std::error_code error;
+    llvm::raw_fd_ostream os(temporary, error, llvm::sys::fs::OF_Text);
+    if (error)
+      return llvm::createStringError(error, "cannot write report '%s': %s",
+                                     temporary.c_str(),
+                                     error.message().c_str());
+    os << llvm::formatv("{0:2}", buildReport(model, result, seed)) << "\n";
+    os.close();
+    if (os.has_error())
+      return llvm::createStringError(os.error(), "cannot write report '%s'",
+                                     temporary.c_str());
+  }
+  if (std::error_code error = llvm::sys::fs::rename(temporary, path))
+    return llvm::createStringError(error, "cannot write report '%s': %s",
+                                   path.str().c_str(), error.message().c_str());
+  return llvm::Error::success();
+}

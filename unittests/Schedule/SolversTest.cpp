@@ -1,0 +1,144 @@
+//===- SolversTest.cpp - The placement solvers against the oracle ---------===//
+
+#include "heterps/Schedule/RandomProblem.h"
+#include "heterps/Schedule/Report.h"
+#include "heterps/Schedule/Solver.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+using namespace heterps::schedule;
+
+namespace {
+
+SolverResult solve(llvm::StringRef name, const CostModel &model,
+                   const SolverOptions &options = {}) {
+  llvm::Expected<SolverResult> result = solvePlacement(name, model, options);
+  EXPECT_TRUE(static_cast<bool>(result))
+      << name.str() << ": " << llvm::toString(result.takeError());
+  return result ? *result : SolverResult();
+}
+
+TEST(SolversTest, EverySolverGivesAValidPlan) {
+  PlacementProblem problem =
+      makeRandomProblem({/*numOps=*/10, /*numResources=*/3, false, 512}, 7);
+  CostModel model(problem);
+  double oracle = model.objective(solve("exhaustive", model).assignment);
+  for (llvm::StringRef name : getSolverNames()) {
+    SolverResult result = solve(name, model);
+    ASSERT_EQ(result.assignment.size(), problem.ops.size()) << name.str();
+    for (int t : result.assignment)
+      EXPECT_TRUE(t >= 0 && t < 3) << name.str();
+    EXPECT_EQ(result.solver, name.str());
+    // Nothing beats the oracle.
+    EXPECT_GE(model.objective(result.evaluation), oracle * (1 - 1e-12))
+        << name.str();
+  }
+}
+
+TEST(SolversTest, DPEqualsExhaustiveOnChains) {
+  int instances = 0;
+  for (int numOps = 2; numOps <= 14; ++numOps)
+    for (int numResources = 2; numResources <= 3; ++numResources) {
+      // 3^14 plans take too long for a unit test; 3 types up to 10 ops.
+      if (numResources == 3 && numOps > 10)
+        continue;
+      for (uint64_t seed = 1; seed <= 3; ++seed) {
+        PlacementProblem problem = makeRandomProblem(
+            {numOps, numResources, false, 512}, seed * 1000 + numOps);
+        CostModel model(problem);
+        SolverResult exact = solve("exhaustive", model);
+        SolverResult dp = solve("dp", model);
+        double a = model.objective(exact.evaluation);
+        double b = model.objective(dp.evaluation);
+        EXPECT_NEAR(b / a, 1.0, 1e-9)
+            << numOps << " ops, " << numResources << " types, seed " << seed;
+        ++instances;
+      }
+    }
+  EXPECT_EQ(instances, 3 * (13 + 9));
+}
+
+TEST(SolversTest, DPIsExactOnDAGsInTheirTopologicalOrder) {
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    PlacementProblem problem =
+        makeRandomProblem({11, 2, /*dag=*/true, 512}, seed);
+    CostModel model(problem);
+    double a = model.objective(solve("exhaustive", model).evaluation);
+    double b = model.objective(solve("dp", model).evaluation);
+    EXPECT_NEAR(b / a, 1.0, 1e-9) << "seed " << seed;
+  }
+}
+
+TEST(SolversTest, SameSeedSamePlan) {
+  PlacementProblem problem = makeRandomProblem({16, 3, true, 512}, 11);
+  CostModel model(problem);
+  SolverOptions options;
+  options.seed = 42;
+  options.iterations = 30;
+  for (llvm::StringRef name : getSolverNames()) {
+    if (name == "exhaustive")
+      continue;
+    SolverResult first = solve(name, model, options);
+    SolverResult second = solve(name, model, options);
+    EXPECT_EQ(first.assignment, second.assignment) << name.str();
+  }
+}
+
+TEST(SolversTest, PinsAreHonouredByEverySolver) {
+  PlacementProblem problem = makeRandomProblem({9, 2, false, 512}, 5);
+  // Force the first op onto the GPU and the last onto the CPU.
+  problem.ops.front().pinned = 1;
+  problem.ops.back().pinned = 0;
+  CostModel model(problem);
+  SolverOptions options;
+  options.iterations = 20;
+  for (llvm::StringRef name : getSolverNames()) {
+    llvm::Expected<SolverResult> result = solvePlacement(name, model, options);
+    if (name == "cpu-only" || name == "gpu-only") {
+      // A single-kind plan cannot honour pins to both kinds: it says so.
+      ASSERT_FALSE(static_cast<bool>(result)) << name.str();
+      EXPECT_NE(llvm::toString(result.takeError()).find("is pinned to"),
+                std::string::npos);
+      continue;
+    }
+    ASSERT_TRUE(static_cast<bool>(result))
+        << name.str() << ": " << llvm::toString(result.takeError());
+    EXPECT_EQ(result->assignment.front(), 1) << name.str();
+    EXPECT_EQ(result->assignment.back(), 0) << name.str();
+  }
+}
+
+TEST(SolversTest, UnknownSolverAndOversizeExhaustive) {
+  PlacementProblem problem = makeRandomProblem({30, 3, false, 512}, 1);
+  CostModel model(problem);
+  llvm::Expected<SolverResult> unknown = solvePlacement("magic", model, {});
+  ASSERT_FALSE(static_cast<bool>(unknown));
+  EXPECT_EQ(llvm::toString(unknown.takeError()),
+            "unknown solver 'magic' (known: rl, exhaustive, dp, greedy, "
+            "genetic, heuristic, cpu-only, gpu-only)");
+  llvm::Expected<SolverResult> big = solvePlacement("exhaustive", model, {});
+  ASSERT_FALSE(static_cast<bool>(big));
+  EXPECT_NE(llvm::toString(big.takeError()).find("exceed the limit"),
+            std::string::npos);
+}
+
+TEST(SolversTest, ReportHasTheDocumentedKeys) {
+  PlacementProblem problem = makeRandomProblem({6, 2, false, 512}, 3);
+  CostModel model(problem);
+  SolverResult result = solve("dp", model);
+  llvm::json::Value report = buildReport(model, result, 9);
+  const llvm::json::Object *object = report.getAsObject();
+  ASSERT_TRUE(object);
+  for (const char *key : {"solver", "seed", "search_seconds", "feasible",
+                          "throughput", "cost_usd", "cost_per_hour", "stages"})
+    EXPECT_TRUE(object->get(key)) << key;
+  const llvm::json::Array *stages = object->getArray("stages");
+  ASSERT_TRUE(stages && !stages->empty());
+  for (const char *key : {"index", "resource", "units", "ops", "time_ms"})
+    EXPECT_TRUE((*stages)[0].getAsObject()->get(key)) << key;
+  EXPECT_EQ(object->getInteger("seed"), 9);
+}
+
+} // namespace
