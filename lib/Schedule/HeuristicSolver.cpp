@@ -2,6 +2,8 @@
 
 #include "heterps/Schedule/Solver.h"
 
+#include "llvm/ADT/STLExtras.h"
+
 #include <limits>
 
 using namespace heterps::schedule;
@@ -35,11 +37,13 @@ heterps::schedule::solveHeuristic(const CostModel &model,
   double best = std::numeric_limits<double>::infinity();
   for (int cpu : cpus)
     for (int gpu : gpus) {
-      const ResourceType &type = problem.cluster.resources[cpu];
-      // An op is IO-bound when it talks to the parameter server or when its
-      // arithmetic intensity is below the CPU's ridge point (there the CPU
-      // is memory-bound too, and the cheaper unit wins).
-      double ridge = type.peakGflops / type.memoryGBps;
+      // IO-bound ops (those that talk to the parameter server) go to the
+      // CPU, compute-bound ones (arithmetic intensity above the GPU's ridge
+      // point divided by 8, i.e. GEMM- and conv-like) to the GPU; the rest
+      // (elementwise ops, views, parameter reads) stay with their first
+      // producer rather than cutting a stage.
+      const ResourceType &type = problem.cluster.resources[gpu];
+      double ridge = type.peakGflops / type.memoryGBps / 8;
       std::vector<int> plan(numOps);
       for (int l = 0; l < numOps; ++l) {
         const OpInfo &op = problem.ops[l];
@@ -47,14 +51,26 @@ heterps::schedule::solveHeuristic(const CostModel &model,
         double bytes = op.forwardBytes + op.backwardBytes;
         if (op.pinned >= 0)
           plan[l] = op.pinned;
-        else if (flops == 0 && bytes == 0 && op.embeddingBytes == 0)
-          // Views and parameter reads stay with their neighbour rather than
-          // cutting a stage.
-          plan[l] = l > 0 ? plan[l - 1] : cpu;
-        else if (op.embeddingBytes > 0 || flops < ridge * bytes)
+        else if (op.embeddingBytes > 0)
           plan[l] = cpu;
-        else
+        else if (flops > ridge * bytes)
           plan[l] = gpu;
+        else if (!op.operands.empty())
+          plan[l] = plan[op.operands.front()];
+        else
+          plan[l] = -1;
+      }
+      // Ops without operands (parameter reads, constants) go with their
+      // first user.
+      for (int l = numOps - 1; l >= 0; --l) {
+        if (plan[l] >= 0)
+          continue;
+        plan[l] = cpu;
+        for (int user = l + 1; user < numOps; ++user)
+          if (llvm::is_contained(problem.ops[user].operands, l)) {
+            plan[l] = plan[user] >= 0 ? plan[user] : cpu;
+            break;
+          }
       }
       keepBest(model, plan, result, best);
     }

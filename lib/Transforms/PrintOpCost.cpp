@@ -29,7 +29,7 @@ void printCost(llvm::raw_ostream &os, const OpCost &cost) {
 }
 
 struct PrintOpCostPass
-    : public heterps::impl::PrintOpCostPassBase<PrintOpCostPass> {
+    : public mlir::heterps::impl::PrintOpCostPassBase<PrintOpCostPass> {
   using Base::Base;
 
   void runOnOperation() override {

@@ -14,6 +14,10 @@ namespace heterps {
 #define GEN_PASS_REGISTRATION
 #include "heterps/Transforms/Passes.h.inc"
 
+/// Registers `heterps-schedule`: place-ops, provision, outline-stages,
+/// insert-pipeline-comm and verify-placement with shared options.
+void registerHeterPSPipelines();
+
 } // namespace heterps
 } // namespace mlir
 

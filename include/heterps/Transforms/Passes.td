@@ -39,4 +39,200 @@ def PrintOpCostPass : Pass<"heterps-print-op-cost"> {
   ];
 }
 
+def PlaceOpsPass : Pass<"heterps-place-ops", "::mlir::ModuleOp"> {
+  let summary = "Places every op on a resource type of the cluster";
+  let description = [{
+    Builds a placement problem from the function's ops (their cost
+    interface, the tensors between them), runs a solver over it and sets the
+    `heterps.device` attribute of every op; the module gets the cluster's
+    resource types in `heterps.resources`. An op that already carries
+    `heterps.device` is pinned there. `report=FILE` writes the JSON report
+    (solver, seed, search_seconds, feasible, throughput, cost_usd,
+    cost_per_hour, stages). A target that cannot be met is an error that
+    names the bottleneck stage and the shortfall.
+
+    Solvers: `rl` (the paper's LSTM policy trained with REINFORCE),
+    `exhaustive`, `dp`, `greedy`, `genetic`, `heuristic`, `cpu-only`,
+    `gpu-only`; docs/Scheduling.md describes each.
+
+    Before:
+
+    ```mlir
+    %e = heterps.embedding_lookup @t[%ids] {combiner = #heterps.combiner<sum>}
+           : (tensor<?x26xi64>) -> tensor<?x16xf32>
+    %y = heterps.gemm %e, %w : (tensor<?x16xf32>, tensor<16x256xf32>) -> tensor<?x256xf32>
+    ```
+
+    After `--heterps-place-ops="cluster=aws.json solver=dp throughput=20000"`:
+
+    ```mlir
+    module attributes {heterps.resources = [#heterps.device<"c6i.4xlarge", cpu>,
+                                             #heterps.device<"a100-40g", gpu>]} {
+      ...
+      %e = heterps.embedding_lookup @t[%ids] {combiner = #heterps.combiner<sum>,
+             heterps.device = #heterps.device<"c6i.4xlarge", cpu>} ...
+      %y = heterps.gemm %e, %w {heterps.device = #heterps.device<"a100-40g", gpu>} ...
+    ```
+  }];
+  let options = [
+    Option<"clusterFile", "cluster", "std::string", "\"\"",
+           "Cluster file (JSON, docs/Scheduling.md)">,
+    Option<"functionName", "function", "std::string", "\"\"",
+           "The function to schedule (default: the module's only function)">,
+    Option<"throughput", "throughput", "double", "1000.0",
+           "Throughput target, samples/s">,
+    Option<"batchSize", "batch", "int64_t", "256",
+           "Samples per batch; dynamic dimensions are bound to it">,
+    Option<"samples", "samples", "double", "1.0e8",
+           "Samples the job processes (turns $/h into the job's cost)">,
+    Option<"training", "training", "bool", "true",
+           "Schedule a training step (forward, backward, parameter sync)">,
+    Option<"profileFile", "profile", "std::string", "\"\"",
+           "Measured op times (JSON) that replace the roofline estimate">,
+    Option<"solver", "solver", "std::string", "\"rl\"",
+           "rl, exhaustive, dp, greedy, genetic, heuristic, cpu-only, gpu-only">,
+    Option<"seed", "seed", "uint64_t", "1", "Random seed">,
+    Option<"reportFile", "report", "std::string", "\"\"",
+           "Write the placement report (JSON) here">,
+    Option<"timeBudget", "time-budget", "double", "0",
+           "Stop searching after this many seconds (0: no limit)">,
+    Option<"rlIterations", "rl-iterations", "int", "200",
+           "rl: policy-gradient iterations">,
+    Option<"rlSamples", "rl-samples", "int", "32",
+           "rl: plans sampled per iteration">,
+    Option<"rlLearningRate", "rl-learning-rate", "double", "0.01",
+           "rl: Adam learning rate">,
+    Option<"rlHiddenSize", "rl-hidden", "int", "32",
+           "rl: LSTM hidden size">,
+    Option<"rlPolicyIn", "rl-policy-in", "std::string", "\"\"",
+           "rl: start from this saved policy">,
+    Option<"rlPolicyOut", "rl-policy-out", "std::string", "\"\"",
+           "rl: save the trained policy here">,
+    Option<"geneticPopulation", "genetic-population", "int", "64",
+           "genetic: population size">,
+    Option<"geneticGenerations", "genetic-generations", "int", "150",
+           "genetic: generations">
+  ];
+}
+
+def ProvisionPass : Pass<"heterps-provision", "::mlir::ModuleOp"> {
+  let summary = "Gives every stage the fewest units that meet the target";
+  let description = [{
+    Cuts the placed function into stages (maximal runs of consecutive ops on
+    one resource type), gives each the smallest number of units with which
+    it reaches the throughput target (docs/Scheduling.md) and records it on
+    every op as `heterps.stage`; the module gets the predicted throughput and
+    cost in `heterps.prediction`. It is an error when the target cannot be
+    met, naming the bottleneck stage and the shortfall.
+
+    ```mlir
+    %y = heterps.gemm %e, %w {heterps.device = #heterps.device<"a100-40g", gpu>}
+    // becomes
+    %y = heterps.gemm %e, %w {heterps.device = #heterps.device<"a100-40g", gpu>,
+                              heterps.stage = #heterps.stage_assignment<index = 1, units = 2>}
+    ```
+  }];
+  let options = [
+    Option<"clusterFile", "cluster", "std::string", "\"\"",
+           "Cluster file (JSON, docs/Scheduling.md)">,
+    Option<"functionName", "function", "std::string", "\"\"",
+           "The function to schedule (default: the module's only function)">,
+    Option<"throughput", "throughput", "double", "1000.0",
+           "Throughput target, samples/s">,
+    Option<"batchSize", "batch", "int64_t", "256",
+           "Samples per batch; dynamic dimensions are bound to it">,
+    Option<"samples", "samples", "double", "1.0e8",
+           "Samples the job processes (turns $/h into the job's cost)">,
+    Option<"training", "training", "bool", "true",
+           "Schedule a training step (forward, backward, parameter sync)">,
+    Option<"profileFile", "profile", "std::string", "\"\"",
+           "Measured op times (JSON) that replace the roofline estimate">
+  ];
+}
+
+def OutlineStagesPass : Pass<"heterps-outline-stages", "::mlir::ModuleOp"> {
+  let summary = "Moves the ops of each stage into a heterps.stage";
+  let description = [{
+    Wraps the body of the placed function in a `heterps.pipeline` and the ops
+    of every stage (by `heterps.stage`, or else by maximal runs of one
+    `heterps.device`) in a `heterps.stage` with its index, resource type and
+    units. Values that cross stages become stage results and stage inputs;
+    `heterps-insert-pipeline-comm` turns them into channels.
+
+    ```mlir
+    func.func @f(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
+      %a = heterps.relu %x {heterps.device = #heterps.device<"cpu", cpu>} : tensor<?x8xf32>
+      %b = heterps.tanh %a {heterps.device = #heterps.device<"gpu", gpu>} : tensor<?x8xf32>
+      return %b : tensor<?x8xf32>
+    }
+    // becomes
+    func.func @f(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
+      %0 = heterps.pipeline ins(%x : tensor<?x8xf32>) {
+      ^bb0(%in: tensor<?x8xf32>):
+        %1 = heterps.stage 0 on <"cpu", cpu> units 1 ins(%in : tensor<?x8xf32>) {
+        ^bb0(%x0: tensor<?x8xf32>):
+          %a = heterps.relu %x0 : tensor<?x8xf32>
+          heterps.yield %a : tensor<?x8xf32>
+        } -> tensor<?x8xf32>
+        %2 = heterps.stage 1 on <"gpu", gpu> units 1 ins(%1 : tensor<?x8xf32>) {
+        ^bb0(%a0: tensor<?x8xf32>):
+          %b = heterps.tanh %a0 : tensor<?x8xf32>
+          heterps.yield %b : tensor<?x8xf32>
+        } -> tensor<?x8xf32>
+        heterps.yield %2 : tensor<?x8xf32>
+      } -> tensor<?x8xf32>
+      return %0 : tensor<?x8xf32>
+    }
+    ```
+  }];
+  let options = [
+    Option<"functionName", "function", "std::string", "\"\"",
+           "The function to outline (default: the module's only function)">,
+    Option<"microBatches", "micro-batches", "int64_t", "1",
+           "Micro-batches per batch">
+  ];
+}
+
+def InsertPipelineCommPass
+    : Pass<"heterps-insert-pipeline-comm", "::mlir::ModuleOp"> {
+  let summary = "Turns values between stages into send/recv channels";
+  let description = [{
+    Every stage result that another stage takes as input becomes a channel:
+    a `heterps.send` before the producing stage's yield and a `heterps.recv`
+    at the top of each consuming stage, one channel per consumer, numbered
+    in order. Afterwards stages take only pipeline inputs and yield only
+    pipeline results.
+
+    ```mlir
+    %1 = heterps.stage 0 on <"cpu", cpu> units 1 ins(%in : tensor<?x8xf32>) {
+    ^bb0(%x0: tensor<?x8xf32>):
+      %a = heterps.relu %x0 : tensor<?x8xf32>
+      heterps.yield %a : tensor<?x8xf32>
+    } -> tensor<?x8xf32>
+    %2 = heterps.stage 1 on <"gpu", gpu> units 1 ins(%1 : tensor<?x8xf32>) {
+    ^bb0(%a0: tensor<?x8xf32>):
+      ...
+    // becomes
+    heterps.stage 0 on <"cpu", cpu> units 1 ins(%in : tensor<?x8xf32>) {
+    ^bb0(%x0: tensor<?x8xf32>):
+      %a = heterps.relu %x0 : tensor<?x8xf32>
+      heterps.send %a channel 0 : tensor<?x8xf32>
+    }
+    %2 = heterps.stage 1 on <"gpu", gpu> units 1 {
+      %a0 = heterps.recv channel 0 : tensor<?x8xf32>
+      ...
+    ```
+  }];
+}
+
+def VerifyPlacementPass : Pass<"heterps-verify-placement", "::mlir::ModuleOp"> {
+  let summary = "Checks that a module is completely placed";
+  let description = [{
+    Fails unless every HeterPS op in a function body is placed: it carries
+    `heterps.device` or sits in a `heterps.stage`; and every pipeline has
+    only stages whose resource types the module's `heterps.resources` lists.
+    The IR is not changed.
+  }];
+}
+
 #endif // HETERPS_TRANSFORMS_PASSES_TD

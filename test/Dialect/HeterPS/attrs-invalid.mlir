@@ -70,3 +70,28 @@ module attributes {heterps.resources = [#heterps.device<"c6i", cpu>, #heterps.de
   // expected-error @+1 {{is placed on "h100", which is not a resource type of the cluster (known: c6i, a100)}}
   "test.placed"() {heterps.device = #heterps.device<"h100", gpu>} : () -> ()
 }
+
+// -----
+
+// expected-error @+1 {{stage index must be non-negative, got -1}}
+"test.placed"() {heterps.stage = #heterps.stage_assignment<index = -1, units = 1>} : () -> ()
+
+// -----
+
+// expected-error @+1 {{a stage needs at least one unit, got 0}}
+"test.placed"() {heterps.stage = #heterps.stage_assignment<index = 0, units = 0>} : () -> ()
+
+// -----
+
+// expected-error @+1 {{'heterps.stage' must be a #heterps.stage_assignment, found 1 : i64}}
+"test.placed"() {heterps.stage = 1 : i64} : () -> ()
+
+// -----
+
+// expected-error @+1 {{'heterps.prediction' is a module attribute holding a dictionary}}
+module attributes {heterps.prediction = 1.0 : f64} {}
+
+// -----
+
+// expected-error @+1 {{'heterps.prediction' needs a float 'cost_usd'}}
+module attributes {heterps.prediction = {throughput = 1.0 : f64, cost_per_hour = 2.0 : f64}} {}

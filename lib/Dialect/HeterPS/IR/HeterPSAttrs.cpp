@@ -34,6 +34,20 @@ LogicalResult DeviceAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 }
 
 //===----------------------------------------------------------------------===//
+// StageAssignmentAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+StageAssignmentAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                            int64_t index, int64_t units) {
+  if (index < 0)
+    return emitError() << "stage index must be non-negative, got " << index;
+  if (units < 1)
+    return emitError() << "a stage needs at least one unit, got " << units;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // InitAttr
 //===----------------------------------------------------------------------===//
 

@@ -57,5 +57,23 @@ LogicalResult HeterPSDialect::verifyOperationAttribute(Operation *op,
              << attr.getValue();
     return verifyDeviceInCluster(op, device);
   }
+  if (name == getStageAttrName()) {
+    if (!isa<StageAssignmentAttr>(attr.getValue()))
+      return op->emitOpError()
+             << "'" << name << "' must be a #heterps.stage_assignment, found "
+             << attr.getValue();
+    return success();
+  }
+  if (name == getPredictionAttrName()) {
+    auto prediction = dyn_cast<DictionaryAttr>(attr.getValue());
+    if (!isa<ModuleOp>(op) || !prediction)
+      return op->emitOpError()
+             << "'" << name << "' is a module attribute holding a dictionary";
+    for (StringRef key : {"throughput", "cost_usd", "cost_per_hour"})
+      if (!prediction.getAs<FloatAttr>(key))
+        return op->emitOpError()
+               << "'" << name << "' needs a float '" << key << "'";
+    return success();
+  }
   return op->emitOpError() << "unknown HeterPS attribute '" << name << "'";
 }

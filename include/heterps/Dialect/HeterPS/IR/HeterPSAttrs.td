@@ -95,6 +95,25 @@ def HeterPS_DeviceAttr : HeterPS_Attr<"Device", "device"> {
   let genVerifyDecl = 1;
 }
 
+def HeterPS_StageAssignmentAttr
+    : HeterPS_Attr<"StageAssignment", "stage_assignment"> {
+  let summary = "The pipeline stage an op belongs to and the stage's units";
+  let description = [{
+    Written by `heterps-provision` as the discardable attribute
+    `heterps.stage` on every placed op; `heterps-outline-stages` groups the
+    ops by it into `heterps.stage` ops.
+
+    ```mlir
+    %y = heterps.relu %x {heterps.device = #heterps.device<"a100", gpu>,
+                          heterps.stage = #heterps.stage_assignment<index = 1, units = 4>}
+           : tensor<?x64xf32>
+    ```
+  }];
+  let parameters = (ins "int64_t":$index, "int64_t":$units);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 def HeterPS_InitAttr : HeterPS_Attr<"Init", "init"> {
   let summary = "An initializer specification";
   let description = [{

@@ -58,6 +58,15 @@ def HeterPS_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getDeviceAttrName() {
       return ::llvm::StringLiteral("heterps.device");
     }
+    /// The discardable attribute that assigns an op to a pipeline stage.
+    static constexpr ::llvm::StringLiteral getStageAttrName() {
+      return ::llvm::StringLiteral("heterps.stage");
+    }
+    /// The module attribute that records the scheduler's predicted
+    /// throughput and cost.
+    static constexpr ::llvm::StringLiteral getPredictionAttrName() {
+      return ::llvm::StringLiteral("heterps.prediction");
+    }
     /// The module attribute that lists the resource types of the cluster.
     static constexpr ::llvm::StringLiteral getResourcesAttrName() {
       return ::llvm::StringLiteral("heterps.resources");

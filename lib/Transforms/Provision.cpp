@@ -1,0 +1,74 @@
+//===- Provision.cpp - Units per stage ------------------------------------===//
+
+#include "ScheduleAdaptor.h"
+
+#include "heterps/Dialect/HeterPS/IR/HeterPSOps.h"
+#include "heterps/Dialect/HeterPS/IR/HeterPSPlacement.h"
+#include "heterps/Schedule/CostModel.h"
+#include "heterps/Transforms/Passes.h"
+
+namespace mlir {
+namespace heterps {
+#define GEN_PASS_DEF_PROVISIONPASS
+#include "heterps/Transforms/Passes.h.inc"
+} // namespace heterps
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::heterps;
+
+namespace {
+
+struct ProvisionPass
+    : public mlir::heterps::impl::ProvisionPassBase<ProvisionPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    ScheduleOptions options{
+        getArgument().str(), clusterFile, functionName, throughput,
+        batchSize,           samples,     training,     profileFile};
+    FailureOr<ScheduledFunction> scheduled =
+        buildScheduledFunction(module, options);
+    if (failed(scheduled))
+      return signalPassFailure();
+    const schedule::PlacementProblem &problem = scheduled->problem;
+
+    // Placed ops are exactly the pinned ones of the problem.
+    std::vector<int> assignment;
+    for (auto [op, info] : llvm::zip_equal(scheduled->ops, problem.ops)) {
+      if (info.pinned < 0) {
+        op->emitOpError() << "is not placed: run heterps-place-ops before "
+                          << getArgument();
+        return signalPassFailure();
+      }
+      assignment.push_back(info.pinned);
+    }
+    schedule::CostModel model(problem);
+    schedule::Evaluation evaluation = model.evaluate(assignment);
+    if (!evaluation.feasible) {
+      emitInfeasible(scheduled->function, getArgument(), evaluation, problem);
+      return signalPassFailure();
+    }
+
+    MLIRContext *context = &getContext();
+    for (auto [index, stage] : llvm::enumerate(evaluation.stages)) {
+      auto attr = StageAssignmentAttr::get(context, index, stage.units);
+      for (int l = stage.firstOp; l <= stage.lastOp; ++l)
+        scheduled->ops[l]->setAttr(HeterPSDialect::getStageAttrName(), attr);
+    }
+    Builder builder(context);
+    module->setAttr(
+        HeterPSDialect::getPredictionAttrName(),
+        builder.getDictionaryAttr({
+            builder.getNamedAttr(
+                "throughput", builder.getF64FloatAttr(evaluation.throughput)),
+            builder.getNamedAttr("cost_usd",
+                                 builder.getF64FloatAttr(evaluation.costUsd)),
+            builder.getNamedAttr("cost_per_hour", builder.getF64FloatAttr(
+                                                      evaluation.costPerHour)),
+        }));
+  }
+};
+
+} // namespace

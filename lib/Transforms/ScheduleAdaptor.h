@@ -1,0 +1,65 @@
+//===- ScheduleAdaptor.h - IR to placement problem and back -----*- C++ -*-===//
+//
+// The scheduling library knows nothing of MLIR; these functions adapt a
+// function of HeterPS ops to a PlacementProblem (its ops in order, their
+// cost interface, the tensors between them, pins) for the placement and
+// provisioning passes.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HETERPS_LIB_TRANSFORMS_SCHEDULEADAPTOR_H
+#define HETERPS_LIB_TRANSFORMS_SCHEDULEADAPTOR_H
+
+#include "heterps/Schedule/CostModel.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+
+namespace mlir {
+namespace heterps {
+
+namespace schedule = ::heterps::schedule;
+
+/// The options the placement and provisioning passes share.
+struct ScheduleOptions {
+  std::string passName;
+  std::string clusterFile;
+  std::string functionName;
+  double throughput = 0;
+  int64_t batchSize = 0;
+  double samples = 0;
+  bool training = true;
+  std::string profileFile;
+};
+
+/// The function a scheduling pass works on: `name`, or the module's only
+/// function with a body.
+FailureOr<func::FuncOp> findScheduledFunction(ModuleOp module, StringRef name,
+                                              StringRef passName);
+
+/// A function's ops (in order, the terminator excluded) and the problem
+/// built from them; problem.ops[i] describes ops[i].
+struct ScheduledFunction {
+  func::FuncOp function;
+  SmallVector<Operation *> ops;
+  schedule::PlacementProblem problem;
+};
+
+/// Loads the cluster (and profile) and builds the problem. Ops that already
+/// carry `heterps.device` are pinned to that resource type.
+FailureOr<ScheduledFunction> buildScheduledFunction(ModuleOp module,
+                                                    const ScheduleOptions &);
+
+/// The cluster's resource types as `#heterps.device` attributes.
+SmallVector<Attribute> getResourceAttrs(MLIRContext *context,
+                                        const schedule::Cluster &cluster);
+
+/// Emits an error for a plan that cannot meet the target.
+void emitInfeasible(Operation *anchor, StringRef passName,
+                    const schedule::Evaluation &evaluation,
+                    const schedule::PlacementProblem &problem);
+
+} // namespace heterps
+} // namespace mlir
+
+#endif // HETERPS_LIB_TRANSFORMS_SCHEDULEADAPTOR_H
