@@ -2,16 +2,16 @@
 // RUN: heterps-opt %s | heterps-opt | FileCheck %s
 // RUN: heterps-opt %s --mlir-print-op-generic | heterps-opt | FileCheck %s
 
-// CHECK: module attributes {heterps.resources = [#heterps.device<"c6i", cpu>, #heterps.device<"a100", gpu>]}
-module attributes {heterps.resources = [#heterps.device<"c6i", cpu>, #heterps.device<"a100", gpu>]} {
+// CHECK: module attributes {heterps.prediction = {cost_per_hour = 1.500000e+01 : f64, cost_usd = 2.500000e+00 : f64, throughput = 2.000000e+05 : f64}, heterps.resources = [#heterps.device<"c6i", cpu>, #heterps.device<"a100", gpu>]}
+module attributes {heterps.prediction = {cost_per_hour = 15.0 : f64, cost_usd = 2.5 : f64, throughput = 2.0e5 : f64}, heterps.resources = [#heterps.device<"c6i", cpu>, #heterps.device<"a100", gpu>]} {
   heterps.embedding_table @slot {vocab = 100 : i64, dim = 8 : i64, initializer = #heterps.init<normal(0.0, 0.01)>}
   heterps.param @w : tensor<8x1xf32> = #heterps.init<kaiming_normal>
 
   // CHECK-LABEL: func.func @placed
   // CHECK-SAME: (%[[IDS:.*]]: tensor<?x2xi64>)
   func.func @placed(%ids: tensor<?x2xi64>) -> tensor<?x1xf32> {
-    // CHECK: %[[E:.*]] = heterps.embedding_lookup @slot[%[[IDS]]] {combiner = #heterps.combiner<sum>, heterps.device = #heterps.device<"c6i", cpu>}
-    %e = heterps.embedding_lookup @slot[%ids] {combiner = #heterps.combiner<sum>, heterps.device = #heterps.device<"c6i", cpu>} : (tensor<?x2xi64>) -> tensor<?x8xf32>
+    // CHECK: %[[E:.*]] = heterps.embedding_lookup @slot[%[[IDS]]] {combiner = #heterps.combiner<sum>, heterps.device = #heterps.device<"c6i", cpu>, heterps.stage = #heterps.stage_assignment<index = 0, units = 3>}
+    %e = heterps.embedding_lookup @slot[%ids] {combiner = #heterps.combiner<sum>, heterps.device = #heterps.device<"c6i", cpu>, heterps.stage = #heterps.stage_assignment<index = 0, units = 3>} : (tensor<?x2xi64>) -> tensor<?x8xf32>
     // CHECK: %[[W:.*]] = heterps.load_param @w {heterps.device = #heterps.device<"a100", gpu>}
     %w = heterps.load_param @w {heterps.device = #heterps.device<"a100", gpu>} : tensor<8x1xf32>
     // CHECK: heterps.matmul %[[E]], %[[W]] {heterps.device = #heterps.device<"a100", gpu>}
