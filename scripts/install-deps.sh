@@ -15,7 +15,7 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc librocksdb-dev
   # Tests and benchmarks.
   libgtest-dev libgmock-dev libbenchmark-dev
-  python3 python3-numpy python3-onnx
+  python3 python3-numpy python3-onnx libonnx-testdata
 )
 
 missing=()

@@ -116,6 +116,16 @@ LogicalResult EmbeddingTableOp::verify() {
     return emitOpError() << "table @" << getSymName()
                          << " needs a positive dim, got "
                          << getDimAttr().getInt();
+  if (std::optional<ElementsAttr> value = getValue()) {
+    auto type = dyn_cast<RankedTensorType>(value->getType());
+    int64_t vocab = getVocab(), dim = getDim();
+    if (!type || type.getRank() != 2 || type.getDimSize(0) != vocab ||
+        type.getDimSize(1) != dim || !type.getElementType().isF32())
+      return emitOpError() << "initial value of table @" << getSymName()
+                           << " has type " << value->getType()
+                           << ", expected 'tensor<" << vocab << "x" << dim
+                           << "xf32>'";
+  }
   return success();
 }
 

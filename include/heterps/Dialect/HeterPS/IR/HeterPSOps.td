@@ -74,7 +74,8 @@ def HeterPS_EmbeddingTableOp : HeterPS_Op<"embedding_table", [Symbol]> {
   let arguments = (ins SymbolNameAttr:$sym_name,
                        I64Attr:$vocab,
                        I64Attr:$dim,
-                       HeterPS_InitAttr:$initializer);
+                       HeterPS_InitAttr:$initializer,
+                       OptionalAttr<ElementsAttr>:$value);
   let assemblyFormat = "$sym_name attr-dict";
   let hasVerifier = 1;
 }
@@ -791,6 +792,121 @@ def HeterPS_PSPushOp : HeterPS_Op<"ps_push",
     type($gradients)
   }];
   let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// ONNX frontend ops
+//===----------------------------------------------------------------------===//
+
+def HeterPS_GatherOp : HeterPS_Op<"gather",
+    [Pure, InferTypeOpAdaptor, HeterPS_CostOpInterface]> {
+  let summary = "Dense gather of slices along an axis (ONNX Gather)";
+  let description = [{
+    Takes the slices of `data` along `axis` named by `indices` (negative
+    indices count from the end): the result shape is `data.shape[:axis] +
+    indices.shape + data.shape[axis+1:]`. The importer uses it for a Gather
+    whose data is computed (for instance picking a column of an id tensor);
+    a Gather from a float initializer by computed ids is an
+    `heterps.embedding_lookup` instead.
+
+    ```mlir
+    %c = heterps.gather %ids, %i {axis = 1 : i64}
+           : (tensor<?x26xi64>, tensor<i64>) -> tensor<?xi64>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$data, HeterPS_IdTensor:$indices,
+                       DefaultValuedAttr<I64Attr, "0">:$axis);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $data `,` $indices attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def HeterPS_SliceOp : HeterPS_Op<"slice",
+    [Pure, InferTypeOpAdaptor, HeterPS_CostOpInterface]> {
+  let summary = "Strided slice with static bounds (ONNX Slice)";
+  let description = [{
+    For every dimension `d`, keeps the elements `starts[d]`, `starts[d] +
+    steps[d]`, ... up to but excluding `ends[d]`. The bounds are already
+    normalised by the importer (non-negative, clamped to the dimension), one
+    per dimension; `steps` are non-zero. A dynamic (batch) dimension must be
+    kept whole: `starts` 0, `ends` `INT64_MAX`, step 1.
+
+    ```mlir
+    %s = heterps.slice %x {starts = array<i64: 0, 2>,
+                           ends = array<i64: 9223372036854775807, 4>,
+                           steps = array<i64: 1, 1>}
+           : (tensor<?x8xi64>) -> tensor<?x2xi64>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$starts,
+                       DenseI64ArrayAttr:$ends, DenseI64ArrayAttr:$steps);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type($input, $result)";
+}
+
+def HeterPS_CastOp : HeterPS_Op<"cast",
+    [Pure, SameOperandsAndResultShape, HeterPS_CostOpInterface]> {
+  let summary = "Converts the elements to another numeric type (ONNX Cast)";
+  let description = [{
+    Integer to float and back (truncating towards zero), and between widths.
+
+    ```mlir
+    %f = heterps.cast %ids : (tensor<?x4xi64>) -> tensor<?x4xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type($input, $result)";
+  let hasVerifier = 1;
+}
+
+def HeterPS_WeightedNLLLossOp : HeterPS_Op<"weighted_nll_loss",
+    [Pure, InferTypeOpAdaptor, HeterPS_CostOpInterface]> {
+  let summary = "Negative log-likelihood with class weights and an ignored "
+                "class (ONNX NegativeLogLikelihoodLoss)";
+  let description = [{
+    `-weight[label] * log_probs[label]` along dimension 1, where `weight` (one
+    per class, optional: all ones) weighs each class and labels equal to
+    `ignore_index` contribute nothing. The labels have the shape of
+    `log_probs` without dimension 1. `mean` divides the sum by the total
+    weight of the labels that are not ignored; `sum` sums; `none` keeps one
+    loss per element. ONNX's SoftmaxCrossEntropyLoss imports as a
+    `heterps.log_softmax` along dimension 1 followed by this op.
+
+    ```mlir
+    %l = heterps.weighted_nll_loss %lp, %y, %w {ignore_index = -1 : i64}
+           : (tensor<?x10xf32>, tensor<?xi64>, tensor<10xf32>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins HeterPS_FloatTensor:$log_probs,
+                       HeterPS_IdTensor:$label,
+                       Optional<HeterPS_FloatTensor>:$weight,
+                       OptionalAttr<I64Attr>:$ignore_index,
+                       DefaultValuedAttr<HeterPS_LossReductionAttr,
+                                         "LossReduction::mean">:$reduction);
+  let results = (outs HeterPS_FloatTensor:$result);
+  let assemblyFormat = [{
+    operands attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def HeterPS_ExpandOp : HeterPS_Op<"expand",
+    [Pure, InferTypeOpAdaptor, HeterPS_CostOpInterface]> {
+  let summary = "Broadcasts a tensor to a shape (ONNX Expand)";
+  let description = [{
+    The result shape is the NumPy broadcast of the input shape and `shape`
+    (so a dimension of 1 in `shape` keeps the input's size, and the result
+    may have a higher rank than the input).
+
+    ```mlir
+    %e = heterps.expand %x {shape = array<i64: 2, 1, 6>}
+           : (tensor<3x1xf32>) -> tensor<2x3x6xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$shape);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type($input, $result)";
 }
 
 #endif // HETERPS_DIALECT_HETERPS_IR_HETERPSOPS_TD

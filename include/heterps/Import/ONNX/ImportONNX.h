@@ -1,0 +1,44 @@
+//===- ImportONNX.h - ONNX model importer -----------------------*- C++ -*-===//
+//
+// Imports an ONNX ModelProto into the HeterPS dialect: graph inputs become the
+// arguments of `func.func @main`, initializers `heterps.param` symbols (or
+// `heterps.embedding_table` when a Gather looks rows up by computed ids), and
+// every node one or more HeterPS ops located at `loc("<node name>")`.
+//
+// Failures (unreadable file, checker findings, unsupported ops, unknown
+// dimensions) are reported through the context's diagnostic engine and
+// return failure; the importer never throws and never aborts.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HETERPS_IMPORT_ONNX_IMPORTONNX_H
+#define HETERPS_IMPORT_ONNX_IMPORTONNX_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "mlir/Support/LLVM.h"
+
+namespace mlir {
+class MLIRContext;
+namespace heterps {
+
+/// Imports the ONNX model in the file at `path`. Tensors stored as external
+/// data are read relative to the directory of `path`.
+FailureOr<OwningOpRef<ModuleOp>> importONNXFile(StringRef path,
+                                                MLIRContext *context);
+
+/// Imports a serialized ONNX ModelProto held in memory. `sourceName` names the
+/// model in diagnostics and locations; external data is read relative to
+/// `baseDir` (none can be read when it is empty).
+FailureOr<OwningOpRef<ModuleOp>> importONNXModel(StringRef bytes,
+                                                 StringRef sourceName,
+                                                 StringRef baseDir,
+                                                 MLIRContext *context);
+
+/// The ONNX op types (default domain) the importer converts, sorted.
+ArrayRef<StringRef> getSupportedONNXOps();
+
+} // namespace heterps
+} // namespace mlir
+
+#endif // HETERPS_IMPORT_ONNX_IMPORTONNX_H

@@ -1,0 +1,175 @@
+//===- HeterPSONNXOps.cpp - Ops added for the ONNX frontend ---------------===//
+//
+// Shape inference and verifiers of the ops the ONNX importer needs beyond the
+// model-layer set (dense gather, static slice, cast), and the check of an
+// embedding table's optional initial rows.
+//
+//===----------------------------------------------------------------------===//
+
+#include "heterps/Dialect/HeterPS/IR/HeterPSOps.h"
+
+#include "mlir/IR/Diagnostics.h"
+
+using namespace mlir;
+using namespace mlir::heterps;
+
+//===----------------------------------------------------------------------===//
+// GatherOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  auto data = cast<RankedTensorType>(adaptor.getData().getType());
+  auto indices = cast<RankedTensorType>(adaptor.getIndices().getType());
+  std::optional<int64_t> axis =
+      normalizeAxis(adaptor.getAxis(), data.getRank());
+  if (!axis)
+    return emitOptionalError(loc, getOperationName(), ": axis ",
+                             adaptor.getAxis(), " is out of range for rank ",
+                             data.getRank());
+  SmallVector<int64_t> shape(data.getShape().take_front(*axis));
+  llvm::append_range(shape, indices.getShape());
+  llvm::append_range(shape, data.getShape().drop_front(*axis + 1));
+  inferred.push_back(RankedTensorType::get(shape, data.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// SliceOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &inferred) {
+  auto input = cast<RankedTensorType>(adaptor.getInput().getType());
+  ArrayRef<int64_t> starts = adaptor.getStarts(), ends = adaptor.getEnds(),
+                    steps = adaptor.getSteps();
+  int64_t rank = input.getRank();
+  if ((int64_t)starts.size() != rank || (int64_t)ends.size() != rank ||
+      (int64_t)steps.size() != rank)
+    return emitOptionalError(loc, getOperationName(),
+                             ": needs one start, end and step per dimension (",
+                             rank, "), got ", starts.size(), ", ", ends.size(),
+                             " and ", steps.size());
+  SmallVector<int64_t> shape;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t size = input.getDimSize(d);
+    if (steps[d] == 0)
+      return emitOptionalError(loc, getOperationName(), ": step of dimension ",
+                               d, " is zero");
+    if (ShapedType::isDynamic(size)) {
+      if (starts[d] != 0 || ends[d] != std::numeric_limits<int64_t>::max() ||
+          steps[d] != 1)
+        return emitOptionalError(
+            loc, getOperationName(), ": dynamic dimension ", d,
+            " must be kept whole (start 0, end INT64_MAX, step 1)");
+      shape.push_back(ShapedType::kDynamic);
+      continue;
+    }
+    // Bounds are clamped as ONNX does: [0, size] going forward, [-1, size-1]
+    // going backward.
+    int64_t step = steps[d];
+    int64_t lo = step > 0 ? 0 : -1, hi = step > 0 ? size : size - 1;
+    int64_t start = std::clamp(starts[d], lo, hi);
+    int64_t end = std::clamp(ends[d], lo, hi);
+    int64_t count = step > 0 ? (end - start + step - 1) / step
+                             : (start - end - step - 1) / -step;
+    shape.push_back(std::max<int64_t>(count, 0));
+  }
+  inferred.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// CastOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult CastOp::verify() {
+  Type from = getInput().getType().getElementType();
+  Type to = getType().getElementType();
+  auto numeric = [](Type t) { return t.isIntOrIndexOrFloat(); };
+  if (!numeric(from) || !numeric(to))
+    return emitOpError() << "casts numbers only, got " << from << " to " << to;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// WeightedNLLLossOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+WeightedNLLLossOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                    Adaptor adaptor,
+                                    SmallVectorImpl<Type> &inferred) {
+  auto logProbs = cast<RankedTensorType>(adaptor.getLogProbs().getType());
+  auto label = cast<RankedTensorType>(adaptor.getLabel().getType());
+  if (logProbs.getRank() < 2)
+    return emitOptionalError(loc, getOperationName(),
+                             ": log_probs must be N x C x ..., got rank ",
+                             logProbs.getRank());
+  SmallVector<int64_t> perSample(logProbs.getShape());
+  int64_t classes = perSample[1];
+  perSample.erase(perSample.begin() + 1);
+  ArrayRef<int64_t> labels = label.getShape();
+  bool agree = (int64_t)labels.size() == (int64_t)perSample.size();
+  for (size_t d = 0; agree && d < labels.size(); ++d)
+    agree = labels[d] == perSample[d] || ShapedType::isDynamic(labels[d]) ||
+            ShapedType::isDynamic(perSample[d]);
+  if (!agree)
+    return emitOptionalError(loc, getOperationName(), ": labels of shape ",
+                             formatShape(labels), " do not match log_probs ",
+                             formatShape(logProbs.getShape()),
+                             " without dimension 1");
+  if (Value weight = adaptor.getWeight()) {
+    auto w = cast<RankedTensorType>(weight.getType());
+    if (w.getRank() != 1 ||
+        (w.getDimSize(0) != classes && !ShapedType::isDynamic(classes)))
+      return emitOptionalError(loc, getOperationName(), ": weight of shape ",
+                               formatShape(w.getShape()), " must have one of ",
+                               classes, " classes");
+  }
+  if (adaptor.getReduction() == LossReduction::none)
+    inferred.push_back(
+        RankedTensorType::get(perSample, logProbs.getElementType()));
+  else
+    inferred.push_back(RankedTensorType::get({}, logProbs.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ExpandOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ExpandOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  auto input = cast<RankedTensorType>(adaptor.getInput().getType());
+  ArrayRef<int64_t> target = adaptor.getShape();
+  if (llvm::any_of(target, [](int64_t d) { return d < 0; }))
+    return emitOptionalError(loc, getOperationName(), ": target shape ",
+                             formatShape(target),
+                             " must have non-negative sizes");
+  size_t rank = std::max<size_t>(input.getRank(), target.size());
+  SmallVector<int64_t> in(rank - input.getRank(), 1),
+      to(rank - target.size(), 1);
+  llvm::append_range(in, input.getShape());
+  llvm::append_range(to, target);
+  SmallVector<int64_t> shape;
+  for (size_t d = 0; d < rank; ++d) {
+    if (in[d] == to[d] || to[d] == 1) {
+      shape.push_back(in[d]);
+    } else if (in[d] == 1) {
+      shape.push_back(to[d]);
+    } else {
+      return emitOptionalError(loc, getOperationName(), ": cannot broadcast ",
+                               formatShape(input.getShape()), " to ",
+                               formatShape(target));
+    }
+  }
+  inferred.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}

@@ -1,0 +1,1936 @@
+//===- ImportONNX.cpp - ONNX model importer -------------------------------===//
+//
+// Walks the nodes of an ONNX graph in their (checked) topological order and
+// builds HeterPS ops. Values computable at import time (initializers,
+// Constant nodes, and the shape subgraphs that Shape/Gather/Slice/Concat/
+// Cast/Unsqueeze/... form) are tracked as `Known` tensors and folded, so
+// that `Reshape(x, Concat(Shape(x)[0], -1))` becomes one `heterps.reshape`.
+// A Known integer may hold `kDynamic` entries: the batch size, which is only
+// known at run time.
+//
+//===----------------------------------------------------------------------===//
+
+#include "heterps/Import/ONNX/ImportONNX.h"
+#include "heterps/Dialect/HeterPS/IR/HeterPSOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <onnx/checker.h>
+#include <onnx/onnx_pb.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::heterps;
+
+namespace {
+
+using Ints = SmallVector<int64_t>;
+constexpr int64_t kDyn = ShapedType::kDynamic;
+
+/// A tensor whose value is known while importing.
+struct Known {
+  Ints shape;
+  Type elementType;
+  /// Float elements (any float type, widened to double).
+  SmallVector<double> floats;
+  /// Integer elements; `kDyn` stands for a value known only at run time.
+  Ints ints;
+  /// An initializer (trainable when float), not a Constant node.
+  bool initializer = false;
+
+  bool isFloat() const { return isa<FloatType>(elementType); }
+  int64_t size() const {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    return n;
+  }
+  bool complete() const { return !llvm::is_contained(ints, kDyn); }
+  double at(int64_t i) const { return isFloat() ? floats[i] : ints[i]; }
+};
+
+/// Adds `value` as element of `known` of the given type.
+static void push(Known &known, double value) {
+  if (known.isFloat())
+    known.floats.push_back(value);
+  else
+    known.ints.push_back(value == kDyn ? kDyn : (int64_t)value);
+}
+
+static void pushFrom(Known &to, const Known &from, int64_t i) {
+  if (to.isFloat())
+    to.floats.push_back(from.at(i));
+  else
+    to.ints.push_back(from.isFloat() ? (int64_t)from.floats[i] : from.ints[i]);
+}
+
+static Ints stridesOf(ArrayRef<int64_t> shape) {
+  Ints strides(shape.size(), 1);
+  for (int64_t i = (int64_t)shape.size() - 2; i >= 0; --i)
+    strides[i] = strides[i + 1] * shape[i + 1];
+  return strides;
+}
+
+class Importer {
+public:
+  Importer(MLIRContext *context, StringRef sourceName, StringRef baseDir,
+           StringRef modelPath)
+      : ctx(context), b(context), sourceName(sourceName.str()),
+        baseDir(baseDir.str()), modelPath(modelPath.str()) {}
+
+  FailureOr<OwningOpRef<ModuleOp>> run(StringRef bytes);
+
+private:
+  // Diagnostics.
+  Location fileLoc() { return FileLineColLoc::get(ctx, sourceName, 0, 0); }
+  InFlightDiagnostic fileError() { return emitError(fileLoc()); }
+  Location nodeLoc(const onnx::NodeProto &node, size_t index);
+  InFlightDiagnostic nodeError() {
+    return emitError(loc) << "ONNX node '" << nodeName << "' ("
+                          << node->op_type() << ", opset " << opset << ") in "
+                          << sourceName << ": ";
+  }
+
+  // Types and tensors.
+  FailureOr<Type> elementType(int32_t onnxType, StringRef what);
+  FailureOr<Known> readTensor(const onnx::TensorProto &tensor);
+  FailureOr<std::string> readExternal(const onnx::TensorProto &tensor);
+  DenseElementsAttr toAttr(const Known &known);
+
+  // Graph structure.
+  LogicalResult importInputs(const onnx::GraphProto &graph,
+                             SmallVectorImpl<Type> &types,
+                             SmallVectorImpl<std::string> &names);
+  LogicalResult importNode(const onnx::NodeProto &node);
+  /// Verifies the ops built for the current node: those after `before` (or
+  /// all of `block` when it is null).
+  LogicalResult verifyNewOps(Operation *before, Block *block);
+
+  // Values.
+  bool has(int i) const {
+    return i < node->input_size() && !node->input(i).empty();
+  }
+  const Known *known(int i) const {
+    if (!has(i))
+      return nullptr;
+    auto it = knowns.find(node->input(i));
+    return it == knowns.end() ? nullptr : &it->second;
+  }
+  /// A known input that may be folded: not a trainable (float) initializer.
+  const Known *foldable(int i) const {
+    const Known *k = known(i);
+    return k && !(k->initializer && k->isFloat()) ? k : nullptr;
+  }
+  /// Parameters and constants are read at the top of @main, in the order
+  /// of first use, so that they dominate every use.
+  void setPrologueInsertionPoint() {
+    if (prologueEnd)
+      b.setInsertionPointAfter(prologueEnd);
+    else
+      b.setInsertionPointToStart(&func.getBody().front());
+  }
+  FailureOr<Value> input(int i, bool frozen = false);
+  FailureOr<Value> materialize(StringRef name, bool frozen);
+  FailureOr<Ints> constInts(int i, StringRef what);
+  RankedTensorType typeOf(Value v) {
+    return cast<RankedTensorType>(v.getType());
+  }
+  void setOutput(Value v, int i = 0) { values[node->output(i)] = v; }
+  void setKnown(Known k, int i = 0) {
+    k.initializer = false;
+    knowns[node->output(i)] = std::move(k);
+  }
+  LogicalResult onlyFirstOutput();
+
+  // Attributes.
+  const onnx::AttributeProto *attr(StringRef name) const;
+  int64_t intAttr(StringRef name, int64_t def) const {
+    const onnx::AttributeProto *a = attr(name);
+    return a ? a->i() : def;
+  }
+  float floatAttr(StringRef name, float def) const {
+    const onnx::AttributeProto *a = attr(name);
+    return a ? a->f() : def;
+  }
+  std::optional<Ints> intsAttr(StringRef name) const {
+    const onnx::AttributeProto *a = attr(name);
+    if (!a)
+      return std::nullopt;
+    return Ints(a->ints().begin(), a->ints().end());
+  }
+  std::string stringAttr(StringRef name, StringRef def) const {
+    const onnx::AttributeProto *a = attr(name);
+    return a ? a->s() : def.str();
+  }
+
+  /// Builds `OpTy` with its result type inferred; an inference failure is
+  /// reported at the node (never the fatal error of the inferring builders).
+  template <typename OpTy, typename... Args>
+  FailureOr<Value> make(Args &&...args) {
+    OperationState state(loc, OpTy::getOperationName());
+    Type none;
+    OpTy::build(b, state, none, std::forward<Args>(args)...);
+    state.types.clear();
+    SmallVector<Type> types;
+    if (failed(OpTy::inferReturnTypes(
+            ctx, loc, state.operands, state.attributes.getDictionary(ctx),
+            state.getRawProperties(), state.regions, types)))
+      return failure();
+    state.addTypes(types);
+    return b.create(state)->getResult(0);
+  }
+  LogicalResult emit(FailureOr<Value> v) {
+    if (failed(v))
+      return failure();
+    setOutput(*v);
+    return success();
+  }
+
+  // Converters.
+  LogicalResult convertBinary(StringRef op);
+  LogicalResult convertUnary(StringRef op);
+  LogicalResult convertSoftmax(bool log);
+  LogicalResult convertReshapeLike(StringRef op);
+  LogicalResult convertReshapeTo(Value x, Ints target);
+  LogicalResult convertGather();
+  LogicalResult convertSlice();
+  LogicalResult convertConcat();
+  LogicalResult convertCast();
+  LogicalResult convertExpand();
+  LogicalResult convertReduce(StringRef op);
+  LogicalResult convertClip();
+  LogicalResult convertConvPool(StringRef op);
+  LogicalResult convertLoss(bool softmax);
+  LogicalResult convertConstant();
+  LogicalResult convertLayerNorm();
+  LogicalResult convertBatchNorm();
+
+  MLIRContext *ctx;
+  OpBuilder b;
+  std::string sourceName, baseDir;
+  /// The model's file, when it is one: the checker then resolves external
+  /// data against its directory rather than the working directory.
+  std::string modelPath;
+  ModuleOp module;
+  func::FuncOp func;
+  Operation *prologueEnd = nullptr;
+  int64_t opset = 0;
+
+  llvm::StringMap<Value> values;
+  llvm::StringMap<Known> knowns;
+  /// Materialized known values and the symbols created for initializers.
+  llvm::StringMap<Value> materialized;
+  llvm::StringMap<std::string> tableOf;
+  llvm::StringSet<> symbols;
+
+  // The node being converted.
+  const onnx::NodeProto *node = nullptr;
+  std::string nodeName;
+  Location loc = UnknownLoc::get(ctx);
+};
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Types and tensors
+//===----------------------------------------------------------------------===//
+
+FailureOr<Type> Importer::elementType(int32_t t, StringRef what) {
+  switch (t) {
+  case onnx::TensorProto::FLOAT:
+    return Type(b.getF32Type());
+  case onnx::TensorProto::DOUBLE:
+    return Type(b.getF64Type());
+  case onnx::TensorProto::FLOAT16:
+    return Type(b.getF16Type());
+  case onnx::TensorProto::BFLOAT16:
+    return Type(b.getBF16Type());
+  case onnx::TensorProto::INT64:
+  case onnx::TensorProto::UINT64:
+    return Type(b.getI64Type());
+  case onnx::TensorProto::INT32:
+  case onnx::TensorProto::UINT32:
+    return Type(b.getI32Type());
+  case onnx::TensorProto::INT16:
+  case onnx::TensorProto::UINT16:
+    return Type(b.getI16Type());
+  case onnx::TensorProto::INT8:
+  case onnx::TensorProto::UINT8:
+    return Type(b.getI8Type());
+  case onnx::TensorProto::BOOL:
+    return Type(b.getI1Type());
+  default:
+    break;
+  }
+  std::string name = onnx::TensorProto::DataType_IsValid(t)
+                         ? onnx::TensorProto::DataType_Name(
+                               static_cast<onnx::TensorProto::DataType>(t))
+                         : "#" + std::to_string(t);
+  if (node)
+    return nodeError() << what << " has element type " << name
+                       << ", which HeterPS does not support";
+  return fileError() << sourceName << ": " << what << " has element type "
+                     << name << ", which HeterPS does not support";
+}
+
+FailureOr<std::string> Importer::readExternal(const onnx::TensorProto &t) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const onnx::StringStringEntryProto &e : t.external_data()) {
+    if (e.key() == "location")
+      location = e.value();
+    else if (e.key() == "offset")
+      offset = std::atoll(e.value().c_str());
+    else if (e.key() == "length")
+      length = std::atoll(e.value().c_str());
+  }
+  if (location.empty())
+    return fileError() << sourceName << ": tensor '" << t.name()
+                       << "' is stored externally but names no location";
+  if (baseDir.empty())
+    return fileError() << sourceName << ": tensor '" << t.name()
+                       << "' is stored in external file '" << location
+                       << "', which cannot be read for an in-memory model";
+  // Like ONNX, refuse paths that leave the model's directory.
+  if (llvm::sys::path::is_absolute(location) ||
+      StringRef(location).contains(".."))
+    return fileError() << sourceName << ": external data location '" << location
+                       << "' of tensor '" << t.name()
+                       << "' must be relative to the model's directory";
+  SmallString<256> path(baseDir);
+  llvm::sys::path::append(path, location);
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
+  if (!buffer)
+    return fileError() << sourceName << ": cannot read external data '" << path
+                       << "' of tensor '" << t.name()
+                       << "': " << buffer.getError().message();
+  StringRef data = (*buffer)->getBuffer();
+  if (offset < 0 || offset > (int64_t)data.size() ||
+      (length >= 0 && offset + length > (int64_t)data.size()))
+    return fileError() << sourceName << ": external data of tensor '"
+                       << t.name() << "' (offset " << offset << ", length "
+                       << length << ") lies outside '" << path << "' of "
+                       << data.size() << " bytes";
+  data = data.drop_front(offset);
+  if (length >= 0)
+    data = data.take_front(length);
+  return data.str();
+}
+
+FailureOr<Known> Importer::readTensor(const onnx::TensorProto &t) {
+  Known k;
+  FailureOr<Type> type =
+      elementType(t.data_type(), "tensor '" + t.name() + "'");
+  if (failed(type))
+    return failure();
+  k.elementType = *type;
+  for (int64_t d : t.dims())
+    k.shape.push_back(d);
+  int64_t n = k.size();
+
+  std::string raw;
+  bool hasRaw = t.has_raw_data();
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+    FailureOr<std::string> data = readExternal(t);
+    if (failed(data))
+      return failure();
+    raw = std::move(*data);
+    hasRaw = true;
+  } else if (hasRaw) {
+    raw = t.raw_data();
+  }
+
+  int32_t dt = t.data_type();
+  auto halfToDouble = [&](uint16_t bits) {
+    const llvm::fltSemantics &sem = dt == onnx::TensorProto::BFLOAT16
+                                        ? llvm::APFloat::BFloat()
+                                        : llvm::APFloat::IEEEhalf();
+    return llvm::APFloat(sem, llvm::APInt(16, bits)).convertToDouble();
+  };
+  if (hasRaw) {
+    unsigned width = 0;
+    switch (dt) {
+    case onnx::TensorProto::DOUBLE:
+    case onnx::TensorProto::INT64:
+    case onnx::TensorProto::UINT64:
+      width = 8;
+      break;
+    case onnx::TensorProto::FLOAT:
+    case onnx::TensorProto::INT32:
+    case onnx::TensorProto::UINT32:
+      width = 4;
+      break;
+    case onnx::TensorProto::FLOAT16:
+    case onnx::TensorProto::BFLOAT16:
+    case onnx::TensorProto::INT16:
+    case onnx::TensorProto::UINT16:
+      width = 2;
+      break;
+    default:
+      width = 1;
+    }
+    if ((int64_t)raw.size() != n * (int64_t)width)
+      return fileError() << sourceName << ": tensor '" << t.name() << "' has "
+                         << raw.size() << " bytes of data, expected "
+                         << n * width << " for " << n << " elements";
+    // ONNX stores raw data little-endian, as is the host.
+    const char *p = raw.data();
+    for (int64_t i = 0; i < n; ++i, p += width) {
+      double fv = 0;
+      int64_t iv = 0;
+      switch (dt) {
+      case onnx::TensorProto::FLOAT: {
+        float f;
+        std::memcpy(&f, p, 4);
+        fv = f;
+        break;
+      }
+      case onnx::TensorProto::DOUBLE:
+        std::memcpy(&fv, p, 8);
+        break;
+      case onnx::TensorProto::FLOAT16:
+      case onnx::TensorProto::BFLOAT16: {
+        uint16_t h;
+        std::memcpy(&h, p, 2);
+        fv = halfToDouble(h);
+        break;
+      }
+      case onnx::TensorProto::INT64:
+      case onnx::TensorProto::UINT64:
+        std::memcpy(&iv, p, 8);
+        break;
+      case onnx::TensorProto::INT32: {
+        int32_t v;
+        std::memcpy(&v, p, 4);
+        iv = v;
+        break;
+      }
+      case onnx::TensorProto::UINT32: {
+        uint32_t v;
+        std::memcpy(&v, p, 4);
+        iv = v;
+        break;
+      }
+      case onnx::TensorProto::INT16: {
+        int16_t v;
+        std::memcpy(&v, p, 2);
+        iv = v;
+        break;
+      }
+      case onnx::TensorProto::UINT16: {
+        uint16_t v;
+        std::memcpy(&v, p, 2);
+        iv = v;
+        break;
+      }
+      case onnx::TensorProto::INT8:
+        iv = (int8_t)*p;
+        break;
+      default:
+        iv = (uint8_t)*p;
+      }
+      if (k.isFloat())
+        k.floats.push_back(fv);
+      else
+        k.ints.push_back(iv);
+    }
+    return k;
+  }
+
+  switch (dt) {
+  case onnx::TensorProto::FLOAT:
+    k.floats.assign(t.float_data().begin(), t.float_data().end());
+    break;
+  case onnx::TensorProto::DOUBLE:
+    k.floats.assign(t.double_data().begin(), t.double_data().end());
+    break;
+  case onnx::TensorProto::FLOAT16:
+  case onnx::TensorProto::BFLOAT16:
+    for (int32_t bits : t.int32_data())
+      k.floats.push_back(halfToDouble((uint16_t)bits));
+    break;
+  case onnx::TensorProto::INT64:
+    k.ints.assign(t.int64_data().begin(), t.int64_data().end());
+    break;
+  case onnx::TensorProto::UINT32:
+  case onnx::TensorProto::UINT64:
+    k.ints.assign(t.uint64_data().begin(), t.uint64_data().end());
+    break;
+  default:
+    k.ints.assign(t.int32_data().begin(), t.int32_data().end());
+  }
+  int64_t got = k.isFloat() ? k.floats.size() : k.ints.size();
+  if (got != n)
+    return fileError() << sourceName << ": tensor '" << t.name() << "' has "
+                       << got << " elements, its shape " << formatShape(k.shape)
+                       << " needs " << n;
+  return k;
+}
+
+DenseElementsAttr Importer::toAttr(const Known &k) {
+  auto type = RankedTensorType::get(k.shape, k.elementType);
+  if (k.elementType.isF32()) {
+    SmallVector<float> v(k.floats.begin(), k.floats.end());
+    return DenseElementsAttr::get(type, ArrayRef<float>(v));
+  }
+  if (auto ft = dyn_cast<FloatType>(k.elementType)) {
+    SmallVector<APFloat> v;
+    for (double d : k.floats) {
+      APFloat f(d);
+      bool lost;
+      f.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+      v.push_back(f);
+    }
+    return DenseElementsAttr::get(type, v);
+  }
+  if (k.elementType.isInteger(1)) {
+    SmallVector<bool> v;
+    for (int64_t i : k.ints)
+      v.push_back(i != 0);
+    return DenseElementsAttr::get(type, ArrayRef<bool>(v));
+  }
+  unsigned width = k.elementType.getIntOrFloatBitWidth();
+  SmallVector<APInt> v;
+  for (int64_t i : k.ints)
+    v.push_back(APInt(width, i, /*isSigned=*/true, /*implicitTrunc=*/true));
+  return DenseElementsAttr::get(type, v);
+}
+
+//===----------------------------------------------------------------------===//
+// Values
+//===----------------------------------------------------------------------===//
+
+FailureOr<Value> Importer::materialize(StringRef name, bool frozen) {
+  auto cached = materialized.find(name);
+  if (cached != materialized.end())
+    return cached->second;
+  const Known &k = knowns.find(name)->second;
+  if (!k.complete())
+    return nodeError() << "value '" << name
+                       << "' depends on the run-time batch size and cannot "
+                          "be computed at import time";
+  DenseElementsAttr value = toAttr(k);
+  Value result;
+  if (k.initializer && k.isFloat()) {
+    // A float initializer is a trainable dense parameter, read where used.
+    std::string symbol = name.str();
+    if (symbols.contains(symbol))
+      symbol += ".param";
+    symbols.insert(symbol);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(func);
+    ParamOp::create(b, NameLoc::get(b.getStringAttr(name)), symbol,
+                    cast<RankedTensorType>(value.getType()), value, frozen);
+    setPrologueInsertionPoint();
+    result = LoadParamOp::create(b, NameLoc::get(b.getStringAttr(name)),
+                                 value.getType(), symbol);
+  } else {
+    OpBuilder::InsertionGuard guard(b);
+    setPrologueInsertionPoint();
+    result = ConstantOp::create(b, NameLoc::get(b.getStringAttr(name)), value);
+  }
+  prologueEnd = result.getDefiningOp();
+  materialized[name] = result;
+  return result;
+}
+
+FailureOr<Value> Importer::input(int i, bool frozen) {
+  if (!has(i))
+    return nodeError() << "input " << i << " is missing";
+  StringRef name = node->input(i);
+  auto it = values.find(name);
+  if (it != values.end())
+    return it->second;
+  if (knowns.count(name))
+    return materialize(name, frozen);
+  // The checker rejects undefined inputs; this keeps a broken graph that
+  // slips through from crashing the importer.
+  return nodeError() << "input '" << name << "' is not defined before use";
+}
+
+FailureOr<Ints> Importer::constInts(int i, StringRef what) {
+  const Known *k = known(i);
+  if (!k || k->isFloat())
+    return nodeError() << what << " (input " << i << " '"
+                       << (has(i) ? node->input(i) : std::string())
+                       << "') must be an integer tensor known at import time";
+  return k->ints;
+}
+
+const onnx::AttributeProto *Importer::attr(StringRef name) const {
+  for (const onnx::AttributeProto &a : node->attribute())
+    if (a.name() == name)
+      return &a;
+  return nullptr;
+}
+
+LogicalResult Importer::onlyFirstOutput() {
+  for (int i = 1; i < node->output_size(); ++i)
+    if (!node->output(i).empty())
+      return nodeError() << "output " << i << " ('" << node->output(i)
+                         << "') is not supported; only the first output is "
+                            "imported";
+  return success();
+}
+
+Location Importer::nodeLoc(const onnx::NodeProto &n, size_t index) {
+  std::string name = n.name();
+  if (name.empty())
+    name = n.op_type() + "_" + std::to_string(index);
+  nodeName = name;
+  return NameLoc::get(b.getStringAttr(name));
+}
+
+//===----------------------------------------------------------------------===//
+// Converters
+//===----------------------------------------------------------------------===//
+
+/// Folds an elementwise binary op over known tensors with broadcasting.
+static std::optional<Known> foldBinary(StringRef op, const Known &x,
+                                       const Known &y) {
+  if (x.isFloat() != y.isFloat())
+    return std::nullopt;
+  size_t rank = std::max(x.shape.size(), y.shape.size());
+  Ints xs(rank - x.shape.size(), 1), ys(rank - y.shape.size(), 1), out;
+  llvm::append_range(xs, x.shape);
+  llvm::append_range(ys, y.shape);
+  for (size_t d = 0; d < rank; ++d) {
+    if (xs[d] != ys[d] && xs[d] != 1 && ys[d] != 1)
+      return std::nullopt;
+    out.push_back(std::max(xs[d], ys[d]));
+  }
+  Known r;
+  r.shape = out;
+  r.elementType = x.elementType;
+  Ints os = stridesOf(out), xst = stridesOf(xs), yst = stridesOf(ys);
+  int64_t n = r.size();
+  for (int64_t e = 0; e < n; ++e) {
+    int64_t xi = 0, yi = 0, rem = e;
+    for (size_t d = 0; d < rank; ++d) {
+      int64_t c = rem / os[d];
+      rem %= os[d];
+      xi += (xs[d] == 1 ? 0 : c) * xst[d];
+      yi += (ys[d] == 1 ? 0 : c) * yst[d];
+    }
+    double a = x.at(xi), c = y.at(yi);
+    if (!x.isFloat() && (x.ints[xi] == kDyn || y.ints[yi] == kDyn)) {
+      r.ints.push_back(kDyn);
+      continue;
+    }
+    double v;
+    if (op == "Add")
+      v = a + c;
+    else if (op == "Sub")
+      v = a - c;
+    else if (op == "Mul")
+      v = a * c;
+    else if (op == "Div") {
+      if (!x.isFloat() && c == 0)
+        return std::nullopt;
+      v = x.isFloat() ? a / c : (double)(x.ints[xi] / y.ints[yi]);
+    } else
+      v = std::pow(a, c);
+    push(r, v);
+  }
+  return r;
+}
+
+LogicalResult Importer::convertBinary(StringRef op) {
+  // Before opset 7 these ops broadcast only with `broadcast = 1` and an
+  // optional `axis`; NumPy alignment (trailing) is what `axis` absent means.
+  if (attr("axis"))
+    return nodeError() << "legacy broadcasting with an explicit 'axis' is not "
+                          "supported";
+  const Known *x = foldable(0), *y = foldable(1);
+  if (x && y && !x->isFloat() && op != "Pow")
+    if (std::optional<Known> r = foldBinary(op, *x, *y)) {
+      setKnown(*r);
+      return success();
+    }
+  FailureOr<Value> lhs = input(0), rhs = input(1);
+  if (failed(lhs) || failed(rhs))
+    return failure();
+  // Pow may take an exponent of another type (opset 12); the dialect's
+  // binary ops take one element type.
+  if (op == "Pow" &&
+      typeOf(*lhs).getElementType() != typeOf(*rhs).getElementType())
+    rhs = CastOp::create(
+              b, loc, typeOf(*rhs).clone(typeOf(*lhs).getElementType()), *rhs)
+              .getResult();
+  if (op == "Add")
+    return emit(make<AddOp>(*lhs, *rhs));
+  if (op == "Sub")
+    return emit(make<SubOp>(*lhs, *rhs));
+  if (op == "Mul")
+    return emit(make<MulOp>(*lhs, *rhs));
+  if (op == "Div")
+    return emit(make<DivOp>(*lhs, *rhs));
+  return emit(make<PowOp>(*lhs, *rhs));
+}
+
+LogicalResult Importer::convertUnary(StringRef op) {
+  FailureOr<Value> x = input(0);
+  if (failed(x))
+    return failure();
+  Type t = x->getType();
+  Value r;
+  if (op == "Neg")
+    r = NegOp::create(b, loc, t, *x);
+  else if (op == "Abs")
+    r = AbsOp::create(b, loc, t, *x);
+  else if (op == "Exp")
+    r = ExpOp::create(b, loc, t, *x);
+  else if (op == "Log")
+    r = LogOp::create(b, loc, t, *x);
+  else if (op == "Sqrt")
+    r = SqrtOp::create(b, loc, t, *x);
+  else if (op == "Relu")
+    r = ReluOp::create(b, loc, t, *x);
+  else if (op == "Sigmoid")
+    r = SigmoidOp::create(b, loc, t, *x);
+  else if (op == "Tanh")
+    r = TanhOp::create(b, loc, t, *x);
+  else if (op == "LeakyRelu")
+    r = LeakyReluOp::create(b, loc, t, *x, APFloat(floatAttr("alpha", 0.01f)));
+  setOutput(r);
+  return success();
+}
+
+LogicalResult Importer::convertSoftmax(bool log) {
+  FailureOr<Value> x = input(0);
+  if (failed(x))
+    return failure();
+  RankedTensorType type = typeOf(*x);
+  int64_t rank = type.getRank();
+  int64_t axis = intAttr("axis", opset >= 13 ? -1 : 1);
+  std::optional<int64_t> norm = normalizeAxis(axis, rank);
+  if (!norm)
+    return nodeError() << "axis " << axis << " is out of range for rank "
+                       << rank;
+  auto build = [&](Value v, int64_t a) -> Value {
+    if (log)
+      return LogSoftmaxOp::create(b, loc, v.getType(), v,
+                                  b.getI64IntegerAttr(a));
+    return SoftmaxOp::create(b, loc, v.getType(), v, b.getI64IntegerAttr(a));
+  };
+  // Before opset 13 the input is coerced to 2-D at `axis` and normalised over
+  // the whole trailing block; that is one axis when `axis` is the last.
+  if (opset >= 13 || *norm == rank - 1) {
+    setOutput(build(*x, *norm));
+    return success();
+  }
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t s = type.getDimSize(d);
+    int64_t &p = d < *norm ? outer : inner;
+    p = ShapedType::isDynamic(s) || ShapedType::isDynamic(p) ? kDyn : p * s;
+  }
+  if (ShapedType::isDynamic(inner))
+    return nodeError() << "cannot coerce " << formatShape(type.getShape())
+                       << " to 2-D at axis " << axis
+                       << ": the trailing block is dynamic";
+  auto flat = RankedTensorType::get({outer, inner}, type.getElementType());
+  Value f = ReshapeOp::create(b, loc, flat, *x);
+  Value s = build(f, 1);
+  setOutput(ReshapeOp::create(b, loc, type, s));
+  return success();
+}
+
+LogicalResult Importer::convertReshapeTo(Value x, Ints target) {
+  setOutput(ReshapeOp::create(
+      b, loc, RankedTensorType::get(target, typeOf(x).getElementType()), x));
+  return success();
+}
+
+/// Reshape of a known tensor: the data is unchanged.
+static Known reshaped(const Known &k, ArrayRef<int64_t> shape) {
+  Known r = k;
+  r.shape.assign(shape.begin(), shape.end());
+  return r;
+}
+
+LogicalResult Importer::convertReshapeLike(StringRef op) {
+  const Known *k = foldable(0);
+  Ints in;
+  Value x;
+  if (k) {
+    in = k->shape;
+  } else {
+    FailureOr<Value> v = input(0);
+    if (failed(v))
+      return failure();
+    x = *v;
+    in.assign(typeOf(x).getShape().begin(), typeOf(x).getShape().end());
+  }
+  int64_t rank = in.size();
+  Ints out;
+  auto normAxes = [&](Ints axes, int64_t r) -> FailureOr<Ints> {
+    for (int64_t &a : axes) {
+      std::optional<int64_t> n = normalizeAxis(a, r);
+      if (!n)
+        return nodeError() << "axis " << a << " is out of range for rank " << r;
+      a = *n;
+    }
+    llvm::sort(axes);
+    return axes;
+  };
+
+  if (op == "Flatten") {
+    int64_t axis = intAttr("axis", 1);
+    if (axis < 0)
+      axis += rank;
+    if (axis < 0 || axis > rank)
+      return nodeError() << "axis " << intAttr("axis", 1)
+                         << " is out of range for rank " << rank;
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < rank; ++d) {
+      int64_t &p = d < axis ? outer : inner;
+      p = ShapedType::isDynamic(in[d]) || ShapedType::isDynamic(p) ? kDyn
+                                                                   : p * in[d];
+    }
+    out = {outer, inner};
+  } else if (op == "Unsqueeze" || op == "Squeeze") {
+    std::optional<Ints> axes;
+    if (opset >= 13) {
+      if (has(1)) {
+        FailureOr<Ints> a = constInts(1, "axes");
+        if (failed(a))
+          return failure();
+        axes = *a;
+      }
+    } else {
+      axes = intsAttr("axes");
+    }
+    if (op == "Unsqueeze") {
+      if (!axes)
+        return nodeError() << "needs axes";
+      int64_t outRank = rank + axes->size();
+      FailureOr<Ints> a = normAxes(*axes, outRank);
+      if (failed(a))
+        return failure();
+      int64_t next = 0;
+      for (int64_t d = 0; d < outRank; ++d)
+        out.push_back(llvm::is_contained(*a, d) ? 1 : in[next++]);
+    } else {
+      Ints drop;
+      if (axes) {
+        FailureOr<Ints> a = normAxes(*axes, rank);
+        if (failed(a))
+          return failure();
+        drop = *a;
+      } else {
+        for (int64_t d = 0; d < rank; ++d)
+          if (in[d] == 1)
+            drop.push_back(d);
+      }
+      for (int64_t d = 0; d < rank; ++d) {
+        if (!llvm::is_contained(drop, d)) {
+          out.push_back(in[d]);
+          continue;
+        }
+        if (in[d] != 1)
+          return nodeError()
+                 << "cannot squeeze dimension " << d << " of size "
+                 << (ShapedType::isDynamic(in[d]) ? std::string("?")
+                                                  : std::to_string(in[d]));
+      }
+    }
+  } else { // Reshape
+    Ints shape;
+    if (opset < 5) {
+      shape = intsAttr("shape").value_or(Ints());
+    } else {
+      FailureOr<Ints> s = constInts(1, "the target shape");
+      if (failed(s))
+        return failure();
+      shape = *s;
+    }
+    bool allowZero = intAttr("allowzero", 0) != 0;
+    int64_t inferAt = -1;
+    for (size_t d = 0; d < shape.size(); ++d) {
+      int64_t s = shape[d];
+      if (s == 0 && !allowZero) {
+        if ((int64_t)d >= rank)
+          return nodeError() << "target dimension " << d
+                             << " copies a dimension the input lacks";
+        s = in[d];
+      } else if (s == kDyn) {
+        // A batch size computed from Shape(x): it is the input's dynamic
+        // dimension at the same position.
+        if ((int64_t)d >= rank || !ShapedType::isDynamic(in[d]))
+          return nodeError() << "target dimension " << d
+                             << " depends on the run-time batch size";
+      } else if (s == -1) {
+        if (inferAt >= 0)
+          return nodeError() << "target shape has more than one -1";
+        inferAt = d;
+      } else if (s < 0) {
+        return nodeError() << "target dimension " << d << " is " << s;
+      }
+      out.push_back(s);
+    }
+    if (inferAt >= 0) {
+      int64_t inProd = 1, outProd = 1;
+      bool inDyn = false, outDyn = false;
+      for (int64_t s : in)
+        ShapedType::isDynamic(s) ? void(inDyn = true) : void(inProd *= s);
+      for (size_t d = 0; d < out.size(); ++d)
+        if ((int64_t)d != inferAt)
+          ShapedType::isDynamic(out[d]) ? void(outDyn = true)
+                                        : void(outProd *= out[d]);
+      if (inDyn && !outDyn)
+        out[inferAt] = kDyn; // -1 absorbs the batch.
+      else if (outProd == 0 || inProd % outProd != 0)
+        return nodeError() << "cannot reshape " << formatShape(in) << " to "
+                           << formatShape(shape);
+      else
+        out[inferAt] = inProd / outProd;
+    }
+  }
+  if (k) {
+    setKnown(reshaped(*k, out));
+    return success();
+  }
+  return convertReshapeTo(x, out);
+}
+
+LogicalResult Importer::convertGather() {
+  int64_t axis = intAttr("axis", 0);
+  const Known *data = foldable(0), *idx = foldable(1);
+  if (data && idx && !idx->isFloat()) {
+    int64_t rank = data->shape.size();
+    std::optional<int64_t> a = normalizeAxis(axis, rank);
+    if (!a)
+      return nodeError() << "axis " << axis << " is out of range for rank "
+                         << rank;
+    Known r;
+    r.elementType = data->elementType;
+    r.shape.assign(data->shape.begin(), data->shape.begin() + *a);
+    llvm::append_range(r.shape, idx->shape);
+    r.shape.append(data->shape.begin() + *a + 1, data->shape.end());
+    int64_t outer = 1, inner = 1, dim = data->shape[*a];
+    for (int64_t d = 0; d < *a; ++d)
+      outer *= data->shape[d];
+    for (int64_t d = *a + 1; d < rank; ++d)
+      inner *= data->shape[d];
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i : idx->ints) {
+        if (i < 0)
+          i += dim;
+        if (i < 0 || i >= dim)
+          return nodeError() << "index " << i << " is out of range for " << dim
+                             << " entries";
+        for (int64_t e = 0; e < inner; ++e)
+          pushFrom(r, *data, (o * dim + i) * inner + e);
+      }
+    setKnown(r);
+    return success();
+  }
+  // Rows of a float initializer picked by computed ids: a sparse table.
+  const Known *table = known(0);
+  if (table && table->initializer && table->isFloat() && !known(1) &&
+      table->shape.size() == 2 && axis == 0 && table->elementType.isF32()) {
+    FailureOr<Value> ids = input(1);
+    if (failed(ids))
+      return failure();
+    if (!isa<IntegerType>(typeOf(*ids).getElementType()))
+      return nodeError() << "indices of table '" << node->input(0)
+                         << "' are not integers";
+    std::string &symbol = tableOf[node->input(0)];
+    if (symbol.empty()) {
+      symbol = node->input(0);
+      if (symbols.contains(symbol))
+        symbol += ".table";
+      symbols.insert(symbol);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(func);
+      EmbeddingTableOp::create(
+          b, NameLoc::get(b.getStringAttr(node->input(0))), symbol,
+          table->shape[0], table->shape[1],
+          // The initializer's rows are the table's initial value; the
+          // initializer spec only applies to rows the server adds later.
+          InitAttr::get(ctx, InitKind::zeros, ArrayRef<double>{}),
+          toAttr(*table));
+    }
+    SmallVector<int64_t> shape(typeOf(*ids).getShape());
+    shape.push_back(table->shape[1]);
+    setOutput(EmbeddingLookupOp::create(
+        b, loc, RankedTensorType::get(shape, b.getF32Type()), symbol, *ids,
+        Combiner::none));
+    return success();
+  }
+  FailureOr<Value> x = input(0), ids = input(1);
+  if (failed(x) || failed(ids))
+    return failure();
+  return emit(make<GatherOp>(*x, *ids, b.getI64IntegerAttr(axis)));
+}
+
+LogicalResult Importer::convertSlice() {
+  Ints starts, ends, axes, steps;
+  if (opset < 10) {
+    starts = intsAttr("starts").value_or(Ints());
+    ends = intsAttr("ends").value_or(Ints());
+    axes = intsAttr("axes").value_or(Ints());
+  } else {
+    FailureOr<Ints> s = constInts(1, "starts"), e = constInts(2, "ends");
+    if (failed(s) || failed(e))
+      return failure();
+    starts = *s;
+    ends = *e;
+    if (has(3)) {
+      FailureOr<Ints> a = constInts(3, "axes");
+      if (failed(a))
+        return failure();
+      axes = *a;
+    }
+    if (has(4)) {
+      FailureOr<Ints> st = constInts(4, "steps");
+      if (failed(st))
+        return failure();
+      steps = *st;
+    }
+  }
+  const Known *k = foldable(0);
+  Value x;
+  Ints in;
+  if (k) {
+    in = k->shape;
+  } else {
+    FailureOr<Value> v = input(0);
+    if (failed(v))
+      return failure();
+    x = *v;
+    in.assign(typeOf(x).getShape().begin(), typeOf(x).getShape().end());
+  }
+  int64_t rank = in.size();
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i)
+      axes.push_back(i);
+  if (steps.empty())
+    steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() ||
+      steps.size() != starts.size())
+    return nodeError() << "starts, ends, axes and steps differ in length";
+  const int64_t kMax = std::numeric_limits<int64_t>::max();
+  Ints fs(rank, 0), fe(rank, kMax), fst(rank, 1);
+  for (size_t i = 0; i < starts.size(); ++i) {
+    std::optional<int64_t> a = normalizeAxis(axes[i], rank);
+    if (!a)
+      return nodeError() << "axis " << axes[i] << " is out of range for rank "
+                         << rank;
+    int64_t size = in[*a];
+    if (steps[i] == 0)
+      return nodeError() << "step of axis " << axes[i] << " is zero";
+    if (ShapedType::isDynamic(size)) {
+      if (starts[i] != 0 || ends[i] < (int64_t)INT32_MAX || steps[i] != 1)
+        return nodeError() << "slices the dynamic batch dimension " << *a;
+      continue;
+    }
+    auto norm = [&](int64_t v) {
+      if (v < 0)
+        v += size;
+      int64_t lo = steps[i] > 0 ? 0 : -1, hi = steps[i] > 0 ? size : size - 1;
+      return std::clamp(v, lo, hi);
+    };
+    fs[*a] = norm(starts[i]);
+    fe[*a] = norm(ends[i]);
+    fst[*a] = steps[i];
+  }
+  for (int64_t d = 0; d < rank; ++d)
+    if (!ShapedType::isDynamic(in[d]) && fe[d] == kMax)
+      fe[d] = in[d];
+  if (!k)
+    return emit(make<SliceOp>(x, b.getDenseI64ArrayAttr(fs),
+                              b.getDenseI64ArrayAttr(fe),
+                              b.getDenseI64ArrayAttr(fst)));
+  // Fold: enumerate the selected index along every dimension.
+  SmallVector<Ints> picks(rank);
+  Known r;
+  r.elementType = k->elementType;
+  for (int64_t d = 0; d < rank; ++d) {
+    for (int64_t i = fs[d]; fst[d] > 0 ? i < fe[d] : i > fe[d]; i += fst[d])
+      picks[d].push_back(i);
+    r.shape.push_back(picks[d].size());
+  }
+  Ints strides = stridesOf(k->shape);
+  int64_t n = r.size();
+  Ints outStrides = stridesOf(r.shape);
+  for (int64_t e = 0; e < n; ++e) {
+    int64_t src = 0, rem = e;
+    for (int64_t d = 0; d < rank; ++d) {
+      src += picks[d][rem / outStrides[d]] * strides[d];
+      rem %= outStrides[d];
+    }
+    pushFrom(r, *k, src);
+  }
+  setKnown(r);
+  return success();
+}
+
+LogicalResult Importer::convertConcat() {
+  int64_t axis = intAttr("axis", 0);
+  bool allKnown = true;
+  for (int i = 0; i < node->input_size(); ++i)
+    allKnown &= foldable(i) != nullptr;
+  if (allKnown && node->input_size() > 0 && !foldable(0)->isFloat()) {
+    const Known *first = foldable(0);
+    int64_t rank = first->shape.size();
+    std::optional<int64_t> a = normalizeAxis(axis, rank);
+    if (!a)
+      return nodeError() << "axis " << axis << " is out of range for rank "
+                         << rank;
+    Known r;
+    r.elementType = first->elementType;
+    r.shape = first->shape;
+    r.shape[*a] = 0;
+    int64_t outer = 1;
+    for (int64_t d = 0; d < *a; ++d)
+      outer *= first->shape[d];
+    for (int i = 0; i < node->input_size(); ++i) {
+      const Known *k = foldable(i);
+      if ((int64_t)k->shape.size() != rank)
+        return nodeError() << "inputs differ in rank";
+      r.shape[*a] += k->shape[*a];
+    }
+    for (int64_t o = 0; o < outer; ++o)
+      for (int i = 0; i < node->input_size(); ++i) {
+        const Known *k = foldable(i);
+        int64_t block = k->size() / std::max<int64_t>(outer, 1);
+        for (int64_t e = 0; e < block; ++e)
+          pushFrom(r, *k, o * block + e);
+      }
+    setKnown(r);
+    return success();
+  }
+  SmallVector<Value> inputs;
+  for (int i = 0; i < node->input_size(); ++i) {
+    FailureOr<Value> v = input(i);
+    if (failed(v))
+      return failure();
+    inputs.push_back(*v);
+  }
+  return emit(make<ConcatOp>(ValueRange(inputs), b.getI64IntegerAttr(axis)));
+}
+
+LogicalResult Importer::convertCast() {
+  FailureOr<Type> to =
+      elementType(intAttr("to", 0), "the target type of the Cast");
+  if (failed(to))
+    return failure();
+  if (const Known *k = foldable(0)) {
+    Known r;
+    r.shape = k->shape;
+    r.elementType = *to;
+    for (int64_t i = 0, n = k->size(); i < n; ++i) {
+      if (!k->isFloat() && k->ints[i] == kDyn && !r.isFloat()) {
+        r.ints.push_back(kDyn);
+        continue;
+      }
+      pushFrom(r, *k, i);
+    }
+    setKnown(r);
+    return success();
+  }
+  FailureOr<Value> x = input(0);
+  if (failed(x))
+    return failure();
+  if (typeOf(*x).getElementType() == *to) {
+    setOutput(*x);
+    return success();
+  }
+  setOutput(CastOp::create(b, loc, typeOf(*x).clone(*to), *x));
+  return success();
+}
+
+LogicalResult Importer::convertExpand() {
+  FailureOr<Ints> shape = constInts(1, "the target shape");
+  if (failed(shape))
+    return failure();
+  const Known *k = foldable(0);
+  if (!k || !k->complete()) {
+    if (llvm::is_contained(*shape, kDyn))
+      return nodeError() << "the target shape depends on the run-time batch "
+                            "size";
+    FailureOr<Value> x = input(0);
+    if (failed(x))
+      return failure();
+    return emit(make<ExpandOp>(*x, b.getDenseI64ArrayAttr(*shape)));
+  }
+  Known ones;
+  ones.elementType = k->elementType;
+  ones.shape = *shape;
+  for (int64_t i = 0, n = ones.size(); i < n; ++i)
+    push(ones, 1.0);
+  std::optional<Known> r = foldBinary("Mul", *k, ones);
+  if (!r)
+    return nodeError() << "cannot broadcast " << formatShape(k->shape) << " to "
+                       << formatShape(*shape);
+  setKnown(*r);
+  return success();
+}
+
+LogicalResult Importer::convertReduce(StringRef op) {
+  std::optional<Ints> axes;
+  // ReduceSum takes its axes as an input from opset 13; ReduceMean and
+  // ReduceMax keep the attribute until opset 18.
+  bool axesInput = (op == "ReduceSum" && opset >= 13) || opset >= 18;
+  if (axesInput) {
+    if (has(1)) {
+      FailureOr<Ints> a = constInts(1, "axes");
+      if (failed(a))
+        return failure();
+      axes = *a;
+    }
+  } else {
+    axes = intsAttr("axes");
+  }
+  FailureOr<Value> x = input(0);
+  if (failed(x))
+    return failure();
+  if ((!axes || axes->empty()) && intAttr("noop_with_empty_axes", 0)) {
+    setOutput(*x);
+    return success();
+  }
+  Ints a = axes.value_or(Ints());
+  bool keep = intAttr("keepdims", 1) != 0;
+  auto arr = b.getDenseI64ArrayAttr(a);
+  auto kd = b.getBoolAttr(keep);
+  if (op == "ReduceSum")
+    return emit(make<ReduceSumOp>(*x, arr, kd));
+  if (op == "ReduceMean")
+    return emit(make<ReduceMeanOp>(*x, arr, kd));
+  return emit(make<ReduceMaxOp>(*x, arr, kd));
+}
+
+LogicalResult Importer::convertClip() {
+  FailureOr<Value> x = input(0);
+  if (failed(x))
+    return failure();
+  FloatAttr lo, hi;
+  if (opset < 11) {
+    if (attr("min"))
+      lo = b.getF32FloatAttr(floatAttr("min", 0));
+    if (attr("max"))
+      hi = b.getF32FloatAttr(floatAttr("max", 0));
+  } else {
+    for (int i : {1, 2}) {
+      if (!has(i))
+        continue;
+      const Known *k = known(i);
+      if (!k || k->size() != 1)
+        return nodeError() << (i == 1 ? "min" : "max")
+                           << " must be a scalar known at import time";
+      (i == 1 ? lo : hi) = b.getF32FloatAttr(k->at(0));
+    }
+  }
+  setOutput(ClipOp::create(b, loc, x->getType(), *x, lo, hi));
+  return success();
+}
+
+LogicalResult Importer::convertConvPool(StringRef op) {
+  FailureOr<Value> x = input(0);
+  if (failed(x))
+    return failure();
+  RankedTensorType type = typeOf(*x);
+  int64_t spatial = type.getRank() - 2;
+  if (spatial < 1)
+    return nodeError() << "input must be N x C x spatial..., got "
+                       << formatShape(type.getShape());
+  Value filter;
+  Ints kernel;
+  if (op == "Conv") {
+    FailureOr<Value> w = input(1);
+    if (failed(w))
+      return failure();
+    filter = *w;
+    auto ws = typeOf(filter).getShape();
+    kernel.assign(ws.begin() + 2, ws.end());
+  } else if (op != "GlobalAveragePool") {
+    kernel = intsAttr("kernel_shape").value_or(Ints());
+  }
+  if (op == "GlobalAveragePool")
+    return emit(make<GlobalAvgPoolOp>(*x));
+  if (op == "MaxPool" && intAttr("storage_order", 0) != 0)
+    return nodeError() << "storage_order = 1 is not supported";
+  if (failed(onlyFirstOutput()))
+    return failure();
+  Ints strides = intsAttr("strides").value_or(Ints(spatial, 1));
+  Ints dilations = intsAttr("dilations").value_or(Ints(spatial, 1));
+  Ints pads = intsAttr("pads").value_or(Ints(2 * spatial, 0));
+  if (op != "Conv" && llvm::any_of(dilations, [](int64_t d) { return d != 1; }))
+    return nodeError() << "dilated pooling is not supported";
+  std::string autoPad = stringAttr("auto_pad", "NOTSET");
+  if (autoPad == "VALID") {
+    pads.assign(2 * spatial, 0);
+  } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    for (int64_t d = 0; d < spatial; ++d) {
+      int64_t in = type.getDimSize(d + 2);
+      if (ShapedType::isDynamic(in))
+        return nodeError() << "auto_pad needs static spatial dimensions";
+      int64_t out = (in + strides[d] - 1) / strides[d];
+      int64_t eff = (kernel[d] - 1) * dilations[d] + 1;
+      int64_t total = std::max<int64_t>(0, (out - 1) * strides[d] + eff - in);
+      int64_t small = total / 2, big = total - small;
+      pads[d] = autoPad == "SAME_UPPER" ? small : big;
+      pads[d + spatial] = autoPad == "SAME_UPPER" ? big : small;
+    }
+  } else if (autoPad != "NOTSET") {
+    return nodeError() << "auto_pad '" << autoPad << "' is not supported";
+  }
+  auto arr = [&](ArrayRef<int64_t> v) { return b.getDenseI64ArrayAttr(v); };
+  bool ceil = intAttr("ceil_mode", 0) != 0;
+  if (op == "Conv") {
+    Value bias;
+    if (has(2)) {
+      FailureOr<Value> bv = input(2);
+      if (failed(bv))
+        return failure();
+      bias = *bv;
+    }
+    return emit(make<ConvOp>(*x, filter, bias, arr(strides), arr(pads),
+                             arr(dilations),
+                             b.getI64IntegerAttr(intAttr("group", 1))));
+  }
+  if (op == "MaxPool")
+    return emit(make<MaxPoolOp>(*x, arr(kernel), arr(strides), arr(pads),
+                                b.getBoolAttr(ceil)));
+  return emit(make<AvgPoolOp>(
+      *x, arr(kernel), arr(strides), arr(pads), b.getBoolAttr(ceil),
+      b.getBoolAttr(intAttr("count_include_pad", 0) != 0)));
+}
+
+LogicalResult Importer::convertLoss(bool softmax) {
+  std::string red = stringAttr("reduction", "mean");
+  std::optional<LossReduction> r = symbolizeLossReduction(red);
+  if (!r)
+    return nodeError() << "reduction '" << red << "' is not supported";
+  bool logProbOut = node->output_size() > 1 && !node->output(1).empty();
+  if (!softmax && failed(onlyFirstOutput()))
+    return failure();
+  FailureOr<Value> x = input(0), y = input(1);
+  if (failed(x) || failed(y))
+    return failure();
+  Value weight;
+  if (has(2)) {
+    FailureOr<Value> w = input(2);
+    if (failed(w))
+      return failure();
+    weight = *w;
+  }
+  IntegerAttr ignore;
+  if (attr("ignore_index"))
+    ignore = b.getI64IntegerAttr(intAttr("ignore_index", 0));
+  auto ra = LossReductionAttr::get(ctx, *r);
+  bool plain = !weight && !ignore;
+  // SoftmaxCrossEntropyLoss is log_softmax over the classes and then NLL;
+  // the log-probabilities are its optional second output.
+  Value logProbs = *x;
+  if (softmax && (!plain || logProbOut))
+    logProbs =
+        LogSoftmaxOp::create(b, loc, x->getType(), *x, b.getI64IntegerAttr(1));
+  if (logProbOut)
+    setOutput(logProbs, 1);
+  if (plain && softmax && !logProbOut)
+    return emit(make<SoftmaxCELossOp>(*x, *y, ra));
+  if (plain)
+    return emit(make<NLLLossOp>(logProbs, *y, ra));
+  return emit(make<WeightedNLLLossOp>(logProbs, *y, weight, ignore, ra));
+}
+
+/// A scalar float constant of `elementType`.
+static Value scalarConstant(OpBuilder &b, Location loc, Type elementType,
+                            double value) {
+  auto type = RankedTensorType::get({}, elementType);
+  return ConstantOp::create(
+      b, loc,
+      DenseElementsAttr::get(
+          type, ArrayRef<Attribute>{b.getFloatAttr(elementType, value)}));
+}
+
+LogicalResult Importer::convertBatchNorm() {
+  if (attr("spatial") && intAttr("spatial", 1) == 0)
+    return nodeError() << "spatial = 0 is not supported";
+  // Opset 14 adds training_mode; before opset 9 there are (consumed)
+  // statistics outputs and `is_test`.
+  bool training = intAttr("training_mode", 0) != 0;
+  bool stats = node->output_size() > 1 &&
+               llvm::any_of(llvm::drop_begin(node->output()),
+                            [](const std::string &o) { return !o.empty(); });
+  if (stats && (!training || opset < 14))
+    return nodeError() << "statistics outputs are only supported with "
+                          "training_mode = 1 (opset 14 and later)";
+  float epsilon = floatAttr("epsilon", 1e-5f);
+  float momentum = floatAttr("momentum", 0.9f);
+  FailureOr<Value> x = input(0), s = input(1), bias = input(2),
+                   m = input(3, /*frozen=*/true), v = input(4, /*frozen=*/true);
+  if (failed(x) || failed(s) || failed(bias) || failed(m) || failed(v))
+    return failure();
+  setOutput(BatchNormOp::create(b, loc, x->getType(), *x, *s, *bias, *m, *v,
+                                APFloat(epsilon), APFloat(momentum)));
+  if (!stats)
+    return success();
+  // The updated running statistics, spelled out: statistic * momentum +
+  // batch statistic * (1 - momentum), the batch variance being the
+  // population variance over every dimension but the channels.
+  RankedTensorType type = typeOf(*x);
+  Ints axes;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    if (d != 1)
+      axes.push_back(d);
+  auto arr = b.getDenseI64ArrayAttr(axes);
+  Type elem = type.getElementType();
+  FailureOr<Value> meanKept = make<ReduceMeanOp>(*x, arr, b.getBoolAttr(true));
+  FailureOr<Value> mean = make<ReduceMeanOp>(*x, arr, b.getBoolAttr(false));
+  if (failed(meanKept) || failed(mean))
+    return failure();
+  FailureOr<Value> diff = make<SubOp>(*x, *meanKept);
+  if (failed(diff))
+    return failure();
+  FailureOr<Value> sq = make<MulOp>(*diff, *diff);
+  if (failed(sq))
+    return failure();
+  FailureOr<Value> var = make<ReduceMeanOp>(*sq, arr, b.getBoolAttr(false));
+  if (failed(var))
+    return failure();
+  auto blend = [&](Value running, Value batch) -> FailureOr<Value> {
+    FailureOr<Value> kept =
+        make<MulOp>(running, scalarConstant(b, loc, elem, momentum));
+    FailureOr<Value> added =
+        make<MulOp>(batch, scalarConstant(b, loc, elem, 1.0 - momentum));
+    if (failed(kept) || failed(added))
+      return failure();
+    return make<AddOp>(*kept, *added);
+  };
+  for (int i : {1, 2}) {
+    if (node->output_size() <= i || node->output(i).empty())
+      continue;
+    FailureOr<Value> r = i == 1 ? blend(*m, *mean) : blend(*v, *var);
+    if (failed(r))
+      return failure();
+    setOutput(*r, i);
+  }
+  return success();
+}
+
+LogicalResult Importer::convertLayerNorm() {
+  FailureOr<Value> x = input(0), s = input(1);
+  if (failed(x) || failed(s))
+    return failure();
+  Value bias;
+  if (has(2)) {
+    FailureOr<Value> bv = input(2);
+    if (failed(bv))
+      return failure();
+    bias = *bv;
+  }
+  int64_t axis = intAttr("axis", -1);
+  float epsilon = floatAttr("epsilon", 1e-5f);
+  setOutput(LayerNormOp::create(b, loc, x->getType(), *x, *s, bias, axis,
+                                APFloat(epsilon)));
+  bool mean = node->output_size() > 1 && !node->output(1).empty();
+  bool invStd = node->output_size() > 2 && !node->output(2).empty();
+  if (!mean && !invStd)
+    return success();
+  // The optional statistics outputs, spelled out: Mean and 1/sqrt(Var + eps)
+  // over dimensions axis.. with the reduced dimensions kept.
+  RankedTensorType type = typeOf(*x);
+  std::optional<int64_t> a = normalizeAxis(axis, type.getRank());
+  if (!a)
+    return nodeError() << "axis " << axis << " is out of range for rank "
+                       << type.getRank();
+  Ints axes;
+  for (int64_t d = *a; d < type.getRank(); ++d)
+    axes.push_back(d);
+  auto arr = b.getDenseI64ArrayAttr(axes);
+  auto keep = b.getBoolAttr(true);
+  FailureOr<Value> m = make<ReduceMeanOp>(*x, arr, keep);
+  if (failed(m))
+    return failure();
+  if (mean)
+    setOutput(*m, 1);
+  if (!invStd)
+    return success();
+  Type elem = type.getElementType();
+  FailureOr<Value> d = make<SubOp>(*x, *m);
+  if (failed(d))
+    return failure();
+  FailureOr<Value> sq = make<MulOp>(*d, *d);
+  if (failed(sq))
+    return failure();
+  FailureOr<Value> var = make<ReduceMeanOp>(*sq, arr, keep);
+  if (failed(var))
+    return failure();
+  FailureOr<Value> shifted =
+      make<AddOp>(*var, scalarConstant(b, loc, elem, epsilon));
+  if (failed(shifted))
+    return failure();
+  Value sd = SqrtOp::create(b, loc, shifted->getType(), *shifted);
+  FailureOr<Value> inv = make<DivOp>(scalarConstant(b, loc, elem, 1.0), sd);
+  if (failed(inv))
+    return failure();
+  setOutput(*inv, 2);
+  return success();
+}
+
+LogicalResult Importer::convertConstant() {
+  Known k;
+  if (const onnx::AttributeProto *a = attr("value")) {
+    FailureOr<Known> t = readTensor(a->t());
+    if (failed(t))
+      return failure();
+    k = std::move(*t);
+  } else if (const onnx::AttributeProto *a = attr("value_float")) {
+    k.elementType = b.getF32Type();
+    k.floats.push_back(a->f());
+  } else if (const onnx::AttributeProto *a = attr("value_floats")) {
+    k.elementType = b.getF32Type();
+    k.floats.assign(a->floats().begin(), a->floats().end());
+    k.shape.push_back(a->floats_size());
+  } else if (const onnx::AttributeProto *a = attr("value_int")) {
+    k.elementType = b.getI64Type();
+    k.ints.push_back(a->i());
+  } else if (const onnx::AttributeProto *a = attr("value_ints")) {
+    k.elementType = b.getI64Type();
+    k.ints.assign(a->ints().begin(), a->ints().end());
+    k.shape.push_back(a->ints_size());
+  } else {
+    return nodeError() << "only tensor, float and int constants are supported";
+  }
+  setKnown(std::move(k));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Nodes
+//===----------------------------------------------------------------------===//
+
+static const StringRef kSupportedOps[] = {
+    "Abs",
+    "Add",
+    "AveragePool",
+    "BatchNormalization",
+    "Cast",
+    "Clip",
+    "Concat",
+    "Constant",
+    "Conv",
+    "Div",
+    "Dropout",
+    "Exp",
+    "Expand",
+    "Flatten",
+    "Gather",
+    "Gemm",
+    "GlobalAveragePool",
+    "Identity",
+    "LayerNormalization",
+    "LeakyRelu",
+    "Log",
+    "LogSoftmax",
+    "MatMul",
+    "MaxPool",
+    "Mul",
+    "Neg",
+    "NegativeLogLikelihoodLoss",
+    "Pow",
+    "ReduceMax",
+    "ReduceMean",
+    "ReduceSum",
+    "Relu",
+    "Reshape",
+    "Shape",
+    "Sigmoid",
+    "Slice",
+    "Softmax",
+    "SoftmaxCrossEntropyLoss",
+    "Sqrt",
+    "Squeeze",
+    "Sub",
+    "Tanh",
+    "Transpose",
+    "Unsqueeze",
+};
+
+ArrayRef<StringRef> mlir::heterps::getSupportedONNXOps() {
+  return kSupportedOps;
+}
+
+LogicalResult Importer::importNode(const onnx::NodeProto &n) {
+  node = &n;
+  StringRef op = n.op_type();
+  if (!n.domain().empty() && n.domain() != "ai.onnx")
+    return nodeError() << "op domain '" << n.domain()
+                       << "' is not supported; see docs/SupportedOps.md";
+
+  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Pow")
+    return convertBinary(op);
+  if (op == "Neg" || op == "Abs" || op == "Exp" || op == "Log" ||
+      op == "Sqrt" || op == "Relu" || op == "Sigmoid" || op == "Tanh" ||
+      op == "LeakyRelu")
+    return convertUnary(op);
+  if (op == "Softmax" || op == "LogSoftmax")
+    return convertSoftmax(op == "LogSoftmax");
+  if (op == "Reshape" || op == "Flatten" || op == "Unsqueeze" ||
+      op == "Squeeze")
+    return convertReshapeLike(op);
+  if (op == "Gather")
+    return convertGather();
+  if (op == "Slice")
+    return convertSlice();
+  if (op == "Concat")
+    return convertConcat();
+  if (op == "Cast")
+    return convertCast();
+  if (op == "Expand")
+    return convertExpand();
+  if (op == "ReduceSum" || op == "ReduceMean" || op == "ReduceMax")
+    return convertReduce(op);
+  if (op == "Clip")
+    return convertClip();
+  if (op == "Conv" || op == "MaxPool" || op == "AveragePool" ||
+      op == "GlobalAveragePool")
+    return convertConvPool(op);
+  if (op == "SoftmaxCrossEntropyLoss" || op == "NegativeLogLikelihoodLoss")
+    return convertLoss(op == "SoftmaxCrossEntropyLoss");
+  if (op == "Constant")
+    return convertConstant();
+
+  if (op == "Identity") {
+    if (const Known *k = foldable(0)) {
+      setKnown(*k);
+      return success();
+    }
+    FailureOr<Value> x = input(0);
+    if (failed(x))
+      return failure();
+    setOutput(*x);
+    return success();
+  }
+  if (op == "Shape") {
+    Ints shape;
+    if (const Known *k = known(0)) {
+      shape = k->shape;
+    } else {
+      FailureOr<Value> x = input(0);
+      if (failed(x))
+        return failure();
+      shape.assign(typeOf(*x).getShape().begin(), typeOf(*x).getShape().end());
+    }
+    int64_t rank = shape.size();
+    int64_t start = intAttr("start", 0), end = intAttr("end", rank);
+    start = std::clamp<int64_t>(start < 0 ? start + rank : start, 0, rank);
+    end = std::clamp<int64_t>(end < 0 ? end + rank : end, 0, rank);
+    Known k;
+    k.elementType = b.getI64Type();
+    for (int64_t d = start; d < end; ++d)
+      k.ints.push_back(shape[d]);
+    k.shape.push_back(k.ints.size());
+    setKnown(k);
+    return success();
+  }
+  if (op == "Gemm") {
+    if (attr("broadcast") && intAttr("broadcast", 0) == 0 && opset < 7)
+      return nodeError() << "Gemm without broadcast of C is not supported";
+    FailureOr<Value> a = input(0), bm = input(1);
+    if (failed(a) || failed(bm))
+      return failure();
+    Value c;
+    if (has(2)) {
+      FailureOr<Value> cv = input(2);
+      if (failed(cv))
+        return failure();
+      c = *cv;
+    }
+    return emit(make<GemmOp>(*a, *bm, c, b.getBoolAttr(intAttr("transA", 0)),
+                             b.getBoolAttr(intAttr("transB", 0)),
+                             b.getF32FloatAttr(floatAttr("alpha", 1.0f)),
+                             b.getF32FloatAttr(floatAttr("beta", 1.0f))));
+  }
+  if (op == "MatMul") {
+    FailureOr<Value> x = input(0), y = input(1);
+    if (failed(x) || failed(y))
+      return failure();
+    return emit(make<MatMulOp>(*x, *y));
+  }
+  if (op == "Transpose") {
+    FailureOr<Value> x = input(0);
+    if (failed(x))
+      return failure();
+    int64_t rank = typeOf(*x).getRank();
+    Ints perm;
+    for (int64_t d = rank - 1; d >= 0; --d)
+      perm.push_back(d);
+    perm = intsAttr("perm").value_or(perm);
+    return emit(make<TransposeOp>(*x, b.getDenseI64ArrayAttr(perm)));
+  }
+  if (op == "Dropout") {
+    bool training = false;
+    if (opset >= 12 && has(2)) {
+      const Known *k = known(2);
+      if (!k || k->size() != 1)
+        return nodeError()
+               << "training_mode must be a scalar known at import time";
+      training = k->at(0) != 0;
+    }
+    float ratio = floatAttr("ratio", 0.5f);
+    if (opset >= 12 && has(1)) {
+      const Known *k = known(1);
+      if (!k || k->size() != 1)
+        return nodeError() << "ratio must be a scalar known at import time";
+      ratio = k->at(0);
+    }
+    FailureOr<Value> x = input(0);
+    if (failed(x))
+      return failure();
+    setOutput(DropoutOp::create(b, loc, x->getType(), *x, APFloat(ratio)));
+    if (node->output_size() > 1 && !node->output(1).empty()) {
+      // In inference the mask keeps everything; in training it is the
+      // random draw, which the dropout op does not expose.
+      if (training)
+        return nodeError() << "the mask output of a training-mode Dropout "
+                              "is not supported";
+      RankedTensorType type = typeOf(*x);
+      if (!type.hasStaticShape())
+        return nodeError() << "the mask output needs a static shape";
+      Known mask;
+      mask.elementType = b.getI1Type();
+      mask.shape.assign(type.getShape().begin(), type.getShape().end());
+      mask.ints.assign(mask.size(), 1);
+      setKnown(mask, 1);
+    }
+    return success();
+  }
+  if (op == "BatchNormalization")
+    return convertBatchNorm();
+  if (op == "LayerNormalization")
+    return convertLayerNorm();
+  return nodeError() << "op type '" << op
+                     << "' is not supported; see docs/SupportedOps.md for the "
+                        "supported ops and opsets";
+}
+
+//===----------------------------------------------------------------------===//
+// Graph
+//===----------------------------------------------------------------------===//
+
+LogicalResult Importer::importInputs(const onnx::GraphProto &graph,
+                                     SmallVectorImpl<Type> &types,
+                                     SmallVectorImpl<std::string> &names) {
+  llvm::StringSet<> initNames;
+  for (const onnx::TensorProto &t : graph.initializer())
+    initNames.insert(t.name());
+  for (const onnx::ValueInfoProto &in : graph.input()) {
+    // Before IR version 4 initializers are also listed as inputs.
+    if (initNames.contains(in.name()))
+      continue;
+    if (!in.type().has_tensor_type())
+      return fileError() << sourceName << ": input '" << in.name()
+                         << "' is not a tensor";
+    const onnx::TypeProto::Tensor &tt = in.type().tensor_type();
+    FailureOr<Type> elem =
+        elementType(tt.elem_type(), "input '" + in.name() + "'");
+    if (failed(elem))
+      return failure();
+    if (!tt.has_shape())
+      return fileError() << sourceName << ": input '" << in.name()
+                         << "' has no shape; HeterPS needs ranked inputs";
+    Ints shape;
+    for (int d = 0; d < tt.shape().dim_size(); ++d) {
+      const onnx::TensorShapeProto::Dimension &dim = tt.shape().dim(d);
+      if (dim.has_dim_value()) {
+        shape.push_back(dim.dim_value());
+        continue;
+      }
+      // Only the leading dimension may be symbolic: it is the batch.
+      if (d == 0 && dim.has_dim_param()) {
+        shape.push_back(kDyn);
+        continue;
+      }
+      return fileError() << sourceName << ": input '" << in.name()
+                         << "' dimension " << d
+                         << (dim.has_dim_param()
+                                 ? " ('" + dim.dim_param() + "')"
+                                 : std::string())
+                         << " is unknown; only the first (batch) dimension "
+                            "may be symbolic";
+    }
+    types.push_back(RankedTensorType::get(shape, *elem));
+    names.push_back(in.name());
+  }
+  return success();
+}
+
+LogicalResult Importer::verifyNewOps(Operation *before, Block *block) {
+  Operation *first = before ? before->getNextNode()
+                            : (block->empty() ? nullptr : &block->front());
+  for (Operation *op = first; op; op = op->getNextNode()) {
+    // A dialect constraint the ONNX node breaks (an integer Add, say) is
+    // reported with the node, not only at its location.
+    std::string message;
+    {
+      ScopedDiagnosticHandler capture(ctx, [&](Diagnostic &diag) {
+        if (message.empty() && diag.getSeverity() == DiagnosticSeverity::Error)
+          message = diag.str();
+        return success();
+      });
+      if (succeeded(mlir::verify(op, /*verifyRecursively=*/false)))
+        continue;
+    }
+    return nodeError() << "imports as an invalid " << op->getName() << ": "
+                       << message;
+  }
+  return success();
+}
+
+FailureOr<OwningOpRef<ModuleOp>> Importer::run(StringRef bytes) {
+  ctx->loadDialect<HeterPSDialect, func::FuncDialect>();
+  if (bytes.empty())
+    return fileError() << sourceName
+                       << ": the file is empty, not an ONNX model";
+  onnx::ModelProto model;
+  if (!model.ParseFromArray(bytes.data(), (int)bytes.size()))
+    return fileError() << sourceName
+                       << ": not an ONNX model (the protobuf does not parse)";
+  try {
+    if (modelPath.empty())
+      onnx::checker::check_model(model);
+    else
+      onnx::checker::check_model(modelPath);
+  } catch (const std::exception &e) {
+    // The checker's messages span lines; one line reads better in a
+    // diagnostic.
+    std::string what;
+    for (char c : std::string(e.what())) {
+      if (c == '\n')
+        c = ' ';
+      if (c == ' ' && !what.empty() && what.back() == ' ')
+        continue;
+      what += c;
+    }
+    return fileError() << sourceName << ": the ONNX checker rejects the model: "
+                       << StringRef(what).trim();
+  }
+  for (const onnx::OperatorSetIdProto &o : model.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx")
+      opset = o.version();
+  const onnx::GraphProto &graph = model.graph();
+
+  OwningOpRef<ModuleOp> owned = ModuleOp::create(fileLoc());
+  module = *owned;
+  // The module carries the graph's name; the function is always @main.
+  if (!graph.name().empty())
+    module.setSymName(graph.name());
+
+  SmallVector<Type> argTypes;
+  SmallVector<std::string> argNames;
+  if (failed(importInputs(graph, argTypes, argNames)))
+    return failure();
+  b.setInsertionPointToEnd(module.getBody());
+  func = func::FuncOp::create(b, fileLoc(), "main",
+                              b.getFunctionType(argTypes, {}));
+  // Parameters and tables are named after their initializers; none may
+  // take the function's name.
+  symbols.insert("main");
+  Block *entry = func.addEntryBlock();
+  for (auto [arg, name] : llvm::zip_equal(entry->getArguments(), argNames)) {
+    arg.setLoc(NameLoc::get(b.getStringAttr(name)));
+    values[name] = arg;
+  }
+
+  for (const onnx::TensorProto &t : graph.initializer()) {
+    FailureOr<Known> k = readTensor(t);
+    if (failed(k))
+      return failure();
+    k->initializer = true;
+    knowns[t.name()] = std::move(*k);
+  }
+
+  b.setInsertionPointToEnd(entry);
+  for (int i = 0; i < graph.node_size(); ++i) {
+    loc = nodeLoc(graph.node(i), i);
+    Operation *before = entry->empty() ? nullptr : &entry->back();
+    if (failed(importNode(graph.node(i))) ||
+        failed(verifyNewOps(before, entry)))
+      return failure();
+  }
+
+  node = nullptr;
+  SmallVector<Value> results;
+  for (const onnx::ValueInfoProto &out : graph.output()) {
+    auto it = values.find(out.name());
+    if (it != values.end()) {
+      results.push_back(it->second);
+      continue;
+    }
+    if (!knowns.count(out.name()))
+      return fileError() << sourceName << ": graph output '" << out.name()
+                         << "' is not computed by any node";
+    loc = NameLoc::get(b.getStringAttr(out.name()));
+    nodeName = out.name();
+    auto k = knowns.find(out.name());
+    if (!k->second.complete())
+      return fileError() << sourceName << ": graph output '" << out.name()
+                         << "' depends on the run-time batch size";
+    FailureOr<Value> v = materialize(out.name(), false);
+    if (failed(v))
+      return failure();
+    results.push_back(*v);
+  }
+  b.setInsertionPointToEnd(entry);
+  func::ReturnOp::create(b, fileLoc(), results);
+  func.setFunctionType(
+      b.getFunctionType(argTypes, ValueRange(results).getTypes()));
+
+  if (failed(mlir::verify(module)))
+    return fileError() << sourceName << ": the imported module does not verify";
+  return owned;
+}
+
+//===----------------------------------------------------------------------===//
+// Entry points
+//===----------------------------------------------------------------------===//
+
+static FailureOr<OwningOpRef<ModuleOp>>
+importModel(StringRef bytes, StringRef sourceName, StringRef baseDir,
+            StringRef modelPath, MLIRContext *context) {
+  Importer importer(context, sourceName, baseDir, modelPath);
+  try {
+    return importer.run(bytes);
+  } catch (const std::exception &e) {
+    // Protobuf and ONNX throw on malformed input; nothing else does.
+    return emitError(FileLineColLoc::get(context, sourceName, 0, 0))
+           << sourceName << ": cannot import the ONNX model: " << e.what();
+  }
+}
+
+FailureOr<OwningOpRef<ModuleOp>>
+mlir::heterps::importONNXFile(StringRef path, MLIRContext *context) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
+  if (!buffer)
+    return emitError(FileLineColLoc::get(context, path, 0, 0))
+           << "cannot open ONNX model '" << path
+           << "': " << buffer.getError().message();
+  SmallString<256> dir(path);
+  llvm::sys::path::remove_filename(dir);
+  if (dir.empty())
+    dir = ".";
+  return importModel((*buffer)->getBuffer(), path, dir, path, context);
+}
+
+FailureOr<OwningOpRef<ModuleOp>>
+mlir::heterps::importONNXModel(StringRef bytes, StringRef sourceName,
+                               StringRef baseDir, MLIRContext *context) {
+  return importModel(bytes, sourceName, baseDir, /*modelPath=*/"", context);
+}

@@ -1,0 +1,93 @@
+// Every verifier message of the ops the ONNX frontend adds.
+// RUN: heterps-opt %s -split-input-file -verify-diagnostics
+
+// expected-error @+1 {{initial value of table @t has type 'tensor<4x2xf32>', expected 'tensor<3x2xf32>'}}
+heterps.embedding_table @t {vocab = 3 : i64, dim = 2 : i64, initializer = #heterps.init<zeros>, value = dense<0.0> : tensor<4x2xf32>}
+
+// -----
+
+func.func @gather_axis(%x: tensor<5x4xf32>, %i: tensor<2xi64>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{heterps.gather: axis 2 is out of range for rank 2}}
+  %g = "heterps.gather"(%x, %i) <{axis = 2 : i64}> : (tensor<5x4xf32>, tensor<2xi64>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @gather_type(%x: tensor<5x4xf32>, %i: tensor<2xi64>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{'heterps.gather' op inferred type(s) 'tensor<2x4xf32>' are incompatible with return type(s) of operation 'tensor<2xf32>'}}
+  %g = heterps.gather %x, %i : (tensor<5x4xf32>, tensor<2xi64>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @slice_bounds(%x: tensor<4x8xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{heterps.slice: needs one start, end and step per dimension (2), got 1, 1 and 1}}
+  %s = "heterps.slice"(%x) <{starts = array<i64: 0>, ends = array<i64: 2>, steps = array<i64: 1>}> : (tensor<4x8xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @slice_zero_step(%x: tensor<4xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{heterps.slice: step of dimension 0 is zero}}
+  %s = "heterps.slice"(%x) <{starts = array<i64: 0>, ends = array<i64: 2>, steps = array<i64: 0>}> : (tensor<4xf32>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @slice_batch(%x: tensor<?x8xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{heterps.slice: dynamic dimension 0 must be kept whole (start 0, end INT64_MAX, step 1)}}
+  %s = "heterps.slice"(%x) <{starts = array<i64: 1, 0>, ends = array<i64: 9223372036854775807, 8>, steps = array<i64: 1, 1>}> : (tensor<?x8xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @cast_shape(%x: tensor<4xi64>) {
+  // expected-error @+1 {{'heterps.cast' op requires the same shape for all operands and results}}
+  %c = heterps.cast %x : (tensor<4xi64>) -> tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @cast_complex(%x: tensor<4xcomplex<f32>>) {
+  // expected-error @+1 {{'heterps.cast' op casts numbers only, got 'complex<f32>' to 'f32'}}
+  %c = heterps.cast %x : (tensor<4xcomplex<f32>>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @expand(%x: tensor<3x2xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{heterps.expand: cannot broadcast 3x2 to 4x3}}
+  %e = "heterps.expand"(%x) <{shape = array<i64: 4, 3>}> : (tensor<3x2xf32>) -> tensor<4x3xf32>
+  return
+}
+
+// -----
+
+func.func @loss_labels(%lp: tensor<4x5xf32>, %y: tensor<3xi64>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{heterps.weighted_nll_loss: labels of shape 3 do not match log_probs 4x5 without dimension 1}}
+  %l = "heterps.weighted_nll_loss"(%lp, %y) : (tensor<4x5xf32>, tensor<3xi64>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @loss_weight(%lp: tensor<4x5xf32>, %y: tensor<4xi64>, %w: tensor<4xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{heterps.weighted_nll_loss: weight of shape 4 must have one of 5 classes}}
+  %l = "heterps.weighted_nll_loss"(%lp, %y, %w) : (tensor<4x5xf32>, tensor<4xi64>, tensor<4xf32>) -> tensor<f32>
+  return
+}

@@ -1,0 +1,52 @@
+// Round trip of the ops the ONNX frontend adds (gather, slice, cast, expand,
+// weighted_nll_loss) and of an embedding table with initial rows: parse,
+// print, parse again, in the custom and in the generic form.
+// RUN: heterps-opt %s | heterps-opt | FileCheck %s
+// RUN: heterps-opt %s --mlir-print-op-generic | heterps-opt | FileCheck %s
+
+// CHECK: heterps.embedding_table @rows {dim = 2 : i64, initializer = #heterps.init<zeros>, value = dense<{{\[\[}}1.000000e+00, 2.000000e+00], [3.000000e+00, 4.000000e+00], [5.000000e+00, 6.000000e+00]]> : tensor<3x2xf32>, vocab = 3 : i64}
+heterps.embedding_table @rows {vocab = 3 : i64, dim = 2 : i64, initializer = #heterps.init<zeros>, value = dense<[[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]> : tensor<3x2xf32>}
+
+// CHECK-LABEL: func.func @gather_and_lookup
+// CHECK-SAME: (%[[IDS:.*]]: tensor<?x8xi64>, %[[X:.*]]: tensor<5x4xf32>, %[[I:.*]]: tensor<2x3xi64>)
+func.func @gather_and_lookup(%ids: tensor<?x8xi64>, %x: tensor<5x4xf32>, %i: tensor<2x3xi64>)
+    -> (tensor<?x2xf32>, tensor<2x3x4xf32>) {
+  // CHECK: %[[C:.*]] = heterps.constant dense<3> : tensor<i64>
+  %c = heterps.constant dense<3> : tensor<i64>
+  // CHECK: %[[COL:.*]] = heterps.gather %[[IDS]], %[[C]] {axis = 1 : i64} : (tensor<?x8xi64>, tensor<i64>) -> tensor<?xi64>
+  %col = heterps.gather %ids, %c {axis = 1 : i64} : (tensor<?x8xi64>, tensor<i64>) -> tensor<?xi64>
+  // CHECK: %[[E:.*]] = heterps.embedding_lookup @rows[%[[COL]]] : (tensor<?xi64>) -> tensor<?x2xf32>
+  %e = heterps.embedding_lookup @rows[%col] : (tensor<?xi64>) -> tensor<?x2xf32>
+  // CHECK: %[[G:.*]] = heterps.gather %[[X]], %[[I]] : (tensor<5x4xf32>, tensor<2x3xi64>) -> tensor<2x3x4xf32>
+  %g = heterps.gather %x, %i : (tensor<5x4xf32>, tensor<2x3xi64>) -> tensor<2x3x4xf32>
+  // CHECK: return %[[E]], %[[G]]
+  return %e, %g : tensor<?x2xf32>, tensor<2x3x4xf32>
+}
+
+// CHECK-LABEL: func.func @slice_cast_expand
+// CHECK-SAME: (%[[X:.*]]: tensor<?x8xi64>, %[[Y:.*]]: tensor<3x1xf32>)
+func.func @slice_cast_expand(%x: tensor<?x8xi64>, %y: tensor<3x1xf32>)
+    -> (tensor<?x3xf32>, tensor<2x3x6xf32>, tensor<10xf32>) {
+  // CHECK: %[[S:.*]] = heterps.slice %[[X]] {ends = array<i64: 9223372036854775807, 7>, starts = array<i64: 0, 1>, steps = array<i64: 1, 2>} : (tensor<?x8xi64>) -> tensor<?x3xi64>
+  %s = heterps.slice %x {starts = array<i64: 0, 1>, ends = array<i64: 9223372036854775807, 7>, steps = array<i64: 1, 2>} : (tensor<?x8xi64>) -> tensor<?x3xi64>
+  // CHECK: %[[F:.*]] = heterps.cast %[[S]] : (tensor<?x3xi64>) -> tensor<?x3xf32>
+  %f = heterps.cast %s : (tensor<?x3xi64>) -> tensor<?x3xf32>
+  // CHECK: %[[E:.*]] = heterps.expand %[[Y]] {shape = array<i64: 2, 1, 6>} : (tensor<3x1xf32>) -> tensor<2x3x6xf32>
+  %e = heterps.expand %y {shape = array<i64: 2, 1, 6>} : (tensor<3x1xf32>) -> tensor<2x3x6xf32>
+  // Backwards with a negative step: 9, 7, ..., 0 clamps to 10 elements.
+  %c = heterps.constant dense<1.0> : tensor<10xf32>
+  // CHECK: heterps.slice %{{.*}} {ends = array<i64: -1>, starts = array<i64: 9>, steps = array<i64: -1>} : (tensor<10xf32>) -> tensor<10xf32>
+  %r = heterps.slice %c {starts = array<i64: 9>, ends = array<i64: -1>, steps = array<i64: -1>} : (tensor<10xf32>) -> tensor<10xf32>
+  return %f, %e, %r : tensor<?x3xf32>, tensor<2x3x6xf32>, tensor<10xf32>
+}
+
+// CHECK-LABEL: func.func @weighted_nll_loss
+// CHECK-SAME: (%[[LP:.*]]: tensor<?x5x2xf32>, %[[Y:.*]]: tensor<?x2xi64>, %[[W:.*]]: tensor<5xf32>)
+func.func @weighted_nll_loss(%lp: tensor<?x5x2xf32>, %y: tensor<?x2xi64>, %w: tensor<5xf32>)
+    -> (tensor<f32>, tensor<?x2xf32>) {
+  // CHECK: heterps.weighted_nll_loss %[[LP]], %[[Y]], %[[W]] {ignore_index = -1 : i64} : (tensor<?x5x2xf32>, tensor<?x2xi64>, tensor<5xf32>) -> tensor<f32>
+  %l = heterps.weighted_nll_loss %lp, %y, %w {ignore_index = -1 : i64} : (tensor<?x5x2xf32>, tensor<?x2xi64>, tensor<5xf32>) -> tensor<f32>
+  // CHECK: heterps.weighted_nll_loss %[[LP]], %[[Y]] {ignore_index = 0 : i64, reduction = #heterps.reduction<none>} : (tensor<?x5x2xf32>, tensor<?x2xi64>) -> tensor<?x2xf32>
+  %n = heterps.weighted_nll_loss %lp, %y {ignore_index = 0 : i64, reduction = #heterps.reduction<none>} : (tensor<?x5x2xf32>, tensor<?x2xi64>) -> tensor<?x2xf32>
+  return %l, %n : tensor<f32>, tensor<?x2xf32>
+}
