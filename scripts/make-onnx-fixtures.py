@@ -280,12 +280,12 @@ def bad_inputs():
         "batch_output", x,
         [helper.make_tensor_value_info("y", TensorProto.INT64, [2])])
     save(model(g), "batch-output.onnx")
-    # An integer Add: imports, but the dialect's add takes float tensors.
+    # An integer Relu: imports, but the dialect's relu takes float tensors.
     g = helper.make_graph(
-        [helper.make_node("Add", ["i", "i"], ["y"], name="int_add")],
-        "int_add", [batch_input("i", TensorProto.INT64, 4)],
+        [helper.make_node("Relu", ["i"], ["y"], name="int_relu")],
+        "int_relu", [batch_input("i", TensorProto.INT64, 4)],
         [batch_input("y", TensorProto.INT64, 4)])
-    save(model(g), "int-add.onnx")
+    save(model(g), "int-relu.onnx")
 
 
 def main():

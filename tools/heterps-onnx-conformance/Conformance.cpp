@@ -26,16 +26,16 @@ using namespace heterps::conformance;
 
 /// What the importer does not do for an op, for docs/SupportedOps.md.
 static const std::map<std::string, std::string> kLimits = {
-    {"Add", "float tensors; NumPy broadcasting (not the pre-opset-7 `axis`)"},
+    {"Add", "float or integer tensors of one type; NumPy broadcasting (not the pre-opset-7 `axis`)"},
     {"AveragePool", "no dilations; auto_pad needs static spatial sizes"},
     {"BatchNormalization",
      "spatial = 1; the running statistics become frozen parameters; the "
      "training-mode statistics outputs are spelled out"},
     {"Cast", "numbers only (no strings); folds when its input is known"},
-    {"Clip", "min/max must be constants; float tensors"},
+    {"Clip", "min/max must be constants"},
     {"Concat", "float tensors, or integer tensors known at import time"},
     {"Conv", "auto_pad needs static spatial sizes"},
-    {"Div", "float tensors"},
+    {"Div", "float or integer tensors of one type"},
     {"Dropout",
      "ratio and training_mode must be constants; the mask output only in "
      "inference (all ones)"},
@@ -46,7 +46,7 @@ static const std::map<std::string, std::string> kLimits = {
     {"LayerNormalization",
      "Mean and InvStdDev outputs are spelled out with reduce_mean"},
     {"MaxPool", "one output (no Indices), no dilations, storage_order 0"},
-    {"Mul", "float tensors"},
+    {"Mul", "float or integer tensors of one type"},
     {"NegativeLogLikelihoodLoss",
      "with weights or ignore_index: heterps.weighted_nll_loss"},
     {"Pow", "float base; the exponent is cast to the base type"},
@@ -57,7 +57,7 @@ static const std::map<std::string, std::string> kLimits = {
      "with weights, ignore_index or log_prob: log_softmax + "
      "weighted_nll_loss"},
     {"Squeeze", "axes must be constants"},
-    {"Sub", "float tensors"},
+    {"Sub", "float or integer tensors of one type"},
     {"Unsqueeze", "axes must be constants"},
 };
 

@@ -258,17 +258,25 @@ FailureOr<Type> Importer::elementType(int32_t t, StringRef what) {
   case onnx::TensorProto::BFLOAT16:
     return Type(b.getBF16Type());
   case onnx::TensorProto::INT64:
-  case onnx::TensorProto::UINT64:
     return Type(b.getI64Type());
   case onnx::TensorProto::INT32:
-  case onnx::TensorProto::UINT32:
     return Type(b.getI32Type());
   case onnx::TensorProto::INT16:
-  case onnx::TensorProto::UINT16:
     return Type(b.getI16Type());
   case onnx::TensorProto::INT8:
-  case onnx::TensorProto::UINT8:
     return Type(b.getI8Type());
+  // Unsigned types keep their signedness: division and comparisons differ.
+  case onnx::TensorProto::UINT64:
+  case onnx::TensorProto::UINT32:
+  case onnx::TensorProto::UINT16:
+  case onnx::TensorProto::UINT8:
+    return Type(IntegerType::get(
+        b.getContext(),
+        t == onnx::TensorProto::UINT8    ? 8
+        : t == onnx::TensorProto::UINT16 ? 16
+        : t == onnx::TensorProto::UINT32 ? 32
+                                         : 64,
+        IntegerType::Unsigned));
   case onnx::TensorProto::BOOL:
     return Type(b.getI1Type());
   default:

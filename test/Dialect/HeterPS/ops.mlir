@@ -160,3 +160,13 @@ func.func @parameter_server(%keys: tensor<?xi64>, %grads: tensor<?x8xf32>) -> te
   heterps.ps_push @table[%keys], %grads : tensor<?xi64>, tensor<?x8xf32>
   return %rows : tensor<?x8xf32>
 }
+
+// CHECK-LABEL: func.func @integer_arithmetic
+// CHECK-SAME: (%[[A:.*]]: tensor<4xui8>, %[[B:.*]]: tensor<?x4xi32>)
+func.func @integer_arithmetic(%a: tensor<4xui8>, %b: tensor<?x4xi32>) -> (tensor<4xui8>, tensor<?x4xi32>) {
+  // CHECK: %[[D:.*]] = heterps.div %[[A]], %[[A]] : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xui8>
+  %d = heterps.div %a, %a : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xui8>
+  // CHECK: %[[C:.*]] = heterps.clip %[[B]] {max = 1.000000e+01 : f32, min = 0.000000e+00 : f32} : tensor<?x4xi32>
+  %c = heterps.clip %b {min = 0.0 : f32, max = 10.0 : f32} : tensor<?x4xi32>
+  return %d, %c : tensor<4xui8>, tensor<?x4xi32>
+}

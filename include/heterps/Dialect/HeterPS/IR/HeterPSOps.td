@@ -18,6 +18,8 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 
 def HeterPS_FloatTensor : RankedTensorOf<[AnyFloat]>;
 def HeterPS_IdTensor : RankedTensorOf<[AnySignlessInteger]>;
+// Arithmetic that ONNX also defines on integers (signed or unsigned).
+def HeterPS_NumericTensor : RankedTensorOf<[AnyFloat, AnyInteger]>;
 
 // Ops whose cost differs from one FLOP per result element override getCost.
 defvar CustomCost = DeclareOpInterfaceMethods<HeterPS_CostOpInterface,
@@ -197,14 +199,16 @@ class HeterPS_BinaryOp<string mnemonic, string opSummary>
   let summary = opSummary;
   let description = [{
     Elementwise, with NumPy (multidirectional) broadcasting of the operands;
-    both have the same element type.
+    both have the same element type, floating-point or integer (integer
+    arithmetic wraps; division truncates towards zero).
 
     ```mlir
     %z = heterps.}] # mnemonic # [{ %x, %y : (tensor<?x8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
     ```
   }];
-  let arguments = (ins HeterPS_FloatTensor:$lhs, HeterPS_FloatTensor:$rhs);
-  let results = (outs HeterPS_FloatTensor:$result);
+  let arguments = (ins HeterPS_NumericTensor:$lhs,
+                       HeterPS_NumericTensor:$rhs);
+  let results = (outs HeterPS_NumericTensor:$result);
   let assemblyFormat = [{
     $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
   }];
@@ -227,7 +231,8 @@ def HeterPS_PowOp : HeterPS_BinaryOp<"pow", "Elementwise power">;
 
 // `flops` is the cost of one element, forward.
 class HeterPS_UnaryOp<string mnemonic, string opSummary, string flops,
-                      dag extraArgs = (ins)>
+                      dag extraArgs = (ins),
+                      Type tensorType = HeterPS_FloatTensor>
     : HeterPS_Op<mnemonic, [Pure, SameOperandsAndResultType, CustomCost]> {
   let summary = opSummary;
   let description = [{
@@ -237,8 +242,8 @@ class HeterPS_UnaryOp<string mnemonic, string opSummary, string flops,
     %y = heterps.}] # mnemonic # [{ %x : tensor<?x64xf32>
     ```
   }];
-  let arguments = !con((ins HeterPS_FloatTensor:$input), extraArgs);
-  let results = (outs HeterPS_FloatTensor:$result);
+  let arguments = !con((ins tensorType:$input), extraArgs);
+  let results = (outs tensorType:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
   let extraClassDefinition = [{
     ::mlir::heterps::OpCost $cppClass::getCost(int64_t batchSize) {
@@ -260,8 +265,9 @@ def HeterPS_LeakyReluOp : HeterPS_UnaryOp<"leaky_relu",
     "Leaky rectified linear unit: x if x >= 0 else alpha * x", "2.0",
     (ins DefaultValuedAttr<F32Attr, "0.01f">:$alpha)>;
 def HeterPS_ClipOp : HeterPS_UnaryOp<"clip",
-    "Clamps every element to [min, max]", "2.0",
-    (ins OptionalAttr<F32Attr>:$min, OptionalAttr<F32Attr>:$max)> {
+    "Clamps every element to [min, max] (integers too)", "2.0",
+    (ins OptionalAttr<F32Attr>:$min, OptionalAttr<F32Attr>:$max),
+    HeterPS_NumericTensor> {
   let hasVerifier = 1;
 }
 def HeterPS_DropoutOp : HeterPS_UnaryOp<"dropout",
