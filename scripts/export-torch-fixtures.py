@@ -1,0 +1,146 @@
+#!/usr/bin/python3
+"""Exports PyTorch models to ONNX for the importer's tests and benchmark.
+
+Run with Debian's interpreter (it sees python3-torch, python3-torchvision and
+python3-onnx):
+
+    /usr/bin/python3 scripts/export-torch-fixtures.py [output-dir]
+    /usr/bin/python3 scripts/export-torch-fixtures.py --resnet18 PATH
+
+The first form writes torch-ctr.onnx, torch-mlp.onnx and torch-cnn.onnx
+(default: test/Import/ONNX/Inputs/, where they are committed). The second
+writes torchvision's resnet18 (random weights, about 45 MB), which is not
+committed: bench/import/run.sh exports it into the build directory.
+
+Every model is exported in eval mode at opset 13 with a dynamic batch axis
+(`dynamic_axes`) and constant folding, so the shape arithmetic that tracing
+records folds away in the exporter rather than reaching the importer. Weights
+come from torch.manual_seed, so a rerun with the same torch version reproduces
+the files.
+"""
+
+import argparse
+import os
+import sys
+
+import torch
+from torch import nn
+
+OPSET = 13
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_OUT = os.path.join(HERE, "..", "test", "Import", "ONNX", "Inputs")
+
+NUM_SLOTS = 8
+VOCAB = 100
+EMB_DIM = 8
+NUM_DENSE = 13
+
+
+class CTR(nn.Module):
+    """DLRM-like: one embedding table per sparse slot, a bottom MLP over the
+    dense features, the concatenation, a top MLP and a sigmoid."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.ModuleList(
+            nn.Embedding(VOCAB, EMB_DIM) for _ in range(NUM_SLOTS))
+        self.bottom = nn.Sequential(
+            nn.Linear(NUM_DENSE, 16), nn.ReLU(), nn.Linear(16, EMB_DIM),
+            nn.ReLU())
+        self.top = nn.Sequential(
+            nn.Linear(EMB_DIM * (NUM_SLOTS + 1), 32), nn.ReLU(),
+            nn.Linear(32, 1))
+
+    def forward(self, dense, sparse):
+        # sparse[:, i] traces to Gather(axis=1) of the int64 input, so each
+        # table is looked up by ids computed from the graph input.
+        looked_up = [e(sparse[:, i]) for i, e in enumerate(self.emb)]
+        x = torch.cat(looked_up + [self.bottom(dense)], dim=1)
+        return torch.sigmoid(self.top(x))
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(
+            nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 32), nn.Tanh(),
+            nn.Linear(32, 10))
+
+    def forward(self, x):
+        return torch.softmax(self.net(x), dim=1)
+
+
+class CNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
+            nn.MaxPool2d(2), nn.Conv2d(8, 16, 3, padding=1),
+            nn.BatchNorm2d(16), nn.ReLU(), nn.AdaptiveAvgPool2d(1))
+        # In eval mode the exporter folds a BatchNorm that follows a Conv
+        # into the Conv's weights; this one follows no Conv, so it stays a
+        # BatchNormalization node.
+        self.norm = nn.BatchNorm1d(16)
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x):
+        return self.fc(self.norm(torch.flatten(self.features(x), 1)))
+
+
+def export(model, args, input_names, path):
+    model.eval()
+    dynamic = {name: {0: "batch"} for name in input_names + ["output"]}
+    with torch.no_grad():
+        torch.onnx.export(model, args, path, input_names=input_names,
+                          output_names=["output"], dynamic_axes=dynamic,
+                          opset_version=OPSET, do_constant_folding=True)
+    print(f"wrote {path} ({os.path.getsize(path)} bytes)")
+
+
+def export_fixtures(out):
+    os.makedirs(out, exist_ok=True)
+    torch.manual_seed(20240601)
+    batch = 4
+    ctr = CTR()
+    export(ctr, (torch.randn(batch, NUM_DENSE),
+                 torch.randint(0, VOCAB, (batch, NUM_SLOTS))),
+           ["dense", "sparse"], os.path.join(out, "torch-ctr.onnx"))
+    torch.manual_seed(20240602)
+    export(MLP(), (torch.randn(batch, 32),), ["x"],
+           os.path.join(out, "torch-mlp.onnx"))
+    torch.manual_seed(20240603)
+    cnn = CNN()
+    # Non-trivial running statistics, as a trained model would have.
+    for m in cnn.modules():
+        if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)):
+            m.running_mean.uniform_(-0.5, 0.5)
+            m.running_var.uniform_(0.5, 1.5)
+    export(cnn, (torch.randn(batch, 3, 16, 16),), ["image"],
+           os.path.join(out, "torch-cnn.onnx"))
+
+
+def export_resnet18(path):
+    import torchvision
+
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    torch.manual_seed(20240604)
+    model = torchvision.models.resnet18(weights=None)
+    export(model, (torch.randn(1, 3, 224, 224),), ["image"], path)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", nargs="?", default=DEFAULT_OUT,
+                        help="directory of the fixtures")
+    parser.add_argument("--resnet18", metavar="PATH",
+                        help="export only torchvision's resnet18 to PATH")
+    args = parser.parse_args()
+    if args.resnet18:
+        export_resnet18(args.resnet18)
+    else:
+        export_fixtures(args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
