@@ -56,28 +56,40 @@ heterps::schedule::solvePlacement(llvm::StringRef name, const CostModel &model,
 
 uint64_t heterps::schedule::improveByLocalSearch(const CostModel &model,
                                                  std::vector<int> &assignment) {
+  // Two neighbourhoods: moving one op to another type, and moving a
+  // contiguous run of ops to one type. The second shifts a stage boundary or
+  // merges and splits stages in one step, which single-op moves cannot do
+  // when every intermediate plan is worse (an extra stage costs a transfer
+  // and its own units). First improvement, repeated until no move helps.
+  int numOps = model.getNumOps(), numResources = model.getNumResources();
   uint64_t evaluations = 0;
   double best = model.objective(assignment);
   ++evaluations;
+  std::vector<int> candidate;
   bool improved = true;
   while (improved) {
     improved = false;
-    for (int l = 0; l < model.getNumOps(); ++l) {
-      int original = assignment[l];
-      for (int t = 0; t < model.getNumResources(); ++t) {
-        if (t == original || !model.allowed(l, t))
-          continue;
-        assignment[l] = t;
-        double objective = model.objective(assignment);
-        ++evaluations;
-        if (objective < best * (1 - 1e-12)) {
-          best = objective;
-          original = t;
-          improved = true;
+    for (int first = 0; first < numOps; ++first)
+      for (int last = first; last < numOps; ++last)
+        for (int t = 0; t < numResources; ++t) {
+          bool changes = false, allowed = true;
+          for (int l = first; l <= last && allowed; ++l) {
+            allowed = model.allowed(l, t);
+            changes = changes || assignment[l] != t;
+          }
+          if (!allowed || !changes)
+            continue;
+          candidate = assignment;
+          for (int l = first; l <= last; ++l)
+            candidate[l] = t;
+          double objective = model.objective(candidate);
+          ++evaluations;
+          if (objective < best * (1 - 1e-12)) {
+            best = objective;
+            assignment.swap(candidate);
+            improved = true;
+          }
         }
-      }
-      assignment[l] = original;
-    }
   }
   return evaluations;
 }

@@ -83,9 +83,9 @@ llvm::Expected<SolverResult> solveSingleKind(const CostModel &model,
 llvm::Expected<SolverResult> solveRL(const CostModel &model,
                                      const SolverOptions &options);
 
-/// Improves `assignment` by moving single ops to other resource types while
-/// that lowers the objective (first improvement, in op order). Returns the
-/// number of plans evaluated.
+/// Improves `assignment` by moving single ops, or contiguous runs of ops, to
+/// another resource type while that lowers the objective (first
+/// improvement, in op order). Returns the number of plans evaluated.
 uint64_t improveByLocalSearch(const CostModel &model,
                               std::vector<int> &assignment);
 

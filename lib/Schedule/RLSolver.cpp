@@ -1,0 +1,218 @@
+//===- RLSolver.cpp - The rl placement solver -----------------------------===//
+//
+// The solver of the HeterPS paper: an LSTM policy reads the ops in order and
+// samples a resource type per op; REINFORCE with a moving-average baseline and
+// an entropy bonus, optimised with Adam, pushes it towards cheap plans. The
+// best plan sampled is returned, polished by the shared local search
+// (single-op and contiguous-run moves, Solver.cpp).
+//
+// Two choices beyond the paper keep the search from settling on the first
+// feasible plan it meets:
+//  - The first policy prefers to keep the previous op's type, the more so
+//    where much data would cross the cut (LSTMPolicy::initialize): plans
+//    sampled early have few stages, cut where cutting is cheap, instead of a
+//    type change every other op, which is almost never feasible.
+//  - With Adam at the usual learning rates the policy becomes deterministic
+//    within a few dozen iterations. Once it has sampled no new plan for a
+//    while, the remaining iterations go to a fresh policy (a restart), and
+//    the best plan over all runs is kept.
+//
+//===----------------------------------------------------------------------===//
+
+#include "heterps/Schedule/LSTMPolicy.h"
+#include "heterps/Schedule/Solver.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <unordered_map>
+
+using namespace heterps::schedule;
+
+/// Logit bonus of the previous op's type in a fresh policy.
+static constexpr double kStayBias = 1.0;
+/// Further bonus per unit of the (log-scaled) cut load: a cut that takes a
+/// stage's whole time budget to cross is e^10 times less likely than staying.
+static constexpr double kCutStayBias = 10.0;
+/// Iterations without a plan not sampled before after which the policy is
+/// considered converged and restarted.
+static constexpr int kPatience = 10;
+
+static llvm::Error rlError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 "rl solver: " + message);
+}
+
+static llvm::Error checkOptions(const SolverOptions &options) {
+  if (options.iterations < 0)
+    return rlError(
+        llvm::formatv("iterations {0} is negative", options.iterations));
+  if (options.samplesPerIteration < 1)
+    return rlError(llvm::formatv("samples per iteration {0} is not positive",
+                                 options.samplesPerIteration));
+  if (options.hiddenSize < 1)
+    return rlError(
+        llvm::formatv("hidden size {0} is not positive", options.hiddenSize));
+  if (!(options.learningRate > 0) || !std::isfinite(options.learningRate))
+    return rlError(llvm::formatv("learning rate {0} is not positive",
+                                 options.learningRate));
+  if (!(options.baselineDecay >= 0 && options.baselineDecay < 1))
+    return rlError(llvm::formatv("baseline decay {0} is not in [0, 1)",
+                                 options.baselineDecay));
+  if (!(options.entropyWeight >= 0) || !std::isfinite(options.entropyWeight))
+    return rlError(
+        llvm::formatv("entropy weight {0} is negative", options.entropyWeight));
+  return llvm::Error::success();
+}
+
+llvm::Expected<SolverResult>
+heterps::schedule::solveRL(const CostModel &model,
+                           const SolverOptions &options) {
+  auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                         start)
+        .count();
+  };
+  if (llvm::Error error = checkOptions(options))
+    return error;
+  const int numOps = model.getNumOps();
+  const int numResources = model.getNumResources();
+  if (numOps == 0 || numResources == 0)
+    return rlError(
+        llvm::formatv("nothing to place ({0} ops, {1} resource types)", numOps,
+                      numResources));
+  for (int l = 0; l < numOps; ++l) {
+    bool any = false;
+    for (int t = 0; t < numResources; ++t)
+      any = any || model.allowed(l, t);
+    if (!any)
+      return rlError(llvm::formatv("op {0} ({1}) may run on no resource type",
+                                   l, model.getProblem().ops[l].name));
+  }
+
+  std::mt19937_64 rng(options.seed);
+  const int maxResources = std::max(kDefaultMaxResources, numResources);
+  LSTMPolicy policy(getOpFeatureSize(maxResources), options.hiddenSize,
+                    maxResources);
+  if (!options.policyIn.empty()) {
+    if (llvm::Error error = policy.load(options.policyIn))
+      return rlError("cannot warm-start: " + llvm::toString(std::move(error)));
+  } else {
+    policy.initialize(rng, kStayBias, kCutStayBias);
+  }
+  PolicyInput input = buildPolicyInput(model, maxResources);
+  AdamOptimizer adam(policy.getNumParameters(), options.learningRate);
+
+  SolverResult result;
+  result.solver = "rl";
+  // Once the policy sharpens, most samples repeat earlier plans: each
+  // distinct plan is evaluated once.
+  std::unordered_map<std::string, double> seen;
+  std::vector<int> plan(numOps), best;
+  double bestObjective = std::numeric_limits<double>::infinity();
+  int newPlans = 0;
+  bool runFoundBest = false;
+  auto score = [&](const LSTMPolicy::Trace &trace, int b) {
+    for (int l = 0; l < numOps; ++l)
+      plan[l] = trace.action(l, b);
+    std::string key(reinterpret_cast<const char *>(plan.data()),
+                    plan.size() * sizeof(int));
+    auto [it, inserted] = seen.try_emplace(std::move(key), 0.0);
+    if (inserted) {
+      it->second = model.objective(plan);
+      ++result.evaluations;
+      ++newPlans;
+      if (it->second < bestObjective) {
+        bestObjective = it->second;
+        best = plan;
+        runFoundBest = true;
+      }
+    }
+    return it->second;
+  };
+
+  const int batch = options.samplesPerIteration;
+  LSTMPolicy::Trace trace, greedyTrace;
+  Eigen::MatrixXd weights(numOps, batch);
+  Eigen::VectorXd gradient(policy.getNumParameters());
+  // The parameters of the run that found the best plan: what is saved.
+  Eigen::VectorXd bestParameters = policy.getParameters();
+  std::vector<double> rewards(batch);
+  double baseline = 0;
+  bool haveBaseline = false;
+  int stale = 0;
+  for (int iteration = 0; iteration < options.iterations; ++iteration) {
+    if (options.timeBudgetSeconds > 0 && elapsed() >= options.timeBudgetSeconds)
+      break;
+    if (stale >= kPatience) {
+      if (runFoundBest)
+        bestParameters = policy.getParameters();
+      runFoundBest = false;
+      policy.initialize(rng, kStayBias, kCutStayBias);
+      adam = AdamOptimizer(policy.getNumParameters(), options.learningRate);
+      haveBaseline = false;
+      stale = 0;
+    }
+    newPlans = 0;
+
+    policy.forward(input, batch, LSTMPolicy::Mode::Sample, &rng, trace);
+    // The log of the objective makes the reward scale-free: a plan 10%
+    // cheaper than another earns the same advantage on every problem.
+    double mean = 0;
+    for (int b = 0; b < batch; ++b) {
+      rewards[b] = -std::log(score(trace, b));
+      mean += rewards[b];
+    }
+    mean /= batch;
+    if (!haveBaseline) {
+      baseline = mean;
+      haveBaseline = true;
+    }
+    for (int b = 0; b < batch; ++b)
+      weights.col(b).setConstant((rewards[b] - baseline) / batch);
+    baseline =
+        options.baselineDecay * baseline + (1 - options.baselineDecay) * mean;
+
+    gradient.setZero();
+    policy.backward(trace, weights, options.entropyWeight / batch, gradient);
+    // Adam descends; the objective is to be maximised.
+    gradient = -gradient;
+    adam.step(policy.getParameters(), gradient);
+
+    // The policy's most likely plan is often better than any sample.
+    policy.forward(input, 1, LSTMPolicy::Mode::Greedy, nullptr, greedyTrace);
+    score(greedyTrace, 0);
+    stale = newPlans > 0 ? 0 : stale + 1;
+  }
+  if (runFoundBest)
+    bestParameters = policy.getParameters();
+  if (best.empty()) {
+    // No iteration ran (none asked for, or no time): the policy's most
+    // likely plan.
+    policy.forward(input, 1, LSTMPolicy::Mode::Greedy, nullptr, greedyTrace);
+    score(greedyTrace, 0);
+    bestParameters = policy.getParameters();
+  }
+
+  // Polishing: the shared local search (single ops and contiguous runs moved
+  // to another type) puts right the ops, and the stage boundaries, that the
+  // sampled plans left slightly off.
+  result.evaluations += improveByLocalSearch(model, best);
+
+  if (!options.policyOut.empty()) {
+    policy.getParameters() = bestParameters;
+    if (llvm::Error error = policy.save(options.policyOut))
+      return error;
+  }
+
+  result.assignment = best;
+  result.evaluation = model.evaluate(best);
+  result.searchSeconds = elapsed();
+  return result;
+}
