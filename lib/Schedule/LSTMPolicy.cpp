@@ -87,9 +87,6 @@ PolicyInput heterps::schedule::buildPolicyInput(const CostModel &model,
       return 0.0;
     double x =
         directions * model.crossingBytes(op) / (slowestLink * 1e9) / budget;
-    static int form = getenv("RLCUTFORM") ? atoi(getenv("RLCUTFORM")) : 0;
-    if (form == 1)
-      return -std::log(1 - std::min(x, 0.999));
     return std::log1p(x);
   };
 
