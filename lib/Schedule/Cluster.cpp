@@ -4,7 +4,6 @@
 #include "JSONReader.h"
 
 #include "llvm/ADT/StringSet.h"
-#include "llvm/Support/MemoryBuffer.h"
 
 #include <cmath>
 
@@ -188,11 +187,9 @@ heterps::schedule::parseCluster(llvm::StringRef text,
 }
 
 llvm::Expected<Cluster> heterps::schedule::loadCluster(llvm::StringRef path) {
-  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
-      llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+      readTextFile(path, "cluster file");
   if (!buffer)
-    return llvm::createStringError(
-        buffer.getError(), "cannot read cluster file '%s': %s",
-        path.str().c_str(), buffer.getError().message().c_str());
+    return buffer.takeError();
   return parseCluster((*buffer)->getBuffer(), path);
 }

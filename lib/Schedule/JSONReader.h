@@ -11,12 +11,25 @@
 
 #include "llvm/Support/Error.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 #include <cmath>
 #include <string>
 
 namespace heterps {
 namespace schedule {
+
+/// Reads the file at `path` (a `what`, for the error message).
+inline llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
+readTextFile(llvm::StringRef path, llvm::StringRef what) {
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+      llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  if (!buffer)
+    return llvm::createStringError(buffer.getError(), "cannot read %s '%s': %s",
+                                   what.str().c_str(), path.str().c_str(),
+                                   buffer.getError().message().c_str());
+  return std::move(*buffer);
+}
 
 class JSONReader {
 public:

@@ -4,7 +4,6 @@
 #include "JSONReader.h"
 
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/MemoryBuffer.h"
 
 #include <cmath>
 
@@ -94,11 +93,9 @@ heterps::schedule::parseProfileTable(llvm::StringRef text,
 
 llvm::Expected<ProfileTable>
 heterps::schedule::loadProfileTable(llvm::StringRef path) {
-  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
-      llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+      readTextFile(path, "profile table");
   if (!buffer)
-    return llvm::createStringError(
-        buffer.getError(), "cannot read profile table '%s': %s",
-        path.str().c_str(), buffer.getError().message().c_str());
+    return buffer.takeError();
   return parseProfileTable((*buffer)->getBuffer(), path);
 }

@@ -26,7 +26,8 @@ using namespace heterps::conformance;
 
 /// What the importer does not do for an op, for docs/SupportedOps.md.
 static const std::map<std::string, std::string> kLimits = {
-    {"Add", "float or integer tensors of one type; NumPy broadcasting (not the pre-opset-7 `axis`)"},
+    {"Add", "float or integer tensors of one type; NumPy broadcasting (not the "
+            "pre-opset-7 `axis`)"},
     {"AveragePool", "no dilations; auto_pad needs static spatial sizes"},
     {"BatchNormalization",
      "spatial = 1; the running statistics become frozen parameters; the "

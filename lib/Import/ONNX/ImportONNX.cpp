@@ -270,13 +270,12 @@ FailureOr<Type> Importer::elementType(int32_t t, StringRef what) {
   case onnx::TensorProto::UINT32:
   case onnx::TensorProto::UINT16:
   case onnx::TensorProto::UINT8:
-    return Type(IntegerType::get(
-        b.getContext(),
-        t == onnx::TensorProto::UINT8    ? 8
-        : t == onnx::TensorProto::UINT16 ? 16
-        : t == onnx::TensorProto::UINT32 ? 32
-                                         : 64,
-        IntegerType::Unsigned));
+    return Type(IntegerType::get(b.getContext(),
+                                 t == onnx::TensorProto::UINT8    ? 8
+                                 : t == onnx::TensorProto::UINT16 ? 16
+                                 : t == onnx::TensorProto::UINT32 ? 32
+                                                                  : 64,
+                                 IntegerType::Unsigned));
   case onnx::TensorProto::BOOL:
     return Type(b.getI1Type());
   default:
