@@ -235,4 +235,120 @@ def VerifyPlacementPass : Pass<"heterps-verify-placement", "::mlir::ModuleOp"> {
   }];
 }
 
+
+def AutodiffPass : Pass<"heterps-autodiff", "::mlir::ModuleOp"> {
+  let summary = "Turns a model into a training step: loss, backward, updates";
+  let description = [{
+    Differentiates the model function and writes the whole training step
+    into it, so that the runtime only executes ops:
+
+    - the loss comes from the model (a returned 0-D result of a loss op) or
+      from the options: `loss=bce|softmax-ce|mse` applies that loss to the
+      result `prediction` against a new input named `label` (marked
+      `heterps.label`), and the loss becomes an extra result;
+    - the backward ops of every op between the inputs and the loss, in
+      reverse order, gradients of values with several uses summed;
+    - one `heterps.update_param` per trainable (non-frozen) dense parameter,
+      with the optimizer of the options, right after its gradient is
+      complete;
+    - for every embedding lookup, `heterps.embedding_grad` and a
+      `heterps.ps_push` of the rows' gradients: embedding gradients stay
+      sparse, and the tables get the `optimizer` that the parameter server
+      applies (`sparse-optimizer`, `sparse-learning-rate`; by default the
+      dense ones).
+
+    Backward ops inherit the `heterps.device` of the op they differentiate,
+    so the pass also runs on a placed model; it runs before
+    `heterps-outline-stages`. The function gets `heterps.training = {loss,
+    loss_output}`.
+
+    Input:
+
+    ```mlir
+    heterps.param @w : tensor<4x1xf32> = #heterps.init<xavier_uniform>
+    func.func @main(%x: tensor<?x4xf32>) -> tensor<?x1xf32> {
+      %w = heterps.load_param @w : tensor<4x1xf32>
+      %z = heterps.matmul %x, %w : (tensor<?x4xf32>, tensor<4x1xf32>) -> tensor<?x1xf32>
+      %p = heterps.sigmoid %z : tensor<?x1xf32>
+      return %p : tensor<?x1xf32>
+    }
+    ```
+
+    After `heterps-opt --heterps-autodiff='loss=bce optimizer=sgd learning-rate=0.1'`:
+
+    ```mlir
+    func.func @main(%x: tensor<?x4xf32>, %label: tensor<?x1xf32> {heterps.label, heterps.name = "label"})
+        -> (tensor<?x1xf32>, tensor<f32>) attributes {heterps.training = {loss = "bce", loss_output = 1 : i64}} {
+      %w = heterps.load_param @w : tensor<4x1xf32>
+      %z = heterps.matmul %x, %w : (tensor<?x4xf32>, tensor<4x1xf32>) -> tensor<?x1xf32>
+      %p = heterps.sigmoid %z : tensor<?x1xf32>
+      %l = heterps.bce_loss %p, %label : (tensor<?x1xf32>, tensor<?x1xf32>) -> tensor<f32>
+      %one = heterps.constant dense<1.0> : tensor<f32>
+      %dp = heterps.loss_grad "bce" %p, %label, %one : (...) -> tensor<?x1xf32>
+      %dz = heterps.unary_grad "sigmoid" %z, %p, %dp : tensor<?x1xf32>
+      %dx = heterps.gemm %dz, %w {trans_b = true} : ...
+      %dw = heterps.gemm %x, %dz {trans_a = true} : ...
+      heterps.update_param @w, %dw {kind = "sgd", learning_rate = 1.000000e-01 : f64} : tensor<4x1xf32>
+      return %p, %l : tensor<?x1xf32>, tensor<f32>
+    }
+    ```
+  }];
+  let options = [
+    Option<"functionName", "function", "std::string", "\"\"",
+           "The function to differentiate (default: the only one)">,
+    Option<"loss", "loss", "std::string", "\"\"",
+           "bce, softmax-ce or mse: the loss to add; empty: the model's own">,
+    Option<"labelName", "label", "std::string", "\"label\"",
+           "Name of the label input that the loss option adds">,
+    Option<"prediction", "prediction", "unsigned", "0",
+           "The result the added loss applies to">,
+    Option<"fromLogits", "from-logits", "bool", "false",
+           "bce: the prediction is a logit (the sigmoid is fused)">,
+    Option<"optimizer", "optimizer", "std::string", "\"sgd\"",
+           "Dense optimizer: sgd, momentum, adam or adagrad">,
+    Option<"learningRate", "learning-rate", "double", "0.01",
+           "Learning rate of the dense optimizer">,
+    Option<"momentum", "momentum", "double", "0.9",
+           "Momentum (optimizer=momentum)">,
+    Option<"beta1", "beta1", "double", "0.9", "Adam's beta1">,
+    Option<"beta2", "beta2", "double", "0.999", "Adam's beta2">,
+    Option<"epsilon", "epsilon", "double", "1.0e-8",
+           "Adam's and Adagrad's epsilon">,
+    Option<"weightDecay", "weight-decay", "double", "0.0",
+           "L2 weight decay added to dense gradients">,
+    Option<"sparseOptimizer", "sparse-optimizer", "std::string", "\"\"",
+           "Optimizer of the embedding tables (default: the dense one)">,
+    Option<"sparseLearningRate", "sparse-learning-rate", "double", "-1.0",
+           "Learning rate of the tables (default: the dense one)">
+  ];
+}
+
+def EmitPlanPass : Pass<"heterps-emit-plan", "::mlir::ModuleOp"> {
+  let summary = "Writes the plan file that heterps-run executes";
+  let description = [{
+    Serialises the module into a plan file (proto/heterps/plan.proto, see
+    docs/Runtime.md): its dense parameters and embedding tables, the values
+    and ops of the function, grouped into the stages of its
+    `heterps.pipeline` (or one CPU stage when the function is not staged),
+    the channels between stages, the training settings written by
+    `heterps-autodiff` and the prediction of `heterps-provision`. The IR is
+    not changed.
+
+    ```
+    heterps-opt model.onnx --heterps-autodiff='loss=bce' \
+        --heterps-emit-plan='file=model.plan'
+    ```
+
+    An op the runtime has no kernel for is still written; heterps-run
+    reports it with the op's location when it loads the plan.
+  }];
+  let options = [
+    Option<"file", "file", "std::string", "\"\"", "The plan file to write">,
+    Option<"functionName", "function", "std::string", "\"\"",
+           "The function to emit (default: the only one)">,
+    Option<"batchSize", "batch", "int64_t", "256",
+           "The default batch size recorded in the plan">
+  ];
+}
+
 #endif // HETERPS_TRANSFORMS_PASSES_TD

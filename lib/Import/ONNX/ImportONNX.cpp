@@ -969,7 +969,7 @@ LogicalResult Importer::convertGather() {
           // The initializer's rows are the table's initial value; the
           // initializer spec only applies to rows the server adds later.
           InitAttr::get(ctx, InitKind::zeros, ArrayRef<double>{}),
-          toAttr(*table));
+          toAttr(*table), /*optimizer=*/DictionaryAttr());
     }
     SmallVector<int64_t> shape(typeOf(*ids).getShape());
     shape.push_back(table->shape[1]);
@@ -1853,6 +1853,9 @@ FailureOr<OwningOpRef<ModuleOp>> Importer::run(StringRef bytes) {
   Block *entry = func.addEntryBlock();
   for (auto [arg, name] : llvm::zip_equal(entry->getArguments(), argNames)) {
     arg.setLoc(NameLoc::get(b.getStringAttr(name)));
+    // The runtime binds inputs and outputs by their ONNX names.
+    func.setArgAttr(arg.getArgNumber(), HeterPSDialect::getNameAttrName(),
+                    b.getStringAttr(name));
     values[name] = arg;
   }
 
@@ -1899,6 +1902,9 @@ FailureOr<OwningOpRef<ModuleOp>> Importer::run(StringRef bytes) {
   func::ReturnOp::create(b, fileLoc(), results);
   func.setFunctionType(
       b.getFunctionType(argTypes, ValueRange(results).getTypes()));
+  for (auto [i, out] : llvm::enumerate(graph.output()))
+    func.setResultAttr(i, HeterPSDialect::getNameAttrName(),
+                       b.getStringAttr(out.name()));
 
   if (failed(mlir::verify(module)))
     return fileError() << sourceName << ": the imported module does not verify";

@@ -19,6 +19,7 @@ void HeterPSDialect::initialize() {
 #include "heterps/Dialect/HeterPS/IR/HeterPSOps.cpp.inc"
       >();
   registerAttributes();
+  attachGradientModels(getContext());
 }
 
 static LogicalResult verifyResources(Operation *op, Attribute value) {
@@ -73,6 +74,22 @@ LogicalResult HeterPSDialect::verifyOperationAttribute(Operation *op,
       if (!prediction.getAs<FloatAttr>(key))
         return op->emitOpError()
                << "'" << name << "' needs a float '" << key << "'";
+    return success();
+  }
+  if (name == getTrainingAttrName()) {
+    auto training = dyn_cast<DictionaryAttr>(attr.getValue());
+    if (!training || !training.getAs<StringAttr>("loss") ||
+        !training.getAs<IntegerAttr>("loss_output"))
+      return op->emitOpError()
+             << "'" << name
+             << "' must be a dictionary with a string 'loss' and an integer "
+                "'loss_output'";
+    return success();
+  }
+  if (name == getDropoutIdAttrName()) {
+    if (!isa<DropoutOp>(op) || !isa<IntegerAttr>(attr.getValue()))
+      return op->emitOpError()
+             << "'" << name << "' is an integer on heterps.dropout";
     return success();
   }
   return op->emitOpError() << "unknown HeterPS attribute '" << name << "'";

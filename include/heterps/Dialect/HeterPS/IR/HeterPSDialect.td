@@ -67,6 +67,25 @@ def HeterPS_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getPredictionAttrName() {
       return ::llvm::StringLiteral("heterps.prediction");
     }
+    /// The function attribute that heterps-autodiff writes on a training
+    /// step: the loss kind and the index of the result carrying the loss.
+    static constexpr ::llvm::StringLiteral getTrainingAttrName() {
+      return ::llvm::StringLiteral("heterps.training");
+    }
+    /// Numbers a dropout op of a training step, so that its gradient redraws
+    /// the same mask.
+    static constexpr ::llvm::StringLiteral getDropoutIdAttrName() {
+      return ::llvm::StringLiteral("heterps.dropout_id");
+    }
+    /// The argument and result attribute naming a function input or output
+    /// (the ONNX graph's names); heterps-run binds data by these names.
+    static constexpr ::llvm::StringLiteral getNameAttrName() {
+      return ::llvm::StringLiteral("heterps.name");
+    }
+    /// The argument attribute marking a label input of a training step.
+    static constexpr ::llvm::StringLiteral getLabelAttrName() {
+      return ::llvm::StringLiteral("heterps.label");
+    }
     /// The module attribute that lists the resource types of the cluster.
     static constexpr ::llvm::StringLiteral getResourcesAttrName() {
       return ::llvm::StringLiteral("heterps.resources");

@@ -20,4 +20,10 @@
 #define GET_OP_CLASSES
 #include "heterps/Dialect/HeterPS/IR/HeterPSOps.h.inc"
 
+namespace mlir::heterps {
+/// Attaches the GradientOpInterface models of the differentiable ops
+/// (HeterPSGradients.cpp); called when the dialect is loaded.
+void attachGradientModels(MLIRContext *context);
+} // namespace mlir::heterps
+
 #endif // HETERPS_DIALECT_HETERPS_IR_HETERPSOPS_H

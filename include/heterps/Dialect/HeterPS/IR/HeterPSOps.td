@@ -66,7 +66,10 @@ def HeterPS_EmbeddingTableOp : HeterPS_Op<"embedding_table", [Symbol]> {
     A table of `vocab` rows of `dim` f32 values, at module level. Its rows live
     in the parameter server, not on the workers: a worker pulls the rows a
     batch needs and pushes their gradients back. Ids are hashed onto the
-    vocabulary by the server, so any 64-bit id is valid.
+    vocabulary by the server, so any 64-bit id is valid. `optimizer`
+    (written by `heterps-autodiff`) is the update the server applies to
+    pushed gradients: a dictionary with `kind` and the hyper-parameters of
+    `heterps.update_param`.
 
     ```mlir
     heterps.embedding_table @slot3 {vocab = 1000000 : i64, dim = 16 : i64,
@@ -77,7 +80,8 @@ def HeterPS_EmbeddingTableOp : HeterPS_Op<"embedding_table", [Symbol]> {
                        I64Attr:$vocab,
                        I64Attr:$dim,
                        HeterPS_InitAttr:$initializer,
-                       OptionalAttr<ElementsAttr>:$value);
+                       OptionalAttr<ElementsAttr>:$value,
+                       OptionalAttr<DictionaryAttr>:$optimizer);
   let assemblyFormat = "$sym_name attr-dict";
   let hasVerifier = 1;
 }
@@ -913,6 +917,299 @@ def HeterPS_ExpandOp : HeterPS_Op<"expand",
   let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$shape);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$input attr-dict `:` functional-type($input, $result)";
+}
+
+
+//===----------------------------------------------------------------------===//
+// Training: backward ops and optimizer updates (written by heterps-autodiff)
+//===----------------------------------------------------------------------===//
+
+def HeterPS_UnaryGradOp : HeterPS_Op<"unary_grad",
+    [Pure, AllTypesMatch<["input", "result", "result_grad", "input_grad"]>,
+     HeterPS_CostOpInterface]> {
+  let summary = "Gradient of an elementwise unary op";
+  let description = [{
+    The gradient of `input` of the elementwise op `kind` (`relu`, `sigmoid`,
+    `tanh`, `exp`, `log`, `sqrt`, `neg`, `abs`, `leaky_relu`, `clip`,
+    `dropout`) given its `input`, its `result` and the gradient of the
+    result. `alpha` is leaky_relu's slope, `min` / `max` clip's bounds;
+    dropout's `ratio` and `dropout_id` redraw the forward mask (the runtime
+    derives the mask from the run's seed, the step and `dropout_id`).
+
+    ```mlir
+    %dx = heterps.unary_grad "relu" %x, %y, %dy : tensor<?x64xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$kind, HeterPS_FloatTensor:$input,
+                       HeterPS_FloatTensor:$result,
+                       HeterPS_FloatTensor:$result_grad,
+                       OptionalAttr<F32Attr>:$alpha,
+                       OptionalAttr<F32Attr>:$min, OptionalAttr<F32Attr>:$max,
+                       OptionalAttr<F32Attr>:$ratio,
+                       OptionalAttr<I64Attr>:$dropout_id);
+  let results = (outs HeterPS_FloatTensor:$input_grad);
+  let assemblyFormat = [{
+    $kind $input `,` $result `,` $result_grad attr-dict `:` type($input)
+  }];
+  let hasVerifier = 1;
+}
+
+def HeterPS_SoftmaxGradOp : HeterPS_Op<"softmax_grad",
+    [Pure, AllTypesMatch<["result", "result_grad", "input_grad"]>,
+     HeterPS_CostOpInterface]> {
+  let summary = "Gradient of softmax or log-softmax";
+  let description = [{
+    From the forward `result` and its gradient: `y * (dy - sum(dy * y))`
+    for softmax, `dy - exp(y) * sum(dy)` with `log` (log-softmax), the sums
+    along `axis`.
+
+    ```mlir
+    %dx = heterps.softmax_grad %y, %dy {axis = 1 : i64, log = true} : tensor<?x10xf32>
+    ```
+  }];
+  let arguments = (ins HeterPS_FloatTensor:$result,
+                       HeterPS_FloatTensor:$result_grad,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis,
+                       DefaultValuedAttr<BoolAttr, "false">:$log);
+  let results = (outs HeterPS_FloatTensor:$input_grad);
+  let assemblyFormat = "$result `,` $result_grad attr-dict `:` type($result)";
+}
+
+def HeterPS_SumToShapeOp : HeterPS_Op<"sum_to_shape",
+    [Pure, AllTypesMatch<["like", "result"]>, HeterPS_CostOpInterface]> {
+  let summary = "Sums a broadcast gradient back to an operand's shape";
+  let description = [{
+    The gradient of a broadcast operand: `value` (the shape of a broadcast
+    result) summed over the dimensions that broadcasting added or stretched,
+    so that the result has the shape of `like`, whose values are not read.
+
+    ```mlir
+    %db = heterps.sum_to_shape %dy, %b : (tensor<?x64xf32>, tensor<64xf32>) -> tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins HeterPS_NumericTensor:$value, HeterPS_NumericTensor:$like);
+  let results = (outs HeterPS_NumericTensor:$result);
+  let assemblyFormat = [{
+    $value `,` $like attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def HeterPS_ReduceGradOp : HeterPS_Op<"reduce_grad",
+    [Pure, AllTypesMatch<["input", "input_grad"]>, HeterPS_CostOpInterface]> {
+  let summary = "Gradient of a reduction";
+  let description = [{
+    Spreads the gradient of a `sum`, `mean` or `max` reduction over `axes`
+    back onto the input: every element for `sum`, divided by the count for
+    `mean`, the elements equal to the maximum for `max`. Global average
+    pooling is a mean over the spatial axes.
+
+    ```mlir
+    %dx = heterps.reduce_grad "mean" %x, %y, %dy {axes = array<i64: 1>, keepdims = false}
+            : (tensor<?x8x16xf32>, tensor<?x16xf32>, tensor<?x16xf32>) -> tensor<?x8x16xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$kind, HeterPS_FloatTensor:$input,
+                       HeterPS_FloatTensor:$result,
+                       HeterPS_FloatTensor:$result_grad,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$axes,
+                       DefaultValuedAttr<BoolAttr, "true">:$keepdims);
+  let results = (outs HeterPS_FloatTensor:$input_grad);
+  let assemblyFormat = [{
+    $kind $input `,` $result `,` $result_grad attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def HeterPS_LossGradOp : HeterPS_Op<"loss_grad",
+    [Pure, HeterPS_CostOpInterface]> {
+  let summary = "Gradient of a loss with respect to its prediction";
+  let description = [{
+    The gradient of the loss `kind` (`bce`, `mse`, `softmax_ce`, `nll`,
+    `weighted_nll`) with respect to its first operand, scaled by the
+    gradient of the loss `loss_grad` (0-D for the `mean` and `sum`
+    reductions, one per sample for `none`). `weight` is weighted_nll's
+    class weights.
+
+    ```mlir
+    %dp = heterps.loss_grad "bce" %p, %y, %one {reduction = #heterps.reduction<mean>}
+            : (tensor<?x1xf32>, tensor<?x1xf32>, tensor<f32>) -> tensor<?x1xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$kind, HeterPS_FloatTensor:$prediction,
+                       HeterPS_NumericTensor:$label,
+                       HeterPS_FloatTensor:$loss_grad,
+                       Optional<HeterPS_FloatTensor>:$weight,
+                       DefaultValuedAttr<HeterPS_LossReductionAttr,
+                                         "LossReduction::mean">:$reduction,
+                       DefaultValuedAttr<BoolAttr, "false">:$from_logits,
+                       OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs HeterPS_FloatTensor:$prediction_grad);
+  let assemblyFormat = [{
+    $kind $prediction `,` $label `,` $loss_grad (`,` $weight^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def HeterPS_EmbeddingGradOp : HeterPS_Op<"embedding_grad",
+    [Pure, HeterPS_CostOpInterface]> {
+  let summary = "Sparse gradient of an embedding lookup: keys and row grads";
+  let description = [{
+    Flattens the lookup's `ids` into `keys` and gives each key the gradient
+    of its row: the gradient of its result row for `none` and `sum`, divided
+    by the bag size for `mean`. Keys are not deduplicated; the parameter
+    server merges duplicates before it applies the table's optimizer.
+
+    ```mlir
+    %k, %g = heterps.embedding_grad %ids, %de {combiner = #heterps.combiner<mean>}
+               : (tensor<?x8xi64>, tensor<?x16xf32>) -> (tensor<?xi64>, tensor<?x16xf32>)
+    ```
+  }];
+  let arguments = (ins HeterPS_IdTensor:$ids, HeterPS_FloatTensor:$result_grad,
+                       DefaultValuedAttr<HeterPS_CombinerAttr,
+                                         "Combiner::none">:$combiner);
+  let results = (outs HeterPS_IdTensor:$keys, HeterPS_FloatTensor:$rows);
+  let assemblyFormat = [{
+    $ids `,` $result_grad attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def HeterPS_ConvGradOp : HeterPS_Op<"conv_grad",
+    [Pure, HeterPS_CostOpInterface]> {
+  let summary = "Gradients of a convolution: input, filter and bias";
+  let description = [{
+    With the attributes of the forward `heterps.conv`; the bias gradient has
+    the filter's first dimension.
+
+    ```mlir
+    %dx, %dw, %db = heterps.conv_grad %x, %w, %dy {pads = array<i64: 1, 1, 1, 1>}
+        : (tensor<?x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<?x4x8x8xf32>)
+        -> (tensor<?x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>)
+    ```
+  }];
+  let arguments = (ins HeterPS_FloatTensor:$input, HeterPS_FloatTensor:$filter,
+                       HeterPS_FloatTensor:$result_grad,
+                       OptionalAttr<DenseI64ArrayAttr>:$strides,
+                       OptionalAttr<DenseI64ArrayAttr>:$pads,
+                       OptionalAttr<DenseI64ArrayAttr>:$dilations,
+                       DefaultValuedAttr<I64Attr, "1">:$group);
+  let results = (outs HeterPS_FloatTensor:$input_grad,
+                      HeterPS_FloatTensor:$filter_grad,
+                      HeterPS_FloatTensor:$bias_grad);
+  let assemblyFormat = [{
+    $input `,` $filter `,` $result_grad attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+def HeterPS_PoolGradOp : HeterPS_Op<"pool_grad",
+    [Pure, AllTypesMatch<["input", "input_grad"]>, HeterPS_CostOpInterface]> {
+  let summary = "Gradient of max or average pooling";
+  let description = [{
+    With the attributes of the forward pooling op; `kind` is `max` or `avg`.
+
+    ```mlir
+    %dx = heterps.pool_grad "max" %x, %y, %dy {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>}
+            : (tensor<?x4x8x8xf32>, tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>) -> tensor<?x4x8x8xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$kind, HeterPS_FloatTensor:$input,
+                       HeterPS_FloatTensor:$result,
+                       HeterPS_FloatTensor:$result_grad,
+                       DenseI64ArrayAttr:$kernel_shape,
+                       OptionalAttr<DenseI64ArrayAttr>:$strides,
+                       OptionalAttr<DenseI64ArrayAttr>:$pads,
+                       DefaultValuedAttr<BoolAttr, "false">:$ceil_mode,
+                       DefaultValuedAttr<BoolAttr, "false">:$count_include_pad);
+  let results = (outs HeterPS_FloatTensor:$input_grad);
+  let assemblyFormat = [{
+    $kind $input `,` $result `,` $result_grad attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+def HeterPS_BatchNormGradOp : HeterPS_Op<"batch_norm_grad",
+    [Pure, HeterPS_CostOpInterface]> {
+  let summary = "Training-mode gradients of batch normalisation";
+  let description = [{
+    The gradients of the input, scale and bias; the batch statistics are
+    recomputed from `input`.
+
+    ```mlir
+    %dx, %ds, %db = heterps.batch_norm_grad %x, %s, %dy
+        : (tensor<?x4x8x8xf32>, tensor<4xf32>, tensor<?x4x8x8xf32>)
+        -> (tensor<?x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>)
+    ```
+  }];
+  let arguments = (ins HeterPS_FloatTensor:$input, HeterPS_FloatTensor:$scale,
+                       HeterPS_FloatTensor:$result_grad,
+                       DefaultValuedAttr<F32Attr, "1.0e-5f">:$epsilon);
+  let results = (outs HeterPS_FloatTensor:$input_grad,
+                      HeterPS_FloatTensor:$scale_grad,
+                      HeterPS_FloatTensor:$bias_grad);
+  let assemblyFormat = [{
+    $input `,` $scale `,` $result_grad attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+def HeterPS_LayerNormGradOp : HeterPS_Op<"layer_norm_grad",
+    [Pure, HeterPS_CostOpInterface]> {
+  let summary = "Gradients of layer normalisation";
+  let description = [{
+    The gradients of the input, scale and bias over the dimensions `axis` ..
+    rank-1.
+
+    ```mlir
+    %dx, %ds, %db = heterps.layer_norm_grad %x, %s, %dy {axis = -1 : i64}
+        : (tensor<?x64xf32>, tensor<64xf32>, tensor<?x64xf32>)
+        -> (tensor<?x64xf32>, tensor<64xf32>, tensor<64xf32>)
+    ```
+  }];
+  let arguments = (ins HeterPS_FloatTensor:$input, HeterPS_FloatTensor:$scale,
+                       HeterPS_FloatTensor:$result_grad,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis,
+                       DefaultValuedAttr<F32Attr, "1.0e-5f">:$epsilon);
+  let results = (outs HeterPS_FloatTensor:$input_grad,
+                      HeterPS_FloatTensor:$scale_grad,
+                      HeterPS_FloatTensor:$bias_grad);
+  let assemblyFormat = [{
+    $input `,` $scale `,` $result_grad attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+def HeterPS_UpdateParamOp : HeterPS_Op<"update_param",
+    [DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+     HeterPS_CostOpInterface]> {
+  let summary = "Applies an optimizer step to a dense parameter";
+  let description = [{
+    Updates `@name` in place from its gradient with the optimizer `kind`
+    (`sgd`, `momentum`, `adam`, `adagrad`); the runtime keeps the
+    optimizer's state (momentum buffers, Adam moments and step count, Adagrad
+    sums) beside the parameter and saves it in checkpoints. `weight_decay`
+    adds `weight_decay * w` to the gradient (L2, as PyTorch's SGD and Adam
+    do).
+
+    ```mlir
+    heterps.update_param @fc1.weight, %g {kind = "adam", learning_rate = 1.0e-03 : f64}
+        : tensor<13x64xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$name, HeterPS_FloatTensor:$gradient,
+                       StrAttr:$kind, F64Attr:$learning_rate,
+                       DefaultValuedAttr<F64Attr, "0.0">:$momentum,
+                       DefaultValuedAttr<F64Attr, "0.9">:$beta1,
+                       DefaultValuedAttr<F64Attr, "0.999">:$beta2,
+                       DefaultValuedAttr<F64Attr, "1.0e-8">:$epsilon,
+                       DefaultValuedAttr<F64Attr, "0.0">:$weight_decay);
+  let assemblyFormat = [{
+    $name `,` $gradient attr-dict `:` type($gradient)
+  }];
+  let hasVerifier = 1;
 }
 
 #endif // HETERPS_DIALECT_HETERPS_IR_HETERPSOPS_TD

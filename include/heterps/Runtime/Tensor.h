@@ -1,0 +1,82 @@
+//===- Tensor.h - Runtime tensors -------------------------------*- C++ -*-===//
+//
+// A Tensor is a typed, shaped view of a buffer that it may or may not own.
+// The executor plans the buffers of a step once per input signature, so the
+// tensors of a step are views into memory that outlives the step.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HETERPS_RUNTIME_TENSOR_H
+#define HETERPS_RUNTIME_TENSOR_H
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace heterps::runtime {
+
+enum class DType : uint8_t {
+  Invalid,
+  F32,
+  F64,
+  F16,
+  BF16,
+  I8,
+  I16,
+  I32,
+  I64,
+  U8,
+  U16,
+  U32,
+  U64,
+  Bool
+};
+
+size_t dtypeSize(DType t);
+const char *dtypeName(DType t);
+bool isFloat(DType t);
+
+using Shape = std::vector<int64_t>;
+
+int64_t numElements(const Shape &shape);
+std::string shapeString(const Shape &shape);
+
+class Tensor {
+public:
+  Tensor() = default;
+  /// A tensor that owns a zero-filled buffer.
+  Tensor(DType dtype, Shape shape);
+  /// A view of memory owned elsewhere.
+  static Tensor view(DType dtype, Shape shape, void *data);
+
+  DType dtype() const { return type; }
+  const Shape &shape() const { return dims; }
+  int64_t rank() const { return static_cast<int64_t>(dims.size()); }
+  int64_t dim(int64_t i) const { return dims[i < 0 ? i + rank() : i]; }
+  int64_t numElements() const { return runtime::numElements(dims); }
+  size_t byteSize() const { return numElements() * dtypeSize(type); }
+  void *data() const { return ptr; }
+  template <typename T> T *as() const { return static_cast<T *>(ptr); }
+  bool empty() const { return ptr == nullptr; }
+
+  /// Re-points the view (used by the memory plan); keeps ownership.
+  void reset(DType dtype, Shape shape, void *data);
+  /// Resizes an owning tensor, reusing its buffer when it is large enough.
+  void resize(DType dtype, Shape shape);
+  /// A deep copy that owns its buffer.
+  Tensor clone() const;
+  std::string typeString() const;
+
+private:
+  DType type = DType::Invalid;
+  Shape dims;
+  void *ptr = nullptr;
+  std::shared_ptr<void> owned; // 64-byte aligned, for oneDNN
+  size_t capacity = 0;
+};
+
+} // namespace heterps::runtime
+
+#endif // HETERPS_RUNTIME_TENSOR_H

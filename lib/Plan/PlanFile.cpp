@@ -1,0 +1,201 @@
+//===- PlanFile.cpp - Reading and writing plan files ----------------------===//
+
+#include "heterps/Plan/PlanFile.h"
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <unistd.h>
+
+using namespace heterps::plan;
+
+static constexpr size_t kHeaderSize = sizeof(kMagic) + sizeof(uint32_t);
+
+bool heterps::plan::parsePlan(const std::string &bytes,
+                              const std::string &source, Plan &plan,
+                              std::string &error) {
+  if (bytes.size() < kHeaderSize ||
+      std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0) {
+    error = source + ": not a HeterPS plan file (no HPSPLAN header); write "
+                     "one with heterps-opt --heterps-emit-plan=file=...";
+    return false;
+  }
+  const auto *v =
+      reinterpret_cast<const unsigned char *>(bytes.data() + sizeof(kMagic));
+  uint32_t version =
+      v[0] | (v[1] << 8) | (v[2] << 16) | (static_cast<uint32_t>(v[3]) << 24);
+  if (version != kFormatVersion) {
+    error = source + ": plan format version " + std::to_string(version) +
+            ", this build reads version " + std::to_string(kFormatVersion) +
+            "; recompile the model with this heterps-opt";
+    return false;
+  }
+  if (!plan.ParseFromArray(bytes.data() + kHeaderSize,
+                           static_cast<int>(bytes.size() - kHeaderSize))) {
+    error = source +
+            ": the plan is corrupt (protobuf parse failed after the "
+            "header, " +
+            std::to_string(bytes.size()) + " bytes)";
+    return false;
+  }
+  std::string problem = verifyPlan(plan);
+  if (!problem.empty()) {
+    error = source + ": invalid plan: " + problem;
+    return false;
+  }
+  return true;
+}
+
+bool heterps::plan::readPlanFile(const std::string &path, Plan &plan,
+                                 std::string &error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    error = "cannot open plan file '" + path + "': " + std::strerror(errno);
+    return false;
+  }
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  return parsePlan(buffer.str(), path, plan, error);
+}
+
+std::string heterps::plan::serializePlan(const Plan &plan) {
+  std::string out(kMagic, sizeof(kMagic));
+  for (int i = 0; i < 4; ++i)
+    out.push_back(static_cast<char>((kFormatVersion >> (8 * i)) & 0xff));
+  plan.AppendToString(&out);
+  return out;
+}
+
+bool heterps::plan::writePlanFile(const Plan &plan, const std::string &path,
+                                  std::string &error) {
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) {
+      error = "cannot write plan file '" + tmp + "': " + std::strerror(errno);
+      return false;
+    }
+    std::string bytes = serializePlan(plan);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.flush();
+    if (!out) {
+      error = "cannot write plan file '" + tmp + "': " + std::strerror(errno);
+      std::remove(tmp.c_str());
+      return false;
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    error = "cannot rename '" + tmp + "' to '" + path +
+            "': " + std::strerror(errno);
+    std::remove(tmp.c_str());
+    return false;
+  }
+  return true;
+}
+
+std::string heterps::plan::verifyPlan(const Plan &plan) {
+  std::ostringstream err;
+  int numValues = plan.values_size();
+  for (int i = 0; i < numValues; ++i)
+    if (plan.values(i).id() != i) {
+      err << "value " << i << " has id " << plan.values(i).id();
+      return err.str();
+    }
+  std::vector<bool> defined(numValues, false);
+  auto checkId = [&](int id, const char *what) {
+    if (id < 0 || id >= numValues) {
+      err << what << " names value " << id << " but the plan has " << numValues
+          << " values";
+      return false;
+    }
+    return true;
+  };
+  for (int id : plan.inputs()) {
+    if (!checkId(id, "an input"))
+      return err.str();
+    defined[id] = true;
+  }
+  std::set<std::string> params, tables;
+  for (const DenseParam &p : plan.params())
+    params.insert(p.name());
+  for (int i = 0; i < plan.tables_size(); ++i) {
+    const SparseTable &t = plan.tables(i);
+    if (t.id() != i) {
+      err << "table '" << t.name() << "' has id " << t.id() << ", expected "
+          << i;
+      return err.str();
+    }
+    if (t.dim() <= 0 || t.vocab() <= 0) {
+      err << "table '" << t.name() << "' has vocab " << t.vocab() << " and dim "
+          << t.dim() << "; both must be positive";
+      return err.str();
+    }
+    tables.insert(t.name());
+  }
+  std::map<int64_t, int> sends, recvs;
+  for (const Stage &stage : plan.stages()) {
+    for (const Op &op : stage.ops()) {
+      for (int id : op.inputs()) {
+        if (!checkId(id, ("an operand of " + op.name()).c_str()))
+          return err.str();
+        if (!defined[id]) {
+          err << op.name() << " at " << op.location() << " in stage "
+              << stage.index() << " uses value " << id
+              << " before it is defined";
+          return err.str();
+        }
+      }
+      for (int id : op.outputs()) {
+        if (!checkId(id, ("a result of " + op.name()).c_str()))
+          return err.str();
+        defined[id] = true;
+      }
+      auto attr = [&](const char *key) -> const Attribute * {
+        auto it = op.attrs().find(key);
+        return it == op.attrs().end() ? nullptr : &it->second;
+      };
+      const Attribute *name = attr("name");
+      if ((op.name() == "heterps.load_param" ||
+           op.name() == "heterps.update_param") &&
+          (!name || !params.count(name->s()))) {
+        err << op.name() << " at " << op.location()
+            << " names a parameter that is not in the plan";
+        return err.str();
+      }
+      const Attribute *table = attr("table");
+      if ((op.name() == "heterps.embedding_lookup" ||
+           op.name() == "heterps.ps_pull" || op.name() == "heterps.ps_push") &&
+          (!table || !tables.count(table->s()))) {
+        err << op.name() << " at " << op.location()
+            << " names a table that is not in the plan";
+        return err.str();
+      }
+      if (op.name() == "heterps.send" || op.name() == "heterps.recv") {
+        const Attribute *channel = attr("channel");
+        if (!channel) {
+          err << op.name() << " at " << op.location() << " has no channel";
+          return err.str();
+        }
+        ++(op.name() == "heterps.send" ? sends : recvs)[channel->i()];
+      }
+    }
+  }
+  for (const Channel &c : plan.channels())
+    if (sends[c.id()] != 1 || recvs[c.id()] != 1) {
+      err << "channel " << c.id() << " has " << sends[c.id()] << " senders and "
+          << recvs[c.id()] << " receivers; expected one of each";
+      return err.str();
+    }
+  for (int id : plan.outputs()) {
+    if (!checkId(id, "an output"))
+      return err.str();
+    if (!defined[id]) {
+      err << "output value " << id << " is never defined";
+      return err.str();
+    }
+  }
+  return "";
+}

@@ -1,0 +1,16 @@
+//===- Registry.cpp - The registry of every kernel in this binary ---------===//
+
+#include "heterps/Runtime/Kernel.h"
+
+using namespace heterps::runtime;
+
+KernelRegistry &KernelRegistry::global() {
+  // Columns register explicitly: static registration objects in static
+  // libraries are dropped by the linker when nothing references them.
+  static KernelRegistry *registry = [] {
+    auto *r = new KernelRegistry();
+    registerCPUKernels(*r);
+    return r;
+  }();
+  return *registry;
+}

@@ -1,0 +1,357 @@
+//===- Autodiff.cpp - Write the training step into the model --------------===//
+//
+// Reverse-mode differentiation of a straight-line function: the ops between
+// the inputs and the loss are visited in reverse, each building its
+// operands' gradients through GradientOpInterface. Parameters and tables are
+// the leaves: a parameter's gradient, complete once all its loads have been
+// visited, becomes one heterps.update_param; an embedding lookup's becomes a
+// sparse heterps.ps_push.
+//
+//===----------------------------------------------------------------------===//
+
+#include "heterps/Dialect/HeterPS/IR/HeterPSOps.h"
+#include "heterps/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringMap.h"
+
+namespace mlir {
+namespace heterps {
+#define GEN_PASS_DEF_AUTODIFFPASS
+#include "heterps/Transforms/Passes.h.inc"
+} // namespace heterps
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::heterps;
+
+namespace {
+
+/// Gives every op built for the backward of a placed op that op's placement.
+/// Also records the backward ops, so that the gradients nobody needs (of
+/// the model's inputs, say) can be erased afterwards.
+struct PlacementListener : public OpBuilder::Listener {
+  Attribute device;
+  SmallVector<Operation *> created;
+  void notifyOperationInserted(Operation *op, OpBuilder::InsertPoint) override {
+    if (device)
+      op->setAttr(HeterPSDialect::getDeviceAttrName(), device);
+    created.push_back(op);
+  }
+};
+
+bool isKnownOptimizer(StringRef kind) {
+  return kind == "sgd" || kind == "momentum" || kind == "adam" ||
+         kind == "adagrad";
+}
+
+struct AutodiffPass
+    : public mlir::heterps::impl::AutodiffPassBase<AutodiffPass> {
+  using Base::Base;
+
+  FailureOr<func::FuncOp> findFunction(ModuleOp module) {
+    func::FuncOp found;
+    for (auto f : module.getOps<func::FuncOp>()) {
+      if (f.isExternal())
+        continue;
+      if (!functionName.empty() ? f.getSymName() == functionName : !found) {
+        found = f;
+        continue;
+      }
+      if (functionName.empty())
+        return module.emitError()
+               << getArgument() << ": the module has several functions; "
+               << "name one with function=NAME";
+    }
+    if (!found)
+      return module.emitError()
+             << getArgument() << ": no function "
+             << (functionName.empty() ? std::string("")
+                                      : "'" + functionName + "' ")
+             << "to differentiate";
+    return found;
+  }
+
+  /// The loss value: added from the options, or the model's own.
+  FailureOr<std::pair<Value, std::string>> buildLoss(func::FuncOp func,
+                                                     func::ReturnOp ret) {
+    OpBuilder b(ret);
+    Location loc = ret.getLoc();
+    if (loss.empty()) {
+      for (Value v : ret.getOperands()) {
+        Operation *def = v.getDefiningOp();
+        if (def && cast<RankedTensorType>(v.getType()).getRank() == 0 &&
+            isa<BCELossOp, MSELossOp, SoftmaxCELossOp, NLLLossOp,
+                WeightedNLLLossOp>(def))
+          return std::make_pair(
+              v, def->getName().getStringRef().drop_front(8).str());
+      }
+      return func.emitError()
+             << getArgument()
+             << ": the function returns no loss (a 0-D result of a loss op); "
+                "add one with loss=bce|softmax-ce|mse label=NAME";
+    }
+    if (prediction >= ret.getNumOperands())
+      return func.emitError()
+             << getArgument() << ": prediction=" << prediction
+             << " but the function has " << ret.getNumOperands() << " results";
+    Value pred = ret.getOperand(prediction);
+    auto predType = cast<RankedTensorType>(pred.getType());
+    Type labelType;
+    if (loss == "bce" || loss == "mse") {
+      labelType = predType;
+    } else if (loss == "softmax-ce") {
+      if (predType.getRank() < 2)
+        return func.emitError() << getArgument()
+                                << ": softmax-ce needs logits of rank >= 2, "
+                                   "the prediction is "
+                                << predType;
+      SmallVector<int64_t> shape(predType.getShape());
+      shape.erase(shape.begin() + 1);
+      labelType = RankedTensorType::get(shape, b.getI64Type());
+    } else {
+      return func.emitError() << getArgument() << ": unknown loss '" << loss
+                              << "'; expected bce, softmax-ce or mse";
+    }
+    for (unsigned i = 0; i < func.getNumArguments(); ++i)
+      if (auto name = func.getArgAttrOfType<StringAttr>(
+              i, HeterPSDialect::getNameAttrName()))
+        if (name.getValue() == labelName)
+          return func.emitError() << getArgument() << ": the function already "
+                                  << "has an input named '" << labelName
+                                  << "'; choose another with label=NAME";
+    unsigned index = func.getNumArguments();
+    NamedAttrList attrs;
+    attrs.set(HeterPSDialect::getNameAttrName(), b.getStringAttr(labelName));
+    attrs.set(HeterPSDialect::getLabelAttrName(), b.getUnitAttr());
+    if (failed(func.insertArgument(index, labelType,
+                                   attrs.getDictionary(&getContext()),
+                                   NameLoc::get(b.getStringAttr(labelName)))))
+      return failure();
+    Value label = func.getArgument(index);
+    auto scalar = RankedTensorType::get({}, predType.getElementType());
+    Value l;
+    if (loss == "bce")
+      l = BCELossOp::create(
+          b, loc, TypeRange{scalar}, ValueRange{pred, label},
+          {b.getNamedAttr("from_logits", b.getBoolAttr(fromLogits))});
+    else if (loss == "mse")
+      l = MSELossOp::create(b, loc, TypeRange{scalar}, ValueRange{pred, label},
+                            ArrayRef<NamedAttribute>{});
+    else
+      l = SoftmaxCELossOp::create(b, loc, TypeRange{scalar},
+                                  ValueRange{pred, label},
+                                  ArrayRef<NamedAttribute>{});
+    return std::make_pair(l, loss.getValue());
+  }
+
+  NamedAttrList optimizerAttrs(Builder &b, StringRef kind, double lr) {
+    NamedAttrList attrs;
+    attrs.set("kind", b.getStringAttr(kind));
+    attrs.set("learning_rate", b.getF64FloatAttr(lr));
+    attrs.set("momentum", b.getF64FloatAttr(kind == "momentum" ? momentum : 0));
+    attrs.set("beta1", b.getF64FloatAttr(beta1));
+    attrs.set("beta2", b.getF64FloatAttr(beta2));
+    attrs.set("epsilon", b.getF64FloatAttr(epsilon));
+    attrs.set("weight_decay", b.getF64FloatAttr(weightDecay));
+    return attrs;
+  }
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (!isKnownOptimizer(optimizer)) {
+      module.emitError() << getArgument() << ": unknown optimizer '"
+                         << optimizer
+                         << "'; expected sgd, momentum, adam or adagrad";
+      return signalPassFailure();
+    }
+    std::string sparseKind = sparseOptimizer.empty()
+                                 ? optimizer.getValue()
+                                 : sparseOptimizer.getValue();
+    if (!isKnownOptimizer(sparseKind)) {
+      module.emitError() << getArgument() << ": unknown sparse-optimizer '"
+                         << sparseKind
+                         << "'; expected sgd, momentum, adam or adagrad";
+      return signalPassFailure();
+    }
+    if (learningRate < 0) {
+      module.emitError() << getArgument() << ": negative learning-rate "
+                         << learningRate;
+      return signalPassFailure();
+    }
+    FailureOr<func::FuncOp> found = findFunction(module);
+    if (failed(found))
+      return signalPassFailure();
+    func::FuncOp func = *found;
+    if (func->hasAttr(HeterPSDialect::getTrainingAttrName())) {
+      func.emitError() << getArgument() << ": @" << func.getSymName()
+                       << " is already a training step";
+      return signalPassFailure();
+    }
+    if (!func.getBody().hasOneBlock()) {
+      func.emitError() << getArgument() << ": @" << func.getSymName()
+                       << " has control flow; only straight-line models are "
+                          "differentiated";
+      return signalPassFailure();
+    }
+    Block &body = func.getBody().front();
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    for (Operation &op : body.without_terminator())
+      if (isa<PipelineOp>(op)) {
+        op.emitError() << getArgument()
+                       << " runs before heterps-outline-stages";
+        return signalPassFailure();
+      }
+
+    FailureOr<std::pair<Value, std::string>> lossInfo = buildLoss(func, ret);
+    if (failed(lossInfo))
+      return signalPassFailure();
+    Value lossValue = lossInfo->first;
+    MLIRContext *context = &getContext();
+    OpBuilder b(context);
+
+    // The loss becomes a result when the options added it.
+    unsigned lossOutput = 0;
+    {
+      auto it = llvm::find(ret.getOperands(), lossValue);
+      if (it != ret.getOperands().end()) {
+        lossOutput = std::distance(ret.getOperands().begin(), it);
+      } else {
+        lossOutput = ret.getNumOperands();
+        NamedAttrList attrs;
+        attrs.set(HeterPSDialect::getNameAttrName(), b.getStringAttr("loss"));
+        if (failed(func.insertResult(lossOutput, lossValue.getType(),
+                                     attrs.getDictionary(context))))
+          return signalPassFailure();
+        ret->insertOperands(lossOutput, lossValue);
+      }
+    }
+
+    // Number dropouts so their gradients redraw the forward masks.
+    int64_t dropouts = 0;
+    func.walk([&](DropoutOp op) {
+      op->setAttr(HeterPSDialect::getDropoutIdAttrName(),
+                  b.getI64IntegerAttr(dropouts++));
+    });
+
+    // Only ops the loss depends on are differentiated.
+    llvm::SetVector<Operation *> needed;
+    SmallVector<Operation *> worklist{lossValue.getDefiningOp()};
+    while (!worklist.empty()) {
+      Operation *op = worklist.pop_back_val();
+      if (!op || !needed.insert(op))
+        continue;
+      for (Value operand : op->getOperands())
+        worklist.push_back(operand.getDefiningOp());
+    }
+    llvm::StringMap<int> loadsLeft;
+    for (Operation &op : body)
+      if (auto load = dyn_cast<LoadParamOp>(op); load && needed.count(&op))
+        ++loadsLeft[load.getName()];
+
+    PlacementListener listener;
+    b.setListener(&listener);
+    b.setInsertionPoint(ret);
+    DenseMap<Value, Value> grads;
+    auto accumulate = [&](Value v, Value g) {
+      if (!g)
+        return;
+      auto [it, inserted] = grads.try_emplace(v, g);
+      if (!inserted)
+        it->second = AddOp::create(b, v.getLoc(), it->second, g);
+    };
+    {
+      auto scalar = cast<RankedTensorType>(lossValue.getType());
+      accumulate(
+          lossValue,
+          ConstantOp::create(
+              b, lossValue.getLoc(),
+              DenseElementsAttr::get(
+                  scalar, b.getFloatAttr(scalar.getElementType(), 1.0))));
+    }
+    SymbolTable symbols(module);
+    llvm::StringMap<Value> paramGrads;
+    NamedAttrList denseOptimizer = optimizerAttrs(b, optimizer, learningRate);
+
+    SmallVector<Operation *> forward;
+    for (Operation &op : body.without_terminator())
+      if (needed.count(&op))
+        forward.push_back(&op);
+    for (Operation *op : llvm::reverse(forward)) {
+      SmallVector<Value> resultGrads;
+      bool any = false;
+      for (Value r : op->getResults()) {
+        resultGrads.push_back(grads.lookup(r));
+        any |= static_cast<bool>(resultGrads.back());
+      }
+      listener.device = op->getAttr(HeterPSDialect::getDeviceAttrName());
+      if (auto load = dyn_cast<LoadParamOp>(op)) {
+        auto param = symbols.lookup<ParamOp>(load.getName());
+        Value &acc = paramGrads[load.getName()];
+        if (Value g = resultGrads[0])
+          acc = acc ? Value(AddOp::create(b, op->getLoc(), acc, g)) : g;
+        if (--loadsLeft[load.getName()] == 0 && acc && !param.getFrozen()) {
+          NamedAttrList attrs = denseOptimizer;
+          attrs.set("name", load.getNameAttr());
+          UpdateParamOp::create(b, op->getLoc(), TypeRange{}, ValueRange{acc},
+                                attrs.getAttrs());
+        }
+        continue;
+      }
+      if (!any)
+        continue;
+      if (auto lookup = dyn_cast<EmbeddingLookupOp>(op)) {
+        auto table = symbols.lookup<EmbeddingTableOp>(lookup.getTable());
+        int64_t dim = table.getDim();
+        auto idsType = cast<RankedTensorType>(lookup.getIds().getType());
+        auto keysType = RankedTensorType::get({ShapedType::kDynamic},
+                                              idsType.getElementType());
+        auto rowsType =
+            RankedTensorType::get({ShapedType::kDynamic, dim}, b.getF32Type());
+        auto grad = EmbeddingGradOp::create(
+            b, op->getLoc(), TypeRange{keysType, rowsType},
+            ValueRange{lookup.getIds(), resultGrads[0]},
+            {b.getNamedAttr("combiner", lookup.getCombinerAttr())});
+        PSPushOp::create(b, op->getLoc(), lookup.getTableAttr(), grad.getKeys(),
+                         grad.getRows());
+        continue;
+      }
+      if (isa<ConstantOp>(op))
+        continue;
+      auto differentiable = dyn_cast<GradientOpInterface>(op);
+      if (!differentiable) {
+        op->emitOpError() << "has no gradient rule; " << getArgument()
+                          << " cannot differentiate through it";
+        return signalPassFailure();
+      }
+      // Rules see a null gradient for a result that is off the loss path.
+      SmallVector<Value> operandGrads;
+      if (failed(differentiable.buildGradient(b, resultGrads, operandGrads)))
+        return signalPassFailure();
+      for (auto [operand, g] : llvm::zip(op->getOperands(), operandGrads))
+        accumulate(operand, g);
+    }
+    b.setListener(nullptr);
+    for (Operation *op : llvm::reverse(listener.created))
+      if (isOpTriviallyDead(op))
+        op->erase();
+
+    double sparseLr = sparseLearningRate < 0 ? learningRate.getValue()
+                                             : sparseLearningRate.getValue();
+    NamedAttrList sparse = optimizerAttrs(b, sparseKind, sparseLr);
+    for (auto table : module.getOps<EmbeddingTableOp>())
+      table.setOptimizerAttr(sparse.getDictionary(context));
+    func->setAttr(
+        HeterPSDialect::getTrainingAttrName(),
+        b.getDictionaryAttr(
+            {b.getNamedAttr("loss", b.getStringAttr(lossInfo->second)),
+             b.getNamedAttr("loss_output", b.getI64IntegerAttr(lossOutput))}));
+  }
+};
+
+} // namespace
