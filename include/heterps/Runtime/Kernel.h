@@ -60,6 +60,10 @@ public:
   virtual void run(const std::vector<const Tensor *> &inputs,
                    const std::vector<Tensor *> &outputs,
                    ExecContext &context) = 0;
+  /// True when `run` points its outputs at memory it does not write (a
+  /// parameter, its input, a constant): the memory plan then gives them no
+  /// buffer of their own.
+  virtual bool outputsAreViews() const { return false; }
 
   const OpInfo &op() const { return info; }
 

@@ -4,12 +4,17 @@
 
 using namespace heterps::runtime;
 
+namespace heterps::runtime {
+void registerStateKernels(KernelRegistry &registry);
+} // namespace heterps::runtime
+
 KernelRegistry &KernelRegistry::global() {
   // Columns register explicitly: static registration objects in static
   // libraries are dropped by the linker when nothing references them.
   static KernelRegistry *registry = [] {
     auto *r = new KernelRegistry();
     registerCPUKernels(*r);
+    registerStateKernels(*r);
     return r;
   }();
   return *registry;

@@ -1,0 +1,84 @@
+//===- EmbeddingStore.h - Sparse embedding tables ---------------*- C++ -*-===//
+//
+// The runtime's only way to the rows of embedding tables. The in-process
+// LocalEmbeddingStore implements it here; the parameter-server client
+// implements it for remote tables, so the executor's lookups and pushes do
+// not change when the tables move to a PS service.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HETERPS_RUNTIME_EMBEDDINGSTORE_H
+#define HETERPS_RUNTIME_EMBEDDINGSTORE_H
+
+#include "heterps/Runtime/Optimizer.h"
+#include "heterps/Runtime/Tensor.h"
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace heterps::plan {
+class Plan;
+} // namespace heterps::plan
+
+namespace heterps::runtime {
+
+struct TableInfo {
+  int id = 0;
+  std::string name;
+  int64_t vocab = 0;
+  int64_t dim = 0;
+};
+
+class EmbeddingStore {
+public:
+  virtual ~EmbeddingStore();
+  virtual int numTables() const = 0;
+  virtual const TableInfo &table(int id) const = 0;
+  /// The id of the table `name`; throws naming it when there is none.
+  virtual int tableId(const std::string &name) const = 0;
+  /// Writes the rows of `n` keys into `rows` (n x dim).
+  virtual void pull(int table, const int64_t *keys, int64_t n, float *rows) = 0;
+  /// Applies the table's optimizer to the rows of `n` keys with gradients
+  /// `grads` (n x dim); duplicate keys are summed first.
+  virtual void push(int table, const int64_t *keys, int64_t n,
+                    const float *grads) = 0;
+};
+
+/// The tables of a plan in this process: one dense array per table, a key
+/// k addressing row k mod vocab (so any 64-bit id is valid, and the ids of
+/// an exported nn.Embedding address their own rows).
+class LocalEmbeddingStore : public EmbeddingStore {
+public:
+  LocalEmbeddingStore(const plan::Plan &plan, uint64_t seed);
+
+  int numTables() const override { return static_cast<int>(tables.size()); }
+  const TableInfo &table(int id) const override;
+  int tableId(const std::string &name) const override;
+  void pull(int table, const int64_t *keys, int64_t n, float *rows) override;
+  void push(int table, const int64_t *keys, int64_t n,
+            const float *grads) override;
+
+  /// The whole table (vocab x dim) and its optimizer state, for checkpoints.
+  Tensor &rows(int table);
+  Tensor &state(int table);
+  std::vector<int64_t> &steps(int table);
+
+private:
+  struct Table {
+    TableInfo info;
+    OptimizerConfig optimizer;
+    Tensor rows;
+    Tensor state;               // stateSlots() x vocab x dim, lazily
+    std::vector<int64_t> steps; // per row, Adam's bias correction
+    std::mutex mutex;
+  };
+  std::vector<std::unique_ptr<Table>> tables;
+  Table &get(int id);
+};
+
+} // namespace heterps::runtime
+
+#endif // HETERPS_RUNTIME_EMBEDDINGSTORE_H

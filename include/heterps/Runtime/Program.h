@@ -1,0 +1,83 @@
+//===- Program.h - Executing a plan -----------------------------*- C++ -*-===//
+//
+// A Program is a plan made executable: one kernel per op, created from the
+// registry column of its stage's device kind, and a memory plan per input
+// signature (batch size and mode) that is built once and reused, so a
+// steady-state step allocates nothing. Stages are the unit of execution: in
+// one process they run in order and a channel is an alias of the sent
+// value; the pipelined and multi-process executors run the same stages.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HETERPS_RUNTIME_PROGRAM_H
+#define HETERPS_RUNTIME_PROGRAM_H
+
+#include "heterps/Runtime/EmbeddingStore.h"
+#include "heterps/Runtime/Kernel.h"
+#include "heterps/Runtime/ParamStore.h"
+#include "heterps/plan.pb.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace heterps::runtime {
+
+struct ProgramOptions {
+  /// Run stages placed on GPUs with the CPU kernels (--fallback=cpu).
+  bool fallbackToCPU = false;
+  int threads = 1;
+  uint64_t seed = 1;
+};
+
+class Program {
+public:
+  Program(const plan::Plan &plan, ParamStore &params, EmbeddingStore &tables,
+          const ProgramOptions &options);
+  ~Program();
+
+  const plan::Plan &plan() const { return planRef; }
+  bool isTraining() const { return planRef.has_training(); }
+
+  /// Position in the plan's inputs / outputs of the value named `name`, or
+  /// -1.
+  int inputIndex(const std::string &name) const;
+  int outputIndex(const std::string &name) const;
+  TensorType inputType(int index) const;
+  TensorType outputType(int index) const;
+  std::string inputName(int index) const;
+  std::string outputName(int index) const;
+  bool isLabelInput(int index) const;
+
+  /// One training step (every op, updates included) or an inference pass
+  /// (only the ops that `outputs` need, without side effects). `inputs` are
+  /// by input position; inputs that the pass does not read may be empty.
+  /// Returns the requested outputs, valid until the next run.
+  std::vector<const Tensor *> run(const std::vector<const Tensor *> &inputs,
+                                  bool training,
+                                  const std::vector<int> &outputs);
+
+  int64_t steps() const { return context.step; }
+  void setSteps(int64_t steps) { context.step = steps; }
+  /// Number of memory plans built so far (one per input signature).
+  size_t memoryPlans() const { return plans.size(); }
+
+private:
+  struct Node;
+  struct MemoryPlan;
+  MemoryPlan &planFor(const std::vector<const Tensor *> &inputs, bool training,
+                      const std::vector<int> &outputs);
+  int resolve(int id) const;
+
+  const plan::Plan &planRef;
+  ExecContext context;
+  std::vector<std::unique_ptr<Node>> nodes;
+  std::vector<int> aliasOf;
+  std::map<std::string, std::unique_ptr<MemoryPlan>> plans;
+  MemoryPlan *current = nullptr;
+};
+
+} // namespace heterps::runtime
+
+#endif // HETERPS_RUNTIME_PROGRAM_H

@@ -1,0 +1,33 @@
+//===- CPUDevice.h - oneDNN state shared by the CPU kernels -----*- C++ -*-===//
+
+#ifndef HETERPS_LIB_RUNTIME_CPU_CPUDEVICE_H
+#define HETERPS_LIB_RUNTIME_CPU_CPUDEVICE_H
+
+#include "heterps/Runtime/Kernel.h"
+
+#include <dnnl.hpp>
+
+namespace heterps::runtime::cpu {
+
+/// The oneDNN engine and stream of the CPU column; one per process.
+struct CPUDevice {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream{engine};
+};
+
+CPUDevice &cpuDevice();
+
+/// oneDNN memory over a runtime tensor of f32 with the plain (row-major)
+/// layout of its shape.
+dnnl::memory::desc
+plainDesc(const Shape &shape,
+          dnnl::memory::data_type type = dnnl::memory::data_type::f32);
+dnnl::memory wrap(const dnnl::memory::desc &desc, const Tensor &tensor);
+
+/// Kernels of the convolution, pooling and normalisation families
+/// (ConvKernels.cpp, PoolKernels.cpp, NormKernels.cpp).
+void registerCNNKernels(KernelRegistry &registry);
+
+} // namespace heterps::runtime::cpu
+
+#endif // HETERPS_LIB_RUNTIME_CPU_CPUDEVICE_H

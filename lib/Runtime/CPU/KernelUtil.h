@@ -1,0 +1,127 @@
+//===- KernelUtil.h - Helpers shared by the CPU kernels ---------*- C++ -*-===//
+
+#ifndef HETERPS_LIB_RUNTIME_CPU_KERNELUTIL_H
+#define HETERPS_LIB_RUNTIME_CPU_KERNELUTIL_H
+
+#include "heterps/Runtime/Error.h"
+#include "heterps/Runtime/Kernel.h"
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace heterps::runtime::cpu {
+
+/// Calls `f(T{})` with the C++ type of `t`; `what` names the op in errors.
+template <typename F> void dispatchNumeric(DType t, const OpInfo &op, F &&f) {
+  switch (t) {
+  case DType::F32:
+    return f(float{});
+  case DType::F64:
+    return f(double{});
+  case DType::I64:
+    return f(int64_t{});
+  case DType::I32:
+    return f(int32_t{});
+  case DType::I16:
+    return f(int16_t{});
+  case DType::I8:
+    return f(int8_t{});
+  case DType::U8:
+    return f(uint8_t{});
+  case DType::U16:
+    return f(uint16_t{});
+  case DType::U32:
+    return f(uint32_t{});
+  case DType::U64:
+    return f(uint64_t{});
+  case DType::Bool:
+    return f(bool{});
+  default:
+    fail() << op.describe() << ": no CPU kernel for element type "
+           << dtypeName(t);
+  }
+}
+
+template <typename F> void dispatchFloat(DType t, const OpInfo &op, F &&f) {
+  switch (t) {
+  case DType::F32:
+    return f(float{});
+  case DType::F64:
+    return f(double{});
+  default:
+    fail() << op.describe() << ": expected f32 or f64 elements, got "
+           << dtypeName(t);
+  }
+}
+
+/// Row-major strides of a shape.
+std::vector<int64_t> stridesOf(const Shape &shape);
+
+/// The NumPy broadcast of two shapes; throws naming the op when they do not
+/// broadcast.
+Shape broadcastShapes(const Shape &a, const Shape &b, const OpInfo &op);
+
+/// Strides of `in` read as the broadcast shape `out` (0 along broadcast
+/// dimensions), aligned at the trailing dimension.
+std::vector<int64_t> broadcastStrides(const Shape &in, const Shape &out);
+
+/// Calls f(outIndex, aIndex, bIndex) for every element of `out`, where the
+/// operand indices follow the broadcast strides `sa` and `sb`.
+template <typename F>
+void forEachBroadcast(const Shape &out, const std::vector<int64_t> &sa,
+                      const std::vector<int64_t> &sb, F &&f) {
+  int64_t rank = static_cast<int64_t>(out.size());
+  if (rank == 0) {
+    f(0, 0, 0);
+    return;
+  }
+  int64_t inner = out[rank - 1];
+  int64_t ia = sa[rank - 1], ib = sb[rank - 1];
+  int64_t outer = 1;
+  for (int64_t d = 0; d < rank - 1; ++d)
+    outer *= out[d];
+  if (inner == 0)
+    return;
+  std::vector<int64_t> idx(rank, 0);
+  int64_t o = 0, a = 0, b = 0;
+  for (int64_t k = 0; k < outer; ++k) {
+    for (int64_t j = 0; j < inner; ++j)
+      f(o + j, a + j * ia, b + j * ib);
+    o += inner;
+    for (int64_t d = rank - 2; d >= 0; --d) {
+      a += sa[d];
+      b += sb[d];
+      if (++idx[d] < out[d])
+        break;
+      a -= sa[d] * out[d];
+      b -= sb[d] * out[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+/// Normalises a possibly negative axis against `rank`, naming the op when it
+/// is out of range.
+int64_t normalizeAxis(int64_t axis, int64_t rank, const OpInfo &op);
+
+/// Replaces the dynamic dimensions of a static type: dimension 0 becomes
+/// `batch`, others must not be dynamic.
+Shape resolveDims(const Shape &dims, int64_t batch);
+
+/// Registers a kernel class constructible from OpInfo.
+template <typename K>
+void addKernel(KernelRegistry &r, const std::string &name) {
+  r.add(name, DeviceKind::CPU,
+        [](const OpInfo &op) { return std::make_unique<K>(op); });
+}
+
+void registerElementwiseKernels(KernelRegistry &r);
+void registerLinalgKernels(KernelRegistry &r);
+void registerShapeKernels(KernelRegistry &r);
+void registerReduceKernels(KernelRegistry &r);
+void registerLossKernels(KernelRegistry &r);
+
+} // namespace heterps::runtime::cpu
+
+#endif // HETERPS_LIB_RUNTIME_CPU_KERNELUTIL_H

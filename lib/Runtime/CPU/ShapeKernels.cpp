@@ -1,0 +1,329 @@
+//===- ShapeKernels.cpp - Constants, reshapes, copies and gathers ---------===//
+
+#include "KernelUtil.h"
+
+#include <cstring>
+#include <limits>
+
+using namespace heterps::runtime;
+using namespace heterps::runtime::cpu;
+
+namespace {
+
+class ConstantKernel : public Kernel {
+public:
+  explicit ConstantKernel(const OpInfo &op)
+      : Kernel(op), value(op.getTensor("value")) {}
+  std::vector<Shape> prepare(const std::vector<Shape> &) override {
+    return {value.shape()};
+  }
+  void run(const std::vector<const Tensor *> &,
+           const std::vector<Tensor *> &res, ExecContext &) override {
+    res[0]->reset(value.dtype(), value.shape(), value.data());
+  }
+  bool outputsAreViews() const override { return true; }
+
+private:
+  Tensor value;
+};
+
+/// The result type's static dimensions with its one dynamic dimension
+/// inferred from the element count.
+class ReshapeKernel : public Kernel {
+public:
+  using Kernel::Kernel;
+  std::vector<Shape> prepare(const std::vector<Shape> &in) override {
+    Shape out = info.outputTypes()[0].dims;
+    int64_t known = 1, dynamic = -1;
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (out[i] < 0) {
+        if (dynamic >= 0)
+          fail() << info.describe()
+                 << ": the result has two dynamic dimensions";
+        dynamic = static_cast<int64_t>(i);
+      } else {
+        known *= out[i];
+      }
+    }
+    int64_t total = numElements(in[0]);
+    if (dynamic >= 0)
+      out[dynamic] = known ? total / known : 0;
+    if (numElements(out) != total)
+      fail() << info.describe() << ": cannot reshape " << shapeString(in[0])
+             << " (" << total << " elements) to "
+             << shapeString(info.outputTypes()[0].dims);
+    shape = out;
+    return {out};
+  }
+  void run(const std::vector<const Tensor *> &in,
+           const std::vector<Tensor *> &res, ExecContext &) override {
+    res[0]->reset(in[0]->dtype(), shape, in[0]->data());
+  }
+  bool outputsAreViews() const override { return true; }
+
+private:
+  Shape shape;
+};
+
+class TransposeKernel : public Kernel {
+public:
+  explicit TransposeKernel(const OpInfo &op)
+      : Kernel(op), perm(op.getInts("perm")) {}
+  std::vector<Shape> prepare(const std::vector<Shape> &in) override {
+    if (perm.size() != in[0].size())
+      fail() << info.describe() << ": perm has " << perm.size()
+             << " entries for a rank-" << in[0].size() << " input";
+    Shape out(perm.size());
+    std::vector<int64_t> inStrides = stridesOf(in[0]);
+    srcStrides.assign(perm.size(), 0);
+    for (size_t i = 0; i < perm.size(); ++i) {
+      out[i] = in[0][perm[i]];
+      srcStrides[i] = inStrides[perm[i]];
+    }
+    outShape = out;
+    return {out};
+  }
+  void run(const std::vector<const Tensor *> &in,
+           const std::vector<Tensor *> &res, ExecContext &) override {
+    size_t es = dtypeSize(in[0]->dtype());
+    const char *x = static_cast<const char *>(in[0]->data());
+    char *y = static_cast<char *>(res[0]->data());
+    std::vector<int64_t> zero(outShape.size(), 0);
+    forEachBroadcast(outShape, srcStrides, zero,
+                     [&](int64_t o, int64_t i, int64_t) {
+                       std::memcpy(y + o * es, x + i * es, es);
+                     });
+  }
+
+private:
+  std::vector<int64_t> perm;
+  std::vector<int64_t> srcStrides;
+  Shape outShape;
+};
+
+class ConcatKernel : public Kernel {
+public:
+  explicit ConcatKernel(const OpInfo &op)
+      : Kernel(op), axisAttr(op.getInt("axis")) {}
+  std::vector<Shape> prepare(const std::vector<Shape> &in) override {
+    Shape out = in[0];
+    axis = normalizeAxis(axisAttr, static_cast<int64_t>(out.size()), info);
+    out[axis] = 0;
+    for (const Shape &s : in) {
+      if (s.size() != out.size())
+        fail() << info.describe() << ": inputs of different ranks";
+      for (size_t d = 0; d < s.size(); ++d)
+        if (static_cast<int64_t>(d) != axis && s[d] != in[0][d])
+          fail() << info.describe() << ": input of shape " << shapeString(s)
+                 << " does not match " << shapeString(in[0])
+                 << " outside the axis";
+      out[axis] += s[axis];
+    }
+    outer = 1;
+    for (int64_t d = 0; d < axis; ++d)
+      outer *= out[d];
+    inner.clear();
+    for (const Shape &s : in) {
+      int64_t n = 1;
+      for (size_t d = axis; d < s.size(); ++d)
+        n *= s[d];
+      inner.push_back(n);
+    }
+    return {out};
+  }
+  void run(const std::vector<const Tensor *> &in,
+           const std::vector<Tensor *> &res, ExecContext &) override {
+    size_t es = dtypeSize(res[0]->dtype());
+    int64_t row = 0;
+    for (int64_t n : inner)
+      row += n;
+    char *y = static_cast<char *>(res[0]->data());
+    int64_t offset = 0;
+    for (size_t i = 0; i < in.size(); ++i) {
+      const char *x = static_cast<const char *>(in[i]->data());
+      for (int64_t o = 0; o < outer; ++o)
+        std::memcpy(y + (o * row + offset) * es, x + o * inner[i] * es,
+                    inner[i] * es);
+      offset += inner[i];
+    }
+  }
+
+private:
+  int64_t axisAttr, axis = 0, outer = 1;
+  std::vector<int64_t> inner;
+};
+
+class SliceKernel : public Kernel {
+public:
+  explicit SliceKernel(const OpInfo &op)
+      : Kernel(op), starts(op.getInts("starts")), ends(op.getInts("ends")),
+        steps(op.getInts("steps")) {}
+  std::vector<Shape> prepare(const std::vector<Shape> &in) override {
+    const Shape &s = in[0];
+    if (starts.size() != s.size() || ends.size() != s.size() ||
+        steps.size() != s.size())
+      fail() << info.describe() << ": bounds for " << starts.size()
+             << " dimensions on a rank-" << s.size() << " input";
+    Shape out(s.size());
+    std::vector<int64_t> inStrides = stridesOf(s);
+    offset = 0;
+    strides.assign(s.size(), 0);
+    for (size_t d = 0; d < s.size(); ++d) {
+      int64_t dim = s[d], step = steps[d];
+      if (step == 0)
+        fail() << info.describe() << ": step 0 in dimension " << d;
+      int64_t b, e, count;
+      if (step > 0) {
+        b = std::clamp<int64_t>(starts[d], 0, dim);
+        e = std::clamp<int64_t>(ends[d], 0, dim);
+        count = e > b ? (e - b + step - 1) / step : 0;
+      } else {
+        b = std::clamp<int64_t>(starts[d], -1, dim - 1);
+        e = std::clamp<int64_t>(ends[d], -1, dim - 1);
+        count = b > e ? (b - e - step - 1) / -step : 0;
+      }
+      out[d] = count;
+      offset += b * inStrides[d];
+      strides[d] = step * inStrides[d];
+    }
+    outShape = out;
+    return {out};
+  }
+  void run(const std::vector<const Tensor *> &in,
+           const std::vector<Tensor *> &res, ExecContext &) override {
+    size_t es = dtypeSize(in[0]->dtype());
+    if (res[0]->numElements() == 0)
+      return;
+    const char *x = static_cast<const char *>(in[0]->data()) + offset * es;
+    char *y = static_cast<char *>(res[0]->data());
+    std::vector<int64_t> zero(outShape.size(), 0);
+    forEachBroadcast(outShape, strides, zero,
+                     [&](int64_t o, int64_t i, int64_t) {
+                       std::memcpy(y + o * es, x + i * es, es);
+                     });
+  }
+
+private:
+  std::vector<int64_t> starts, ends, steps, strides;
+  int64_t offset = 0;
+  Shape outShape;
+};
+
+class GatherKernel : public Kernel {
+public:
+  explicit GatherKernel(const OpInfo &op)
+      : Kernel(op), axisAttr(op.getInt("axis", 0)) {}
+  std::vector<Shape> prepare(const std::vector<Shape> &in) override {
+    const Shape &data = in[0], &idx = in[1];
+    axis = normalizeAxis(axisAttr, static_cast<int64_t>(data.size()), info);
+    Shape out(data.begin(), data.begin() + axis);
+    out.insert(out.end(), idx.begin(), idx.end());
+    out.insert(out.end(), data.begin() + axis + 1, data.end());
+    outer = numElements(Shape(data.begin(), data.begin() + axis));
+    inner = numElements(Shape(data.begin() + axis + 1, data.end()));
+    dimSize = data[axis];
+    return {out};
+  }
+  void run(const std::vector<const Tensor *> &in,
+           const std::vector<Tensor *> &res, ExecContext &) override {
+    size_t es = dtypeSize(in[0]->dtype());
+    int64_t n = in[1]->numElements();
+    std::vector<int64_t> idx(n);
+    dispatchNumeric(in[1]->dtype(), info, [&](auto tag) {
+      using T = decltype(tag);
+      const T *p = in[1]->as<T>();
+      for (int64_t i = 0; i < n; ++i)
+        idx[i] = static_cast<int64_t>(p[i]);
+    });
+    for (int64_t &i : idx) {
+      if (i < 0)
+        i += dimSize;
+      if (i < 0 || i >= dimSize)
+        fail() << info.describe() << ": index out of range [0, " << dimSize
+               << ")";
+    }
+    const char *x = static_cast<const char *>(in[0]->data());
+    char *y = static_cast<char *>(res[0]->data());
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t j = 0; j < n; ++j)
+        std::memcpy(y + ((o * n + j) * inner) * es,
+                    x + ((o * dimSize + idx[j]) * inner) * es, inner * es);
+  }
+
+private:
+  int64_t axisAttr, axis = 0, outer = 1, inner = 1, dimSize = 0;
+};
+
+class ExpandKernel : public Kernel {
+public:
+  explicit ExpandKernel(const OpInfo &op)
+      : Kernel(op), target(op.getInts("shape")) {}
+  std::vector<Shape> prepare(const std::vector<Shape> &in) override {
+    outShape = broadcastShapes(in[0], target, info);
+    src = broadcastStrides(in[0], outShape);
+    return {outShape};
+  }
+  void run(const std::vector<const Tensor *> &in,
+           const std::vector<Tensor *> &res, ExecContext &) override {
+    size_t es = dtypeSize(in[0]->dtype());
+    const char *x = static_cast<const char *>(in[0]->data());
+    char *y = static_cast<char *>(res[0]->data());
+    forEachBroadcast(outShape, src, src, [&](int64_t o, int64_t i, int64_t) {
+      std::memcpy(y + o * es, x + i * es, es);
+    });
+  }
+
+private:
+  Shape target, outShape;
+  std::vector<int64_t> src;
+};
+
+/// heterps.sum_to_shape: sums `value` over the dimensions along which
+/// `like`'s shape was broadcast.
+class SumToShapeKernel : public Kernel {
+public:
+  using Kernel::Kernel;
+  std::vector<Shape> prepare(const std::vector<Shape> &in) override {
+    valueShape = in[0];
+    if (broadcastShapes(in[1], in[0], info) != in[0])
+      fail() << info.describe() << ": " << shapeString(in[1])
+             << " does not broadcast to " << shapeString(in[0]);
+    dst = broadcastStrides(in[1], in[0]);
+    own = stridesOf(in[0]);
+    return {in[1]};
+  }
+  void run(const std::vector<const Tensor *> &in,
+           const std::vector<Tensor *> &res, ExecContext &) override {
+    dispatchNumeric(in[0]->dtype(), info, [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (std::is_same_v<T, bool>) {
+        fail() << info.describe() << ": cannot sum booleans";
+      } else {
+        const T *x = in[0]->as<T>();
+        T *y = res[0]->as<T>();
+        std::fill(y, y + res[0]->numElements(), T(0));
+        forEachBroadcast(valueShape, own, dst,
+                         [&](int64_t, int64_t i, int64_t o) {
+                           y[o] = static_cast<T>(y[o] + x[i]);
+                         });
+      }
+    });
+  }
+
+private:
+  Shape valueShape;
+  std::vector<int64_t> dst, own;
+};
+
+} // namespace
+
+void cpu::registerShapeKernels(KernelRegistry &r) {
+  addKernel<ConstantKernel>(r, "heterps.constant");
+  addKernel<ReshapeKernel>(r, "heterps.reshape");
+  addKernel<TransposeKernel>(r, "heterps.transpose");
+  addKernel<ConcatKernel>(r, "heterps.concat");
+  addKernel<SliceKernel>(r, "heterps.slice");
+  addKernel<GatherKernel>(r, "heterps.gather");
+  addKernel<ExpandKernel>(r, "heterps.expand");
+  addKernel<SumToShapeKernel>(r, "heterps.sum_to_shape");
+}

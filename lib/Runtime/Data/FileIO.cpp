@@ -1,0 +1,128 @@
+//===- FileIO.cpp - Reading (possibly gzip-compressed) files --------------===//
+//
+// Everything goes through zlib: gzread passes files that are not gzip through
+// unchanged, so one code path reads plain and compressed data.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Readers.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <zlib.h>
+
+using namespace heterps::runtime;
+using namespace heterps::runtime::data;
+
+static constexpr size_t kBufferBytes = 1 << 20;
+
+static gzFile openGz(const std::string &path) {
+  errno = 0;
+  gzFile f = gzopen(path.c_str(), "rb");
+  if (!f)
+    fail() << path << ": cannot open: "
+           << (errno ? std::strerror(errno) : "out of memory");
+  gzbuffer(f, kBufferBytes);
+  return f;
+}
+
+static size_t readGz(gzFile f, const std::string &path, char *dst,
+                     size_t bytes) {
+  int got = gzread(f, dst, static_cast<unsigned>(bytes));
+  if (got < 0) {
+    int code = 0;
+    const char *msg = gzerror(f, &code);
+    fail() << path << ": read error: "
+           << (code == Z_ERRNO ? std::strerror(errno) : msg);
+  }
+  return static_cast<size_t>(got);
+}
+
+LineReader::LineReader(std::string path)
+    : filePath(std::move(path)), file(openGz(filePath)), buffer(kBufferBytes) {}
+
+LineReader::~LineReader() { gzclose(file); }
+
+bool LineReader::refill() {
+  pos = 0;
+  end = atEof ? 0 : readGz(file, filePath, buffer.data(), buffer.size());
+  if (end == 0)
+    atEof = true;
+  return end != 0;
+}
+
+static std::string_view stripCR(std::string_view s) {
+  if (!s.empty() && s.back() == '\r')
+    s.remove_suffix(1);
+  return s;
+}
+
+bool LineReader::next(std::string_view &out) {
+  if (carryReturned) {
+    carry.clear();
+    carryReturned = false;
+  }
+  for (;;) {
+    if (pos == end && !refill()) {
+      // The last line of a file without a final newline.
+      if (carry.empty())
+        return false;
+      ++line;
+      carryReturned = true;
+      out = stripCR(carry);
+      return true;
+    }
+    const char *begin = buffer.data() + pos;
+    const void *nl = std::memchr(begin, '\n', end - pos);
+    if (!nl) {
+      carry.append(begin, end - pos);
+      pos = end;
+      continue;
+    }
+    size_t len = static_cast<const char *>(nl) - begin;
+    pos += len + 1;
+    ++line;
+    if (carry.empty()) {
+      out = stripCR(std::string_view(begin, len));
+    } else {
+      carry.append(begin, len);
+      carryReturned = true;
+      out = stripCR(carry);
+    }
+    return true;
+  }
+}
+
+void LineReader::rewind() {
+  if (gzrewind(file) != 0)
+    fail() << filePath << ": cannot rewind";
+  pos = end = 0;
+  atEof = false;
+  carry.clear();
+  carryReturned = false;
+  line = 0;
+}
+
+std::vector<uint8_t> data::readWholeFile(const std::string &path) {
+  gzFile f = openGz(path);
+  std::vector<uint8_t> bytes;
+  size_t size = 0;
+  try {
+    for (;;) {
+      if (bytes.size() - size < kBufferBytes)
+        bytes.resize(std::max(bytes.size() * 2, size + kBufferBytes));
+      size_t got = readGz(
+          f, path, reinterpret_cast<char *>(bytes.data()) + size, kBufferBytes);
+      if (!got)
+        break;
+      size += got;
+    }
+  } catch (...) {
+    gzclose(f);
+    throw;
+  }
+  gzclose(f);
+  bytes.resize(size);
+  return bytes;
+}

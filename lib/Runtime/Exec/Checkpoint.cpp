@@ -1,0 +1,187 @@
+//===- Checkpoint.cpp - Saving and restoring a training run ---------------===//
+
+#include "heterps/Runtime/Checkpoint.h"
+
+#include "heterps/Runtime/Data.h"
+#include "heterps/Runtime/Error.h"
+
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <unistd.h>
+
+using namespace heterps::runtime;
+namespace fs = std::filesystem;
+
+static constexpr const char *kFormat = "heterps-checkpoint 1";
+
+static std::string fileName(const std::string &prefix,
+                            const std::string &name) {
+  std::string safe = name;
+  for (char &c : safe)
+    if (c == '/' || c == '\\')
+      c = '_';
+  return prefix + safe + ".pb";
+}
+
+static uint64_t checksum(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  uint64_t h = 1469598103934665603ull;
+  char buf[1 << 16];
+  while (in) {
+    in.read(buf, sizeof(buf));
+    for (std::streamsize i = 0; i < in.gcount(); ++i)
+      h = (h ^ static_cast<unsigned char>(buf[i])) * 1099511628211ull;
+  }
+  return h;
+}
+
+static void fsyncPath(const std::string &path) {
+  int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0)
+    fail() << "cannot open '" << path
+           << "' to sync it: " << std::strerror(errno);
+  ::fsync(fd);
+  ::close(fd);
+}
+
+void heterps::runtime::saveCheckpoint(const std::string &dir,
+                                      ParamStore &params,
+                                      LocalEmbeddingStore &tables,
+                                      int64_t step) {
+  fs::path target(dir);
+  fs::path tmp = target.string() + ".tmp";
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  fs::create_directories(tmp, ec);
+  if (ec)
+    fail() << "cannot create checkpoint directory '" << tmp.string()
+           << "': " << ec.message();
+  std::ostringstream manifest;
+  manifest << kFormat << "\nstep " << step << "\n";
+  auto write = [&](const std::string &file, const std::string &name,
+                   const Tensor &t) {
+    std::string path = (tmp / file).string();
+    writeTensorProto(path, name, t);
+    fsyncPath(path);
+    manifest << "file " << file << " " << fs::file_size(path) << " "
+             << checksum(path) << "\n";
+  };
+  for (auto &[name, p] : params.all()) {
+    write(fileName("param.", name), name, p.value);
+    if (!p.state.empty()) {
+      write(fileName("param-state.", name), name, p.state);
+      Tensor steps(DType::I64, {1});
+      steps.as<int64_t>()[0] = p.steps;
+      write(fileName("param-steps.", name), name, steps);
+    }
+  }
+  for (int id = 0; id < tables.numTables(); ++id) {
+    const TableInfo *info = &tables.table(id);
+    write(fileName("table.", info->name), info->name, tables.rows(id));
+    if (!tables.state(id).empty()) {
+      write(fileName("table-state.", info->name), info->name, tables.state(id));
+      std::vector<int64_t> &steps = tables.steps(id);
+      Tensor t(DType::I64, {static_cast<int64_t>(steps.size())});
+      std::memcpy(t.data(), steps.data(), steps.size() * sizeof(int64_t));
+      write(fileName("table-steps.", info->name), info->name, t);
+    }
+  }
+  std::string manifestPath = (tmp / "MANIFEST").string();
+  {
+    std::ofstream out(manifestPath);
+    out << manifest.str();
+    if (!out)
+      fail() << "cannot write '" << manifestPath << "'";
+  }
+  fsyncPath(manifestPath);
+  fsyncPath(tmp.string());
+  fs::path old = target.string() + ".old";
+  fs::remove_all(old, ec);
+  if (fs::exists(target))
+    fs::rename(target, old, ec);
+  fs::rename(tmp, target, ec);
+  if (ec)
+    fail() << "cannot rename '" << tmp.string() << "' to '" << dir
+           << "': " << ec.message();
+  fs::remove_all(old, ec);
+  fsyncPath(target.parent_path().empty() ? "." : target.parent_path().string());
+}
+
+int64_t heterps::runtime::loadCheckpoint(const std::string &dir,
+                                         ParamStore &params,
+                                         LocalEmbeddingStore &tables) {
+  std::string manifestPath = (fs::path(dir) / "MANIFEST").string();
+  std::ifstream in(manifestPath);
+  if (!in)
+    fail() << "cannot open checkpoint manifest '" << manifestPath << "'";
+  std::string line;
+  std::getline(in, line);
+  if (line != kFormat)
+    fail() << manifestPath << ": not a checkpoint of this format (first line '"
+           << line << "', expected '" << kFormat << "')";
+  int64_t step = 0;
+  std::map<std::string, std::pair<uint64_t, uint64_t>> files;
+  int lineNo = 1;
+  while (std::getline(in, line)) {
+    ++lineNo;
+    std::istringstream is(line);
+    std::string word;
+    is >> word;
+    if (word == "step") {
+      is >> step;
+    } else if (word == "file") {
+      std::string name;
+      uint64_t size, sum;
+      if (!(is >> name >> size >> sum))
+        fail() << manifestPath << ":" << lineNo << ": malformed file line";
+      files[name] = {size, sum};
+    } else if (!word.empty()) {
+      fail() << manifestPath << ":" << lineNo << ": unknown entry '" << word
+             << "'";
+    }
+  }
+  auto read = [&](const std::string &file, bool required) -> Tensor {
+    auto it = files.find(file);
+    if (it == files.end()) {
+      if (required)
+        fail() << "checkpoint '" << dir << "' has no " << file;
+      return Tensor();
+    }
+    std::string path = (fs::path(dir) / file).string();
+    if (!fs::exists(path) || fs::file_size(path) != it->second.first ||
+        checksum(path) != it->second.second)
+      fail() << "checkpoint file '" << path
+             << "' is missing or does not match its checksum in MANIFEST";
+    return readTensorProto(path);
+  };
+  for (auto &[name, p] : params.all()) {
+    Tensor v = read(fileName("param.", name), true);
+    if (v.shape() != p.value.shape() || v.dtype() != p.value.dtype())
+      fail() << "checkpoint parameter '" << name << "' is " << v.typeString()
+             << ", the plan's is " << p.value.typeString();
+    p.value = std::move(v);
+    p.state = read(fileName("param-state.", name), false);
+    Tensor steps = read(fileName("param-steps.", name), false);
+    p.steps = steps.empty() ? 0 : steps.as<int64_t>()[0];
+  }
+  for (int id = 0; id < tables.numTables(); ++id) {
+    const TableInfo *info = &tables.table(id);
+    Tensor rows = read(fileName("table.", info->name), true);
+    if (rows.shape() != tables.rows(id).shape())
+      fail() << "checkpoint table " << id << " '" << info->name
+             << "' has shape " << shapeString(rows.shape())
+             << ", the plan's is " << shapeString(tables.rows(id).shape());
+    tables.rows(id) = std::move(rows);
+    tables.state(id) = read(fileName("table-state.", info->name), false);
+    Tensor steps = read(fileName("table-steps.", info->name), false);
+    tables.steps(id).assign(
+        steps.empty() ? nullptr : steps.as<int64_t>(),
+        steps.empty() ? nullptr : steps.as<int64_t>() + steps.numElements());
+  }
+  return step;
+}

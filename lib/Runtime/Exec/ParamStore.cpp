@@ -1,0 +1,122 @@
+//===- ParamStore.cpp - Dense parameters and their optimizer state --------===//
+
+#include "heterps/Runtime/ParamStore.h"
+
+#include "heterps/Runtime/Error.h"
+#include "heterps/Runtime/PlanTypes.h"
+
+#include <cmath>
+#include <random>
+
+using namespace heterps;
+using namespace heterps::runtime;
+
+void runtime::initializeTensor(Tensor &t, const std::string &kind,
+                               const std::vector<double> &args, uint64_t seed) {
+  float *p = t.as<float>();
+  int64_t n = t.numElements();
+  std::mt19937_64 rng(seed);
+  // PyTorch's fans: dimension 1 is fan-in and 0 fan-out, times the size of
+  // the remaining (receptive field) dimensions.
+  const Shape &s = t.shape();
+  double receptive =
+      s.size() > 2
+          ? static_cast<double>(numElements(Shape(s.begin() + 2, s.end())))
+          : 1.0;
+  double fanIn = s.size() >= 2 ? s[1] * receptive : (s.empty() ? 1 : s[0]);
+  double fanOut = s.size() >= 2 ? s[0] * receptive : (s.empty() ? 1 : s[0]);
+  auto uniform = [&](double lo, double hi) {
+    std::uniform_real_distribution<double> d(lo, hi);
+    for (int64_t i = 0; i < n; ++i)
+      p[i] = static_cast<float>(d(rng));
+  };
+  auto normal = [&](double mean, double std, bool truncated) {
+    std::normal_distribution<double> d(mean, std);
+    for (int64_t i = 0; i < n; ++i) {
+      double v = d(rng);
+      while (truncated && std::abs(v - mean) > 2 * std)
+        v = d(rng);
+      p[i] = static_cast<float>(v);
+    }
+  };
+  auto arg = [&](size_t i, double dflt) {
+    return i < args.size() ? args[i] : dflt;
+  };
+  if (kind == "zeros") {
+    std::fill(p, p + n, 0.0f);
+  } else if (kind == "ones") {
+    std::fill(p, p + n, 1.0f);
+  } else if (kind == "constant") {
+    std::fill(p, p + n, static_cast<float>(arg(0, 0)));
+  } else if (kind == "uniform") {
+    uniform(arg(0, 0), arg(1, 1));
+  } else if (kind == "normal") {
+    normal(arg(0, 0), arg(1, 1), false);
+  } else if (kind == "truncated_normal") {
+    normal(arg(0, 0), arg(1, 1), true);
+  } else if (kind == "xavier_uniform") {
+    double a = std::sqrt(6.0 / (fanIn + fanOut));
+    uniform(-a, a);
+  } else if (kind == "xavier_normal") {
+    normal(0, std::sqrt(2.0 / (fanIn + fanOut)), false);
+  } else if (kind == "kaiming_uniform") {
+    double a = std::sqrt(6.0 / fanIn);
+    uniform(-a, a);
+  } else if (kind == "kaiming_normal") {
+    normal(0, std::sqrt(2.0 / fanIn), false);
+  } else {
+    fail() << "unknown initializer '" << kind << "'";
+  }
+}
+
+static uint64_t nameSeed(uint64_t seed, const std::string &name) {
+  uint64_t h = 1469598103934665603ull ^ seed;
+  for (char c : name)
+    h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  return h;
+}
+
+ParamStore::ParamStore(const plan::Plan &plan, uint64_t seed) {
+  for (const plan::DenseParam &p : plan.params()) {
+    DenseParameter param;
+    param.name = p.name();
+    param.frozen = p.frozen();
+    TensorType type = fromPlanType(p.type());
+    if (type.dtype != DType::F32)
+      fail() << "parameter '" << p.name() << "' has element type "
+             << dtypeName(type.dtype) << "; the runtime trains f32 parameters";
+    if (p.has_value()) {
+      param.value = tensorFromData(p.value(), "parameter '" + p.name() + "'");
+    } else {
+      param.value = Tensor(DType::F32, type.dims);
+      std::vector<double> args(p.init().args().begin(), p.init().args().end());
+      initializeTensor(param.value, p.init().kind(), args,
+                       nameSeed(seed, p.name()));
+    }
+    params.emplace(p.name(), std::move(param));
+  }
+}
+
+DenseParameter &ParamStore::get(const std::string &name) {
+  auto it = params.find(name);
+  if (it == params.end())
+    fail() << "no dense parameter '" << name << "' in the plan";
+  return it->second;
+}
+
+void ParamStore::update(const std::string &name, const Tensor &grad,
+                        const OptimizerConfig &config) {
+  DenseParameter &p = get(name);
+  if (grad.shape() != p.value.shape())
+    fail() << "gradient of '" << name << "' has shape "
+           << shapeString(grad.shape()) << ", the parameter "
+           << shapeString(p.value.shape());
+  int slots = config.stateSlots();
+  Shape stateShape{slots, p.value.numElements()};
+  if (slots && (p.state.empty() || p.state.shape() != stateShape))
+    p.state = Tensor(DType::F32, stateShape);
+  ++p.steps;
+  applyUpdate(config, p.value.as<float>(), grad.as<float>(),
+              slots ? p.state.as<float>() : nullptr, p.value.numElements(),
+              p.steps);
+}

@@ -1,0 +1,280 @@
+//===- Program.cpp - Executing a plan -------------------------------------===//
+
+#include "heterps/Runtime/Program.h"
+
+#include "heterps/Runtime/Devices.h"
+#include "heterps/Runtime/Error.h"
+#include "heterps/Runtime/PlanTypes.h"
+
+#include <omp.h>
+#include <set>
+#include <sstream>
+
+using namespace heterps;
+using namespace heterps::runtime;
+
+struct Program::Node {
+  const plan::Op *op = nullptr;
+  std::unique_ptr<Kernel> kernel;
+  std::vector<int> inputs, outputs;
+  bool sideEffect = false;
+};
+
+/// The tensors of one input signature: one per value, owning a buffer
+/// unless a view kernel points it elsewhere.
+struct Program::MemoryPlan {
+  std::vector<Node *> active;
+  std::vector<Tensor> values;
+  std::vector<Shape> inputShapes;
+};
+
+static bool hasSideEffect(const std::string &name) {
+  return name == "heterps.update_param" || name == "heterps.ps_push" ||
+         name == "heterps.send";
+}
+
+Program::Program(const plan::Plan &plan, ParamStore &params,
+                 EmbeddingStore &tables, const ProgramOptions &options)
+    : planRef(plan) {
+  context.params = &params;
+  context.tables = &tables;
+  context.seed = options.seed;
+  context.threads = options.threads;
+  omp_set_num_threads(std::max(1, options.threads));
+
+  aliasOf.resize(plan.values_size());
+  for (int i = 0; i < plan.values_size(); ++i)
+    aliasOf[i] = i;
+  // In one process a channel is the sent value itself.
+  std::map<int64_t, int> sent;
+  for (const plan::Stage &stage : plan.stages())
+    for (const plan::Op &op : stage.ops())
+      if (op.name() == "heterps.send")
+        sent[op.attrs().at("channel").i()] = op.inputs(0);
+
+  KernelRegistry &registry = KernelRegistry::global();
+  std::string gpuStatus;
+  bool gpuChecked = false;
+  for (const plan::Stage &stage : plan.stages()) {
+    DeviceKind kind = stage.kind() == "gpu" ? DeviceKind::GPU : DeviceKind::CPU;
+    if (kind == DeviceKind::GPU) {
+      if (!gpuChecked) {
+        DeviceInventory inventory = queryDevices();
+        gpuStatus = inventory.gpus.empty() ? inventory.gpuStatus : "";
+        gpuChecked = true;
+      }
+      bool anyGpuKernel = !registry.opNames(DeviceKind::GPU).empty();
+      if (!gpuStatus.empty() || !anyGpuKernel) {
+        if (!options.fallbackToCPU)
+          fail() << "stage " << stage.index() << " is placed on GPU resource '"
+                 << stage.resource() << "', but "
+                 << (gpuStatus.empty()
+                         ? std::string("this build has no CUDA kernels")
+                         : "no GPU is usable here (" + gpuStatus + ")")
+                 << "; run with --fallback=cpu to execute it on the CPU";
+        kind = DeviceKind::CPU;
+      }
+    }
+    for (const plan::Op &op : stage.ops()) {
+      if (op.name() == "heterps.send")
+        continue;
+      if (op.name() == "heterps.recv") {
+        int64_t channel = op.attrs().at("channel").i();
+        aliasOf[op.outputs(0)] = sent.at(channel);
+        continue;
+      }
+      auto node = std::make_unique<Node>();
+      node->op = &op;
+      std::vector<TensorType> inTypes, outTypes;
+      for (int id : op.inputs())
+        inTypes.push_back(fromPlanType(plan.values(id).type()));
+      for (int id : op.outputs())
+        outTypes.push_back(fromPlanType(plan.values(id).type()));
+      OpInfo info(op, inTypes, outTypes);
+      DeviceKind use = registry.has(op.name(), kind) ? kind : DeviceKind::CPU;
+      node->kernel = registry.create(info, use);
+      node->sideEffect = hasSideEffect(op.name());
+      nodes.push_back(std::move(node));
+    }
+  }
+  for (auto &node : nodes) {
+    for (int id : node->op->inputs())
+      node->inputs.push_back(resolve(id));
+    for (int id : node->op->outputs())
+      node->outputs.push_back(resolve(id));
+  }
+}
+
+Program::~Program() = default;
+
+int Program::resolve(int id) const {
+  while (aliasOf[id] != id)
+    id = aliasOf[id];
+  return id;
+}
+
+int Program::inputIndex(const std::string &name) const {
+  for (int i = 0; i < planRef.inputs_size(); ++i)
+    if (planRef.values(planRef.inputs(i)).name() == name)
+      return i;
+  return -1;
+}
+
+int Program::outputIndex(const std::string &name) const {
+  for (int i = 0; i < planRef.outputs_size(); ++i)
+    if (planRef.values(planRef.outputs(i)).name() == name)
+      return i;
+  return -1;
+}
+
+TensorType Program::inputType(int i) const {
+  return fromPlanType(planRef.values(planRef.inputs(i)).type());
+}
+TensorType Program::outputType(int i) const {
+  return fromPlanType(planRef.values(planRef.outputs(i)).type());
+}
+std::string Program::inputName(int i) const {
+  return planRef.values(planRef.inputs(i)).name();
+}
+std::string Program::outputName(int i) const {
+  return planRef.values(planRef.outputs(i)).name();
+}
+bool Program::isLabelInput(int i) const {
+  for (int id : planRef.training().label_inputs())
+    if (id == planRef.inputs(i))
+      return true;
+  return false;
+}
+
+Program::MemoryPlan &Program::planFor(const std::vector<const Tensor *> &inputs,
+                                      bool training,
+                                      const std::vector<int> &outputs) {
+  std::ostringstream key;
+  key << (training ? 'T' : 'I');
+  for (int o : outputs)
+    key << ',' << o;
+  for (const Tensor *t : inputs)
+    key << ';' << (t ? shapeString(t->shape()) : "-");
+  std::unique_ptr<MemoryPlan> &slot = plans[key.str()];
+  if (slot) {
+    if (current != slot.get()) {
+      // Kernels keep the state of the signature they last prepared.
+      std::vector<Shape> shapes;
+      for (Node *node : slot->active) {
+        shapes.clear();
+        for (int id : node->inputs)
+          shapes.push_back(slot->values[id].shape());
+        node->kernel->prepare(shapes);
+      }
+      current = slot.get();
+    }
+    return *slot;
+  }
+  auto mp = std::make_unique<MemoryPlan>();
+  // The ops to run: all for training, else those the outputs depend on.
+  std::vector<bool> needed(planRef.values_size(), training);
+  if (!training)
+    for (int o : outputs)
+      needed[resolve(planRef.outputs(o))] = true;
+  std::vector<Node *> order;
+  for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
+    Node *node = it->get();
+    bool use = training;
+    if (!training && !node->sideEffect)
+      for (int id : node->outputs)
+        use |= needed[id];
+    if (!use)
+      continue;
+    order.push_back(node);
+    for (int id : node->inputs)
+      needed[id] = true;
+  }
+  mp->active.assign(order.rbegin(), order.rend());
+  mp->values.resize(planRef.values_size());
+  std::vector<bool> defined(planRef.values_size(), false);
+  for (int i = 0; i < planRef.inputs_size(); ++i) {
+    int id = resolve(planRef.inputs(i));
+    if (!needed[id])
+      continue;
+    if (!inputs[i])
+      fail() << "input '" << inputName(i) << "' is needed but not given";
+    TensorType type = inputType(i);
+    const Tensor &t = *inputs[i];
+    if (t.dtype() != type.dtype ||
+        t.rank() != static_cast<int64_t>(type.dims.size()))
+      fail() << "input '" << inputName(i) << "' is " << t.typeString()
+             << ", the plan expects "
+             << Tensor::view(type.dtype, type.dims, nullptr).typeString();
+    for (size_t d = 0; d < type.dims.size(); ++d)
+      if (type.dims[d] >= 0 && type.dims[d] != t.dim(d))
+        fail() << "input '" << inputName(i) << "' has dimension " << d
+               << " of size " << t.dim(d) << ", the plan expects "
+               << type.dims[d];
+    mp->values[id] = Tensor::view(t.dtype(), t.shape(), nullptr);
+    defined[id] = true;
+  }
+  std::vector<Shape> shapes;
+  for (Node *node : mp->active) {
+    shapes.clear();
+    for (int id : node->inputs) {
+      if (!defined[id])
+        fail() << node->kernel->op().describe() << ": operand value " << id
+               << " is not computed before it";
+      shapes.push_back(mp->values[id].shape());
+    }
+    std::vector<Shape> outShapes = node->kernel->prepare(shapes);
+    if (outShapes.size() != node->outputs.size())
+      fail() << node->kernel->op().describe() << ": the kernel gives "
+             << outShapes.size() << " results, the plan "
+             << node->outputs.size();
+    for (size_t r = 0; r < node->outputs.size(); ++r) {
+      int id = node->outputs[r];
+      DType dtype = fromPlanType(planRef.values(id).type().dtype());
+      if (node->kernel->outputsAreViews())
+        mp->values[id] = Tensor::view(dtype, outShapes[r], nullptr);
+      else
+        mp->values[id] = Tensor(dtype, outShapes[r]);
+      defined[id] = true;
+    }
+  }
+  current = mp.get();
+  slot = std::move(mp);
+  return *slot;
+}
+
+std::vector<const Tensor *>
+Program::run(const std::vector<const Tensor *> &inputs, bool training,
+             const std::vector<int> &outputs) {
+  if (inputs.size() != static_cast<size_t>(planRef.inputs_size()))
+    fail() << "the plan has " << planRef.inputs_size() << " inputs, "
+           << inputs.size() << " were given";
+  if (training && !isTraining())
+    fail() << "the plan is not a training step; compile it with "
+              "--heterps-autodiff";
+  MemoryPlan &mp = planFor(inputs, training, outputs);
+  for (int i = 0; i < planRef.inputs_size(); ++i) {
+    int id = resolve(planRef.inputs(i));
+    if (inputs[i] &&
+        !mp.values[id].shape().empty() == !inputs[i]->shape().empty())
+      mp.values[id].reset(inputs[i]->dtype(), inputs[i]->shape(),
+                          inputs[i]->data());
+  }
+  context.training = training;
+  if (training)
+    ++context.step;
+  std::vector<const Tensor *> in;
+  std::vector<Tensor *> out;
+  for (Node *node : mp.active) {
+    in.clear();
+    out.clear();
+    for (int id : node->inputs)
+      in.push_back(&mp.values[id]);
+    for (int id : node->outputs)
+      out.push_back(&mp.values[id]);
+    node->kernel->run(in, out, context);
+  }
+  std::vector<const Tensor *> results;
+  for (int o : outputs)
+    results.push_back(&mp.values[resolve(planRef.outputs(o))]);
+  return results;
+}

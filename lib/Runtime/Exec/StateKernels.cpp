@@ -1,0 +1,239 @@
+//===- StateKernels.cpp - Kernels that touch parameters and tables --------===//
+//
+// Parameter loads are views of the parameter's storage (no copy per step);
+// updates and pushes go through the ParamStore and the EmbeddingStore, so
+// these kernels are the same whether the tables are local or remote.
+//
+//===----------------------------------------------------------------------===//
+
+#include "heterps/Runtime/EmbeddingStore.h"
+#include "heterps/Runtime/Error.h"
+#include "heterps/Runtime/Kernel.h"
+#include "heterps/Runtime/ParamStore.h"
+
+#include <cstring>
+
+using namespace heterps::runtime;
+
+namespace {
+
+class LoadParamKernel : public Kernel {
+public:
+  explicit LoadParamKernel(const OpInfo &op)
+      : Kernel(op), name(op.getString("name")) {}
+  std::vector<Shape> prepare(const std::vector<Shape> &) override {
+    return {info.outputTypes()[0].dims};
+  }
+  void run(const std::vector<const Tensor *> &,
+           const std::vector<Tensor *> &res, ExecContext &ctx) override {
+    DenseParameter &p = ctx.params->get(name);
+    res[0]->reset(p.value.dtype(), p.value.shape(), p.value.data());
+  }
+  bool outputsAreViews() const override { return true; }
+
+private:
+  std::string name;
+};
+
+class UpdateParamKernel : public Kernel {
+public:
+  explicit UpdateParamKernel(const OpInfo &op)
+      : Kernel(op), name(op.getString("name")) {
+    config.kind =
+        OptimizerConfig::parseKind(op.getString("kind"), op.describe());
+    config.learningRate = op.getFloat("learning_rate", 0.01);
+    config.momentum = op.getFloat("momentum", 0.0);
+    config.beta1 = op.getFloat("beta1", 0.9);
+    config.beta2 = op.getFloat("beta2", 0.999);
+    config.epsilon = op.getFloat("epsilon", 1e-8);
+    config.weightDecay = op.getFloat("weight_decay", 0.0);
+  }
+  std::vector<Shape> prepare(const std::vector<Shape> &) override { return {}; }
+  void run(const std::vector<const Tensor *> &in, const std::vector<Tensor *> &,
+           ExecContext &ctx) override {
+    ctx.params->update(name, *in[0], config);
+  }
+
+private:
+  std::string name;
+  OptimizerConfig config;
+};
+
+std::vector<int64_t> keysOf(const Tensor &ids) {
+  std::vector<int64_t> keys(ids.numElements());
+  if (ids.dtype() == DType::I64 || ids.dtype() == DType::U64) {
+    std::memcpy(keys.data(), ids.data(), keys.size() * sizeof(int64_t));
+  } else if (ids.dtype() == DType::I32) {
+    for (size_t i = 0; i < keys.size(); ++i)
+      keys[i] = ids.as<int32_t>()[i];
+  } else {
+    fail() << "embedding ids of element type " << dtypeName(ids.dtype())
+           << "; expected i64 or i32";
+  }
+  return keys;
+}
+
+enum class Combiner { None, Sum, Mean };
+Combiner combinerOf(const OpInfo &op) {
+  std::string c = op.getString("combiner", "none");
+  if (c == "sum")
+    return Combiner::Sum;
+  if (c == "mean")
+    return Combiner::Mean;
+  if (c == "none")
+    return Combiner::None;
+  fail() << op.describe() << ": unknown combiner '" << c << "'";
+}
+
+/// Resolves the table name to the store's id on first use.
+class TableKernel : public Kernel {
+public:
+  TableKernel(const OpInfo &op)
+      : Kernel(op), tableName(op.getString("table")) {}
+
+protected:
+  int tableOf(ExecContext &ctx) {
+    if (tableId < 0) {
+      tableId = ctx.tables->tableId(tableName);
+      dim = ctx.tables->table(tableId).dim;
+    }
+    return tableId;
+  }
+  std::string tableName;
+  int tableId = -1;
+  int64_t dim = 0;
+};
+
+class EmbeddingLookupKernel : public TableKernel {
+public:
+  explicit EmbeddingLookupKernel(const OpInfo &op)
+      : TableKernel(op), combiner(combinerOf(op)) {}
+  std::vector<Shape> prepare(const std::vector<Shape> &in) override {
+    int64_t d = info.outputTypes()[0].dims.back();
+    Shape out = in[0];
+    if (combiner == Combiner::None) {
+      out.push_back(d);
+    } else {
+      if (out.empty())
+        fail() << info.describe() << ": a bag combiner needs ids of rank >= 1";
+      bag = out.back();
+      out.back() = d;
+    }
+    return {out};
+  }
+  void run(const std::vector<const Tensor *> &in,
+           const std::vector<Tensor *> &res, ExecContext &ctx) override {
+    int id = tableOf(ctx);
+    std::vector<int64_t> keys = keysOf(*in[0]);
+    int64_t n = static_cast<int64_t>(keys.size());
+    if (combiner == Combiner::None) {
+      ctx.tables->pull(id, keys.data(), n, res[0]->as<float>());
+      return;
+    }
+    scratch.resize(DType::F32, {n, dim});
+    ctx.tables->pull(id, keys.data(), n, scratch.as<float>());
+    const float *rows = scratch.as<float>();
+    float *out = res[0]->as<float>();
+    int64_t bags = bag ? n / bag : 0;
+    float scale = combiner == Combiner::Mean && bag ? 1.0f / bag : 1.0f;
+    for (int64_t b = 0; b < bags; ++b) {
+      float *o = out + b * dim;
+      std::fill(o, o + dim, 0.0f);
+      for (int64_t j = 0; j < bag; ++j) {
+        const float *r = rows + (b * bag + j) * dim;
+        for (int64_t k = 0; k < dim; ++k)
+          o[k] += r[k];
+      }
+      for (int64_t k = 0; k < dim; ++k)
+        o[k] *= scale;
+    }
+  }
+
+private:
+  Combiner combiner;
+  int64_t bag = 1;
+  Tensor scratch;
+};
+
+/// heterps.embedding_grad: (ids, result_grad) -> (keys, rows).
+class EmbeddingGradKernel : public Kernel {
+public:
+  explicit EmbeddingGradKernel(const OpInfo &op)
+      : Kernel(op), combiner(combinerOf(op)) {}
+  std::vector<Shape> prepare(const std::vector<Shape> &in) override {
+    n = numElements(in[0]);
+    dim = in[1].back();
+    bag = combiner == Combiner::None || in[0].empty() ? 1 : in[0].back();
+    return {{n}, {n, dim}};
+  }
+  void run(const std::vector<const Tensor *> &in,
+           const std::vector<Tensor *> &res, ExecContext &) override {
+    std::vector<int64_t> keys = keysOf(*in[0]);
+    std::memcpy(res[0]->data(), keys.data(), n * sizeof(int64_t));
+    const float *dy = in[1]->as<float>();
+    float *rows = res[1]->as<float>();
+    float scale = combiner == Combiner::Mean ? 1.0f / bag : 1.0f;
+    for (int64_t i = 0; i < n; ++i) {
+      const float *src = dy + (i / bag) * dim;
+      for (int64_t k = 0; k < dim; ++k)
+        rows[i * dim + k] = src[k] * scale;
+    }
+  }
+
+private:
+  Combiner combiner;
+  int64_t n = 0, dim = 0, bag = 1;
+};
+
+class PSPullKernel : public TableKernel {
+public:
+  using TableKernel::TableKernel;
+  std::vector<Shape> prepare(const std::vector<Shape> &in) override {
+    return {{numElements(in[0]), info.outputTypes()[0].dims.back()}};
+  }
+  void run(const std::vector<const Tensor *> &in,
+           const std::vector<Tensor *> &res, ExecContext &ctx) override {
+    std::vector<int64_t> keys = keysOf(*in[0]);
+    ctx.tables->pull(tableOf(ctx), keys.data(),
+                     static_cast<int64_t>(keys.size()), res[0]->as<float>());
+  }
+};
+
+class PSPushKernel : public TableKernel {
+public:
+  using TableKernel::TableKernel;
+  std::vector<Shape> prepare(const std::vector<Shape> &in) override {
+    if (in[1].size() != 2 || in[1][0] != numElements(in[0]))
+      fail() << info.describe() << ": " << numElements(in[0])
+             << " keys but gradients of shape " << shapeString(in[1]);
+    return {};
+  }
+  void run(const std::vector<const Tensor *> &in, const std::vector<Tensor *> &,
+           ExecContext &ctx) override {
+    int id = tableOf(ctx);
+    if (in[1]->dim(1) != dim)
+      fail() << info.describe() << ": table " << id << " '" << tableName
+             << "' has dim " << dim << ", the gradients " << in[1]->dim(1);
+    std::vector<int64_t> keys = keysOf(*in[0]);
+    ctx.tables->push(id, keys.data(), static_cast<int64_t>(keys.size()),
+                     in[1]->as<float>());
+  }
+};
+
+template <typename K> void add(KernelRegistry &r, const std::string &name) {
+  r.add(name, DeviceKind::CPU,
+        [](const OpInfo &op) { return std::make_unique<K>(op); });
+}
+
+} // namespace
+
+namespace heterps::runtime {
+void registerStateKernels(KernelRegistry &r) {
+  add<LoadParamKernel>(r, "heterps.load_param");
+  add<UpdateParamKernel>(r, "heterps.update_param");
+  add<EmbeddingLookupKernel>(r, "heterps.embedding_lookup");
+  add<EmbeddingGradKernel>(r, "heterps.embedding_grad");
+  add<PSPullKernel>(r, "heterps.ps_pull");
+  add<PSPushKernel>(r, "heterps.ps_push");
+}
+} // namespace heterps::runtime

@@ -1,0 +1,39 @@
+//===- Metrics.h - Loss, AUC and accuracy over a window ---------*- C++ -*-===//
+
+#ifndef HETERPS_TOOLS_HETERPS_RUN_METRICS_H
+#define HETERPS_TOOLS_HETERPS_RUN_METRICS_H
+
+#include "heterps/Runtime/Tensor.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace heterps::run {
+
+/// Accumulates predictions against labels: binary labels give the AUC of
+/// the scores, class labels the accuracy of the arg-max.
+class Metrics {
+public:
+  void addLoss(double loss, int64_t samples);
+  void add(const runtime::Tensor &prediction, const runtime::Tensor &label);
+  void reset();
+
+  double meanLoss() const { return samples ? lossSum / samples : 0.0; }
+  bool hasAUC() const { return !scores.empty(); }
+  double auc() const;
+  bool hasAccuracy() const { return counted > 0; }
+  double accuracy() const { return counted ? double(correct) / counted : 0; }
+
+private:
+  double lossSum = 0;
+  int64_t samples = 0;
+  std::vector<std::pair<float, float>> scores;
+  int64_t correct = 0, counted = 0;
+};
+
+/// Area under the ROC curve of (score, label) pairs, ties counted half.
+double computeAUC(std::vector<std::pair<float, float>> scores);
+
+} // namespace heterps::run
+
+#endif // HETERPS_TOOLS_HETERPS_RUN_METRICS_H

@@ -1,0 +1,159 @@
+//===- Options.cpp - heterps-run's command line ---------------------------===//
+
+#include "Options.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <map>
+
+using namespace heterps::run;
+
+static const char *kUsage = R"(usage: heterps-run PLAN [options]
+
+Executes a plan written by heterps-opt --heterps-emit-plan. A training plan
+(compiled with --heterps-autodiff) trains; --infer runs the forward pass.
+
+Data:
+  --data=FILE              training data; without it, synthetic CTR data
+  --format=F               criteo | libsvm | csv | idx | synthetic (default:
+                           from the file name: .tsv criteo, .svm/.libsvm
+                           libsvm, .csv csv, *-idx3-ubyte[.gz] idx)
+  --eval-data=FILE         evaluated after every epoch (same format)
+  --shuffle=N              shuffle buffer of N examples (default 0: file order)
+  --synthetic-examples=N   examples per synthetic epoch (default 65536)
+  --synthetic-vocab=N      id range of synthetic sparse features (default 1000)
+  --csv-label-column=N     the label column of CSV data (default 0)
+  --csv-header             CSV data starts with a header line
+  --input NAME=FILE.pb     an ONNX TensorProto for input NAME (repeatable);
+                           in training, every step uses these tensors
+Training:
+  --epochs=N               passes over the data (default 1)
+  --steps=N                stop after N steps (default: the epochs)
+  --batch=N                examples per step (default: the plan's)
+  --threads=N              CPU threads for the kernels (default 1)
+  --seed=N                 initialisation, shuffle and dropout seed (default 1)
+  --log-every=N            progress line every N steps (default 100; 0: none)
+  --save=DIR               write a checkpoint at the end
+  --load=DIR               start from a checkpoint
+  --fallback=cpu           run stages placed on GPUs with the CPU kernels
+Inference:
+  --infer                  forward pass only; with --data, report metrics
+  --output-dir=DIR         write each output as DIR/<output name>.pb
+Other:
+  --print-plan             print the plan's stages and ops, then exit
+  --help                   this text
+)";
+
+[[noreturn]] static void usageError(const std::string &message) {
+  std::fprintf(stderr, "heterps-run: %s\n(see heterps-run --help)\n",
+               message.c_str());
+  std::exit(2);
+}
+
+static int64_t toInt(const std::string &key, const std::string &v) {
+  char *end = nullptr;
+  long long x = std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || *end)
+    usageError("--" + key + " takes an integer, got '" + v + "'");
+  return x;
+}
+
+Options heterps::run::parseOptions(int argc, char **argv) {
+  Options o;
+  std::map<std::string, std::function<void(const std::string &)>> valued{
+      {"data", [&](const std::string &v) { o.data = v; }},
+      {"eval-data", [&](const std::string &v) { o.evalData = v; }},
+      {"format", [&](const std::string &v) { o.format = v; }},
+      {"shuffle",
+       [&](const std::string &v) { o.shuffle = toInt("shuffle", v); }},
+      {"synthetic-examples",
+       [&](const std::string &v) {
+         o.syntheticExamples = toInt("synthetic-examples", v);
+       }},
+      {"synthetic-vocab",
+       [&](const std::string &v) {
+         o.syntheticVocab = toInt("synthetic-vocab", v);
+       }},
+      {"csv-label-column",
+       [&](const std::string &v) {
+         o.csvLabelColumn = toInt("csv-label-column", v);
+       }},
+      {"epochs", [&](const std::string &v) { o.epochs = toInt("epochs", v); }},
+      {"steps", [&](const std::string &v) { o.steps = toInt("steps", v); }},
+      {"batch", [&](const std::string &v) { o.batch = toInt("batch", v); }},
+      {"threads",
+       [&](const std::string &v) {
+         o.threads = static_cast<int>(toInt("threads", v));
+       }},
+      {"seed",
+       [&](const std::string &v) {
+         o.seed = static_cast<uint64_t>(toInt("seed", v));
+       }},
+      {"log-every",
+       [&](const std::string &v) { o.logEvery = toInt("log-every", v); }},
+      {"save", [&](const std::string &v) { o.save = v; }},
+      {"load", [&](const std::string &v) { o.load = v; }},
+      {"fallback",
+       [&](const std::string &v) {
+         if (v != "cpu")
+           usageError("--fallback takes 'cpu', got '" + v + "'");
+         o.fallbackCPU = true;
+       }},
+      {"output-dir", [&](const std::string &v) { o.outputDir = v; }},
+      {"input",
+       [&](const std::string &v) {
+         size_t eq = v.find('=');
+         if (eq == std::string::npos || eq == 0)
+           usageError("--input takes NAME=FILE.pb, got '" + v + "'");
+         o.inputs.emplace_back(v.substr(0, eq), v.substr(eq + 1));
+       }},
+  };
+  std::map<std::string, std::function<void()>> flags{
+      {"csv-header", [&] { o.csvHeader = true; }},
+      {"infer", [&] { o.infer = true; }},
+      {"print-plan", [&] { o.printPlan = true; }},
+  };
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    }
+    if (arg.rfind("--", 0) != 0) {
+      if (!o.plan.empty())
+        usageError("more than one plan file: '" + o.plan + "' and '" + arg +
+                   "'");
+      o.plan = arg;
+      continue;
+    }
+    std::string key = arg.substr(2), value;
+    size_t eq = key.find('=');
+    bool hasValue = eq != std::string::npos;
+    if (hasValue) {
+      value = key.substr(eq + 1);
+      key = key.substr(0, eq);
+    }
+    if (auto f = flags.find(key); f != flags.end()) {
+      if (hasValue)
+        usageError("--" + key + " takes no value");
+      f->second();
+      continue;
+    }
+    auto v = valued.find(key);
+    if (v == valued.end())
+      usageError("unknown option '" + arg + "'");
+    if (!hasValue) {
+      if (i + 1 >= argc)
+        usageError("--" + key + " needs a value");
+      value = argv[++i];
+    }
+    v->second(value);
+  }
+  if (o.plan.empty())
+    usageError("no plan file given");
+  if (o.epochs < 1 || o.batch < 0 || o.steps < 0 || o.threads < 1)
+    usageError("--epochs and --threads must be positive, --batch and --steps "
+               "non-negative");
+  return o;
+}

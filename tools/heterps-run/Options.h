@@ -1,0 +1,41 @@
+//===- Options.h - heterps-run's command line -------------------*- C++ -*-===//
+
+#ifndef HETERPS_TOOLS_HETERPS_RUN_OPTIONS_H
+#define HETERPS_TOOLS_HETERPS_RUN_OPTIONS_H
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace heterps::run {
+
+struct Options {
+  std::string plan;
+  // Data.
+  std::string data, evalData, format;
+  int64_t shuffle = 0;
+  int64_t syntheticExamples = 1 << 16, syntheticVocab = 1000;
+  int64_t csvLabelColumn = 0;
+  bool csvHeader = false;
+  // Training.
+  int64_t epochs = 1, steps = 0, batch = 0;
+  int threads = 1;
+  uint64_t seed = 1;
+  int64_t logEvery = 100;
+  std::string save, load;
+  bool fallbackCPU = false;
+  // Inference.
+  bool infer = false;
+  std::string outputDir;
+  std::vector<std::pair<std::string, std::string>> inputs;
+  bool printPlan = false;
+};
+
+/// Parses argv; prints usage and exits on --help, prints the problem and
+/// exits 2 on a bad option.
+Options parseOptions(int argc, char **argv);
+
+} // namespace heterps::run
+
+#endif // HETERPS_TOOLS_HETERPS_RUN_OPTIONS_H

@@ -1,0 +1,425 @@
+//===- heterps-run.cpp - Execute a HeterPS plan ---------------------------===//
+//
+// Trains or runs inference with a plan file: the dense stages on this
+// machine's workers, the embedding tables in the in-process parameter store.
+// Bad input (a corrupt plan, a malformed data line, a tensor of the wrong
+// shape) is a message naming it and exit status 1.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Metrics.h"
+#include "Options.h"
+
+#include "heterps/Runtime/Checkpoint.h"
+#include "heterps/Runtime/Data.h"
+#include "heterps/Runtime/Error.h"
+#include "heterps/Runtime/PlanTypes.h"
+#include "heterps/Runtime/Program.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+
+using namespace heterps;
+using namespace heterps::runtime;
+using namespace heterps::run;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// Which plan input each column of a data batch feeds.
+class Binder {
+public:
+  explicit Binder(const Program &program) : program(program) {
+    for (int i = 0; i < program.plan().inputs_size(); ++i) {
+      TensorType t = program.inputType(i);
+      if (program.isLabelInput(i)) {
+        labelInput = i;
+        classLabels = !isFloat(t.dtype);
+      } else if (isFloat(t.dtype)) {
+        if (denseInput >= 0)
+          fail() << "the plan has two float inputs ('"
+                 << program.inputName(denseInput) << "', '"
+                 << program.inputName(i)
+                 << "'); data files feed one; give tensors with --input";
+        denseInput = i;
+        denseWidth = numElements(Shape(t.dims.begin() + 1, t.dims.end()));
+      } else {
+        int64_t w = t.dims.size() <= 1
+                        ? 1
+                        : numElements(Shape(t.dims.begin() + 1, t.dims.end()));
+        sparseInputs.push_back({i, w});
+        sparseWidth += w;
+      }
+    }
+    tensors.resize(program.plan().inputs_size());
+    views.resize(program.plan().inputs_size());
+  }
+
+  void configure(DataOptions &data) const {
+    data.denseFeatures = denseInput >= 0 ? denseWidth : 0;
+    data.sparseFeatures = sparseWidth;
+    data.classLabels = classLabels;
+    if (classLabels && labelInput >= 0 && program.plan().outputs_size() > 0) {
+      TensorType out = program.outputType(0);
+      if (out.dims.size() >= 2 && out.dims[1] > 0)
+        data.numClasses = out.dims[1];
+    }
+  }
+
+  bool hasLabel() const { return labelInput >= 0; }
+
+  /// The inputs of a step, as views of the batch where the types agree.
+  std::vector<const Tensor *> bind(Batch &batch) {
+    int64_t n = batch.size;
+    std::vector<const Tensor *> inputs(tensors.size(), nullptr);
+    if (denseInput >= 0) {
+      TensorType t = program.inputType(denseInput);
+      Shape s = t.dims;
+      s[0] = n;
+      if (batch.dense.numElements() != numElements(s))
+        fail() << "input '" << program.inputName(denseInput) << "' needs "
+               << denseWidth << " dense features per example, the data has "
+               << (n ? batch.dense.numElements() / n : 0);
+      views[denseInput].reset(DType::F32, s, batch.dense.data());
+      inputs[denseInput] = &views[denseInput];
+    }
+    int64_t column = 0;
+    for (auto [i, w] : sparseInputs) {
+      TensorType t = program.inputType(i);
+      Shape s = t.dims;
+      s[0] = n;
+      Tensor &dst = tensors[i];
+      dst.resize(t.dtype, s);
+      const int64_t *src = batch.sparse.as<int64_t>();
+      int64_t total = batch.sparse.empty() ? 0 : batch.sparse.dim(1);
+      for (int64_t r = 0; r < n; ++r)
+        for (int64_t c = 0; c < w; ++c) {
+          int64_t v = src[r * total + column + c];
+          if (t.dtype == DType::I64)
+            dst.as<int64_t>()[r * w + c] = v;
+          else
+            dst.as<int32_t>()[r * w + c] = static_cast<int32_t>(v);
+        }
+      column += w;
+      inputs[i] = &dst;
+    }
+    if (labelInput >= 0) {
+      TensorType t = program.inputType(labelInput);
+      Shape s = t.dims;
+      s[0] = n;
+      if (batch.label.dtype() == t.dtype &&
+          batch.label.numElements() == numElements(s)) {
+        views[labelInput].reset(t.dtype, s, batch.label.data());
+        inputs[labelInput] = &views[labelInput];
+      } else {
+        Tensor &dst = tensors[labelInput];
+        dst.resize(t.dtype, s);
+        if (dst.numElements() != batch.label.numElements())
+          fail() << "label input '" << program.inputName(labelInput) << "' is "
+                 << dst.typeString() << ", the data has "
+                 << batch.label.typeString();
+        for (int64_t r = 0; r < dst.numElements(); ++r) {
+          double v = batch.label.dtype() == DType::F32
+                         ? batch.label.as<float>()[r]
+                         : static_cast<double>(batch.label.as<int64_t>()[r]);
+          if (t.dtype == DType::F32)
+            dst.as<float>()[r] = static_cast<float>(v);
+          else
+            dst.as<int64_t>()[r] = static_cast<int64_t>(v);
+        }
+        inputs[labelInput] = &dst;
+      }
+    }
+    return inputs;
+  }
+
+  int labelIndex() const { return labelInput; }
+
+private:
+  const Program &program;
+  int denseInput = -1, labelInput = -1;
+  int64_t denseWidth = 0, sparseWidth = 0;
+  bool classLabels = false;
+  std::vector<std::pair<int, int64_t>> sparseInputs;
+  std::vector<Tensor> tensors, views;
+};
+
+std::string formatOf(const Options &o, const std::string &path) {
+  if (!o.format.empty())
+    return o.format;
+  if (path.empty())
+    return "synthetic";
+  auto ends = [&](const char *suffix) {
+    size_t n = std::strlen(suffix);
+    return path.size() >= n && path.compare(path.size() - n, n, suffix) == 0;
+  };
+  std::string p = ends(".gz") ? path.substr(0, path.size() - 3) : path;
+  auto pends = [&](const char *suffix) {
+    size_t n = std::strlen(suffix);
+    return p.size() >= n && p.compare(p.size() - n, n, suffix) == 0;
+  };
+  if (pends(".tsv") || pends(".txt"))
+    return "criteo";
+  if (pends(".svm") || pends(".libsvm"))
+    return "libsvm";
+  if (pends(".csv"))
+    return "csv";
+  if (pends("idx3-ubyte"))
+    return "idx";
+  fail() << "cannot tell the format of '" << path << "'; give --format";
+}
+
+DataOptions dataOptions(const Options &o, const Binder &binder,
+                        const std::string &path, bool shuffle) {
+  DataOptions d;
+  d.format = formatOf(o, path);
+  d.path = path;
+  binder.configure(d);
+  d.labelColumn = o.csvLabelColumn;
+  d.csvHeader = o.csvHeader;
+  d.syntheticExamples = o.syntheticExamples;
+  d.syntheticVocab = o.syntheticVocab;
+  d.shuffleBuffer = shuffle ? o.shuffle : 0;
+  d.seed = o.seed;
+  return d;
+}
+
+/// Outputs that are not the loss: what inference computes.
+std::vector<int> predictionOutputs(const Program &program) {
+  std::vector<int> outs;
+  for (int i = 0; i < program.plan().outputs_size(); ++i)
+    if (!program.isTraining() || i != program.plan().training().loss_output())
+      outs.push_back(i);
+  return outs;
+}
+
+void printPlan(const plan::Plan &p) {
+  std::printf("plan: function @%s, %d values, %d dense parameters, %d "
+              "embedding tables, %d stages, %d channels, micro-batches %lld\n",
+              p.function().c_str(), p.values_size(), p.params_size(),
+              p.tables_size(), p.stages_size(), p.channels_size(),
+              static_cast<long long>(p.micro_batches()));
+  for (const plan::Stage &s : p.stages())
+    std::printf("  stage %d on %s (%s) x%lld: %d ops\n", s.index(),
+                s.resource().c_str(), s.kind().c_str(),
+                static_cast<long long>(s.units()), s.ops_size());
+  for (const plan::SparseTable &t : p.tables())
+    std::printf(
+        "  table %d %s: %lld x %lld, optimizer %s\n", t.id(), t.name().c_str(),
+        static_cast<long long>(t.vocab()), static_cast<long long>(t.dim()),
+        t.optimizer().kind().empty() ? "none" : t.optimizer().kind().c_str());
+  if (p.has_training())
+    std::printf("  training: loss %s (output %d), optimizer %s\n",
+                p.training().loss().c_str(), p.training().loss_output(),
+                p.training().optimizer().kind().c_str());
+  if (p.has_prediction())
+    std::printf("  predicted: %.1f samples/s, $%.4f per hour, $%.4f in all\n",
+                p.prediction().throughput(), p.prediction().cost_per_hour(),
+                p.prediction().cost_usd());
+}
+
+std::vector<Tensor> readInputs(const Options &o, const Program &program,
+                               std::vector<const Tensor *> &bound) {
+  std::vector<Tensor> storage(o.inputs.size());
+  bound.assign(program.plan().inputs_size(), nullptr);
+  for (size_t k = 0; k < o.inputs.size(); ++k) {
+    const auto &[name, file] = o.inputs[k];
+    int i = program.inputIndex(name);
+    if (i < 0) {
+      std::string names;
+      for (int j = 0; j < program.plan().inputs_size(); ++j)
+        names += (j ? ", " : "") + program.inputName(j);
+      fail() << "--input " << name << ": the plan has no input named '" << name
+             << "' (its inputs: " << names << ")";
+    }
+    storage[k] = readTensorProto(file);
+    bound[i] = &storage[k];
+  }
+  return storage;
+}
+
+/// Forward passes over a data set: loss-free metrics (AUC or accuracy).
+Metrics evaluate(Program &program, Binder &binder, DataSource &source,
+                 int64_t batchSize) {
+  Metrics m;
+  std::vector<int> outs = predictionOutputs(program);
+  Batch batch;
+  source.rewind();
+  while (source.next(batch, batchSize)) {
+    std::vector<const Tensor *> inputs = binder.bind(batch);
+    std::vector<const Tensor *> res = program.run(inputs, false, {outs[0]});
+    if (binder.labelIndex() >= 0)
+      m.add(*res[0], *inputs[binder.labelIndex()]);
+  }
+  return m;
+}
+
+std::string metricsText(const Metrics &m) {
+  char buf[128];
+  if (m.hasAUC())
+    std::snprintf(buf, sizeof(buf), "auc %.4f", m.auc());
+  else if (m.hasAccuracy())
+    std::snprintf(buf, sizeof(buf), "accuracy %.4f", m.accuracy());
+  else
+    buf[0] = 0;
+  return buf;
+}
+
+int runInference(const Options &o, Program &program) {
+  std::vector<const Tensor *> bound;
+  std::vector<Tensor> storage = readInputs(o, program, bound);
+  std::vector<int> outs = predictionOutputs(program);
+  if (!o.inputs.empty()) {
+    std::vector<const Tensor *> res = program.run(bound, false, outs);
+    for (size_t k = 0; k < outs.size(); ++k) {
+      std::string name = program.outputName(outs[k]);
+      std::printf("output %s: %s\n", name.c_str(),
+                  res[k]->typeString().c_str());
+      if (!o.outputDir.empty()) {
+        std::filesystem::create_directories(o.outputDir);
+        writeTensorProto(o.outputDir + "/" + name + ".pb", name, *res[k]);
+      }
+    }
+    return 0;
+  }
+  Binder binder(program);
+  DataOptions d = dataOptions(o, binder, o.data, false);
+  std::unique_ptr<DataSource> source = openDataSource(d);
+  int64_t batch =
+      o.batch ? o.batch : std::max<int64_t>(program.plan().batch_size(), 1);
+  Metrics m = evaluate(program, binder, *source, batch);
+  std::printf("inference on %s: %s\n", source->describe().c_str(),
+              metricsText(m).c_str());
+  return 0;
+}
+
+int runTraining(const Options &o, Program &program, ParamStore &params,
+                LocalEmbeddingStore &tables) {
+  Binder binder(program);
+  int lossOutput = program.plan().training().loss_output();
+  std::vector<int> outs = predictionOutputs(program);
+  std::vector<int> wanted{lossOutput};
+  if (!outs.empty())
+    wanted.push_back(outs[0]);
+  int64_t batchSize =
+      o.batch ? o.batch : std::max<int64_t>(program.plan().batch_size(), 1);
+
+  std::vector<const Tensor *> fixed;
+  std::vector<Tensor> storage = readInputs(o, program, fixed);
+  std::unique_ptr<DataSource> source, evalSource;
+  if (o.inputs.empty()) {
+    source = openDataSource(dataOptions(o, binder, o.data, true));
+    if (!o.evalData.empty())
+      evalSource = openDataSource(dataOptions(o, binder, o.evalData, false));
+  } else if (!o.steps) {
+    fail() << "training on --input tensors needs --steps";
+  }
+  std::printf("training %s on %s, batch %lld, %d thread%s\n", o.plan.c_str(),
+              source ? source->describe().c_str() : "the --input tensors",
+              static_cast<long long>(batchSize), o.threads,
+              o.threads == 1 ? "" : "s");
+  std::fflush(stdout);
+
+  Metrics window;
+  int64_t steps = 0, samples = 0, windowSamples = 0;
+  double lastLoss = 0;
+  Clock::time_point start = Clock::now(), windowStart = start;
+  Batch batch;
+  bool done = false;
+  for (int64_t epoch = 0; epoch < o.epochs && !done; ++epoch) {
+    if (source && epoch > 0)
+      source->rewind();
+    while (!done) {
+      std::vector<const Tensor *> inputs;
+      int64_t n;
+      if (source) {
+        if (!source->next(batch, batchSize))
+          break;
+        inputs = binder.bind(batch);
+        n = batch.size;
+      } else {
+        inputs = fixed;
+        n = inputs[0] && inputs[0]->rank() ? inputs[0]->dim(0) : 1;
+      }
+      std::vector<const Tensor *> res = program.run(inputs, true, wanted);
+      lastLoss = res[0]->as<float>()[0];
+      window.addLoss(lastLoss, n);
+      if (res.size() > 1 && binder.labelIndex() >= 0 &&
+          inputs[binder.labelIndex()])
+        window.add(*res[1], *inputs[binder.labelIndex()]);
+      ++steps;
+      samples += n;
+      windowSamples += n;
+      if (o.logEvery && steps % o.logEvery == 0) {
+        double secs =
+            std::chrono::duration<double>(Clock::now() - windowStart).count();
+        std::printf("step %lld  epoch %lld  samples/s %.0f  loss %.5f  %s\n",
+                    static_cast<long long>(program.steps()),
+                    static_cast<long long>(epoch + 1),
+                    secs > 0 ? windowSamples / secs : 0.0, window.meanLoss(),
+                    metricsText(window).c_str());
+        std::fflush(stdout);
+        window.reset();
+        windowSamples = 0;
+        windowStart = Clock::now();
+      }
+      if (o.steps && steps >= o.steps)
+        done = true;
+    }
+    if (evalSource) {
+      Metrics m = evaluate(program, binder, *evalSource, batchSize);
+      std::printf("eval after epoch %lld: %s\n",
+                  static_cast<long long>(epoch + 1), metricsText(m).c_str());
+      std::fflush(stdout);
+    }
+  }
+  double secs = std::chrono::duration<double>(Clock::now() - start).count();
+  std::printf("trained %lld steps, %lld samples in %.2f s: %.0f samples/s, "
+              "last loss %.6f\n",
+              static_cast<long long>(steps), static_cast<long long>(samples),
+              secs, secs > 0 ? samples / secs : 0.0, lastLoss);
+  if (!o.save.empty()) {
+    saveCheckpoint(o.save, params, tables, program.steps());
+    std::printf("saved checkpoint %s at step %lld\n", o.save.c_str(),
+                static_cast<long long>(program.steps()));
+  }
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options o = parseOptions(argc, argv);
+  try {
+    plan::Plan p = loadPlan(o.plan);
+    if (o.printPlan) {
+      printPlan(p);
+      return 0;
+    }
+    ParamStore params(p, o.seed);
+    LocalEmbeddingStore tables(p, o.seed);
+    ProgramOptions po;
+    po.fallbackToCPU = o.fallbackCPU;
+    po.threads = o.threads;
+    po.seed = o.seed;
+    Program program(p, params, tables, po);
+    if (!o.load.empty()) {
+      program.setSteps(loadCheckpoint(o.load, params, tables));
+      std::printf("loaded checkpoint %s at step %lld\n", o.load.c_str(),
+                  static_cast<long long>(program.steps()));
+    }
+    if (o.infer || !program.isTraining())
+      return runInference(o, program);
+    return runTraining(o, program, params, tables);
+  } catch (const RuntimeError &e) {
+    std::fprintf(stderr, "heterps-run: error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "heterps-run: error: %s\n", e.what());
+    return 1;
+  }
+}
