@@ -1,0 +1,34 @@
+//===- PlanEmitter.h - HeterPS IR to the plan file --------------*- C++ -*-===//
+//
+// Translates a module (its parameters, tables and one function, staged or
+// not) into the plan that heterps-run executes. Used by heterps-emit-plan
+// and by tools that run IR in-process (the ONNX conformance runner).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HETERPS_TARGET_PLAN_PLANEMITTER_H
+#define HETERPS_TARGET_PLAN_PLANEMITTER_H
+
+#include "heterps/plan.pb.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+
+namespace mlir::heterps {
+
+struct PlanEmitterOptions {
+  /// Prefixes error messages.
+  std::string passName = "heterps-emit-plan";
+  /// The function to emit; empty: the only one.
+  std::string functionName;
+  /// The default batch size recorded in the plan.
+  int64_t batchSize = 256;
+};
+
+LogicalResult emitPlan(ModuleOp module, const PlanEmitterOptions &options,
+                       ::heterps::plan::Plan &plan);
+
+} // namespace mlir::heterps
+
+#endif // HETERPS_TARGET_PLAN_PLANEMITTER_H
