@@ -87,9 +87,16 @@ struct AutodiffPass
         Operation *def = v.getDefiningOp();
         if (def && cast<RankedTensorType>(v.getType()).getRank() == 0 &&
             isa<BCELossOp, MSELossOp, SoftmaxCELossOp, NLLLossOp,
-                WeightedNLLLossOp>(def))
+                WeightedNLLLossOp>(def)) {
+          // The loss's label, when it is an input, is what data binds the
+          // labels of a batch to.
+          if (auto arg = dyn_cast<BlockArgument>(def->getOperand(1)))
+            func.setArgAttr(arg.getArgNumber(),
+                            HeterPSDialect::getLabelAttrName(),
+                            UnitAttr::get(func.getContext()));
           return std::make_pair(
               v, def->getName().getStringRef().drop_front(8).str());
+        }
       }
       return func.emitError()
              << getArgument()
@@ -135,6 +142,10 @@ struct AutodiffPass
       return failure();
     Value label = func.getArgument(index);
     auto scalar = RankedTensorType::get({}, predType.getElementType());
+    // The loss runs where the prediction is computed.
+    Attribute device;
+    if (Operation *def = pred.getDefiningOp())
+      device = def->getAttr(HeterPSDialect::getDeviceAttrName());
     Value l;
     if (loss == "bce")
       l = BCELossOp::create(
@@ -147,6 +158,8 @@ struct AutodiffPass
       l = SoftmaxCELossOp::create(b, loc, TypeRange{scalar},
                                   ValueRange{pred, label},
                                   ArrayRef<NamedAttribute>{});
+    if (device)
+      l.getDefiningOp()->setAttr(HeterPSDialect::getDeviceAttrName(), device);
     return std::make_pair(l, loss.getValue());
   }
 
@@ -267,6 +280,8 @@ struct AutodiffPass
     };
     {
       auto scalar = cast<RankedTensorType>(lossValue.getType());
+      listener.device = lossValue.getDefiningOp()->getAttr(
+          HeterPSDialect::getDeviceAttrName());
       accumulate(
           lossValue,
           ConstantOp::create(

@@ -1,0 +1,58 @@
+// RUN: heterps-opt %s -split-input-file -verify-diagnostics --heterps-autodiff
+// RUN: not heterps-opt %s -split-input-file --heterps-autodiff=loss=hinge 2>&1 | FileCheck %s --check-prefix=LOSS
+// RUN: not heterps-opt %s -split-input-file --heterps-autodiff=optimizer=lion 2>&1 | FileCheck %s --check-prefix=OPT
+
+// LOSS: heterps-autodiff: unknown loss 'hinge'; expected bce, softmax-ce or mse
+// OPT: heterps-autodiff: unknown optimizer 'lion'; expected sgd, momentum, adam or adagrad
+
+// expected-error @+1 {{the function returns no loss (a 0-D result of a loss op); add one with loss=bce|softmax-ce|mse label=NAME}}
+func.func @no_loss(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  %y = heterps.relu %x : tensor<?x4xf32>
+  return %y : tensor<?x4xf32>
+}
+
+// -----
+
+heterps.param @table : tensor<10x4xf32> = #heterps.init<zeros>
+func.func @gather_float(%i: tensor<?xi64>, %t: tensor<?x4xf32>) -> tensor<f32> {
+  %w = heterps.load_param @table : tensor<10x4xf32>
+  // expected-error @+1 {{has no gradient for a floating-point operand}}
+  %g = heterps.gather %w, %i {axis = 0 : i64} : (tensor<10x4xf32>, tensor<?xi64>) -> tensor<?x4xf32>
+  %l = heterps.mse_loss %g, %t : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+heterps.param @w : tensor<2x4x4xf32> = #heterps.init<zeros>
+func.func @batched_matmul(%x: tensor<2x3x4xf32>, %t: tensor<2x3x4xf32>) -> tensor<f32> {
+  %w = heterps.load_param @w : tensor<2x4x4xf32>
+  // expected-error @+1 {{gradient is implemented for 2-D operands only}}
+  %y = heterps.matmul %x, %w : (tensor<2x3x4xf32>, tensor<2x4x4xf32>) -> tensor<2x3x4xf32>
+  %l = heterps.mse_loss %y, %t : (tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{@step is already a training step}}
+func.func @step(%x: tensor<?x1xf32>, %t: tensor<?x1xf32>) -> tensor<f32>
+    attributes {heterps.training = {loss = "mse", loss_output = 0 : i64}} {
+  %l = heterps.mse_loss %x, %t : (tensor<?x1xf32>, tensor<?x1xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+func.func @staged(%x: tensor<?x1xf32>) -> tensor<?x1xf32> {
+  // expected-error @+1 {{heterps-autodiff runs before heterps-outline-stages}}
+  %r = heterps.pipeline ins(%x : tensor<?x1xf32>) {
+  ^bb0(%a: tensor<?x1xf32>):
+    %y = heterps.stage 0 on <"cpu", cpu> units 1 ins(%a : tensor<?x1xf32>) {
+    ^bb0(%i: tensor<?x1xf32>):
+      heterps.yield %i : tensor<?x1xf32>
+    } -> tensor<?x1xf32>
+    heterps.yield %y : tensor<?x1xf32>
+  } -> tensor<?x1xf32>
+  return %r : tensor<?x1xf32>
+}

@@ -1,0 +1,81 @@
+// RUN: heterps-opt %s -split-input-file --heterps-autodiff='loss=bce optimizer=sgd learning-rate=0.1' | FileCheck %s
+
+// A logistic regression: the loss is added, the backward runs in reverse,
+// and the parameter gets one SGD update. The gradient of the input %x is
+// not needed and is not built.
+
+heterps.param @w : tensor<4x1xf32> = #heterps.init<xavier_uniform>
+heterps.param @b : tensor<1xf32> = #heterps.init<zeros>
+
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: %[[X:.*]]: tensor<?x4xf32>, %[[LABEL:.*]]: tensor<?x1xf32> {heterps.label, heterps.name = "label"}
+// CHECK-SAME: -> (tensor<?x1xf32>, tensor<f32> {heterps.name = "loss"})
+// CHECK-SAME: heterps.training = {loss = "bce", loss_output = 1 : i64}
+func.func @main(%x: tensor<?x4xf32>) -> tensor<?x1xf32> {
+  // CHECK: %[[W:.*]] = heterps.load_param @w
+  // CHECK: %[[B:.*]] = heterps.load_param @b
+  %w = heterps.load_param @w : tensor<4x1xf32>
+  %b = heterps.load_param @b : tensor<1xf32>
+  // CHECK: %[[Z:.*]] = heterps.gemm %[[X]], %[[W]], %[[B]]
+  %z = heterps.gemm %x, %w, %b : (tensor<?x4xf32>, tensor<4x1xf32>, tensor<1xf32>) -> tensor<?x1xf32>
+  // CHECK: %[[P:.*]] = heterps.sigmoid %[[Z]]
+  %p = heterps.sigmoid %z : tensor<?x1xf32>
+  // CHECK: %[[L:.*]] = heterps.bce_loss %[[P]], %[[LABEL]]
+  // CHECK: %[[ONE:.*]] = heterps.constant dense<1.000000e+00> : tensor<f32>
+  // CHECK: %[[DP:.*]] = heterps.loss_grad "bce" %[[P]], %[[LABEL]], %[[ONE]]
+  // CHECK: %[[DZ:.*]] = heterps.unary_grad "sigmoid" %[[Z]], %[[P]], %[[DP]]
+  // CHECK-NOT: heterps.gemm %[[DZ]], %[[W]]
+  // CHECK: %[[DW:.*]] = heterps.gemm %[[X]], %[[DZ]] {trans_a = true}
+  // CHECK: %[[DB:.*]] = heterps.sum_to_shape %[[DZ]], %[[B]]
+  // CHECK: heterps.update_param @b, %[[DB]] {{.*}}kind = "sgd", learning_rate = 1.000000e-01 : f64
+  // CHECK: heterps.update_param @w, %[[DW]]
+  // CHECK: return %[[P]], %[[L]]
+  return %p : tensor<?x1xf32>
+}
+
+// -----
+
+// Embedding lookups push sparse row gradients; the table gets the
+// optimizer the parameter server applies. A value with two uses sums its
+// gradients.
+
+heterps.embedding_table @t {vocab = 100 : i64, dim = 4 : i64, initializer = #heterps.init<uniform(-0.1, 0.1)>}
+heterps.param @v : tensor<4x1xf32> = #heterps.init<xavier_uniform>
+
+// CHECK: heterps.embedding_table @t {{.*}}optimizer = {beta1 = {{.*}}kind = "sgd", learning_rate = 1.000000e-01 : f64
+// CHECK-LABEL: func.func @bag
+func.func @bag(%ids: tensor<?x3xi64>) -> tensor<?x1xf32> {
+  // CHECK: %[[E:.*]] = heterps.embedding_lookup @t[%[[IDS:.*]]] {combiner = #heterps.combiner<mean>}
+  %e = heterps.embedding_lookup @t[%ids] {combiner = #heterps.combiner<mean>} : (tensor<?x3xi64>) -> tensor<?x4xf32>
+  // CHECK: %[[S:.*]] = heterps.add %[[E]], %[[E]]
+  %s = heterps.add %e, %e : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
+  %v = heterps.load_param @v : tensor<4x1xf32>
+  %y = heterps.matmul %s, %v : (tensor<?x4xf32>, tensor<4x1xf32>) -> tensor<?x1xf32>
+  // CHECK: %[[DS:.*]] = heterps.gemm %{{.*}}, %{{.*}} {trans_b = true}
+  // CHECK: %[[DE:.*]] = heterps.add %[[DS]], %[[DS]]
+  // CHECK: %[[KEYS:.*]], %[[ROWS:.*]] = heterps.embedding_grad %[[IDS]], %[[DE]] {combiner = #heterps.combiner<mean>}
+  // CHECK-SAME: -> (tensor<?xi64>, tensor<?x4xf32>)
+  // CHECK: heterps.ps_push @t[%[[KEYS]]], %[[ROWS]]
+  return %y : tensor<?x1xf32>
+}
+
+// -----
+
+// A placed model: the backward of each op lands on its resource type.
+
+module attributes {heterps.resources = [#heterps.device<"cpu", cpu>, #heterps.device<"gpu", gpu>]} {
+  heterps.param @w : tensor<4x1xf32> = #heterps.init<xavier_uniform>
+  // CHECK-LABEL: func.func @placed
+  func.func @placed(%x: tensor<?x4xf32>) -> tensor<?x1xf32> {
+    %w = heterps.load_param @w {heterps.device = #heterps.device<"gpu", gpu>} : tensor<4x1xf32>
+    %z = heterps.matmul %x, %w {heterps.device = #heterps.device<"gpu", gpu>} : (tensor<?x4xf32>, tensor<4x1xf32>) -> tensor<?x1xf32>
+    %p = heterps.sigmoid %z {heterps.device = #heterps.device<"cpu", cpu>} : tensor<?x1xf32>
+    // CHECK: heterps.bce_loss {{.*}}heterps.device = #heterps.device<"cpu", cpu>
+    // CHECK: heterps.constant {{.*}}heterps.device = #heterps.device<"cpu", cpu>
+    // CHECK: heterps.loss_grad {{.*}}heterps.device = #heterps.device<"cpu", cpu>
+    // CHECK: heterps.unary_grad "sigmoid" {{.*}}heterps.device = #heterps.device<"cpu", cpu>
+    // CHECK: heterps.gemm {{.*}}heterps.device = #heterps.device<"gpu", gpu>, trans_a = true
+    // CHECK: heterps.update_param @w{{.*}}heterps.device = #heterps.device<"gpu", gpu>
+    return %p : tensor<?x1xf32>
+  }
+}
