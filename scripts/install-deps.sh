@@ -12,10 +12,13 @@ packages=(
   # Runtime libraries.
   libdnnl-dev ocl-icd-opencl-dev libeigen3-dev
   libprotobuf-dev protobuf-compiler libonnx-dev
-  libgrpc++-dev protobuf-compiler-grpc librocksdb-dev
+  libgrpc++-dev protobuf-compiler-grpc librocksdb-dev zlib1g-dev
   # Tests and benchmarks.
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-numpy python3-onnx libonnx-testdata
+  # The PyTorch parity test and the training benchmark (OpenBLAS gives
+  # PyTorch a fair BLAS), and a real data set for the training tests.
+  python3-torch libopenblas0-pthread dataset-fashion-mnist
 )
 
 missing=()
