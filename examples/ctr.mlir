@@ -24,7 +24,9 @@ module attributes {heterps.resources = [#heterps.device<"cpu", cpu>,
   func.func @train_step(%dense: tensor<?x13xf32>, %slot0: tensor<?x1xi64>,
                         %slot1: tensor<?x1xi64>, %history: tensor<?x8xi64>,
                         %slot3: tensor<?x1xi64>,
-                        %label: tensor<?x1xf32>) -> tensor<f32> {
+                        %label: tensor<?x1xf32>)
+      -> (tensor<?x1xf32> {heterps.name = "logit"},
+          tensor<f32> {heterps.name = "loss"}) {
     // Sparse features: one id per slot, and a bag of 8 ids averaged.
     %e0 = heterps.embedding_lookup @slot0[%slot0] {combiner = #heterps.combiner<sum>} : (tensor<?x1xi64>) -> tensor<?x16xf32>
     %e1 = heterps.embedding_lookup @slot1[%slot1] {combiner = #heterps.combiner<sum>} : (tensor<?x1xi64>) -> tensor<?x16xf32>
@@ -54,6 +56,6 @@ module attributes {heterps.resources = [#heterps.device<"cpu", cpu>,
     %c3 = heterps.load_param @out.bias : tensor<1xf32>
     %logit = heterps.gemm %a2, %w3, %c3 : (tensor<?x128xf32>, tensor<128x1xf32>, tensor<1xf32>) -> tensor<?x1xf32>
     %loss = heterps.bce_loss %logit, %label {from_logits = true} : (tensor<?x1xf32>, tensor<?x1xf32>) -> tensor<f32>
-    return %loss : tensor<f32>
+    return %logit, %loss : tensor<?x1xf32>, tensor<f32>
   }
 }
