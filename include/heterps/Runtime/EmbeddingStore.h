@@ -74,6 +74,10 @@ private:
     Tensor state;               // stateSlots() x vocab x dim, lazily
     std::vector<int64_t> steps; // per row, Adam's bias correction
     std::mutex mutex;
+    // Scratch of push(): merged rows, kept between pushes.
+    std::vector<std::pair<int64_t, int64_t>> mergeByRow;
+    std::vector<int64_t> mergeOrder;
+    std::vector<float> mergeRows;
   };
   std::vector<std::unique_ptr<Table>> tables;
   Table &get(int id);

@@ -23,6 +23,8 @@ namespace {
 struct MatmulPrimitive {
   dnnl::matmul prim;
   dnnl::memory a, b, bias, c;
+  /// The execute() arguments: built once, the handles re-pointed per run.
+  std::unordered_map<int, dnnl::memory> args;
   bool hasBias = false;
 };
 
@@ -80,8 +82,12 @@ public:
     p.a = dnnl::memory(aDesc, eng, DNNL_MEMORY_NONE);
     p.b = dnnl::memory(bDesc, eng, DNNL_MEMORY_NONE);
     p.c = dnnl::memory(cDesc, eng, DNNL_MEMORY_NONE);
-    if (p.hasBias)
+    p.args = {
+        {DNNL_ARG_SRC, p.a}, {DNNL_ARG_WEIGHTS, p.b}, {DNNL_ARG_DST, p.c}};
+    if (p.hasBias) {
       p.bias = dnnl::memory(biasDesc, eng, DNNL_MEMORY_NONE);
+      p.args[DNNL_ARG_BIAS] = p.bias;
+    }
     return cache.emplace(key, std::move(p)).first->second;
   }
 
@@ -90,14 +96,10 @@ public:
     p.a.set_data_handle(const_cast<void *>(a));
     p.b.set_data_handle(const_cast<void *>(b));
     p.c.set_data_handle(c);
-    std::unordered_map<int, dnnl::memory> args{
-        {DNNL_ARG_SRC, p.a}, {DNNL_ARG_WEIGHTS, p.b}, {DNNL_ARG_DST, p.c}};
-    if (p.hasBias) {
+    if (p.hasBias)
       p.bias.set_data_handle(const_cast<void *>(bias));
-      args[DNNL_ARG_BIAS] = p.bias;
-    }
     dnnl::stream &s = cpuDevice().stream;
-    p.prim.execute(s, args);
+    p.prim.execute(s, p.args);
     s.wait();
   }
 
@@ -137,8 +139,10 @@ public:
         fail() << info.describe() << ": C of shape " << shapeString(c)
                << " does not broadcast to " << m << "x" << n;
       cShape = c;
-      // A row vector, a column or a full matrix is oneDNN's bias.
-      biasFused = beta == 1.0f && c.size() <= 2;
+      // A row vector, a column or a full matrix is oneDNN's bias. The
+      // output scale applies to the bias too (alpha * (A B + bias)), so the
+      // bias is fused only when that is beta * C.
+      biasFused = beta == alpha && c.size() <= 2;
       cStrides = broadcastStrides(c, out);
     }
     MatmulPrimitive &p = cache.get(1, m, k, n, ta, tb, true, alpha,

@@ -28,15 +28,14 @@ Reduction reductionOf(const OpInfo &op) {
   fail() << op.describe() << ": unknown reduction '" << r << "'";
 }
 
-std::vector<int64_t> labelsAsInt(const Tensor &t, const OpInfo &op) {
-  std::vector<int64_t> out(t.numElements());
+void labelsAsInt(const Tensor &t, const OpInfo &op, std::vector<int64_t> &out) {
+  out.resize(t.numElements());
   dispatchNumeric(t.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     const T *p = t.as<T>();
     for (size_t i = 0; i < out.size(); ++i)
       out[i] = static_cast<int64_t>(p[i]);
   });
-  return out;
 }
 
 /// Which loss, with its attributes; shared by the forward and the gradient.
@@ -94,6 +93,9 @@ protected:
   }
 
   LossSpec spec;
+  // Per-step scratch whose capacity is kept between steps.
+  std::vector<int64_t> labels;
+  std::vector<double> loss, weight;
 };
 
 class LossKernel : public LossKernelBase {
@@ -122,7 +124,6 @@ public:
       fail() << info.describe() << ": the CPU loss takes f32 predictions";
     const float *x = p.as<float>();
     float *out = res[0]->as<float>();
-    std::vector<double> loss, weight;
     if (!spec.isClassLoss()) {
       if (in[1]->dtype() != DType::F32)
         fail() << info.describe() << ": labels must be f32, got "
@@ -147,7 +148,7 @@ public:
     } else {
       int64_t n, c, inner;
       classSplit(p.shape(), n, c, inner);
-      std::vector<int64_t> labels = labelsAsInt(*in[1], info);
+      labelsAsInt(*in[1], info, labels);
       const float *w = in.size() > 2 ? in[2]->as<float>() : nullptr;
       loss.assign(n * inner, 0.0);
       weight.assign(n * inner, 0.0);
@@ -228,7 +229,7 @@ public:
     }
     int64_t n, c, inner;
     classSplit(p.shape(), n, c, inner);
-    std::vector<int64_t> labels = labelsAsInt(*in[1], info);
+    labelsAsInt(*in[1], info, labels);
     const float *w = in.size() > 3 ? in[3]->as<float>() : nullptr;
     double wsum = 0;
     for (int64_t pos = 0; pos < n * inner; ++pos) {

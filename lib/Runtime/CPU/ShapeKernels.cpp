@@ -88,8 +88,7 @@ public:
     size_t es = dtypeSize(in[0]->dtype());
     const char *x = static_cast<const char *>(in[0]->data());
     char *y = static_cast<char *>(res[0]->data());
-    std::vector<int64_t> zero(outShape.size(), 0);
-    forEachBroadcast(outShape, srcStrides, zero,
+    forEachBroadcast(outShape, srcStrides, srcStrides,
                      [&](int64_t o, int64_t i, int64_t) {
                        std::memcpy(y + o * es, x + i * es, es);
                      });
@@ -196,8 +195,7 @@ public:
       return;
     const char *x = static_cast<const char *>(in[0]->data()) + offset * es;
     char *y = static_cast<char *>(res[0]->data());
-    std::vector<int64_t> zero(outShape.size(), 0);
-    forEachBroadcast(outShape, strides, zero,
+    forEachBroadcast(outShape, strides, strides,
                      [&](int64_t o, int64_t i, int64_t) {
                        std::memcpy(y + o * es, x + i * es, es);
                      });
@@ -228,7 +226,7 @@ public:
            const std::vector<Tensor *> &res, ExecContext &) override {
     size_t es = dtypeSize(in[0]->dtype());
     int64_t n = in[1]->numElements();
-    std::vector<int64_t> idx(n);
+    idx.resize(n);
     dispatchNumeric(in[1]->dtype(), info, [&](auto tag) {
       using T = decltype(tag);
       const T *p = in[1]->as<T>();
@@ -252,6 +250,7 @@ public:
 
 private:
   int64_t axisAttr, axis = 0, outer = 1, inner = 1, dimSize = 0;
+  std::vector<int64_t> idx;
 };
 
 class ExpandKernel : public Kernel {

@@ -6,9 +6,9 @@
 #include "heterps/Runtime/ParamStore.h"
 #include "heterps/Runtime/PlanTypes.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <unordered_map>
 
 using namespace heterps;
 using namespace heterps::runtime;
@@ -94,24 +94,30 @@ void LocalEmbeddingStore::push(int id, const int64_t *keys, int64_t n,
     if (!std::isfinite(grads[i]))
       fail() << "table " << id << " '" << t.info.name
              << "': non-finite gradient for key " << keys[i / dim];
-  // Duplicates are merged so that one push is one optimizer step per row.
-  std::unordered_map<int64_t, int64_t> slot;
-  std::vector<int64_t> order;
-  std::vector<float> merged;
-  slot.reserve(n);
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t row = rowOf(keys[i], t.info.vocab);
-    auto [it, inserted] = slot.try_emplace(row, order.size());
-    if (inserted) {
-      order.push_back(row);
-      merged.insert(merged.end(), grads + i * dim, grads + (i + 1) * dim);
+  std::lock_guard<std::mutex> lock(t.mutex);
+  // Duplicates are merged so that one push is one optimizer step per row:
+  // (row, position) pairs sorted by row put them next to each other. The
+  // buffers belong to the table and keep their capacity between pushes.
+  std::vector<std::pair<int64_t, int64_t>> &byRow = t.mergeByRow;
+  std::vector<int64_t> &order = t.mergeOrder;
+  std::vector<float> &merged = t.mergeRows;
+  byRow.resize(n);
+  for (int64_t i = 0; i < n; ++i)
+    byRow[i] = {rowOf(keys[i], t.info.vocab), i};
+  std::sort(byRow.begin(), byRow.end());
+  order.clear();
+  merged.resize(n * dim);
+  for (int64_t k = 0; k < n; ++k) {
+    const float *g = grads + byRow[k].second * dim;
+    if (order.empty() || order.back() != byRow[k].first) {
+      order.push_back(byRow[k].first);
+      std::copy(g, g + dim, merged.data() + (order.size() - 1) * dim);
     } else {
-      float *dst = merged.data() + it->second * dim;
+      float *dst = merged.data() + (order.size() - 1) * dim;
       for (int64_t j = 0; j < dim; ++j)
-        dst[j] += grads[i * dim + j];
+        dst[j] += g[j];
     }
   }
-  std::lock_guard<std::mutex> lock(t.mutex);
   int slots = t.optimizer.stateSlots();
   if (slots && t.state.empty()) {
     t.state = Tensor(DType::F32, {t.info.vocab, slots * dim});

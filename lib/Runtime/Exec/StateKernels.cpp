@@ -59,18 +59,18 @@ private:
   OptimizerConfig config;
 };
 
-std::vector<int64_t> keysOf(const Tensor &ids) {
-  std::vector<int64_t> keys(ids.numElements());
-  if (ids.dtype() == DType::I64 || ids.dtype() == DType::U64) {
-    std::memcpy(keys.data(), ids.data(), keys.size() * sizeof(int64_t));
-  } else if (ids.dtype() == DType::I32) {
-    for (size_t i = 0; i < keys.size(); ++i)
-      keys[i] = ids.as<int32_t>()[i];
-  } else {
+/// The ids as 64-bit keys: the tensor's own memory for i64 ids, else a copy
+/// into `scratch` (whose capacity is kept from step to step).
+const int64_t *keysOf(const Tensor &ids, std::vector<int64_t> &scratch) {
+  if (ids.dtype() == DType::I64 || ids.dtype() == DType::U64)
+    return ids.as<int64_t>();
+  if (ids.dtype() != DType::I32)
     fail() << "embedding ids of element type " << dtypeName(ids.dtype())
            << "; expected i64 or i32";
-  }
-  return keys;
+  scratch.resize(ids.numElements());
+  for (size_t i = 0; i < scratch.size(); ++i)
+    scratch[i] = ids.as<int32_t>()[i];
+  return scratch.data();
 }
 
 enum class Combiner { None, Sum, Mean };
@@ -124,14 +124,14 @@ public:
   void run(const std::vector<const Tensor *> &in,
            const std::vector<Tensor *> &res, ExecContext &ctx) override {
     int id = tableOf(ctx);
-    std::vector<int64_t> keys = keysOf(*in[0]);
-    int64_t n = static_cast<int64_t>(keys.size());
+    const int64_t *keys = keysOf(*in[0], keyScratch);
+    int64_t n = in[0]->numElements();
     if (combiner == Combiner::None) {
-      ctx.tables->pull(id, keys.data(), n, res[0]->as<float>());
+      ctx.tables->pull(id, keys, n, res[0]->as<float>());
       return;
     }
     scratch.resize(DType::F32, {n, dim});
-    ctx.tables->pull(id, keys.data(), n, scratch.as<float>());
+    ctx.tables->pull(id, keys, n, scratch.as<float>());
     const float *rows = scratch.as<float>();
     float *out = res[0]->as<float>();
     int64_t bags = bag ? n / bag : 0;
@@ -153,6 +153,7 @@ private:
   Combiner combiner;
   int64_t bag = 1;
   Tensor scratch;
+  std::vector<int64_t> keyScratch;
 };
 
 /// heterps.embedding_grad: (ids, result_grad) -> (keys, rows).
@@ -168,8 +169,8 @@ public:
   }
   void run(const std::vector<const Tensor *> &in,
            const std::vector<Tensor *> &res, ExecContext &) override {
-    std::vector<int64_t> keys = keysOf(*in[0]);
-    std::memcpy(res[0]->data(), keys.data(), n * sizeof(int64_t));
+    std::memcpy(res[0]->data(), keysOf(*in[0], keyScratch),
+                n * sizeof(int64_t));
     const float *dy = in[1]->as<float>();
     float *rows = res[1]->as<float>();
     float scale = combiner == Combiner::Mean ? 1.0f / bag : 1.0f;
@@ -183,6 +184,7 @@ public:
 private:
   Combiner combiner;
   int64_t n = 0, dim = 0, bag = 1;
+  std::vector<int64_t> keyScratch;
 };
 
 class PSPullKernel : public TableKernel {
@@ -193,10 +195,12 @@ public:
   }
   void run(const std::vector<const Tensor *> &in,
            const std::vector<Tensor *> &res, ExecContext &ctx) override {
-    std::vector<int64_t> keys = keysOf(*in[0]);
-    ctx.tables->pull(tableOf(ctx), keys.data(),
-                     static_cast<int64_t>(keys.size()), res[0]->as<float>());
+    ctx.tables->pull(tableOf(ctx), keysOf(*in[0], keyScratch),
+                     in[0]->numElements(), res[0]->as<float>());
   }
+
+private:
+  std::vector<int64_t> keyScratch;
 };
 
 class PSPushKernel : public TableKernel {
@@ -214,10 +218,12 @@ public:
     if (in[1]->dim(1) != dim)
       fail() << info.describe() << ": table " << id << " '" << tableName
              << "' has dim " << dim << ", the gradients " << in[1]->dim(1);
-    std::vector<int64_t> keys = keysOf(*in[0]);
-    ctx.tables->push(id, keys.data(), static_cast<int64_t>(keys.size()),
+    ctx.tables->push(id, keysOf(*in[0], keyScratch), in[0]->numElements(),
                      in[1]->as<float>());
   }
+
+private:
+  std::vector<int64_t> keyScratch;
 };
 
 template <typename K> void add(KernelRegistry &r, const std::string &name) {
