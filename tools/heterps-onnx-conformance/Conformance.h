@@ -1,12 +1,15 @@
 //===- Conformance.h - ONNX node tests through the importer ----*- C++ -*-===//
 //
-// Runs the importer over ONNX's backend node tests
-// (`<data-dir>/<case>/model.onnx` plus `test_data_set_*/{input,output}_N.pb`)
-// and compares each outcome with the expectations kept in the repository.
-// A case is in scope when every node of its graph has an op type the importer
-// supports. Import and verification are checked now; the data set paths are
-// kept with each case so that a runtime can later execute the imported
-// module and compare outputs numerically.
+// Runs ONNX's backend node tests (`<data-dir>/<case>/model.onnx` plus
+// `test_data_set_*/{input,output}_N.pb`) through the importer, the plan
+// emitter and the CPU runtime, and compares each outcome with the
+// expectations kept in the repository. A case is in scope when every node of
+// its graph has an op type the importer supports. A case passes when it
+// imports and verifies, its result types match the outputs the model
+// declares, and running the plan on every data set's inputs gives the
+// expected outputs: same shapes and element types, integers and bools
+// exactly, floats within ONNX's backend tolerance
+// (|actual - expected| <= atol + rtol * |expected|).
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,23 +37,47 @@ struct Case {
   std::vector<std::string> dataSets;
 };
 
-/// What importing a case gave.
+/// The tolerance of onnx/backend/test/runner (np.testing.assert_allclose).
+constexpr double kRelativeTolerance = 1e-3;
+constexpr double kAbsoluteTolerance = 1e-7;
+
+/// How far a case gets. In the expectations file: pass, import-fails,
+/// runtime-error, wrong-result.
+enum class Status { Pass, ImportFails, RuntimeError, WrongResult };
+
+const char *statusName(Status status);
+
+/// What running a case gave.
 struct Outcome {
-  bool pass = false;
-  /// Why it failed: the importer's first error, or a type mismatch with the
-  /// outputs the model declares. Empty when it passes.
+  Status status = Status::ImportFails;
+  /// Why it failed: the importer's first error or a type mismatch with the
+  /// outputs the model declares (ImportFails); the plan emitter's or the
+  /// runtime's message (RuntimeError); the output, its worst element, the
+  /// expected and the actual value (WrongResult). Empty when it passes.
   std::string reason;
+
+  bool passes() const { return status == Status::Pass; }
+  bool imports() const { return status != Status::ImportFails; }
+  /// "pass", or the status and the reason.
+  std::string describe() const;
+  bool operator==(const Outcome &o) const {
+    return status == o.status && reason == o.reason;
+  }
+  bool operator!=(const Outcome &o) const { return !(*this == o); }
 };
 
 /// The cases under `dataDir` whose ops are all supported, sorted by name.
 std::vector<Case> findCases(const std::string &dataDir);
 
-/// Imports and verifies `c`, and checks the result types against the ONNX
-/// graph outputs.
-Outcome runCase(const Case &c, const std::string &dataDir);
+/// Imports and verifies `c` and checks the result types against the ONNX
+/// graph outputs; then, when `execute`, emits the plan, runs it on each data
+/// set's inputs and compares the outputs. Never throws: runtime errors and
+/// other exceptions become the outcome.
+Outcome runCase(const Case &c, const std::string &dataDir, bool execute = true);
 
-/// Reads an expectations file: `name<TAB>pass|fail<TAB>reason` per line, `#`
-/// starts a comment. Returns false when it cannot be read.
+/// Reads an expectations file: `name<TAB>status<TAB>reason` per line (status
+/// as statusName gives it), `#` starts a comment. Returns false when it
+/// cannot be read.
 bool readExpected(const std::string &path,
                   std::map<std::string, Outcome> &expected);
 
@@ -58,7 +85,8 @@ bool readExpected(const std::string &path,
 bool writeExpected(const std::string &path, const std::vector<Case> &cases,
                    const std::vector<Outcome> &outcomes);
 
-/// Writes docs/SupportedOps.md: per op the opsets, limits and passing cases.
+/// Writes docs/SupportedOps.md: per op the opsets, limits, the cases that
+/// import and the cases that run correctly; then every failing case.
 bool writeSupportedOps(const std::string &path, const std::vector<Case> &cases,
                        const std::vector<Outcome> &outcomes);
 

@@ -1,11 +1,13 @@
-//===- heterps-onnx-conformance.cpp - ONNX node tests through the importer ===//
+//===- heterps-onnx-conformance.cpp - ONNX node tests, imported and run ---===//
 //
 //   heterps-onnx-conformance [--data-dir=DIR] --expected=FILE
 //                            [--update --doc=docs/SupportedOps.md] [-v]
 //
-// Imports every backend node test of the supported ops and compares the
-// outcomes with FILE (exit 1 on a difference); --update rewrites FILE and
-// the supported-ops page instead.
+// Imports every backend node test of the supported ops, runs its plan on the
+// CPU runtime, compares the outputs with the test's, and compares the
+// outcomes (pass, import-fails, runtime-error, wrong-result) with FILE (exit
+// 1 on a difference); --update rewrites FILE and the supported-ops page
+// instead.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,7 +33,7 @@ int main(int argc, char **argv) {
                        cl::desc("rewrite the expectations (and --doc) from "
                                 "this run"));
   cl::opt<bool> verbose("v", cl::desc("print every case's outcome"));
-  cl::ParseCommandLineOptions(argc, argv,
-                              "ONNX node-test conformance of the importer\n");
+  cl::ParseCommandLineOptions(
+      argc, argv, "ONNX node-test conformance of the importer and runtime\n");
   return heterps::conformance::runAll(dataDir, expected, doc, update, verbose);
 }

@@ -17,8 +17,8 @@
 #include "heterps/Runtime/Program.h"
 
 #include <chrono>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -253,7 +253,8 @@ Metrics evaluate(Program &program, Binder &binder, DataSource &source,
   source.rewind();
   while (source.next(batch, batchSize)) {
     std::vector<const Tensor *> inputs = binder.bind(batch);
-    std::vector<const Tensor *> res = program.run(inputs, false, {outs[0]});
+    const std::vector<const Tensor *> &res =
+        program.run(inputs, false, {outs[0]});
     if (binder.labelIndex() >= 0)
       m.add(*res[0], *inputs[binder.labelIndex()]);
   }
@@ -276,7 +277,7 @@ int runInference(const Options &o, Program &program) {
   std::vector<Tensor> storage = readInputs(o, program, bound);
   std::vector<int> outs = predictionOutputs(program);
   if (!o.inputs.empty()) {
-    std::vector<const Tensor *> res = program.run(bound, false, outs);
+    const std::vector<const Tensor *> &res = program.run(bound, false, outs);
     for (size_t k = 0; k < outs.size(); ++k) {
       std::string name = program.outputName(outs[k]);
       std::printf("output %s: %s\n", name.c_str(),
@@ -347,7 +348,8 @@ int runTraining(const Options &o, Program &program, ParamStore &params,
         inputs = fixed;
         n = inputs[0] && inputs[0]->rank() ? inputs[0]->dim(0) : 1;
       }
-      std::vector<const Tensor *> res = program.run(inputs, true, wanted);
+      const std::vector<const Tensor *> &res =
+          program.run(inputs, true, wanted);
       lastLoss = res[0]->as<float>()[0];
       window.addLoss(lastLoss, n);
       if (res.size() > 1 && binder.labelIndex() >= 0 &&

@@ -89,6 +89,22 @@ private:
   std::map<std::pair<std::string, DeviceKind>, KernelFactory> factories;
 };
 
+/// Counts the calls into libraries that manage their own memory (oneDNN's
+/// execute allocates small objects on every call), so that a test of the
+/// memory plan can tell the runtime's allocations from theirs.
+class ForeignCallScope {
+public:
+  ForeignCallScope() { ++depthRef(); }
+  ~ForeignCallScope() { --depthRef(); }
+  static int depth() { return depthRef(); }
+
+private:
+  static int &depthRef() {
+    static thread_local int depth = 0;
+    return depth;
+  }
+};
+
 /// Adds the CPU column (lib/Runtime/CPU).
 void registerCPUKernels(KernelRegistry &registry);
 

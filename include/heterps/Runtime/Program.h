@@ -54,9 +54,9 @@ public:
   /// (only the ops that `outputs` need, without side effects). `inputs` are
   /// by input position; inputs that the pass does not read may be empty.
   /// Returns the requested outputs, valid until the next run.
-  std::vector<const Tensor *> run(const std::vector<const Tensor *> &inputs,
-                                  bool training,
-                                  const std::vector<int> &outputs);
+  const std::vector<const Tensor *> &
+  run(const std::vector<const Tensor *> &inputs, bool training,
+      const std::vector<int> &outputs);
 
   int64_t steps() const { return context.step; }
   void setSteps(int64_t steps) { context.step = steps; }
@@ -74,8 +74,11 @@ private:
   ExecContext context;
   std::vector<std::unique_ptr<Node>> nodes;
   std::vector<int> aliasOf;
-  std::map<std::string, std::unique_ptr<MemoryPlan>> plans;
+  std::vector<std::unique_ptr<MemoryPlan>> plans;
   MemoryPlan *current = nullptr;
+  // Per-run scratch, kept so that a step does not allocate.
+  std::vector<const Tensor *> inScratch, results;
+  std::vector<Tensor *> outScratch;
 };
 
 } // namespace heterps::runtime

@@ -61,10 +61,12 @@ public:
   template <typename T> T *as() const { return static_cast<T *>(ptr); }
   bool empty() const { return ptr == nullptr; }
 
-  /// Re-points the view (used by the memory plan); keeps ownership.
-  void reset(DType dtype, Shape shape, void *data);
+  /// Re-points the view (used by the memory plan); keeps ownership. Takes
+  /// the shape by reference so that a steady-state step, whose shapes do not
+  /// change, allocates nothing.
+  void reset(DType dtype, const Shape &shape, void *data);
   /// Resizes an owning tensor, reusing its buffer when it is large enough.
-  void resize(DType dtype, Shape shape);
+  void resize(DType dtype, const Shape &shape);
   /// A deep copy that owns its buffer.
   Tensor clone() const;
   std::string typeString() const;

@@ -288,6 +288,66 @@ private:
   int64_t dropoutId;
 };
 
+/// IEEE half and bfloat16 bit patterns to and from float; both round to
+/// nearest even, as NumPy's astype does.
+float halfToFloat(uint16_t h, bool bf16) {
+  uint32_t bits;
+  if (bf16) {
+    bits = uint32_t(h) << 16;
+  } else {
+    uint32_t sign = uint32_t(h & 0x8000) << 16, exp = (h >> 10) & 0x1f,
+             mant = h & 0x3ff;
+    if (exp == 0x1f) {
+      bits = sign | 0x7f800000u | (mant << 13);
+    } else if (exp) {
+      bits = sign | ((exp + 112) << 23) | (mant << 13);
+    } else if (mant) {
+      exp = 113;
+      while (!(mant & 0x400)) {
+        mant <<= 1;
+        --exp;
+      }
+      bits = sign | (exp << 23) | ((mant & 0x3ff) << 13);
+    } else {
+      bits = sign;
+    }
+  }
+  float f;
+  std::memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+uint16_t floatToHalf(float f, bool bf16) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof(bits));
+  if (bf16) {
+    if (std::isnan(f))
+      return uint16_t((bits >> 16) | 0x40);
+    return uint16_t((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
+  }
+  uint16_t sign = uint16_t((bits >> 16) & 0x8000);
+  uint32_t abs = bits & 0x7fffffffu;
+  if (abs >= 0x7f800000u) // inf or NaN
+    return sign | 0x7c00 | (abs > 0x7f800000u ? 0x200 : 0);
+  if (abs >= 0x477ff000u) // rounds to beyond 65504
+    return sign | 0x7c00;
+  if (abs < 0x38800000u) { // below 2^-14: a subnormal half (or zero)
+    if (abs < 0x33000000u)
+      return sign;
+    uint32_t exp = abs >> 23, mant = (abs & 0x7fffff) | 0x800000;
+    uint32_t shift = 126 - exp; // 14..24
+    uint32_t half = mant >> shift, rest = mant & ((1u << shift) - 1),
+             mid = 1u << (shift - 1);
+    if (rest > mid || (rest == mid && (half & 1)))
+      ++half;
+    return sign | uint16_t(half);
+  }
+  uint32_t rounded = abs + 0xfff + ((abs >> 13) & 1);
+  return sign | uint16_t((rounded - 0x38000000u) >> 13);
+}
+
+bool isHalf(DType t) { return t == DType::F16 || t == DType::BF16; }
+
 class CastKernel : public Kernel {
 public:
   using Kernel::Kernel;
@@ -297,6 +357,11 @@ public:
   void run(const std::vector<const Tensor *> &in,
            const std::vector<Tensor *> &res, ExecContext &) override {
     int64_t n = in[0]->numElements();
+    DType fromType = in[0]->dtype(), toType = res[0]->dtype();
+    if (isHalf(fromType) || isHalf(toType)) {
+      castHalf(*in[0], *res[0], n);
+      return;
+    }
     dispatchNumeric(in[0]->dtype(), info, [&](auto from) {
       using F = decltype(from);
       dispatchNumeric(res[0]->dtype(), info, [&](auto to) {
@@ -312,6 +377,37 @@ public:
             y[i] = static_cast<T>(x[i]);
         }
       });
+    });
+  }
+
+private:
+  /// A cast from or to f16/bf16 goes through float.
+  void castHalf(const Tensor &x, Tensor &y, int64_t n) {
+    std::vector<double> v(n);
+    if (isHalf(x.dtype())) {
+      for (int64_t i = 0; i < n; ++i)
+        v[i] = halfToFloat(x.as<uint16_t>()[i], x.dtype() == DType::BF16);
+    } else {
+      dispatchNumeric(x.dtype(), info, [&](auto from) {
+        using F = decltype(from);
+        for (int64_t i = 0; i < n; ++i)
+          v[i] = static_cast<double>(x.as<F>()[i]);
+      });
+    }
+    if (isHalf(y.dtype())) {
+      for (int64_t i = 0; i < n; ++i)
+        y.as<uint16_t>()[i] =
+            floatToHalf(static_cast<float>(v[i]), y.dtype() == DType::BF16);
+      return;
+    }
+    dispatchNumeric(y.dtype(), info, [&](auto to) {
+      using T = decltype(to);
+      for (int64_t i = 0; i < n; ++i) {
+        if constexpr (std::is_integral_v<T>)
+          y.as<T>()[i] = std::isfinite(v[i]) ? static_cast<T>(v[i]) : T(0);
+        else
+          y.as<T>()[i] = static_cast<T>(v[i]);
+      }
     });
   }
 };

@@ -83,7 +83,15 @@ void forEachBroadcast(const Shape &out, const std::vector<int64_t> &sa,
     outer *= out[d];
   if (inner == 0)
     return;
-  std::vector<int64_t> idx(rank, 0);
+  // The odometer lives on the stack for the ranks models have, so that a
+  // step does not allocate.
+  int64_t stackIdx[16] = {0};
+  std::vector<int64_t> heapIdx;
+  int64_t *idx = stackIdx;
+  if (rank > 16) {
+    heapIdx.assign(rank, 0);
+    idx = heapIdx.data();
+  }
   int64_t o = 0, a = 0, b = 0;
   for (int64_t k = 0; k < outer; ++k) {
     for (int64_t j = 0; j < inner; ++j)

@@ -99,6 +99,7 @@ public:
     if (p.hasBias)
       p.bias.set_data_handle(const_cast<void *>(bias));
     dnnl::stream &s = cpuDevice().stream;
+    ForeignCallScope foreign;
     p.prim.execute(s, p.args);
     s.wait();
   }

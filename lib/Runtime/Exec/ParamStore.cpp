@@ -112,9 +112,9 @@ void ParamStore::update(const std::string &name, const Tensor &grad,
            << shapeString(grad.shape()) << ", the parameter "
            << shapeString(p.value.shape());
   int slots = config.stateSlots();
-  Shape stateShape{slots, p.value.numElements()};
-  if (slots && (p.state.empty() || p.state.shape() != stateShape))
-    p.state = Tensor(DType::F32, stateShape);
+  int64_t n = p.value.numElements();
+  if (slots && (p.state.empty() || p.state.numElements() != slots * n))
+    p.state = Tensor(DType::F32, {slots, n});
   ++p.steps;
   applyUpdate(config, p.value.as<float>(), grad.as<float>(),
               slots ? p.state.as<float>() : nullptr, p.value.numElements(),

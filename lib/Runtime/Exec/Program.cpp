@@ -23,9 +23,11 @@ struct Program::Node {
 /// The tensors of one input signature: one per value, owning a buffer
 /// unless a view kernel points it elsewhere.
 struct Program::MemoryPlan {
+  bool training = false;
+  std::vector<int> outputs;
+  std::vector<Shape> inputShapes;
   std::vector<Node *> active;
   std::vector<Tensor> values;
-  std::vector<Shape> inputShapes;
 };
 
 static bool hasSideEffect(const std::string &name) {
@@ -149,28 +151,39 @@ bool Program::isLabelInput(int i) const {
 Program::MemoryPlan &Program::planFor(const std::vector<const Tensor *> &inputs,
                                       bool training,
                                       const std::vector<int> &outputs) {
-  std::ostringstream key;
-  key << (training ? 'T' : 'I');
-  for (int o : outputs)
-    key << ',' << o;
-  for (const Tensor *t : inputs)
-    key << ';' << (t ? shapeString(t->shape()) : "-");
-  std::unique_ptr<MemoryPlan> &slot = plans[key.str()];
-  if (slot) {
-    if (current != slot.get()) {
+  // Found without building a key: looking up a plan must not allocate.
+  auto matches = [&](const MemoryPlan &mp) {
+    if (mp.training != training || mp.outputs != outputs)
+      return false;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (inputs[i] ? mp.inputShapes[i] != inputs[i]->shape()
+                    : !mp.inputShapes[i].empty())
+        return false;
+    return true;
+  };
+  MemoryPlan *found = current && matches(*current) ? current : nullptr;
+  for (size_t i = 0; !found && i < plans.size(); ++i)
+    if (matches(*plans[i]))
+      found = plans[i].get();
+  if (found) {
+    if (current != found) {
       // Kernels keep the state of the signature they last prepared.
       std::vector<Shape> shapes;
-      for (Node *node : slot->active) {
+      for (Node *node : found->active) {
         shapes.clear();
         for (int id : node->inputs)
-          shapes.push_back(slot->values[id].shape());
+          shapes.push_back(found->values[id].shape());
         node->kernel->prepare(shapes);
       }
-      current = slot.get();
+      current = found;
     }
-    return *slot;
+    return *found;
   }
   auto mp = std::make_unique<MemoryPlan>();
+  mp->training = training;
+  mp->outputs = outputs;
+  for (const Tensor *t : inputs)
+    mp->inputShapes.push_back(t ? t->shape() : Shape{});
   // The ops to run: all for training, else those the outputs depend on.
   std::vector<bool> needed(planRef.values_size(), training);
   if (!training)
@@ -238,11 +251,11 @@ Program::MemoryPlan &Program::planFor(const std::vector<const Tensor *> &inputs,
     }
   }
   current = mp.get();
-  slot = std::move(mp);
-  return *slot;
+  plans.push_back(std::move(mp));
+  return *current;
 }
 
-std::vector<const Tensor *>
+const std::vector<const Tensor *> &
 Program::run(const std::vector<const Tensor *> &inputs, bool training,
              const std::vector<int> &outputs) {
   if (inputs.size() != static_cast<size_t>(planRef.inputs_size()))
@@ -262,8 +275,8 @@ Program::run(const std::vector<const Tensor *> &inputs, bool training,
   context.training = training;
   if (training)
     ++context.step;
-  std::vector<const Tensor *> in;
-  std::vector<Tensor *> out;
+  std::vector<const Tensor *> &in = inScratch;
+  std::vector<Tensor *> &out = outScratch;
   for (Node *node : mp.active) {
     in.clear();
     out.clear();
@@ -273,7 +286,7 @@ Program::run(const std::vector<const Tensor *> &inputs, bool training,
       out.push_back(&mp.values[id]);
     node->kernel->run(in, out, context);
   }
-  std::vector<const Tensor *> results;
+  results.clear();
   for (int o : outputs)
     results.push_back(&mp.values[resolve(planRef.outputs(o))]);
   return results;

@@ -130,7 +130,8 @@ public:
       ctx.tables->pull(id, keys, n, res[0]->as<float>());
       return;
     }
-    scratch.resize(DType::F32, {n, dim});
+    if (scratch.rank() != 2 || scratch.dim(0) != n || scratch.dim(1) != dim)
+      scratch.resize(DType::F32, {n, dim});
     ctx.tables->pull(id, keys, n, scratch.as<float>());
     const float *rows = scratch.as<float>();
     float *out = res[0]->as<float>();

@@ -103,23 +103,25 @@ static std::shared_ptr<void> allocateAligned(size_t bytes) {
   return std::shared_ptr<void>(p, std::free);
 }
 
-Tensor::Tensor(DType dtype, Shape shape) { resize(dtype, std::move(shape)); }
+Tensor::Tensor(DType dtype, Shape shape) { resize(dtype, shape); }
 
 Tensor Tensor::view(DType dtype, Shape shape, void *data) {
   Tensor t;
-  t.reset(dtype, std::move(shape), data);
+  t.reset(dtype, shape, data);
   return t;
 }
 
-void Tensor::reset(DType dtype, Shape shape, void *data) {
+void Tensor::reset(DType dtype, const Shape &shape, void *data) {
   type = dtype;
-  dims = std::move(shape);
+  if (dims != shape)
+    dims = shape;
   ptr = data;
 }
 
-void Tensor::resize(DType dtype, Shape shape) {
+void Tensor::resize(DType dtype, const Shape &shape) {
   type = dtype;
-  dims = std::move(shape);
+  if (dims != shape)
+    dims = shape;
   size_t bytes = byteSize();
   if (!owned || bytes > capacity) {
     owned = allocateAligned(bytes);

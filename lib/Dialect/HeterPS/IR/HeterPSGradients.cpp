@@ -15,6 +15,8 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 #include <limits>
 
@@ -41,6 +43,30 @@ Value scale(OpBuilder &b, Location loc, Value v, double factor) {
     return v;
   Type element = cast<RankedTensorType>(v.getType()).getElementType();
   return MulOp::create(b, loc, v, scalarConstant(b, loc, element, factor));
+}
+
+/// Whether `v` is computed from a trainable parameter or an embedding table.
+/// Rules ask it about operands that are usually data (a loss's target), so
+/// that the ops producing data need no gradient rule.
+bool dependsOnTrainable(Value v) {
+  SmallVector<Value> worklist{v};
+  llvm::SmallPtrSet<Operation *, 16> seen;
+  while (!worklist.empty()) {
+    Operation *def = worklist.pop_back_val().getDefiningOp();
+    if (!def || !seen.insert(def).second)
+      continue;
+    if (isa<EmbeddingLookupOp>(def))
+      return true;
+    if (auto load = dyn_cast<LoadParamOp>(def)) {
+      auto param = SymbolTable::lookupNearestSymbolFrom<ParamOp>(
+          load, load.getNameAttr());
+      if (!param || !param.getFrozen())
+        return true;
+      continue;
+    }
+    llvm::append_range(worklist, def->getOperands());
+  }
+  return false;
 }
 
 template <typename ConcreteOp, typename Rule>
@@ -437,9 +463,15 @@ template <typename OpTy> struct LossRule {
             b.getNamedAttr("ignore_index", op.getIgnoreIndexAttr()));
     }
     attrs.push_back(b.getNamedAttr("kind", b.getStringAttr(kind)));
-    g.push_back(LossGradOp::create(b, op.getLoc(),
-                                   TypeRange{op->getOperand(0).getType()},
-                                   operands, attrs));
+    Value grad = LossGradOp::create(b, op.getLoc(),
+                                    TypeRange{op->getOperand(0).getType()},
+                                    operands, attrs);
+    g.push_back(grad);
+    // The squared error is symmetric in (prediction - target): a trained
+    // target gets the negated gradient.
+    if constexpr (std::is_same_v<OpTy, MSELossOp>)
+      if (dependsOnTrainable(op.getTarget()))
+        g.push_back(NegOp::create(b, op.getLoc(), grad.getType(), grad));
     return success();
   }
 };

@@ -1,0 +1,140 @@
+//===- ProgramTest.cpp - The executor's memory plan -----------------------===//
+//
+// A steady-state training step allocates nothing: the memory plan of a
+// batch size is built at its first step and reused, kernels keep their
+// scratch. Counted with a replaced global operator new, so it covers the
+// executor, the kernels and the table store; oneDNN's execute allocates a
+// few objects per call itself (inside a ForeignCallScope), which are not
+// counted.
+//
+//===----------------------------------------------------------------------===//
+
+#include "heterps/Runtime/Program.h"
+#include "heterps/Dialect/HeterPS/IR/HeterPSDialect.h"
+#include "heterps/Runtime/EmbeddingStore.h"
+#include "heterps/Runtime/ParamStore.h"
+#include "heterps/Target/Plan/PlanEmitter.h"
+#include "heterps/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+/// Heap allocations made so far outside foreign calls
+/// (CountingAllocator.cpp replaces the global operator new).
+long heapAllocations();
+
+using namespace heterps;
+using namespace heterps::runtime;
+
+namespace {
+
+/// A small CTR model: a bag lookup, a dense input, two GEMM layers.
+const char *kModel = R"mlir(
+heterps.embedding_table @t {vocab = 1000 : i64, dim = 8 : i64, initializer = #heterps.init<uniform(-0.1, 0.1)>}
+heterps.param @w1 : tensor<12x16xf32> = #heterps.init<xavier_uniform>
+heterps.param @b1 : tensor<16xf32> = #heterps.init<zeros>
+heterps.param @w2 : tensor<16x1xf32> = #heterps.init<xavier_uniform>
+func.func @main(%dense: tensor<?x4xf32> {heterps.name = "dense"},
+                %ids: tensor<?x3xi64> {heterps.name = "ids"}) -> tensor<?x1xf32> {
+  %e = heterps.embedding_lookup @t[%ids] {combiner = #heterps.combiner<sum>} : (tensor<?x3xi64>) -> tensor<?x8xf32>
+  %x = heterps.concat %dense, %e {axis = 1 : i64} : (tensor<?x4xf32>, tensor<?x8xf32>) -> tensor<?x12xf32>
+  %w1 = heterps.load_param @w1 : tensor<12x16xf32>
+  %b1 = heterps.load_param @b1 : tensor<16xf32>
+  %h = heterps.gemm %x, %w1, %b1 : (tensor<?x12xf32>, tensor<12x16xf32>, tensor<16xf32>) -> tensor<?x16xf32>
+  %a = heterps.relu %h : tensor<?x16xf32>
+  %w2 = heterps.load_param @w2 : tensor<16x1xf32>
+  %z = heterps.matmul %a, %w2 : (tensor<?x16xf32>, tensor<16x1xf32>) -> tensor<?x1xf32>
+  %p = heterps.sigmoid %z : tensor<?x1xf32>
+  return %p : tensor<?x1xf32>
+}
+)mlir";
+
+plan::Plan compile(const std::string &optimizer) {
+  mlir::DialectRegistry registry;
+  registry.insert<mlir::heterps::HeterPSDialect, mlir::func::FuncDialect>();
+  mlir::MLIRContext context(registry);
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(kModel, &context);
+  EXPECT_TRUE(module);
+  mlir::PassManager pm(&context);
+  mlir::heterps::AutodiffPassOptions options;
+  options.loss = "bce";
+  options.optimizer = optimizer;
+  pm.addPass(mlir::heterps::createAutodiffPass(options));
+  EXPECT_TRUE(mlir::succeeded(pm.run(*module)));
+  plan::Plan p;
+  EXPECT_TRUE(mlir::succeeded(mlir::heterps::emitPlan(*module, {}, p)));
+  return p;
+}
+
+struct Batch {
+  Tensor dense, ids, label;
+  explicit Batch(int64_t n)
+      : dense(DType::F32, {n, 4}), ids(DType::I64, {n, 3}),
+        label(DType::F32, {n, 1}) {
+    std::mt19937 rng(n);
+    for (int64_t i = 0; i < n * 4; ++i)
+      dense.as<float>()[i] = std::normal_distribution<float>()(rng);
+    for (int64_t i = 0; i < n * 3; ++i)
+      ids.as<int64_t>()[i] = rng() % 5000; // beyond vocab: hashed
+    for (int64_t i = 0; i < n; ++i)
+      label.as<float>()[i] = static_cast<float>(rng() % 2);
+  }
+  std::vector<const Tensor *> inputs() { return {&dense, &ids, &label}; }
+};
+
+class SteadyState : public ::testing::TestWithParam<const char *> {};
+
+TEST_P(SteadyState, TrainingStepsAllocateNothing) {
+  plan::Plan p = compile(GetParam());
+  ParamStore params(p, 1);
+  LocalEmbeddingStore tables(p, 1);
+  Program program(p, params, tables, ProgramOptions{});
+  Batch big(64), small(10);
+  int loss = p.training().loss_output();
+  // The first step of each batch size plans memory and creates primitives
+  // (an epoch's last, smaller batch); coming back to a size reuses its plan.
+  for (int i = 0; i < 2; ++i) {
+    program.run(big.inputs(), true, {loss});
+    program.run(small.inputs(), true, {loss});
+  }
+  program.run(big.inputs(), true, {loss});
+  EXPECT_EQ(program.memoryPlans(), 2u);
+  std::vector<const Tensor *> inputs = big.inputs();
+  std::vector<int> outputs{loss};
+  long before = heapAllocations();
+  float first = 0, last = 0;
+  for (int i = 0; i < 20; ++i) {
+    const Tensor *l = program.run(inputs, true, outputs)[0];
+    (i == 0 ? first : last) = l->as<float>()[0];
+  }
+  EXPECT_EQ(heapAllocations() - before, 0)
+      << "allocations in 20 steady-state steps";
+  EXPECT_LT(last, first) << "the loss of a repeated batch goes down";
+}
+
+INSTANTIATE_TEST_SUITE_P(Optimizers, SteadyState,
+                         ::testing::Values("sgd", "adam", "adagrad"));
+
+TEST(Program, InferenceSkipsLabelsAndUpdates) {
+  plan::Plan p = compile("sgd");
+  ParamStore params(p, 1);
+  LocalEmbeddingStore tables(p, 1);
+  Program program(p, params, tables, ProgramOptions{});
+  Batch b(8);
+  Tensor before = params.get("w1").value.clone();
+  std::vector<const Tensor *> inputs = b.inputs();
+  inputs[2] = nullptr; // no label
+  const Tensor *y = program.run(inputs, false, {0})[0];
+  EXPECT_EQ(y->shape(), (Shape{8, 1}));
+  EXPECT_EQ(std::memcmp(before.data(), params.get("w1").value.data(),
+                        before.byteSize()),
+            0);
+}
+
+} // namespace
