@@ -24,12 +24,12 @@ func.func @gather_float(%i: tensor<?xi64>, %t: tensor<?x4xf32>) -> tensor<f32> {
 
 // -----
 
-heterps.param @w : tensor<2x4x4xf32> = #heterps.init<zeros>
-func.func @batched_matmul(%x: tensor<2x3x4xf32>, %t: tensor<2x3x4xf32>) -> tensor<f32> {
-  %w = heterps.load_param @w : tensor<2x4x4xf32>
-  // expected-error @+1 {{gradient is implemented for 2-D operands only}}
-  %y = heterps.matmul %x, %w : (tensor<2x3x4xf32>, tensor<2x4x4xf32>) -> tensor<2x3x4xf32>
-  %l = heterps.mse_loss %y, %t : (tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> tensor<f32>
+heterps.param @w : tensor<4xf32> = #heterps.init<zeros>
+func.func @vector_matmul(%x: tensor<3x4xf32>, %t: tensor<3xf32>) -> tensor<f32> {
+  %w = heterps.load_param @w : tensor<4xf32>
+  // expected-error @+1 {{gradient is implemented for operands of rank >= 2}}
+  %y = heterps.matmul %x, %w : (tensor<3x4xf32>, tensor<4xf32>) -> tensor<3xf32>
+  %l = heterps.mse_loss %y, %t : (tensor<3xf32>, tensor<3xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
 

@@ -879,6 +879,36 @@ TEST(GradientCheck, MatMul) {
   checkGradients(d);
 }
 
+/// Batched: equal batch dimensions, and a matrix shared by the batch.
+TEST(GradientCheck, MatMulBatched) {
+  GradCase c("matmul 2x3x4 . 2x4x2");
+  c.param("a", {2, 3, 4}, c.rng.uniform(24, -1.0f, 1.0f));
+  c.param("b", {2, 4, 2}, c.rng.uniform(16, -1.0f, 1.0f));
+  c.code("%y = heterps.matmul %a, %b : (tensor<2x3x4xf32>, tensor<2x4x2xf32>) "
+         "-> tensor<2x3x2xf32>");
+  c.mseLoss("%y", {2, 3, 2});
+  checkGradients(c);
+
+  GradCase d("matmul 2x3x4 . 4x2 (shared)");
+  d.param("a", {2, 3, 4}, d.rng.uniform(24, -1.0f, 1.0f));
+  d.param("b", {4, 2}, d.rng.uniform(8, -1.0f, 1.0f));
+  d.code("%y = heterps.matmul %a, %b : (tensor<2x3x4xf32>, tensor<4x2xf32>) "
+         "-> tensor<2x3x2xf32>");
+  d.mseLoss("%y", {2, 3, 2});
+  checkGradients(d);
+}
+
+/// Pow with a trainable base and exponent, broadcast.
+TEST(GradientCheck, Pow) {
+  GradCase c("pow 3x4 . 4");
+  c.param("a", {3, 4}, c.rng.uniform(12, 0.5f, 1.5f));
+  c.param("b", {4}, c.rng.uniform(4, 0.5f, 2.5f));
+  c.code("%y = heterps.pow %a, %b : (tensor<3x4xf32>, tensor<4xf32>) -> "
+         "tensor<3x4xf32>");
+  c.mseLoss("%y", {3, 4});
+  checkGradients(c);
+}
+
 //===----------------------------------------------------------------------===//
 // Shape manipulation
 //===----------------------------------------------------------------------===//

@@ -140,6 +140,25 @@ struct DivRule {
   }
 };
 
+struct PowRule {
+  static LogicalResult build(PowOp op, OpBuilder &b, ValueRange dy, Grads &g) {
+    Location loc = op.getLoc();
+    Value x = op.getLhs(), y = op.getRhs(), z = op.getResult();
+    Type element = getElementTypeOrSelf(x.getType());
+    if (!isa<FloatType>(element))
+      return success();
+    // d(x^y)/dx = y x^(y-1); d(x^y)/dy = x^y ln x (where x > 0).
+    Value ym1 = SubOp::create(b, loc, y, scalarConstant(b, loc, element, 1.0));
+    Value dx = MulOp::create(b, loc, MulOp::create(b, loc, dy[0], y),
+                             PowOp::create(b, loc, x, ym1));
+    g.push_back(sumTo(b, loc, dx, x));
+    Value logx = LogOp::create(b, loc, x.getType(), x);
+    Value dyz = MulOp::create(b, loc, dy[0], z);
+    g.push_back(sumTo(b, loc, MulOp::create(b, loc, dyz, logx), y));
+    return success();
+  }
+};
+
 template <typename OpTy> struct UnaryRule {
   static LogicalResult build(OpTy op, OpBuilder &b, ValueRange dy, Grads &g) {
     StringRef kind = OpTy::getOperationName().drop_front(strlen("heterps."));
@@ -216,18 +235,42 @@ struct GemmRule {
   }
 };
 
+/// Swaps the last two dimensions.
+Value transposeLast2(OpBuilder &b, Location loc, Value v) {
+  auto type = cast<RankedTensorType>(v.getType());
+  SmallVector<int64_t> perm, shape(type.getShape());
+  for (int64_t i = 0; i < type.getRank(); ++i)
+    perm.push_back(i);
+  std::swap(perm[perm.size() - 2], perm.back());
+  std::swap(shape[shape.size() - 2], shape.back());
+  return TransposeOp::create(
+      b, loc, TypeRange{RankedTensorType::get(shape, type.getElementType())},
+      ValueRange{v}, {b.getNamedAttr("perm", b.getDenseI64ArrayAttr(perm))});
+}
+
 struct MatMulRule {
   static LogicalResult build(MatMulOp op, OpBuilder &b, ValueRange dy,
                              Grads &g) {
     auto lhs = cast<RankedTensorType>(op.getLhs().getType());
     auto rhs = cast<RankedTensorType>(op.getRhs().getType());
-    if (lhs.getRank() != 2 || rhs.getRank() != 2)
-      return op.emitOpError()
-             << "gradient is implemented for 2-D operands only, got " << lhs
-             << " and " << rhs;
     Location loc = op.getLoc();
-    g.push_back(gemm(b, loc, lhs, dy[0], op.getRhs(), false, true, 1.0f));
-    g.push_back(gemm(b, loc, rhs, op.getLhs(), dy[0], true, false, 1.0f));
+    if (lhs.getRank() < 2 || rhs.getRank() < 2)
+      return op.emitOpError()
+             << "gradient is implemented for operands of rank >= 2, got " << lhs
+             << " and " << rhs;
+    if (lhs.getRank() == 2 && rhs.getRank() == 2) {
+      g.push_back(gemm(b, loc, lhs, dy[0], op.getRhs(), false, true, 1.0f));
+      g.push_back(gemm(b, loc, rhs, op.getLhs(), dy[0], true, false, 1.0f));
+      return success();
+    }
+    // Batched: dA = dY B^T and dB = A^T dY, each summed over the batch
+    // dimensions its operand was broadcast along.
+    Value dA =
+        MatMulOp::create(b, loc, dy[0], transposeLast2(b, loc, op.getRhs()));
+    Value dB =
+        MatMulOp::create(b, loc, transposeLast2(b, loc, op.getLhs()), dy[0]);
+    g.push_back(sumTo(b, loc, dA, op.getLhs()));
+    g.push_back(sumTo(b, loc, dB, op.getRhs()));
     return success();
   }
 };
@@ -483,6 +526,7 @@ void mlir::heterps::attachGradientModels(MLIRContext *context) {
   attach<SubOp, SubRule>(context);
   attach<MulOp, MulRule>(context);
   attach<DivOp, DivRule>(context);
+  attach<PowOp, PowRule>(context);
   attach<NegOp, UnaryRule<NegOp>>(context);
   attach<AbsOp, UnaryRule<AbsOp>>(context);
   attach<ExpOp, UnaryRule<ExpOp>>(context);
