@@ -167,7 +167,8 @@ struct AutodiffPass
     NamedAttrList attrs;
     attrs.set("kind", b.getStringAttr(kind));
     attrs.set("learning_rate", b.getF64FloatAttr(lr));
-    attrs.set("momentum", b.getF64FloatAttr(kind == "momentum" ? momentum : 0));
+    attrs.set("momentum",
+              b.getF64FloatAttr(kind == "momentum" ? double(momentum) : 0.0));
     attrs.set("beta1", b.getF64FloatAttr(beta1));
     attrs.set("beta2", b.getF64FloatAttr(beta2));
     attrs.set("epsilon", b.getF64FloatAttr(epsilon));

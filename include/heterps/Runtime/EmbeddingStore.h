@@ -75,7 +75,7 @@ private:
     std::vector<int64_t> steps; // per row, Adam's bias correction
     std::mutex mutex;
     // Scratch of push(): merged rows, kept between pushes.
-    std::vector<std::pair<int64_t, int64_t>> mergeByRow;
+    std::vector<int32_t> mergeSlot; // per row: its merged index, or -1
     std::vector<int64_t> mergeOrder;
     std::vector<float> mergeRows;
   };

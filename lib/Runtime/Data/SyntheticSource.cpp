@@ -33,6 +33,8 @@ constexpr double kBias = -1.5;
 // the logit: strong enough that a model visibly learns each.
 constexpr double kSignal = 1.5;
 constexpr double kClassNoise = 0.5;
+// Epochs up to this size are drawn once and replayed from memory.
+constexpr int64_t kMaxCacheBytes = int64_t(1) << 30;
 
 /// N(0, 1) from one 64-bit hash (Box-Muller on its two halves).
 double gaussian(uint64_t h) {
@@ -68,6 +70,9 @@ public:
             gaussian(splitmix64(kModelKey ^ splitmix64(c * dense + k))) /
             std::sqrt(double(dense));
     sparseScale = sparse ? kSignal / std::sqrt(double(sparse)) : 0.0;
+    // An epoch is a fixed data set: keep it when it is small enough.
+    int64_t rowBytes = 4 * (dense + 1) + 8 * sparse;
+    cacheEnabled = options.syntheticExamples * rowBytes <= kMaxCacheBytes;
     seedKey = splitmix64(options.seed ^ 0x73796e7468657469ULL);
   }
 
@@ -88,8 +93,19 @@ public:
     else
       batch.sparse = Tensor();
     batch.size = n;
-    for (int64_t i = 0; i < n; ++i)
+    // Rows already drawn are copied from the cache; the rest are drawn and
+    // cached, so every epoch after the first costs a copy.
+    int64_t cached = std::clamp<int64_t>(cachedRows - cursor, 0, n);
+    if (cached)
+      copyRows(cache, cursor, batch, 0, cached);
+    for (int64_t i = cached; i < n; ++i)
       generate(cursor + i, batch, i);
+    if (cacheEnabled && cursor + cached == cachedRows && n > cached) {
+      if (cachedRows == 0)
+        shapeLike(cache, batch, options.syntheticExamples);
+      copyRows(batch, cached, cache, cachedRows, n - cached);
+      cachedRows += n - cached;
+    }
     cursor += n;
     return n > 0;
   }
@@ -153,6 +169,9 @@ private:
   double sparseScale = 0;
   uint64_t seedKey = 0;
   int64_t cursor = 0;
+  bool cacheEnabled = false;
+  Batch cache;
+  int64_t cachedRows = 0;
 };
 } // namespace
 

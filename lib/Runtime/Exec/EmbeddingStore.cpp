@@ -6,7 +6,6 @@
 #include "heterps/Runtime/ParamStore.h"
 #include "heterps/Runtime/PlanTypes.h"
 
-#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -95,29 +94,33 @@ void LocalEmbeddingStore::push(int id, const int64_t *keys, int64_t n,
       fail() << "table " << id << " '" << t.info.name
              << "': non-finite gradient for key " << keys[i / dim];
   std::lock_guard<std::mutex> lock(t.mutex);
-  // Duplicates are merged so that one push is one optimizer step per row:
-  // (row, position) pairs sorted by row put them next to each other. The
-  // buffers belong to the table and keep their capacity between pushes.
-  std::vector<std::pair<int64_t, int64_t>> &byRow = t.mergeByRow;
+  // Duplicates are merged so that one push is one optimizer step per row.
+  // A row-indexed slot array finds a row's merged gradient in O(1); only the
+  // slots this push touched are cleared afterwards. The buffers belong to
+  // the table and keep their capacity between pushes.
+  std::vector<int32_t> &slot = t.mergeSlot;
   std::vector<int64_t> &order = t.mergeOrder;
   std::vector<float> &merged = t.mergeRows;
-  byRow.resize(n);
-  for (int64_t i = 0; i < n; ++i)
-    byRow[i] = {rowOf(keys[i], t.info.vocab), i};
-  std::sort(byRow.begin(), byRow.end());
+  if (slot.empty())
+    slot.assign(t.info.vocab, -1);
   order.clear();
   merged.resize(n * dim);
-  for (int64_t k = 0; k < n; ++k) {
-    const float *g = grads + byRow[k].second * dim;
-    if (order.empty() || order.back() != byRow[k].first) {
-      order.push_back(byRow[k].first);
-      std::copy(g, g + dim, merged.data() + (order.size() - 1) * dim);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t row = rowOf(keys[i], t.info.vocab);
+    const float *g = grads + i * dim;
+    int32_t &k = slot[row];
+    if (k < 0) {
+      k = static_cast<int32_t>(order.size());
+      order.push_back(row);
+      std::copy(g, g + dim, merged.data() + k * dim);
     } else {
-      float *dst = merged.data() + (order.size() - 1) * dim;
+      float *dst = merged.data() + k * dim;
       for (int64_t j = 0; j < dim; ++j)
         dst[j] += g[j];
     }
   }
+  for (int64_t row : order)
+    slot[row] = -1;
   int slots = t.optimizer.stateSlots();
   if (slots && t.state.empty()) {
     t.state = Tensor(DType::F32, {t.info.vocab, slots * dim});

@@ -1,0 +1,177 @@
+#!/usr/bin/python3
+"""PyTorch reference of a few training steps of an exported fixture.
+
+Rebuilds the torch module of torch-ctr.onnx or torch-mlp.onnx (the classes
+of scripts/export-torch-fixtures.py), loads the ONNX initializers into it so
+that the weights are bit-identical to the ones heterps-opt imports, draws a
+seeded batch and trains on it with torch.optim.SGD (or Adam), the batch the
+same at every step, as `heterps-run --input ... --steps=N` does. It writes
+
+    OUT/inputs/<input>.pb     the batch, named as the plan's inputs (the
+                              label as `label`), for heterps-run --input
+    OUT/initial/<param>.pb    the parameters before training
+    OUT/expected/<param>.pb   the parameters after the last step
+
+as ONNX TensorProto files, parameters named as the ONNX initializers.
+scripts/compare-tensors.py compares a heterps-run checkpoint with expected/.
+
+The losses are those heterps-autodiff writes:
+  ctr: loss=bce         nn.BCELoss (mean) of the sigmoid output against float
+                        labels of shape Bx1;
+  mlp: loss=softmax-ce  cross-entropy (mean) applied to the model's output as
+                        logits. The MLP ends in a softmax, so that is
+                        F.cross_entropy(softmax(net(x)), y): the softmax is
+                        applied twice, exactly what the plan computes.
+The embeddings are dense nn.Embedding tables in torch; their rows get the
+same optimizer as the dense parameters, as heterps' tables do by default.
+
+    /usr/bin/python3 scripts/torch-sgd-reference.py --model ctr \\
+        --onnx test/Import/ONNX/Inputs/torch-ctr.onnx --out /tmp/ref \\
+        --lr 0.1 [--optimizer adam] [--steps 2]
+"""
+
+import argparse
+import importlib.util
+import os
+import sys
+
+import numpy as np
+import onnx
+import torch
+from onnx import numpy_helper
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def load_fixture_module():
+    """Imports export-torch-fixtures.py (not an importable name) as a module."""
+    path = os.path.join(HERE, "export-torch-fixtures.py")
+    spec = importlib.util.spec_from_file_location("export_torch_fixtures", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def load_onnx_weights(model, onnx_path):
+    """Copies every ONNX initializer into the parameter of the same name.
+
+    The exporter names the initializers after the state_dict keys
+    (emb.0.weight, bottom.0.weight, ...), Linear weights stay out x in
+    (Gemm with transB=1), so the shapes agree one to one. strict=True makes a
+    missing or extra name an error instead of a silently random weight.
+    """
+    graph = onnx.load(onnx_path).graph
+    state = {t.name: torch.from_numpy(numpy_helper.to_array(t).copy())
+             for t in graph.initializer}
+    model.load_state_dict(state, strict=True)
+    return [t.name for t in graph.initializer]
+
+
+def make_batch(kind, fixtures, batch, gen):
+    """A seeded batch: the model's inputs by plan input name, and the label."""
+    if kind == "ctr":
+        dense = torch.randn(batch, fixtures.NUM_DENSE, generator=gen)
+        sparse = torch.randint(0, fixtures.VOCAB, (batch, fixtures.NUM_SLOTS),
+                               generator=gen, dtype=torch.int64)
+        label = torch.randint(0, 2, (batch, 1), generator=gen).float()
+        return {"dense": dense, "sparse": sparse}, label
+    x = torch.randn(batch, 32, generator=gen)
+    label = torch.randint(0, 10, (batch,), generator=gen, dtype=torch.int64)
+    return {"x": x}, label
+
+
+def loss_of(kind, output, label):
+    if kind == "ctr":
+        return torch.nn.BCELoss()(output, label)
+    # heterps' softmax-ce treats the prediction (already a softmax) as logits.
+    return F.cross_entropy(output, label)
+
+
+def make_optimizer(args, params):
+    if args.optimizer == "sgd":
+        return torch.optim.SGD(params, lr=args.lr)
+    if args.optimizer == "momentum":
+        return torch.optim.SGD(params, lr=args.lr, momentum=args.momentum)
+    if args.optimizer == "adam":
+        return torch.optim.Adam(params, lr=args.lr,
+                                betas=(args.beta1, args.beta2),
+                                eps=args.epsilon)
+    if args.optimizer == "adagrad":
+        # heterps' Adagrad starts from a zero sum, as torch's default does.
+        return torch.optim.Adagrad(params, lr=args.lr, eps=args.epsilon)
+    raise SystemExit(f"unsupported optimizer {args.optimizer}")
+
+
+def save(directory, name, value):
+    os.makedirs(directory, exist_ok=True)
+    array = value.detach().cpu().numpy() if torch.is_tensor(value) else value
+    if array.dtype == np.float64:
+        array = array.astype(np.float32)
+    proto = numpy_helper.from_array(np.ascontiguousarray(array), name)
+    with open(os.path.join(directory, name + ".pb"), "wb") as f:
+        f.write(proto.SerializeToString())
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", choices=["ctr", "mlp"], required=True)
+    parser.add_argument("--onnx", required=True, help="the fixture file")
+    parser.add_argument("--out", required=True, help="output directory")
+    parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument("--seed", type=int, default=1234)
+    parser.add_argument("--steps", type=int, default=1)
+    parser.add_argument("--optimizer", default="sgd",
+                        choices=["sgd", "momentum", "adam", "adagrad"])
+    parser.add_argument("--lr", type=float, default=0.1)
+    parser.add_argument("--momentum", type=float, default=0.9)
+    parser.add_argument("--beta1", type=float, default=0.9)
+    parser.add_argument("--beta2", type=float, default=0.999)
+    parser.add_argument("--epsilon", type=float, default=1e-8)
+    parser.add_argument("--float64", action="store_true",
+                        help="train in float64 (the files stay float32): "
+                        "the exact answer rather than torch's float32 one")
+    args = parser.parse_args()
+
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(1)
+    fixtures = load_fixture_module()
+    model = fixtures.CTR() if args.model == "ctr" else fixtures.MLP()
+    names = load_onnx_weights(model, args.onnx)
+    # The weights were traced in eval mode; no dropout/batch-norm here, but
+    # be explicit: train() changes nothing for these modules.
+    model.train()
+    if args.float64:
+        model.double()
+
+    params = dict(model.named_parameters())
+    for name in names:
+        save(os.path.join(args.out, "initial"), name, params[name])
+
+    gen = torch.Generator().manual_seed(args.seed)
+    inputs, label = make_batch(args.model, fixtures, args.batch, gen)
+    for name, value in inputs.items():
+        save(os.path.join(args.out, "inputs"), name, value)
+    save(os.path.join(args.out, "inputs"), "label", label)
+
+    if args.float64:
+        inputs = {k: v.double() if v.is_floating_point() else v
+                  for k, v in inputs.items()}
+        label = label.double() if label.is_floating_point() else label
+    opt = make_optimizer(args, model.parameters())
+    for step in range(args.steps):
+        opt.zero_grad()
+        loss = loss_of(args.model, model(*inputs.values()), label)
+        loss.backward()
+        opt.step()
+        print(f"torch step {step + 1}: loss {loss.item():.6f}")
+
+    for name in names:
+        save(os.path.join(args.out, "expected"), name, params[name])
+    print(f"wrote {len(names)} expected parameters to "
+          f"{os.path.join(args.out, 'expected')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
