@@ -4,6 +4,8 @@
 
 #include "heterps/Runtime/Error.h"
 
+#include <omp.h>
+
 using namespace heterps::runtime;
 using namespace heterps::runtime::cpu;
 
@@ -25,4 +27,16 @@ dnnl::memory::desc cpu::plainDesc(const Shape &shape,
 
 dnnl::memory cpu::wrap(const dnnl::memory::desc &desc, const Tensor &tensor) {
   return dnnl::memory(desc, cpuDevice().engine, tensor.data());
+}
+
+SerialScope::SerialScope(bool serial) {
+  if (!serial)
+    return;
+  saved = omp_get_max_threads();
+  omp_set_num_threads(1);
+}
+
+SerialScope::~SerialScope() {
+  if (saved)
+    omp_set_num_threads(saved);
 }

@@ -17,6 +17,24 @@ struct CPUDevice {
 
 CPUDevice &cpuDevice();
 
+/// Runs a small primitive on one thread: waking OpenMP workers costs tens of
+/// microseconds, more than a GEMM of a CTR model's head takes, and made two
+/// threads slower than one. Used around both creating a primitive (oneDNN
+/// sizes its work split then) and executing it.
+class SerialScope {
+public:
+  explicit SerialScope(bool serial);
+  ~SerialScope();
+  SerialScope(const SerialScope &) = delete;
+  SerialScope &operator=(const SerialScope &) = delete;
+
+private:
+  int saved = 0;
+};
+
+/// Multiply-adds below which a primitive runs on one thread.
+constexpr double kSerialWork = 1 << 22;
+
 /// oneDNN memory over a runtime tensor of f32 with the plain (row-major)
 /// layout of its shape.
 dnnl::memory::desc

@@ -26,6 +26,7 @@ struct MatmulPrimitive {
   /// The execute() arguments: built once, the handles re-pointed per run.
   std::unordered_map<int, dnnl::memory> args;
   bool hasBias = false;
+  bool serial = false;
 };
 
 /// C = alpha * A' B' (+ bias), A' = A or A^T, B' = B or B^T, batched over
@@ -64,6 +65,8 @@ public:
       cDesc = dnnl::memory::desc({m, n}, dt::f32, dnnl::memory::dims{n, 1});
     }
     MatmulPrimitive p;
+    p.serial = double(batch) * m * k * n < kSerialWork;
+    SerialScope serial(p.serial);
     dnnl::primitive_attr attr;
     if (alpha != 1.0f)
       attr.set_output_scales(0, {alpha});
@@ -100,6 +103,7 @@ public:
       p.bias.set_data_handle(const_cast<void *>(bias));
     dnnl::stream &s = cpuDevice().stream;
     ForeignCallScope foreign;
+    SerialScope serial(p.serial);
     p.prim.execute(s, p.args);
     s.wait();
   }
