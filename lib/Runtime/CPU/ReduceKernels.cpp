@@ -1,12 +1,19 @@
 //===- ReduceKernels.cpp - Reductions and softmax, with gradients ---------===//
 //
-// A reduction is read as a broadcast in reverse: the result with kept
+// f32 tensors go through oneDNN: reductions are reduction primitives (or
+// matmuls with ones, see buildReduction), softmax and log-softmax and their
+// gradients softmax/logsoftmax primitives, and the gradient of a sum or
+// mean is a binary primitive that broadcasts the result gradient. The loops
+// serve the other element types, the gradient of a max, for which oneDNN
+// has no primitive, and the shapes for which it has only reference code.
+// They read a reduction as a broadcast in reverse: the result with kept
 // dimensions broadcasts to the input, so one strided walk over the input
 // accumulates into (or, for a gradient, reads from) the result.
 //
 //===----------------------------------------------------------------------===//
 
 #include "KernelUtil.h"
+#include "PrimitiveCache.h"
 
 #include <cmath>
 #include <cstring>
@@ -54,10 +61,23 @@ public:
         axes(op.getInts("axes")), keepdims(op.getBool("keepdims", true)) {}
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
     plan.init(in[0], axes, keepdims, info);
+    dnnl::algorithm alg = kind == "max"    ? dnnl::algorithm::reduction_max
+                          : kind == "mean" ? dnnl::algorithm::reduction_mean
+                                           : dnnl::algorithm::reduction_sum;
+    prim = planIsF32(info) ? cache.get(in,
+                                       [&](BoundPrimitive &p) {
+                                         return buildReduction(alg, plan.input,
+                                                               plan.kept, p);
+                                       })
+                           : nullptr;
     return {plan.result};
   }
   void run(const std::vector<const Tensor *> &in,
            const std::vector<Tensor *> &res, ExecContext &) override {
+    if (prim && allF32(in, res)) {
+      prim->execute(info, in, res);
+      return;
+    }
     dispatchFloat(in[0]->dtype(), info, [&](auto tag) {
       using T = decltype(tag);
       const T *x = in[0]->as<T>();
@@ -83,6 +103,8 @@ private:
   std::vector<int64_t> axes;
   bool keepdims;
   ReducePlan plan;
+  PrimitiveCache cache;
+  BoundPrimitive *prim = nullptr;
 };
 
 /// heterps.reduce_grad: operands (input, result, result_grad).
@@ -93,10 +115,17 @@ public:
         keepdims(op.getBool("keepdims", true)) {}
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
     plan.init(in[0], axes, keepdims, info);
+    prim = kind != "max" && planIsF32(info)
+               ? cache.get(in, [&](BoundPrimitive &p) { return build(p); })
+               : nullptr;
     return {in[0]};
   }
   void run(const std::vector<const Tensor *> &in,
            const std::vector<Tensor *> &res, ExecContext &) override {
+    if (prim && allF32(in, res)) {
+      prim->execute(info, in, res);
+      return;
+    }
     dispatchFloat(in[0]->dtype(), info, [&](auto tag) {
       using T = decltype(tag);
       const T *x = in[0]->as<T>(), *y = in[1]->as<T>(), *dy = in[2]->as<T>();
@@ -115,10 +144,34 @@ public:
   }
 
 private:
+  /// dx = dy broadcast to the input (times 1/count for a mean). oneDNN has
+  /// no broadcasting copy (a reorder wants equal dimensions), but its binary
+  /// primitive broadcasts src1: dx = zeros + dy, scaled by a post-op.
+  bool build(BoundPrimitive &p) {
+    dnnl::memory::desc dx = plainDesc(plan.input), dy = plainDesc(plan.kept);
+    dnnl::primitive_attr attr = scratchpadAttr();
+    if (kind == "mean") {
+      dnnl::post_ops ops;
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_linear,
+                         1.0f / static_cast<float>(plan.count), 0.0f);
+      attr.set_post_ops(ops);
+    }
+    dnnl::binary::primitive_desc pd(
+        dnnl::binary::desc(dnnl::algorithm::binary_add, dx, dy, dx), attr,
+        cpuDevice().engine);
+    p.constant(DNNL_ARG_SRC_0, dx, 0.0f);
+    p.input(DNNL_ARG_SRC_1, 2, dy);
+    p.output(DNNL_ARG_DST, 0, dx);
+    p.set(dnnl::binary(pd), pd);
+    return true;
+  }
+
   std::string kind;
   std::vector<int64_t> axes;
   bool keepdims;
   ReducePlan plan;
+  PrimitiveCache cache;
+  BoundPrimitive *prim = nullptr;
 };
 
 struct AxisSplit {
@@ -130,18 +183,79 @@ struct AxisSplit {
   }
 };
 
+/// The softmax (or log-softmax) primitive along `axis` of a tensor of
+/// `shape`: the forward from input 0 to output 0, or the backward over the
+/// operands (result, result_grad) of heterps.softmax_grad. Both oneDNN
+/// backward primitives take the forward's result, as the op does. oneDNN's
+/// log-softmax computes its log with the approximation of eltwise_log:
+/// within 3.5e-6 of the exact result (the loop within 3e-7), well inside
+/// the tolerances of a loss or of ONNX's tests.
+bool buildSoftmax(bool isLog, bool gradient, const Shape &shape, int axis,
+                  BoundPrimitive &p) {
+  const dnnl::engine &engine = cpuDevice().engine;
+  dnnl::memory::desc desc = plainDesc(shape);
+  auto prop = gradient ? dnnl::prop_kind::forward_training
+                       : dnnl::prop_kind::forward_inference;
+  if (isLog) {
+    dnnl::logsoftmax_forward::primitive_desc forward(
+        dnnl::logsoftmax_forward::desc(prop, desc, axis), scratchpadAttr(),
+        engine);
+    if (!gradient) {
+      p.input(DNNL_ARG_SRC, 0, desc);
+      p.output(DNNL_ARG_DST, 0, desc);
+      p.set(dnnl::logsoftmax_forward(forward), forward);
+      return true;
+    }
+    dnnl::logsoftmax_backward::primitive_desc pd(
+        dnnl::logsoftmax_backward::desc(desc, desc, axis), scratchpadAttr(),
+        engine, forward);
+    p.input(DNNL_ARG_DST, 0, desc);
+    p.input(DNNL_ARG_DIFF_DST, 1, desc);
+    p.output(DNNL_ARG_DIFF_SRC, 0, desc);
+    p.set(dnnl::logsoftmax_backward(pd), pd);
+    return true;
+  }
+  dnnl::softmax_forward::primitive_desc forward(
+      dnnl::softmax_forward::desc(prop, desc, axis), scratchpadAttr(), engine);
+  if (!gradient) {
+    p.input(DNNL_ARG_SRC, 0, desc);
+    p.output(DNNL_ARG_DST, 0, desc);
+    p.set(dnnl::softmax_forward(forward), forward);
+    return true;
+  }
+  dnnl::softmax_backward::primitive_desc pd(
+      dnnl::softmax_backward::desc(desc, desc, axis), scratchpadAttr(), engine,
+      forward);
+  p.input(DNNL_ARG_DST, 0, desc);
+  p.input(DNNL_ARG_DIFF_DST, 1, desc);
+  p.output(DNNL_ARG_DIFF_SRC, 0, desc);
+  p.set(dnnl::softmax_backward(pd), pd);
+  return true;
+}
+
 class SoftmaxKernel : public Kernel {
 public:
   explicit SoftmaxKernel(const OpInfo &op)
       : Kernel(op), axisAttr(op.getInt("axis", -1)),
         isLog(op.name() == "heterps.log_softmax") {}
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
-    split.init(in[0], normalizeAxis(axisAttr,
-                                    static_cast<int64_t>(in[0].size()), info));
+    int axis = static_cast<int>(
+        normalizeAxis(axisAttr, static_cast<int64_t>(in[0].size()), info));
+    split.init(in[0], axis);
+    prim = planIsF32(info)
+               ? cache.get(in,
+                           [&](BoundPrimitive &p) {
+                             return buildSoftmax(isLog, false, in[0], axis, p);
+                           })
+               : nullptr;
     return {in[0]};
   }
   void run(const std::vector<const Tensor *> &in,
            const std::vector<Tensor *> &res, ExecContext &) override {
+    if (prim && allF32(in, res)) {
+      prim->execute(info, in, res);
+      return;
+    }
     dispatchFloat(in[0]->dtype(), info, [&](auto tag) {
       using T = decltype(tag);
       const T *x = in[0]->as<T>();
@@ -173,6 +287,8 @@ private:
   int64_t axisAttr;
   bool isLog;
   AxisSplit split;
+  PrimitiveCache cache;
+  BoundPrimitive *prim = nullptr;
 };
 
 /// heterps.softmax_grad: operands (result, result_grad).
@@ -182,12 +298,23 @@ public:
       : Kernel(op), axisAttr(op.getInt("axis", -1)),
         isLog(op.getBool("log", false)) {}
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
-    split.init(in[0], normalizeAxis(axisAttr,
-                                    static_cast<int64_t>(in[0].size()), info));
+    int axis = static_cast<int>(
+        normalizeAxis(axisAttr, static_cast<int64_t>(in[0].size()), info));
+    split.init(in[0], axis);
+    prim = planIsF32(info)
+               ? cache.get(in,
+                           [&](BoundPrimitive &p) {
+                             return buildSoftmax(isLog, true, in[0], axis, p);
+                           })
+               : nullptr;
     return {in[0]};
   }
   void run(const std::vector<const Tensor *> &in,
            const std::vector<Tensor *> &res, ExecContext &) override {
+    if (prim && allF32(in, res)) {
+      prim->execute(info, in, res);
+      return;
+    }
     dispatchFloat(in[0]->dtype(), info, [&](auto tag) {
       using T = decltype(tag);
       const T *y = in[0]->as<T>(), *dy = in[1]->as<T>();
@@ -212,6 +339,8 @@ private:
   int64_t axisAttr;
   bool isLog;
   AxisSplit split;
+  PrimitiveCache cache;
+  BoundPrimitive *prim = nullptr;
 };
 
 } // namespace

@@ -1,6 +1,13 @@
 //===- ShapeKernels.cpp - Constants, reshapes, copies and gathers ---------===//
+//
+// Byte copies that work for every element type. Two ops have a oneDNN
+// primitive for f32 tensors: concat (the concat primitive) and sum_to_shape
+// (a sum, see buildReduction).
+//
+//===----------------------------------------------------------------------===//
 
 #include "KernelUtil.h"
+#include "PrimitiveCache.h"
 
 #include <cstring>
 #include <limits>
@@ -128,10 +135,18 @@ public:
         n *= s[d];
       inner.push_back(n);
     }
+    prim = planIsF32(info)
+               ? cache.get(in,
+                           [&](BoundPrimitive &p) { return build(in, out, p); })
+               : nullptr;
     return {out};
   }
   void run(const std::vector<const Tensor *> &in,
            const std::vector<Tensor *> &res, ExecContext &) override {
+    if (prim && allF32(in, res)) {
+      prim->execute(info, in, res);
+      return;
+    }
     size_t es = dtypeSize(res[0]->dtype());
     int64_t row = 0;
     for (int64_t n : inner)
@@ -148,8 +163,25 @@ public:
   }
 
 private:
+  bool build(const std::vector<Shape> &in, const Shape &out,
+             BoundPrimitive &p) {
+    std::vector<dnnl::memory::desc> srcs;
+    for (const Shape &s : in)
+      srcs.push_back(plainDesc(s));
+    dnnl::memory::desc dst = plainDesc(out);
+    dnnl::concat::primitive_desc pd(dst, static_cast<int>(axis), srcs,
+                                    cpuDevice().engine, scratchpadAttr());
+    for (size_t i = 0; i < srcs.size(); ++i)
+      p.input(DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i), i, srcs[i]);
+    p.output(DNNL_ARG_DST, 0, dst);
+    p.set(dnnl::concat(pd), pd);
+    return true;
+  }
+
   int64_t axisAttr, axis = 0, outer = 1;
   std::vector<int64_t> inner;
+  PrimitiveCache cache;
+  BoundPrimitive *prim = nullptr;
 };
 
 class SliceKernel : public Kernel {
@@ -289,10 +321,25 @@ public:
              << " does not broadcast to " << shapeString(in[0]);
     dst = broadcastStrides(in[1], in[0]);
     own = stridesOf(in[0]);
+    // The sum has `like`'s shape with the leading unit dimensions that
+    // NumPy broadcasting implies.
+    Shape kept = padRank(in[1], in[0].size());
+    prim =
+        planIsF32(info)
+            ? cache.get(in,
+                        [&](BoundPrimitive &p) {
+                          return buildReduction(dnnl::algorithm::reduction_sum,
+                                                in[0], kept, p);
+                        })
+            : nullptr;
     return {in[1]};
   }
   void run(const std::vector<const Tensor *> &in,
            const std::vector<Tensor *> &res, ExecContext &) override {
+    if (prim && allF32(in, res)) {
+      prim->execute(info, in, res);
+      return;
+    }
     dispatchNumeric(in[0]->dtype(), info, [&](auto tag) {
       using T = decltype(tag);
       if constexpr (std::is_same_v<T, bool>) {
@@ -312,6 +359,8 @@ public:
 private:
   Shape valueShape;
   std::vector<int64_t> dst, own;
+  PrimitiveCache cache;
+  BoundPrimitive *prim = nullptr;
 };
 
 } // namespace
