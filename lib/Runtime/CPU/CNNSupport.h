@@ -119,6 +119,7 @@ public:
       b.memory.set_data_handle(b.isOutput ? outputs[b.index]->data()
                                           : inputs[b.index]->data());
     dnnl::stream &stream = cpuDevice().stream;
+    ForeignCallScope foreign;
     for (Step &s : steps)
       s.primitive.execute(stream, s.args);
     stream.wait();
