@@ -218,6 +218,9 @@ public:
       strides[d] = step * inStrides[d];
     }
     outShape = out;
+    rowShape.assign(out.begin(), out.end() - (out.empty() ? 0 : 1));
+    rowStrides.assign(strides.begin(),
+                      strides.end() - (strides.empty() ? 0 : 1));
     return {out};
   }
   void run(const std::vector<const Tensor *> &in,
@@ -227,6 +230,15 @@ public:
       return;
     const char *x = static_cast<const char *>(in[0]->data()) + offset * es;
     char *y = static_cast<char *>(res[0]->data());
+    if (!outShape.empty() && steps.back() == 1) {
+      // Contiguous rows (a concat's gradient): one copy per row.
+      size_t row = outShape.back() * es;
+      forEachBroadcast(rowShape, rowStrides, rowStrides,
+                       [&](int64_t o, int64_t i, int64_t) {
+                         std::memcpy(y + o * row, x + i * es, row);
+                       });
+      return;
+    }
     forEachBroadcast(outShape, strides, strides,
                      [&](int64_t o, int64_t i, int64_t) {
                        std::memcpy(y + o * es, x + i * es, es);
@@ -234,9 +246,9 @@ public:
   }
 
 private:
-  std::vector<int64_t> starts, ends, steps, strides;
+  std::vector<int64_t> starts, ends, steps, strides, rowStrides;
   int64_t offset = 0;
-  Shape outShape;
+  Shape outShape, rowShape;
 };
 
 class GatherKernel : public Kernel {
