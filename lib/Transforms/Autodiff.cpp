@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "heterps/Dialect/HeterPS/IR/HeterPSModelFunction.h"
 #include "heterps/Dialect/HeterPS/IR/HeterPSOps.h"
 #include "heterps/Transforms/Passes.h"
 
@@ -53,29 +54,6 @@ bool isKnownOptimizer(StringRef kind) {
 struct AutodiffPass
     : public mlir::heterps::impl::AutodiffPassBase<AutodiffPass> {
   using Base::Base;
-
-  FailureOr<func::FuncOp> findFunction(ModuleOp module) {
-    func::FuncOp found;
-    for (auto f : module.getOps<func::FuncOp>()) {
-      if (f.isExternal())
-        continue;
-      if (!functionName.empty() ? f.getSymName() == functionName : !found) {
-        found = f;
-        continue;
-      }
-      if (functionName.empty())
-        return module.emitError()
-               << getArgument() << ": the module has several functions; "
-               << "name one with function=NAME";
-    }
-    if (!found)
-      return module.emitError()
-             << getArgument() << ": no function "
-             << (functionName.empty() ? std::string("")
-                                      : "'" + functionName + "' ")
-             << "to differentiate";
-    return found;
-  }
 
   /// The loss value: added from the options, or the model's own.
   FailureOr<std::pair<Value, std::string>> buildLoss(func::FuncOp func,
@@ -198,7 +176,8 @@ struct AutodiffPass
                          << learningRate;
       return signalPassFailure();
     }
-    FailureOr<func::FuncOp> found = findFunction(module);
+    FailureOr<func::FuncOp> found =
+        findModelFunction(module, functionName, getArgument());
     if (failed(found))
       return signalPassFailure();
     func::FuncOp func = *found;

@@ -35,7 +35,7 @@ struct OutlineStagesPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     FailureOr<func::FuncOp> function =
-        findScheduledFunction(module, functionName, getArgument());
+        findModelFunction(module, functionName, getArgument());
     if (failed(function))
       return signalPassFailure();
     if (microBatches < 1) {

@@ -11,31 +11,6 @@
 using namespace mlir;
 using namespace mlir::heterps;
 
-FailureOr<func::FuncOp>
-mlir::heterps::findScheduledFunction(ModuleOp module, StringRef name,
-                                     StringRef passName) {
-  SmallVector<func::FuncOp> candidates;
-  for (auto function : module.getOps<func::FuncOp>())
-    if (!function.isExternal() &&
-        (name.empty() || function.getSymName() == name))
-      candidates.push_back(function);
-  if (candidates.size() == 1)
-    return candidates.front();
-  if (!name.empty())
-    return module.emitError()
-           << passName << ": the module has no function @" << name;
-  if (candidates.empty())
-    return module.emitError() << passName << ": the module has no function";
-  InFlightDiagnostic diag = module.emitError()
-                            << passName << ": the module has "
-                            << candidates.size() << " functions (";
-  llvm::interleaveComma(candidates, diag, [&](func::FuncOp function) {
-    diag << "@" << function.getSymName();
-  });
-  diag << "); name one with function=";
-  return diag;
-}
-
 /// A name for the op in reports and profile tables: its NameLoc when it has
 /// one, else its mnemonic and position.
 static std::string getOpName(Operation *op, size_t index) {
@@ -52,7 +27,7 @@ mlir::heterps::buildScheduledFunction(ModuleOp module,
   if (options.clusterFile.empty())
     return module.emitError() << pass << ": cluster=FILE is required";
   FailureOr<func::FuncOp> function =
-      findScheduledFunction(module, options.functionName, pass);
+      findModelFunction(module, options.functionName, pass);
   if (failed(function))
     return failure();
 

@@ -10,6 +10,7 @@
 #ifndef HETERPS_LIB_TRANSFORMS_SCHEDULEADAPTOR_H
 #define HETERPS_LIB_TRANSFORMS_SCHEDULEADAPTOR_H
 
+#include "heterps/Dialect/HeterPS/IR/HeterPSModelFunction.h"
 #include "heterps/Schedule/CostModel.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -31,11 +32,6 @@ struct ScheduleOptions {
   bool training = true;
   std::string profileFile;
 };
-
-/// The function a scheduling pass works on: `name`, or the module's only
-/// function with a body.
-FailureOr<func::FuncOp> findScheduledFunction(ModuleOp module, StringRef name,
-                                              StringRef passName);
 
 /// A function's ops (in order, the terminator excluded) and the problem
 /// built from them; problem.ops[i] describes ops[i].

@@ -312,29 +312,6 @@ static std::string position(const rt::Shape &shape, int64_t flat) {
   return s + "]";
 }
 
-static float halfToFloat(uint16_t h) {
-  uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ff,
-           bits;
-  if (exp == 0x1f) {
-    bits = sign | 0x7f800000u | (mant << 13);
-  } else if (exp) {
-    bits = sign | ((exp + 112) << 23) | (mant << 13);
-  } else if (mant) {
-    // Subnormal: normalise.
-    exp = 113;
-    while (!(mant & 0x400)) {
-      mant <<= 1;
-      --exp;
-    }
-    bits = sign | (exp << 23) | ((mant & 0x3ff) << 13);
-  } else {
-    bits = sign;
-  }
-  float f;
-  std::memcpy(&f, &bits, sizeof(f));
-  return f;
-}
-
 /// Element `i` of a float tensor as a double.
 static double floatAt(const rt::Tensor &t, int64_t i) {
   switch (t.dtype()) {
@@ -343,13 +320,8 @@ static double floatAt(const rt::Tensor &t, int64_t i) {
   case rt::DType::F64:
     return t.as<double>()[i];
   case rt::DType::F16:
-    return halfToFloat(t.as<uint16_t>()[i]);
-  case rt::DType::BF16: {
-    uint32_t bits = uint32_t(t.as<uint16_t>()[i]) << 16;
-    float f;
-    std::memcpy(&f, &bits, sizeof(f));
-    return f;
-  }
+  case rt::DType::BF16:
+    return rt::halfToFloat(t.as<uint16_t>()[i], t.dtype() == rt::DType::BF16);
   default:
     return 0;
   }

@@ -38,6 +38,11 @@ size_t dtypeSize(DType t);
 const char *dtypeName(DType t);
 bool isFloat(DType t);
 
+/// IEEE half (or, with `bf16`, bfloat16) bits to float and back; the
+/// conversion to 16 bits rounds to nearest even, as NumPy's astype does.
+float halfToFloat(uint16_t bits, bool bf16);
+uint16_t floatToHalf(float value, bool bf16);
+
 using Shape = std::vector<int64_t>;
 
 int64_t numElements(const Shape &shape);

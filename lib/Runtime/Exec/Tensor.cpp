@@ -4,6 +4,7 @@
 
 #include "heterps/Runtime/Error.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -140,4 +141,60 @@ Tensor Tensor::clone() const {
 std::string Tensor::typeString() const {
   return "tensor<" + (dims.empty() ? std::string() : shapeString(dims) + "x") +
          dtypeName(type) + ">";
+}
+
+float heterps::runtime::halfToFloat(uint16_t h, bool bf16) {
+  uint32_t bits;
+  if (bf16) {
+    bits = uint32_t(h) << 16;
+  } else {
+    uint32_t sign = uint32_t(h & 0x8000) << 16, exp = (h >> 10) & 0x1f,
+             mant = h & 0x3ff;
+    if (exp == 0x1f) {
+      bits = sign | 0x7f800000u | (mant << 13);
+    } else if (exp) {
+      bits = sign | ((exp + 112) << 23) | (mant << 13);
+    } else if (mant) {
+      exp = 113;
+      while (!(mant & 0x400)) {
+        mant <<= 1;
+        --exp;
+      }
+      bits = sign | (exp << 23) | ((mant & 0x3ff) << 13);
+    } else {
+      bits = sign;
+    }
+  }
+  float f;
+  std::memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+uint16_t heterps::runtime::floatToHalf(float f, bool bf16) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof(bits));
+  if (bf16) {
+    if (std::isnan(f))
+      return uint16_t((bits >> 16) | 0x40);
+    return uint16_t((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
+  }
+  uint16_t sign = uint16_t((bits >> 16) & 0x8000);
+  uint32_t abs = bits & 0x7fffffffu;
+  if (abs >= 0x7f800000u) // inf or NaN
+    return sign | 0x7c00 | (abs > 0x7f800000u ? 0x200 : 0);
+  if (abs >= 0x477ff000u) // rounds to beyond 65504
+    return sign | 0x7c00;
+  if (abs < 0x38800000u) { // below 2^-14: a subnormal half (or zero)
+    if (abs < 0x33000000u)
+      return sign;
+    uint32_t exp = abs >> 23, mant = (abs & 0x7fffff) | 0x800000;
+    uint32_t shift = 126 - exp; // 14..24
+    uint32_t half = mant >> shift, rest = mant & ((1u << shift) - 1),
+             mid = 1u << (shift - 1);
+    if (rest > mid || (rest == mid && (half & 1)))
+      ++half;
+    return sign | uint16_t(half);
+  }
+  uint32_t rounded = abs + 0xfff + ((abs >> 13) & 1);
+  return sign | uint16_t((rounded - 0x38000000u) >> 13);
 }

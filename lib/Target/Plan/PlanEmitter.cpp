@@ -12,6 +12,7 @@
 
 #include "heterps/Target/Plan/PlanEmitter.h"
 
+#include "heterps/Dialect/HeterPS/IR/HeterPSModelFunction.h"
 #include "heterps/Dialect/HeterPS/IR/HeterPSOps.h"
 #include "heterps/Plan/PlanFile.h"
 
@@ -417,22 +418,11 @@ LogicalResult mlir::heterps::emitPlan(ModuleOp module,
                                       const PlanEmitterOptions &options,
                                       ::heterps::plan::Plan &plan) {
   StringRef passName = options.passName;
-  func::FuncOp func;
-  for (auto f : module.getOps<func::FuncOp>()) {
-    if (f.isExternal())
-      continue;
-    if (!options.functionName.empty() ? f.getSymName() == options.functionName
-                                      : !func) {
-      func = f;
-    } else if (options.functionName.empty()) {
-      return module.emitError() << passName
-                                << ": the module has several functions; name "
-                                   "one with function=NAME";
-    }
-  }
-  if (!func)
-    return module.emitError() << passName << ": no function to emit";
-  if (failed(emitFunction(module, func, options, plan)))
+  FailureOr<func::FuncOp> func =
+      findModelFunction(module, options.functionName, passName);
+  if (failed(func))
+    return failure();
+  if (failed(emitFunction(module, *func, options, plan)))
     return failure();
   std::string problem = pb::verifyPlan(plan);
   if (!problem.empty())
