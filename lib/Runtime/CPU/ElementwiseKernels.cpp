@@ -272,27 +272,42 @@ bool buildEltwise(const Eltwise &e, bool gradient, const Shape &shape,
   return true;
 }
 
-class UnaryKernel : public Kernel {
+/// The attributes an elementwise op and its gradient share, and the
+/// eltwise primitive that computes the f32 case.
+class UnaryKernelBase : public Kernel {
 public:
-  explicit UnaryKernel(const OpInfo &op)
-      : Kernel(op), kind(op.name().substr(strlen("heterps."))) {
-    alpha = op.getFloat("alpha", 0.01);
-    lo = op.getFloat("min", -std::numeric_limits<double>::infinity());
-    hi = op.getFloat("max", std::numeric_limits<double>::infinity());
-    ratio = op.getFloat("ratio", 0.5);
-    dropoutId = op.getInt("dropout_id", 0);
-    eltwise = eltwiseFor(kind, false, alpha, lo, hi);
-  }
+  UnaryKernelBase(const OpInfo &op, std::string kind, bool backward)
+      : Kernel(op), kind(std::move(kind)), backward(backward),
+        alpha(op.getFloat("alpha", 0.01)),
+        lo(op.getFloat("min", -std::numeric_limits<double>::infinity())),
+        hi(op.getFloat("max", std::numeric_limits<double>::infinity())),
+        ratio(op.getFloat("ratio", 0.5)), dropoutId(op.getInt("dropout_id", 0)),
+        eltwise(eltwiseFor(this->kind, backward, alpha, lo, hi)) {}
 
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
     prim = planIsF32(info)
                ? cache.get(in,
                            [&](BoundPrimitive &p) {
-                             return buildEltwise(eltwise, false, in[0], p);
+                             return buildEltwise(eltwise, backward, in[0], p);
                            })
                : nullptr;
     return {in[0]};
   }
+
+protected:
+  std::string kind;
+  bool backward;
+  double alpha, lo, hi, ratio;
+  int64_t dropoutId;
+  Eltwise eltwise;
+  PrimitiveCache cache;
+  BoundPrimitive *prim = nullptr;
+};
+
+class UnaryKernel : public UnaryKernelBase {
+public:
+  explicit UnaryKernel(const OpInfo &op)
+      : UnaryKernelBase(op, op.name().substr(strlen("heterps.")), false) {}
 
   void run(const std::vector<const Tensor *> &in,
            const std::vector<Tensor *> &res, ExecContext &ctx) override {
@@ -361,38 +376,13 @@ public:
       }
     });
   }
-
-private:
-  std::string kind;
-  double alpha, lo, hi, ratio;
-  int64_t dropoutId;
-  Eltwise eltwise;
-  PrimitiveCache cache;
-  BoundPrimitive *prim = nullptr;
 };
 
 /// heterps.unary_grad: operands (input, result, result_grad).
-class UnaryGradKernel : public Kernel {
+class UnaryGradKernel : public UnaryKernelBase {
 public:
   explicit UnaryGradKernel(const OpInfo &op)
-      : Kernel(op), kind(op.getString("kind")) {
-    alpha = op.getFloat("alpha", 0.01);
-    lo = op.getFloat("min", -std::numeric_limits<double>::infinity());
-    hi = op.getFloat("max", std::numeric_limits<double>::infinity());
-    ratio = op.getFloat("ratio", 0.5);
-    dropoutId = op.getInt("dropout_id", 0);
-    eltwise = eltwiseFor(kind, true, alpha, lo, hi);
-  }
-
-  std::vector<Shape> prepare(const std::vector<Shape> &in) override {
-    prim = planIsF32(info)
-               ? cache.get(in,
-                           [&](BoundPrimitive &p) {
-                             return buildEltwise(eltwise, true, in[0], p);
-                           })
-               : nullptr;
-    return {in[0]};
-  }
+      : UnaryKernelBase(op, op.getString("kind"), true) {}
 
   void run(const std::vector<const Tensor *> &in,
            const std::vector<Tensor *> &res, ExecContext &ctx) override {
@@ -447,14 +437,6 @@ public:
       }
     });
   }
-
-private:
-  std::string kind;
-  double alpha, lo, hi, ratio;
-  int64_t dropoutId;
-  Eltwise eltwise;
-  PrimitiveCache cache;
-  BoundPrimitive *prim = nullptr;
 };
 
 bool isHalf(DType t) { return t == DType::F16 || t == DType::BF16; }
