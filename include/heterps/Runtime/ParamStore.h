@@ -1,5 +1,4 @@
-//===- ParamStore.h - Dense parameters and their optimizer state -*- C++
-//-*-===//
+//===- ParamStore.h - Dense parameters and optimizer state ------*- C++ -*-===//
 
 #ifndef HETERPS_RUNTIME_PARAMSTORE_H
 #define HETERPS_RUNTIME_PARAMSTORE_H
@@ -48,6 +47,12 @@ private:
 /// from the shape as PyTorch computes them.
 void initializeTensor(Tensor &t, const std::string &kind,
                       const std::vector<double> &args, uint64_t seed);
+/// Fills `n` floats at `p` as initializeTensor fills a tensor of shape
+/// `fanShape` (which only sets the fans): a table row draws its values with
+/// the fans of the whole table.
+void initializeValues(float *p, int64_t n, const Shape &fanShape,
+                      const std::string &kind, const std::vector<double> &args,
+                      uint64_t seed);
 
 } // namespace heterps::runtime
 

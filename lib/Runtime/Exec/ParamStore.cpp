@@ -13,12 +13,15 @@ using namespace heterps::runtime;
 
 void runtime::initializeTensor(Tensor &t, const std::string &kind,
                                const std::vector<double> &args, uint64_t seed) {
-  float *p = t.as<float>();
-  int64_t n = t.numElements();
+  initializeValues(t.as<float>(), t.numElements(), t.shape(), kind, args, seed);
+}
+
+void runtime::initializeValues(float *p, int64_t n, const Shape &s,
+                               const std::string &kind,
+                               const std::vector<double> &args, uint64_t seed) {
   std::mt19937_64 rng(seed);
   // PyTorch's fans: dimension 1 is fan-in and 0 fan-out, times the size of
   // the remaining (receptive field) dimensions.
-  const Shape &s = t.shape();
   double receptive =
       s.size() > 2
           ? static_cast<double>(numElements(Shape(s.begin() + 2, s.end())))

@@ -1,0 +1,146 @@
+//===- Client.h - The parameter-server client -------------------*- C++ -*-===//
+//
+// The runtime's embedding tables when they live in a PS service: an
+// EmbeddingStore that deduplicates the keys of a request, splits them by
+// server (and into chunks), calls the servers in parallel with deadlines,
+// retries UNAVAILABLE with backoff, and numbers its pushes so that the
+// servers apply each exactly once. The servers are reached over gRPC or,
+// for the embedded default, by calling an in-process Shard directly.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HETERPS_PS_CLIENT_H
+#define HETERPS_PS_CLIENT_H
+
+#include "heterps/PS/Shard.h"
+#include "heterps/Runtime/EmbeddingStore.h"
+#include "heterps/Runtime/Error.h"
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace heterps::ps {
+
+/// A failed PS call: the server, the gRPC code and its message.
+class PSError : public runtime::RuntimeError {
+public:
+  PSError(Code code, const std::string &message)
+      : runtime::RuntimeError(message), code(code) {}
+  Code code;
+};
+
+struct ClientOptions {
+  /// Every call, retries included, ends within this many seconds.
+  double deadlineSeconds = 10;
+  /// Keys per request; larger requests are split.
+  size_t maxKeysPerRequest = 1 << 16;
+  /// 0: a random id.
+  uint64_t clientId = 0;
+};
+
+/// One server as the client sees it.
+class Connection {
+public:
+  virtual ~Connection();
+  /// "127.0.0.1:5000", or "embedded".
+  virtual std::string address() const = 0;
+  virtual Status createTable(const v1::TableConfig &config, bool *created) = 0;
+  virtual Status describeTable(uint32_t table, v1::TableStatus *status) = 0;
+  virtual Status pull(uint32_t table, const uint64_t *keys, size_t n,
+                      uint32_t dim, float *rows) = 0;
+  virtual Status push(uint32_t table, const uint64_t *keys, size_t n,
+                      uint32_t dim, const float *values, uint64_t client,
+                      uint64_t seq, bool assign,
+                      v1::PushResponse *response) = 0;
+  virtual Status checkpoint(const std::string &name, int64_t step) = 0;
+  virtual Status restore(const std::string &name,
+                         v1::RestoreResponse *response) = 0;
+  virtual Status info(v1::ServerInfoResponse *response) = 0;
+};
+
+/// Calls `shard` in this process.
+std::unique_ptr<Connection> connectLocal(Shard &shard);
+/// A gRPC channel to `address`; calls end within the options' deadline.
+std::unique_ptr<Connection> connectRemote(const std::string &address,
+                                          const ClientOptions &options);
+
+class Client : public runtime::EmbeddingStore {
+public:
+  /// `servers[i]` must be the server of shard index i; connect() checks.
+  Client(std::vector<std::unique_ptr<Connection>> servers,
+         ClientOptions options = {});
+  ~Client() override;
+
+  /// Checks that every server answers, speaks this protocol version and
+  /// has the index and count its position says; throws naming the server.
+  void connect();
+  /// Creates the plan's tables on every server (or checks that they exist
+  /// with the same configuration) and writes the plan's initial rows where
+  /// a table was created.
+  void createTables(const plan::Plan &plan, uint64_t seed);
+  /// Creates one table (the same, on every server).
+  void createTable(const v1::TableConfig &config);
+
+  int numTables() const override { return static_cast<int>(infos.size()); }
+  const runtime::TableInfo &table(int id) const override;
+  int tableId(const std::string &name) const override;
+  void pull(int table, const int64_t *keys, int64_t n, float *rows) override;
+  void push(int table, const int64_t *keys, int64_t n,
+            const float *grads) override;
+  /// Writes rows verbatim (initial values), resetting their state.
+  void assign(int table, const int64_t *keys, int64_t n, const float *rows);
+
+  /// Every server writes its part of checkpoint `name`.
+  void checkpoint(const std::string &name, int64_t step);
+  /// Every server loads checkpoint `name`; returns its step.
+  int64_t restore(const std::string &name);
+  /// The status of a table summed over the servers.
+  v1::TableStatus describe(int table);
+
+  size_t numServers() const { return servers.size(); }
+  uint64_t clientId() const { return id; }
+
+private:
+  struct Table {
+    runtime::TableInfo info;
+    uint64_t vocab = 0;
+  };
+  const Table &get(int id) const;
+  /// Runs fn(server) for every server with work, in parallel.
+  void forEachServer(const std::function<void(size_t)> &fn);
+  /// Dedups `keys` into `unique` (with `position[i]` the unique index of
+  /// key i) and splits the unique keys by server.
+  void partition(const Table &t, const int64_t *keys, int64_t n);
+  void sendPush(int table, const int64_t *keys, int64_t n, const float *values,
+                bool assign);
+  [[noreturn]] void raise(size_t server, const std::string &what,
+                          const Status &s) const;
+
+  std::vector<std::unique_ptr<Connection>> servers;
+  ClientOptions opts;
+  uint64_t id;
+  std::vector<Table> infos;
+  // Pushes to one server go one at a time, in sequence order.
+  std::vector<std::unique_ptr<std::mutex>> pushLocks;
+  std::vector<uint64_t> nextSeq;
+  // The scratch of one call (calls are serialized by `callMutex`).
+  std::mutex callMutex;
+  std::vector<uint64_t> unique;
+  std::vector<uint32_t> position;
+  std::vector<std::vector<uint64_t>> serverKeys;
+  std::vector<std::vector<uint32_t>> serverSlots; // indices into unique
+  std::vector<std::vector<float>> serverRows;
+  std::vector<float> uniqueRows;
+  struct Pool;
+  std::unique_ptr<Pool> pool;
+};
+
+/// Parses "host:port,host:port,..." (servers in shard order).
+std::vector<std::string> parseServerList(const std::string &list);
+
+} // namespace heterps::ps
+
+#endif // HETERPS_PS_CLIENT_H

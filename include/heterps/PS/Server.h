@@ -1,0 +1,53 @@
+//===- Server.h - The PS gRPC server ----------------------------*- C++ -*-===//
+//
+// Serves one Shard over gRPC (the ParameterServer service of ps.proto and
+// gRPC's health service) until shutdown() or a signal handled by the
+// caller. Requests are decoded and checked here (lengths against the
+// table's dimension) and handled by the Shard.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HETERPS_PS_SERVER_H
+#define HETERPS_PS_SERVER_H
+
+#include "heterps/PS/Shard.h"
+
+#include <memory>
+#include <string>
+
+namespace heterps::ps {
+
+struct ServerOptions {
+  /// host:port; port 0 picks a free one (see Server::port()).
+  std::string listen = "127.0.0.1:0";
+  ShardOptions shard;
+  /// The largest request gRPC accepts, in bytes.
+  int maxMessageBytes = 256 << 20;
+  /// A checkpoint to load before serving ("latest" for the newest).
+  std::string restore;
+};
+
+class Server {
+public:
+  /// Starts serving; throws runtime::RuntimeError naming the problem (an
+  /// address in use, a checkpoint that does not load).
+  static std::unique_ptr<Server> start(const ServerOptions &options);
+  ~Server();
+
+  int port() const;
+  Shard &shard();
+  /// Stops accepting calls, lets running ones finish (up to `graceSeconds`)
+  /// and returns.
+  void shutdown(double graceSeconds = 5);
+  /// Blocks until shutdown().
+  void wait();
+
+private:
+  struct Impl;
+  explicit Server(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl;
+};
+
+} // namespace heterps::ps
+
+#endif // HETERPS_PS_SERVER_H

@@ -1,0 +1,153 @@
+//===- Shard.h - One parameter server's tables ------------------*- C++ -*-===//
+//
+// The state and request handling of one PS server: the tables' rows of the
+// virtual shards it owns, their optimizer state, the push sequence numbers
+// of its clients, and checkpoints. The gRPC service decodes requests into
+// these calls, and the embedded default calls them directly, so both run
+// the same code. No gRPC here: errors are Status values whose codes are
+// gRPC's.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HETERPS_PS_SHARD_H
+#define HETERPS_PS_SHARD_H
+
+#include "heterps/ps.pb.h"
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace heterps::ps {
+
+/// The protocol's minor version (the major one is the package, v1).
+constexpr uint32_t kProtocolVersion = 1;
+/// Keys hash into this many virtual shards; checkpoints hold one file per
+/// table and virtual shard, so they restore onto any server count.
+constexpr uint32_t kVirtualShards = 64;
+
+/// The virtual shard of a key, and the server of a virtual shard.
+uint32_t virtualShardOf(uint64_t key);
+inline uint32_t serverOfShard(uint32_t virtualShard, uint32_t servers) {
+  return virtualShard % servers;
+}
+/// The server of a dense tensor.
+uint32_t serverOfName(const std::string &name, uint32_t servers);
+
+/// The codes are gRPC's (grpc::StatusCode), so a Status converts by value.
+enum class Code {
+  OK = 0,
+  InvalidArgument = 3,
+  NotFound = 5,
+  AlreadyExists = 6,
+  ResourceExhausted = 8,
+  FailedPrecondition = 9,
+  Internal = 13,
+  Unavailable = 14,
+};
+
+struct Status {
+  Code code = Code::OK;
+  std::string message;
+  bool ok() const { return code == Code::OK; }
+  static Status error(Code code, std::string message) {
+    return {code, std::move(message)};
+  }
+};
+const char *codeName(Code code);
+
+struct ShardOptions {
+  uint32_t index = 0, count = 1;
+  /// Checkpoint names are directories under this one.
+  std::string checkpointDir;
+  /// Checkpoint names may be absolute paths (the embedded server, whose
+  /// checkpoints live in heterps-run's checkpoint directory). A network
+  /// server only writes under checkpointDir.
+  bool absoluteCheckpointPaths = false;
+  /// Larger requests fail with RESOURCE_EXHAUSTED.
+  uint64_t maxKeysPerRequest = 1 << 22;
+  /// Creating rows beyond this fails with RESOURCE_EXHAUSTED (0: no limit).
+  uint64_t maxMemoryBytes = 0;
+  /// Fault injection for tests: the process kills itself (SIGKILL) after
+  /// writing this many files of a checkpoint (0: never).
+  int crashAfterCheckpointFiles = 0;
+};
+
+class Shard {
+public:
+  explicit Shard(ShardOptions options);
+  ~Shard();
+
+  const ShardOptions &options() const { return opts; }
+
+  Status createTable(const v1::TableConfig &config, bool *created);
+  Status describeTable(uint32_t table, v1::TableStatus *status);
+  /// The dimension of a table, for decoding requests.
+  Status tableDim(uint32_t table, uint32_t *dim);
+
+  /// Writes n x dim floats. Missing rows are created (initializer), or
+  /// read as zeros while feature admission has not admitted them.
+  Status pull(uint32_t table, const uint64_t *keys, size_t n, float *rows);
+  /// Applies one optimizer step per distinct key (duplicates summed), or
+  /// with `assign` writes the rows. client 0 is not deduplicated.
+  Status push(uint32_t table, const uint64_t *keys, size_t n,
+              const float *values, uint64_t client, uint64_t seq, bool assign,
+              v1::PushResponse *response);
+
+  Status createDense(const v1::DenseTensor &tensor,
+                     const v1::Optimizer &optimizer, bool *created);
+  Status pullDense(const std::string &name, v1::DenseTensor *tensor);
+  Status pushDense(const std::string &name, const float *grads, size_t n,
+                   uint64_t client, uint64_t seq, v1::PushResponse *response);
+
+  /// Writes this server's part of checkpoint `name` at `step`.
+  Status checkpoint(const std::string &name, int64_t step,
+                    v1::CheckpointResponse *response);
+  /// Replaces all tables with those of a complete checkpoint (any server
+  /// count wrote it), keeping the rows of the virtual shards this one owns.
+  Status restore(const std::string &name, v1::RestoreResponse *response);
+
+  void info(v1::ServerInfoResponse *response);
+  /// Drops rows whose TTL expired; returns how many.
+  uint64_t evictExpired();
+  uint64_t memoryBytes() const { return memory.load(); }
+
+private:
+  struct Table;
+  struct Dense;
+  struct ClientSeq {
+    std::mutex mutex;
+    uint64_t last = 0;
+  };
+
+  Status findTable(uint32_t id, Table **table);
+  Status checkRequest(uint32_t table, const uint64_t *keys, size_t n,
+                      Table **t);
+  Status resolvePath(const std::string &name, std::string *path);
+  ClientSeq &clientSeq(uint64_t client);
+  Status applyPush(Table &t, const uint64_t *keys, size_t n,
+                   const float *values, bool assign,
+                   v1::PushResponse *response);
+
+  ShardOptions opts;
+  /// Readers: every request; writer: creating tables and restoring.
+  std::shared_mutex tablesMutex;
+  std::map<uint32_t, std::unique_ptr<Table>> tables;
+  std::mutex denseMutex;
+  std::map<std::string, std::unique_ptr<Dense>> dense;
+  std::mutex clientsMutex;
+  std::unordered_map<uint64_t, std::unique_ptr<ClientSeq>> clients;
+  std::atomic<uint64_t> memory{0};
+  /// Checkpoints, restores and evictions, one at a time.
+  std::mutex maintenanceMutex;
+};
+
+} // namespace heterps::ps
+
+#endif // HETERPS_PS_SHARD_H

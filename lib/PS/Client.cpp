@@ -1,0 +1,524 @@
+//===- Client.cpp - The parameter-server client ---------------------------===//
+
+#include "heterps/PS/Client.h"
+
+#include "heterps/Plan/PlanFile.h"
+#include "heterps/Runtime/PlanTypes.h"
+
+#include <condition_variable>
+#include <cstring>
+#include <random>
+#include <thread>
+#include <unistd.h>
+
+using namespace heterps;
+using namespace heterps::ps;
+
+Connection::~Connection() = default;
+
+//===----------------------------------------------------------------------===//
+// In-process connection
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+class LocalConnection : public Connection {
+public:
+  explicit LocalConnection(Shard &shard) : shard(shard) {}
+  std::string address() const override { return "embedded"; }
+  Status createTable(const v1::TableConfig &config, bool *created) override {
+    return shard.createTable(config, created);
+  }
+  Status describeTable(uint32_t table, v1::TableStatus *status) override {
+    return shard.describeTable(table, status);
+  }
+  Status pull(uint32_t table, const uint64_t *keys, size_t n, uint32_t,
+              float *rows) override {
+    return shard.pull(table, keys, n, rows);
+  }
+  Status push(uint32_t table, const uint64_t *keys, size_t n, uint32_t,
+              const float *values, uint64_t client, uint64_t seq, bool assign,
+              v1::PushResponse *response) override {
+    return shard.push(table, keys, n, values, client, seq, assign, response);
+  }
+  Status checkpoint(const std::string &name, int64_t step) override {
+    v1::CheckpointResponse r;
+    return shard.checkpoint(name, step, &r);
+  }
+  Status restore(const std::string &name,
+                 v1::RestoreResponse *response) override {
+    return shard.restore(name, response);
+  }
+  Status info(v1::ServerInfoResponse *response) override {
+    shard.info(response);
+    return {};
+  }
+
+private:
+  Shard &shard;
+};
+
+} // namespace
+
+std::unique_ptr<Connection> ps::connectLocal(Shard &shard) {
+  return std::make_unique<LocalConnection>(shard);
+}
+
+//===----------------------------------------------------------------------===//
+// Client
+//===----------------------------------------------------------------------===//
+
+/// One thread per server beyond the first, so that a request to N servers
+/// makes N calls at once without starting threads per call.
+struct Client::Pool {
+  explicit Pool(size_t workers) {
+    for (size_t i = 0; i < workers; ++i)
+      threads.emplace_back([this, i] { loop(i + 1); });
+  }
+  ~Pool() {
+    {
+      std::lock_guard<std::mutex> l(mutex);
+      stop = true;
+    }
+    wake.notify_all();
+    for (std::thread &t : threads)
+      t.join();
+  }
+  /// Runs fn(0..n-1), index 0 on the caller.
+  void run(size_t n, const std::function<void(size_t)> &fn) {
+    {
+      std::lock_guard<std::mutex> l(mutex);
+      job = &fn;
+      jobSize = n;
+      pending = n - 1;
+      ++generation;
+    }
+    wake.notify_all();
+    fn(0);
+    std::unique_lock<std::mutex> l(mutex);
+    done.wait(l, [this] { return pending == 0; });
+    job = nullptr;
+  }
+
+private:
+  void loop(size_t index) {
+    uint64_t seen = 0;
+    std::unique_lock<std::mutex> l(mutex);
+    for (;;) {
+      wake.wait(l, [&] { return stop || generation != seen; });
+      if (stop)
+        return;
+      seen = generation;
+      if (index >= jobSize)
+        continue;
+      const std::function<void(size_t)> *fn = job;
+      l.unlock();
+      (*fn)(index);
+      l.lock();
+      if (--pending == 0)
+        done.notify_all();
+    }
+  }
+  std::vector<std::thread> threads;
+  std::mutex mutex;
+  std::condition_variable wake, done;
+  const std::function<void(size_t)> *job = nullptr;
+  size_t jobSize = 0, pending = 0;
+  uint64_t generation = 0;
+  bool stop = false;
+};
+
+static uint64_t randomClientId() {
+  std::random_device rd;
+  uint64_t x = (uint64_t(rd()) << 32) ^ rd() ^ (uint64_t(::getpid()) << 17) ^
+               static_cast<uint64_t>(
+                   std::chrono::steady_clock::now().time_since_epoch().count());
+  return x ? x : 1;
+}
+
+Client::Client(std::vector<std::unique_ptr<Connection>> servers,
+               ClientOptions options)
+    : servers(std::move(servers)), opts(options),
+      id(options.clientId ? options.clientId : randomClientId()) {
+  if (this->servers.empty())
+    runtime::fail() << "a PS client needs at least one server";
+  size_t n = this->servers.size();
+  for (size_t i = 0; i < n; ++i)
+    pushLocks.push_back(std::make_unique<std::mutex>());
+  nextSeq.assign(n, 1);
+  serverKeys.resize(n);
+  serverSlots.resize(n);
+  serverRows.resize(n);
+  if (n > 1)
+    pool = std::make_unique<Pool>(n - 1);
+}
+
+Client::~Client() = default;
+
+void Client::raise(size_t server, const std::string &what,
+                   const Status &s) const {
+  throw PSError(s.code, what + " on PS server " + std::to_string(server) +
+                            " (" + servers[server]->address() +
+                            "): " + codeName(s.code) + ": " + s.message);
+}
+
+void Client::connect() {
+  for (size_t i = 0; i < servers.size(); ++i) {
+    v1::ServerInfoResponse info;
+    if (Status s = servers[i]->info(&info); !s.ok())
+      raise(i, "connecting", s);
+    if (info.protocol_version() != kProtocolVersion)
+      raise(i, "connecting",
+            Status::error(Code::FailedPrecondition,
+                          "it speaks protocol version " +
+                              std::to_string(info.protocol_version()) +
+                              ", this client " +
+                              std::to_string(kProtocolVersion)));
+    if (info.shard_index() != i || info.shard_count() != servers.size() ||
+        info.virtual_shards() != kVirtualShards)
+      raise(i, "connecting",
+            Status::error(Code::FailedPrecondition,
+                          "it is shard " + std::to_string(info.shard_index()) +
+                              " of " + std::to_string(info.shard_count()) +
+                              ", the client's list makes it shard " +
+                              std::to_string(i) + " of " +
+                              std::to_string(servers.size())));
+  }
+}
+
+void Client::createTable(const v1::TableConfig &config) {
+  for (size_t i = 0; i < servers.size(); ++i) {
+    bool created;
+    if (Status s = servers[i]->createTable(config, &created); !s.ok())
+      raise(i, "creating table " + std::to_string(config.table_id()), s);
+  }
+  if (infos.size() <= config.table_id())
+    infos.resize(config.table_id() + 1);
+  Table &t = infos[config.table_id()];
+  t.info = {static_cast<int>(config.table_id()), config.name(),
+            static_cast<int64_t>(config.vocab()),
+            static_cast<int64_t>(config.dim())};
+  t.vocab = config.vocab();
+}
+
+void Client::createTables(const plan::Plan &plan, uint64_t seed) {
+  for (const plan::SparseTable &pt : plan.tables()) {
+    v1::TableConfig c;
+    c.set_table_id(pt.id());
+    c.set_name(pt.name());
+    c.set_dim(static_cast<uint32_t>(pt.dim()));
+    c.set_vocab(static_cast<uint64_t>(pt.vocab()));
+    c.mutable_init()->set_kind(pt.init().kind().empty() ? "zeros"
+                                                        : pt.init().kind());
+    for (double a : pt.init().args())
+      c.mutable_init()->add_args(a);
+    c.mutable_init()->set_seed(seed);
+    const plan::Optimizer &o = pt.optimizer();
+    v1::Optimizer *po = c.mutable_optimizer();
+    po->set_kind(o.kind().empty() ? "sgd" : o.kind());
+    po->set_learning_rate(o.learning_rate());
+    po->set_momentum(o.momentum());
+    po->set_beta1(o.beta1());
+    po->set_beta2(o.beta2());
+    po->set_epsilon(o.epsilon());
+    po->set_weight_decay(o.weight_decay());
+    std::vector<bool> created(servers.size());
+    for (size_t i = 0; i < servers.size(); ++i) {
+      bool made;
+      if (Status s = servers[i]->createTable(c, &made); !s.ok())
+        raise(i,
+              "creating table " + std::to_string(pt.id()) + " '" + pt.name() +
+                  "'",
+              s);
+      created[i] = made;
+    }
+    if (infos.size() <= static_cast<size_t>(pt.id()))
+      infos.resize(pt.id() + 1);
+    infos[pt.id()] = {{pt.id(), pt.name(), pt.vocab(), pt.dim()},
+                      static_cast<uint64_t>(pt.vocab())};
+    if (!pt.has_value())
+      continue;
+    // Initial rows go to the servers that created the table now; one that
+    // already had it (a worker restarted against a running service) keeps
+    // its trained rows.
+    std::string what =
+        "table " + std::to_string(pt.id()) + " '" + pt.name() + "'";
+    runtime::Tensor rows = runtime::tensorFromData(pt.value(), what);
+    if (rows.shape() != runtime::Shape{pt.vocab(), pt.dim()})
+      runtime::fail() << what << ": initial rows of shape "
+                      << runtime::shapeString(rows.shape()) << ", expected "
+                      << pt.vocab() << "x" << pt.dim();
+    std::vector<int64_t> keys;
+    for (int64_t k = 0; k < pt.vocab(); ++k)
+      if (created[serverOfShard(virtualShardOf(k), servers.size())])
+        keys.push_back(k);
+    std::vector<float> values(keys.size() * pt.dim());
+    for (size_t j = 0; j < keys.size(); ++j)
+      std::memcpy(values.data() + j * pt.dim(),
+                  rows.as<float>() + keys[j] * pt.dim(),
+                  pt.dim() * sizeof(float));
+    assign(pt.id(), keys.data(), static_cast<int64_t>(keys.size()),
+           values.data());
+  }
+}
+
+const Client::Table &Client::get(int table) const {
+  if (table < 0 || table >= static_cast<int>(infos.size()) ||
+      infos[table].info.dim == 0)
+    runtime::fail() << "unknown embedding table id " << table << " (the "
+                    << "client has " << infos.size() << ")";
+  return infos[table];
+}
+
+const runtime::TableInfo &Client::table(int id) const { return get(id).info; }
+
+int Client::tableId(const std::string &name) const {
+  for (const Table &t : infos)
+    if (t.info.dim && t.info.name == name)
+      return t.info.id;
+  runtime::fail() << "no embedding table '" << name << "' in the PS client";
+}
+
+void Client::forEachServer(const std::function<void(size_t)> &fn) {
+  size_t busy = 0, last = 0;
+  for (size_t i = 0; i < servers.size(); ++i)
+    if (!serverKeys[i].empty()) {
+      ++busy;
+      last = i;
+    }
+  if (busy == 0)
+    return;
+  if (busy == 1 || !pool) {
+    if (busy == 1) {
+      fn(last);
+      return;
+    }
+    for (size_t i = 0; i < servers.size(); ++i)
+      if (!serverKeys[i].empty())
+        fn(i);
+    return;
+  }
+  // Errors are rethrown on the caller's thread, the first server's first.
+  std::vector<std::exception_ptr> errors(servers.size());
+  pool->run(servers.size(), [&](size_t i) {
+    if (serverKeys[i].empty())
+      return;
+    try {
+      fn(i);
+    } catch (...) {
+      errors[i] = std::current_exception();
+    }
+  });
+  for (std::exception_ptr &e : errors)
+    if (e)
+      std::rethrow_exception(e);
+}
+
+namespace {
+/// A flat open-addressing map from key to unique index, cleared in O(1)
+/// by a generation stamp, for deduplicating request keys.
+struct DedupTable {
+  std::vector<uint64_t> keys;
+  std::vector<uint32_t> values, stamps;
+  uint32_t generation = 0;
+  void reset(size_t n) {
+    size_t want = 16;
+    while (want < 2 * n)
+      want <<= 1;
+    if (keys.size() < want || ++generation == 0) {
+      keys.assign(want, 0);
+      values.assign(want, 0);
+      stamps.assign(want, 0);
+      generation = 1;
+    }
+  }
+  /// The index of `key`, inserting `next` when it is new.
+  uint32_t find(uint64_t key, uint32_t next, bool *inserted) {
+    size_t mask = keys.size() - 1;
+    size_t h = (key * 0x9e3779b97f4a7c15ULL) >> 17;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+      if (stamps[i] != generation) {
+        stamps[i] = generation;
+        keys[i] = key;
+        values[i] = next;
+        *inserted = true;
+        return next;
+      }
+      if (keys[i] == key) {
+        *inserted = false;
+        return values[i];
+      }
+    }
+  }
+};
+thread_local DedupTable tlsDedup;
+} // namespace
+
+void Client::partition(const Table &t, const int64_t *keys, int64_t n) {
+  DedupTable &d = tlsDedup;
+  d.reset(static_cast<size_t>(n));
+  unique.clear();
+  position.resize(n);
+  for (auto &k : serverKeys)
+    k.clear();
+  for (auto &s : serverSlots)
+    s.clear();
+  size_t count = servers.size();
+  for (int64_t i = 0; i < n; ++i) {
+    uint64_t key = static_cast<uint64_t>(keys[i]);
+    if (t.vocab)
+      key %= t.vocab;
+    bool inserted;
+    uint32_t u = d.find(key, static_cast<uint32_t>(unique.size()), &inserted);
+    position[i] = u;
+    if (inserted) {
+      unique.push_back(key);
+      size_t server =
+          count == 1 ? 0 : serverOfShard(virtualShardOf(key), count);
+      serverKeys[server].push_back(key);
+      serverSlots[server].push_back(u);
+    }
+  }
+}
+
+void Client::pull(int table, const int64_t *keys, int64_t n, float *rows) {
+  const Table &t = get(table);
+  std::lock_guard<std::mutex> lock(callMutex);
+  partition(t, keys, n);
+  const size_t dim = static_cast<size_t>(t.info.dim);
+  uniqueRows.resize(unique.size() * dim);
+  forEachServer([&](size_t s) {
+    std::vector<uint64_t> &k = serverKeys[s];
+    std::vector<float> &r = serverRows[s];
+    r.resize(k.size() * dim);
+    for (size_t at = 0; at < k.size(); at += opts.maxKeysPerRequest) {
+      size_t m = std::min(opts.maxKeysPerRequest, k.size() - at);
+      if (Status st =
+              servers[s]->pull(table, k.data() + at, m,
+                               static_cast<uint32_t>(dim), r.data() + at * dim);
+          !st.ok())
+        raise(s, "pulling table " + std::to_string(table), st);
+    }
+    const std::vector<uint32_t> &slots = serverSlots[s];
+    for (size_t j = 0; j < slots.size(); ++j)
+      std::memcpy(uniqueRows.data() + slots[j] * dim, r.data() + j * dim,
+                  dim * sizeof(float));
+  });
+  for (int64_t i = 0; i < n; ++i)
+    std::memcpy(rows + i * dim, uniqueRows.data() + position[i] * dim,
+                dim * sizeof(float));
+}
+
+void Client::push(int table, const int64_t *keys, int64_t n,
+                  const float *grads) {
+  sendPush(table, keys, n, grads, false);
+}
+
+void Client::assign(int table, const int64_t *keys, int64_t n,
+                    const float *rows) {
+  sendPush(table, keys, n, rows, true);
+}
+
+void Client::sendPush(int table, const int64_t *keys, int64_t n,
+                      const float *values, bool assign) {
+  const Table &t = get(table);
+  std::lock_guard<std::mutex> lock(callMutex);
+  partition(t, keys, n);
+  const size_t dim = static_cast<size_t>(t.info.dim);
+  // Duplicates are merged here (summed, or for assign the last wins) so
+  // every key goes to its server once; the server merges again for clients
+  // that do not.
+  uniqueRows.assign(unique.size() * dim, 0.0f);
+  for (int64_t i = 0; i < n; ++i) {
+    float *dst = uniqueRows.data() + position[i] * dim;
+    const float *src = values + i * dim;
+    if (assign)
+      std::memcpy(dst, src, dim * sizeof(float));
+    else
+      for (size_t j = 0; j < dim; ++j)
+        dst[j] += src[j];
+  }
+  forEachServer([&](size_t s) {
+    std::vector<uint64_t> &k = serverKeys[s];
+    std::vector<float> &r = serverRows[s];
+    r.resize(k.size() * dim);
+    const std::vector<uint32_t> &slots = serverSlots[s];
+    for (size_t j = 0; j < slots.size(); ++j)
+      std::memcpy(r.data() + j * dim, uniqueRows.data() + slots[j] * dim,
+                  dim * sizeof(float));
+    std::lock_guard<std::mutex> order(*pushLocks[s]);
+    for (size_t at = 0; at < k.size(); at += opts.maxKeysPerRequest) {
+      size_t m = std::min(opts.maxKeysPerRequest, k.size() - at);
+      v1::PushResponse response;
+      uint64_t seq = nextSeq[s]++;
+      if (Status st = servers[s]->push(
+              table, k.data() + at, m, static_cast<uint32_t>(dim),
+              r.data() + at * dim, id, seq, assign, &response);
+          !st.ok())
+        raise(s,
+              std::string(assign ? "writing rows of" : "pushing to") +
+                  " table " + std::to_string(table),
+              st);
+    }
+  });
+}
+
+void Client::checkpoint(const std::string &name, int64_t step) {
+  for (size_t i = 0; i < servers.size(); ++i)
+    if (Status s = servers[i]->checkpoint(name, step); !s.ok())
+      raise(i, "writing checkpoint '" + name + "'", s);
+}
+
+int64_t Client::restore(const std::string &name) {
+  int64_t step = -1;
+  for (size_t i = 0; i < servers.size(); ++i) {
+    v1::RestoreResponse r;
+    if (Status s = servers[i]->restore(name, &r); !s.ok())
+      raise(i, "restoring checkpoint '" + name + "'", s);
+    if (step >= 0 && r.step() != step)
+      raise(i, "restoring checkpoint '" + name + "'",
+            Status::error(Code::FailedPrecondition,
+                          "it is at step " + std::to_string(r.step()) +
+                              ", server 0 at " + std::to_string(step)));
+    step = r.step();
+  }
+  return step;
+}
+
+v1::TableStatus Client::describe(int table) {
+  v1::TableStatus total;
+  for (size_t i = 0; i < servers.size(); ++i) {
+    v1::TableStatus s;
+    if (Status st = servers[i]->describeTable(table, &s); !st.ok())
+      raise(i, "describing table " + std::to_string(table), st);
+    if (i == 0)
+      *total.mutable_config() = s.config();
+    total.set_rows(total.rows() + s.rows());
+    total.set_pending_keys(total.pending_keys() + s.pending_keys());
+    total.set_memory_bytes(total.memory_bytes() + s.memory_bytes());
+    total.set_pushes_applied(total.pushes_applied() + s.pushes_applied());
+    total.set_duplicate_pushes(total.duplicate_pushes() + s.duplicate_pushes());
+    total.set_skipped_non_finite(total.skipped_non_finite() +
+                                 s.skipped_non_finite());
+    total.set_evicted_rows(total.evicted_rows() + s.evicted_rows());
+  }
+  return total;
+}
+
+std::vector<std::string> ps::parseServerList(const std::string &list) {
+  std::vector<std::string> out;
+  size_t at = 0;
+  while (at <= list.size()) {
+    size_t comma = list.find(',', at);
+    std::string a = list.substr(
+        at, comma == std::string::npos ? std::string::npos : comma - at);
+    if (a.empty() || a.find(':') == std::string::npos)
+      runtime::fail() << "bad PS server address '" << a << "' in '" << list
+                      << "'; expected host:port[,host:port...]";
+    out.push_back(a);
+    if (comma == std::string::npos)
+      break;
+    at = comma + 1;
+  }
+  return out;
+}

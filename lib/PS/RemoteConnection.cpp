@@ -1,0 +1,193 @@
+//===- RemoteConnection.cpp - A PS server over gRPC -----------------------===//
+//
+// Every call has a deadline; UNAVAILABLE (the server is down or
+// restarting) and an attempt's own timeout are retried with exponential
+// backoff until the call's deadline. Retrying a push is safe: it carries
+// the same sequence number, which the server recognises.
+//
+//===----------------------------------------------------------------------===//
+
+#include "heterps/PS/Client.h"
+
+#include "heterps/ps.grpc.pb.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+using namespace heterps;
+using namespace heterps::ps;
+
+namespace {
+
+using Clock = std::chrono::system_clock;
+
+class RemoteConnection : public Connection {
+public:
+  RemoteConnection(const std::string &address, const ClientOptions &options)
+      : addr(address), opts(options) {
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(256 << 20);
+    args.SetMaxSendMessageSize(256 << 20);
+    // Reconnect quickly after a server restarts, rather than after gRPC's
+    // default backoff of up to two minutes.
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 50);
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 500);
+    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 50);
+    channel = grpc::CreateCustomChannel(
+        address, grpc::InsecureChannelCredentials(), args);
+    stub = v1::ParameterServer::NewStub(channel);
+  }
+
+  std::string address() const override { return addr; }
+
+  Status createTable(const v1::TableConfig &config, bool *created) override {
+    v1::CreateTableRequest request;
+    *request.mutable_config() = config;
+    v1::CreateTableResponse response;
+    Status s = call([&](grpc::ClientContext *c) {
+      return stub->CreateTable(c, request, &response);
+    });
+    *created = response.created();
+    return s;
+  }
+
+  Status describeTable(uint32_t table, v1::TableStatus *status) override {
+    v1::DescribeTableRequest request;
+    request.set_table_id(table);
+    return call([&](grpc::ClientContext *c) {
+      return stub->DescribeTable(c, request, status);
+    });
+  }
+
+  Status pull(uint32_t table, const uint64_t *keys, size_t n, uint32_t dim,
+              float *rows) override {
+    v1::PullRequest &request = pullRequest;
+    request.set_table_id(table);
+    request.set_keys(keys, n * sizeof(uint64_t));
+    v1::PullResponse &response = pullResponse;
+    Status s = call([&](grpc::ClientContext *c) {
+      return stub->Pull(c, request, &response);
+    });
+    if (!s.ok())
+      return s;
+    if (response.rows().size() != n * dim * sizeof(float))
+      return Status::error(Code::Internal,
+                           "the server answered " +
+                               std::to_string(response.rows().size()) +
+                               " bytes of rows for " + std::to_string(n) +
+                               " keys of dimension " + std::to_string(dim));
+    std::memcpy(rows, response.rows().data(), response.rows().size());
+    return {};
+  }
+
+  Status push(uint32_t table, const uint64_t *keys, size_t n, uint32_t dim,
+              const float *values, uint64_t client, uint64_t seq, bool assign,
+              v1::PushResponse *response) override {
+    v1::PushRequest &request = pushRequest;
+    request.set_table_id(table);
+    request.set_keys(keys, n * sizeof(uint64_t));
+    request.set_grads(values, n * dim * sizeof(float));
+    request.set_client_id(client);
+    request.set_seq(seq);
+    request.set_assign(assign);
+    return call([&](grpc::ClientContext *c) {
+      return stub->Push(c, request, response);
+    });
+  }
+
+  Status checkpoint(const std::string &name, int64_t step) override {
+    v1::CheckpointRequest request;
+    request.set_name(name);
+    request.set_step(step);
+    v1::CheckpointResponse response;
+    // Writing a large table takes longer than a lookup.
+    return call(
+        [&](grpc::ClientContext *c) {
+          return stub->Checkpoint(c, request, &response);
+        },
+        10);
+  }
+
+  Status restore(const std::string &name,
+                 v1::RestoreResponse *response) override {
+    v1::RestoreRequest request;
+    request.set_name(name);
+    return call(
+        [&](grpc::ClientContext *c) {
+          return stub->Restore(c, request, response);
+        },
+        10);
+  }
+
+  Status info(v1::ServerInfoResponse *response) override {
+    v1::ServerInfoRequest request;
+    return call([&](grpc::ClientContext *c) {
+      return stub->ServerInfo(c, request, response);
+    });
+  }
+
+private:
+  /// Calls `rpc` until it succeeds, fails with a code other than
+  /// UNAVAILABLE, or the deadline (the options' times `scale`) passes.
+  template <typename Rpc> Status call(Rpc rpc, double scale = 1) {
+    auto deadline =
+        Clock::now() + std::chrono::microseconds(static_cast<int64_t>(
+                           opts.deadlineSeconds * scale * 1e6));
+    // An attempt gets a quarter of the deadline, so a lost response is
+    // retried (with the same sequence number) within the call's deadline.
+    auto attemptTime = std::chrono::microseconds(
+        static_cast<int64_t>(opts.deadlineSeconds * scale * 0.25e6));
+    auto backoff = std::chrono::milliseconds(20);
+    int attempts = 0;
+    grpc::Status last;
+    for (;;) {
+      grpc::ClientContext context;
+      context.set_deadline(std::min(deadline, Clock::now() + attemptTime));
+      // Wait for a restarting server's port rather than failing at once.
+      context.set_wait_for_ready(true);
+      last = rpc(&context);
+      ++attempts;
+      if (last.ok())
+        return {};
+      bool retry = last.error_code() == grpc::StatusCode::UNAVAILABLE ||
+                   last.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+      if (!retry || Clock::now() + backoff >= deadline)
+        break;
+      std::this_thread::sleep_for(backoff);
+      backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
+    }
+    Code code = static_cast<Code>(last.error_code());
+    std::string message = last.error_message();
+    if (last.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
+        last.error_code() == grpc::StatusCode::UNAVAILABLE) {
+      // A server that does not answer within the deadline is unavailable
+      // to the caller, whichever of the two gRPC reported.
+      code = Code::Unavailable;
+      message = "no answer within the deadline of " +
+                std::to_string(opts.deadlineSeconds * scale) + " s (" +
+                std::to_string(attempts) + " attempt" +
+                (attempts == 1 ? "" : "s") + "; last: " + message + ")";
+    }
+    return Status::error(code, message);
+  }
+
+  std::string addr;
+  ClientOptions opts;
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<v1::ParameterServer::Stub> stub;
+  // Reused request and response messages (the client serializes calls to
+  // one server).
+  v1::PullRequest pullRequest;
+  v1::PullResponse pullResponse;
+  v1::PushRequest pushRequest;
+};
+
+} // namespace
+
+std::unique_ptr<Connection> ps::connectRemote(const std::string &address,
+                                              const ClientOptions &options) {
+  return std::make_unique<RemoteConnection>(address, options);
+}

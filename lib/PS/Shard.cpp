@@ -1,0 +1,1058 @@
+//===- Shard.cpp - One parameter server's tables --------------------------===//
+//
+// A table is kVirtualShards hash maps (only the owned ones are used), each
+// with its own mutex: a request sorts its keys by virtual shard and takes
+// each lock once. Rows live in one array per virtual shard, value and
+// optimizer state side by side, so a pull or an update touches one run of
+// memory per key.
+//
+//===----------------------------------------------------------------------===//
+
+#include "heterps/PS/Shard.h"
+
+#include "heterps/Runtime/Optimizer.h"
+#include "heterps/Runtime/ParamStore.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+using namespace heterps;
+using namespace heterps::ps;
+namespace fs = std::filesystem;
+
+static uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+uint32_t ps::virtualShardOf(uint64_t key) {
+  return static_cast<uint32_t>(splitmix64(key) % kVirtualShards);
+}
+
+static uint64_t fnv1a(const void *data, size_t n,
+                      uint64_t h = 1469598103934665603ull) {
+  const unsigned char *p = static_cast<const unsigned char *>(data);
+  for (size_t i = 0; i < n; ++i)
+    h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+uint32_t ps::serverOfName(const std::string &name, uint32_t servers) {
+  return static_cast<uint32_t>(fnv1a(name.data(), name.size()) % servers);
+}
+
+const char *ps::codeName(Code code) {
+  switch (code) {
+  case Code::OK:
+    return "OK";
+  case Code::InvalidArgument:
+    return "INVALID_ARGUMENT";
+  case Code::NotFound:
+    return "NOT_FOUND";
+  case Code::AlreadyExists:
+    return "ALREADY_EXISTS";
+  case Code::ResourceExhausted:
+    return "RESOURCE_EXHAUSTED";
+  case Code::FailedPrecondition:
+    return "FAILED_PRECONDITION";
+  case Code::Internal:
+    return "INTERNAL";
+  case Code::Unavailable:
+    return "UNAVAILABLE";
+  }
+  return "UNKNOWN";
+}
+
+namespace {
+
+template <typename... Args> std::string str(const Args &...args) {
+  std::ostringstream s;
+  (s << ... << args);
+  return s.str();
+}
+
+double nowSeconds() {
+  return std::chrono::duration<double>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+Status toOptimizer(const v1::Optimizer &o, const std::string &what,
+                   runtime::OptimizerConfig *c) {
+  try {
+    c->kind = runtime::OptimizerConfig::parseKind(o.kind(), what);
+  } catch (const std::exception &e) {
+    return Status::error(Code::InvalidArgument, e.what());
+  }
+  c->learningRate = o.learning_rate();
+  c->momentum = o.momentum();
+  c->beta1 = o.beta1();
+  c->beta2 = o.beta2();
+  c->epsilon = o.epsilon();
+  c->weightDecay = o.weight_decay();
+  if (!std::isfinite(c->learningRate) || c->learningRate < 0)
+    return Status::error(Code::InvalidArgument,
+                         what + ": learning rate must be finite and >= 0");
+  return {};
+}
+
+// Every row of the checkpoint files, and of memory accounting: the key, the
+// step count and dim x (1 + state slots) floats.
+constexpr char kRowsMagic[8] = {'H', 'P', 'S', 'R', 'O', 'W', 'S', '\n'};
+constexpr char kManifestMagic[8] = {'H', 'P', 'S', 'C', 'K', 'P', 'T', '\n'};
+constexpr uint32_t kFileVersion = 1;
+// Per row beyond its floats: the key, the step, the last access time and
+// about 32 bytes of hash-map node.
+constexpr uint64_t kRowOverhead = 8 + 8 + 8 + 32;
+
+} // namespace
+
+struct Shard::Table {
+  v1::TableConfig config;
+  runtime::OptimizerConfig optimizer;
+  uint32_t dim = 0;
+  int slots = 0;
+  size_t stride = 0; // floats per row: value, then state
+  std::vector<int64_t> fanShape;
+  std::vector<double> initArgs;
+  struct Part {
+    std::mutex mutex;
+    std::unordered_map<uint64_t, uint32_t> index; // key -> slot
+    std::vector<float> data;                      // slot x stride
+    std::vector<uint64_t> keys;                   // slot -> key
+    std::vector<int64_t> steps;
+    std::vector<double> touched;
+    std::vector<uint32_t> freeSlots;
+    std::unordered_map<uint64_t, uint32_t> pending; // admission counts
+    std::vector<int32_t> merged;                    // slot -> merge index
+  };
+  std::vector<std::unique_ptr<Part>> parts; // kVirtualShards, owned only
+  std::atomic<uint64_t> pushesApplied{0}, duplicatePushes{0},
+      skippedNonFinite{0}, evicted{0};
+
+  uint64_t rowBytes() const { return stride * sizeof(float) + kRowOverhead; }
+  uint64_t normalize(uint64_t key) const {
+    return config.vocab() ? key % config.vocab() : key;
+  }
+  void initRow(uint64_t key, float *row) const {
+    uint64_t seed = splitmix64(
+        config.init().seed() ^
+        splitmix64(config.table_id() ^ splitmix64(key ^ 0x726f77ULL)));
+    if (config.init().kind().empty())
+      std::fill(row, row + dim, 0.0f);
+    else
+      runtime::initializeValues(row, dim, fanShape, config.init().kind(),
+                                initArgs, seed);
+    std::fill(row + dim, row + stride, 0.0f);
+  }
+};
+
+struct Shard::Dense {
+  std::vector<int64_t> shape;
+  std::vector<float> value, state;
+  int64_t steps = 0;
+  v1::Optimizer optimizerProto;
+  runtime::OptimizerConfig optimizer;
+  std::mutex mutex;
+};
+
+Shard::Shard(ShardOptions options) : opts(std::move(options)) {
+  if (opts.count == 0)
+    opts.count = 1;
+}
+
+Shard::~Shard() = default;
+
+//===----------------------------------------------------------------------===//
+// Tables
+//===----------------------------------------------------------------------===//
+
+static Status validateConfig(const v1::TableConfig &c) {
+  std::string what = str("table ", c.table_id(), " '", c.name(), "'");
+  if (c.dim() == 0 || c.dim() > (1u << 16))
+    return Status::error(
+        Code::InvalidArgument,
+        str(what, ": dimension ", c.dim(), " is not in 1..65536"));
+  if (!std::isfinite(c.ttl_seconds()) || c.ttl_seconds() < 0)
+    return Status::error(Code::InvalidArgument,
+                         what + ": ttl_seconds must be finite and >= 0");
+  runtime::OptimizerConfig o;
+  if (Status s = toOptimizer(c.optimizer(), what, &o); !s.ok())
+    return s;
+  if (!c.init().kind().empty()) {
+    float probe[1];
+    try {
+      std::vector<double> args(c.init().args().begin(), c.init().args().end());
+      runtime::initializeValues(probe, 1, {1, 1}, c.init().kind(), args, 1);
+    } catch (const std::exception &e) {
+      return Status::error(Code::InvalidArgument, what + ": " + e.what());
+    }
+  }
+  return {};
+}
+
+static bool sameConfig(const v1::TableConfig &a, const v1::TableConfig &b) {
+  return a.SerializeAsString() == b.SerializeAsString();
+}
+
+Status Shard::createTable(const v1::TableConfig &config, bool *created) {
+  if (Status s = validateConfig(config); !s.ok())
+    return s;
+  std::unique_lock<std::shared_mutex> lock(tablesMutex);
+  if (auto it = tables.find(config.table_id()); it != tables.end()) {
+    if (!sameConfig(it->second->config, config))
+      return Status::error(Code::AlreadyExists,
+                           str("table ", config.table_id(), " exists as '",
+                               it->second->config.name(),
+                               "' with another configuration: ",
+                               it->second->config.ShortDebugString(),
+                               "; asked for ", config.ShortDebugString()));
+    *created = false;
+    return {};
+  }
+  auto t = std::make_unique<Table>();
+  t->config = config;
+  toOptimizer(config.optimizer(), "", &t->optimizer);
+  t->dim = config.dim();
+  t->slots = t->optimizer.stateSlots();
+  t->stride = static_cast<size_t>(t->dim) * (1 + t->slots);
+  t->fanShape = {config.vocab() ? static_cast<int64_t>(config.vocab())
+                                : static_cast<int64_t>(t->dim),
+                 static_cast<int64_t>(t->dim)};
+  t->initArgs.assign(config.init().args().begin(), config.init().args().end());
+  t->parts.resize(kVirtualShards);
+  for (uint32_t v = 0; v < kVirtualShards; ++v)
+    if (serverOfShard(v, opts.count) == opts.index)
+      t->parts[v] = std::make_unique<Table::Part>();
+  tables[config.table_id()] = std::move(t);
+  *created = true;
+  return {};
+}
+
+Status Shard::findTable(uint32_t id, Table **table) {
+  auto it = tables.find(id);
+  if (it == tables.end())
+    return Status::error(Code::NotFound, str("no table ", id, " on PS server ",
+                                             opts.index, " of ", opts.count));
+  *table = it->second.get();
+  return {};
+}
+
+Status Shard::tableDim(uint32_t table, uint32_t *dim) {
+  std::shared_lock<std::shared_mutex> lock(tablesMutex);
+  Table *t;
+  if (Status s = findTable(table, &t); !s.ok())
+    return s;
+  *dim = t->dim;
+  return {};
+}
+
+Status Shard::describeTable(uint32_t table, v1::TableStatus *status) {
+  std::shared_lock<std::shared_mutex> lock(tablesMutex);
+  Table *t;
+  if (Status s = findTable(table, &t); !s.ok())
+    return s;
+  *status->mutable_config() = t->config;
+  uint64_t rows = 0, pending = 0;
+  for (auto &p : t->parts)
+    if (p) {
+      std::lock_guard<std::mutex> l(p->mutex);
+      rows += p->index.size();
+      pending += p->pending.size();
+    }
+  status->set_rows(rows);
+  status->set_pending_keys(pending);
+  status->set_memory_bytes(rows * t->rowBytes());
+  status->set_pushes_applied(t->pushesApplied);
+  status->set_duplicate_pushes(t->duplicatePushes);
+  status->set_skipped_non_finite(t->skippedNonFinite);
+  status->set_evicted_rows(t->evicted);
+  return {};
+}
+
+Status Shard::checkRequest(uint32_t table, const uint64_t *keys, size_t n,
+                           Table **t) {
+  if (Status s = findTable(table, t); !s.ok())
+    return s;
+  if (n > opts.maxKeysPerRequest)
+    return Status::error(Code::ResourceExhausted,
+                         str("table ", table, ": ", n,
+                             " keys in one request, the limit is ",
+                             opts.maxKeysPerRequest));
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t v = virtualShardOf((*t)->normalize(keys[i]));
+    if (!(*t)->parts[v])
+      return Status::error(
+          Code::FailedPrecondition,
+          str("table ", table, ": key ", keys[i], " belongs to PS server ",
+              serverOfShard(v, opts.count), " of ", opts.count,
+              ", not to this one (", opts.index,
+              "); is the client's server list in shard order?"));
+  }
+  return {};
+}
+
+namespace {
+/// The keys of a request grouped by virtual shard: `order` lists request
+/// positions shard by shard, `begin[v]..begin[v+1]` those of shard v.
+struct Grouping {
+  std::vector<uint32_t> order;
+  std::vector<uint32_t> begin;
+  std::vector<uint32_t> shardOf;
+  template <typename Normalize>
+  void build(const uint64_t *keys, size_t n, Normalize normalize) {
+    shardOf.resize(n);
+    begin.assign(kVirtualShards + 1, 0);
+    for (size_t i = 0; i < n; ++i) {
+      shardOf[i] = virtualShardOf(normalize(keys[i]));
+      ++begin[shardOf[i] + 1];
+    }
+    for (uint32_t v = 0; v < kVirtualShards; ++v)
+      begin[v + 1] += begin[v];
+    order.resize(n);
+    std::vector<uint32_t> &cursor = scratch;
+    cursor.assign(begin.begin(), begin.end() - 1);
+    for (size_t i = 0; i < n; ++i)
+      order[cursor[shardOf[i]]++] = static_cast<uint32_t>(i);
+  }
+  std::vector<uint32_t> scratch;
+};
+thread_local Grouping tlsGrouping;
+} // namespace
+
+Status Shard::pull(uint32_t table, const uint64_t *keys, size_t n,
+                   float *rows) {
+  std::shared_lock<std::shared_mutex> lock(tablesMutex);
+  Table *t;
+  if (Status s = checkRequest(table, keys, n, &t); !s.ok())
+    return s;
+  const uint32_t dim = t->dim;
+  const bool ttl = t->config.ttl_seconds() > 0;
+  const uint32_t admit = t->config.admit_min_count();
+  double now = ttl ? nowSeconds() : 0;
+  Grouping &g = tlsGrouping;
+  g.build(keys, n, [t](uint64_t k) { return t->normalize(k); });
+  uint64_t created = 0;
+  Status result;
+  for (uint32_t v = 0; v < kVirtualShards && result.ok(); ++v) {
+    if (g.begin[v] == g.begin[v + 1])
+      continue;
+    Table::Part &p = *t->parts[v];
+    std::lock_guard<std::mutex> l(p.mutex);
+    for (uint32_t j = g.begin[v]; j < g.begin[v + 1]; ++j) {
+      uint32_t i = g.order[j];
+      uint64_t key = t->normalize(keys[i]);
+      float *out = rows + static_cast<size_t>(i) * dim;
+      auto it = p.index.find(key);
+      if (it == p.index.end()) {
+        if (admit > 1 && ++p.pending[key] < admit) {
+          std::fill(out, out + dim, 0.0f);
+          continue;
+        }
+        if (opts.maxMemoryBytes &&
+            memory + (created + 1) * t->rowBytes() > opts.maxMemoryBytes) {
+          result = Status::error(Code::ResourceExhausted,
+                                 str("table ", table,
+                                     ": a new row would take PS server ",
+                                     opts.index, " past its memory limit of ",
+                                     opts.maxMemoryBytes, " bytes"));
+          break;
+        }
+        p.pending.erase(key);
+        uint32_t slot;
+        if (!p.freeSlots.empty()) {
+          slot = p.freeSlots.back();
+          p.freeSlots.pop_back();
+          p.keys[slot] = key;
+          p.steps[slot] = 0;
+        } else {
+          slot = static_cast<uint32_t>(p.keys.size());
+          p.keys.push_back(key);
+          p.steps.push_back(0);
+          p.touched.push_back(0);
+          p.data.resize(p.data.size() + t->stride);
+        }
+        t->initRow(key, p.data.data() + slot * t->stride);
+        it = p.index.emplace(key, slot).first;
+        ++created;
+      }
+      if (ttl)
+        p.touched[it->second] = now;
+      std::memcpy(out, p.data.data() + it->second * t->stride,
+                  dim * sizeof(float));
+    }
+  }
+  memory += created * t->rowBytes();
+  return result;
+}
+
+Shard::ClientSeq &Shard::clientSeq(uint64_t client) {
+  std::lock_guard<std::mutex> lock(clientsMutex);
+  std::unique_ptr<ClientSeq> &c = clients[client];
+  if (!c)
+    c = std::make_unique<ClientSeq>();
+  return *c;
+}
+
+Status Shard::push(uint32_t table, const uint64_t *keys, size_t n,
+                   const float *values, uint64_t client, uint64_t seq,
+                   bool assign, v1::PushResponse *response) {
+  std::shared_lock<std::shared_mutex> lock(tablesMutex);
+  Table *t;
+  if (Status s = checkRequest(table, keys, n, &t); !s.ok())
+    return s;
+  if (client == 0)
+    return applyPush(*t, keys, n, values, assign, response);
+  // The client's lock is held while the push is applied, so a retry that
+  // arrives while the original is still running waits for it and is then
+  // recognised as a repeat.
+  ClientSeq &c = clientSeq(client);
+  std::lock_guard<std::mutex> l(c.mutex);
+  if (seq <= c.last) {
+    response->set_duplicate(true);
+    ++t->duplicatePushes;
+    return {};
+  }
+  Status s = applyPush(*t, keys, n, values, assign, response);
+  if (s.ok())
+    c.last = seq;
+  return s;
+}
+
+Status Shard::applyPush(Table &t, const uint64_t *keys, size_t n,
+                        const float *values, bool assign,
+                        v1::PushResponse *response) {
+  const uint32_t dim = t.dim;
+  const bool skipNonFinite =
+      t.config.non_finite() == v1::NON_FINITE_SKIP && !assign;
+  if (!skipNonFinite)
+    for (size_t i = 0; i < n * dim; ++i)
+      if (!std::isfinite(values[i]))
+        return Status::error(
+            Code::InvalidArgument,
+            str("table ", t.config.table_id(), " '", t.config.name(),
+                "': ", assign ? "value" : "gradient", " ", values[i],
+                " for key ", keys[i / dim], " (element ", i % dim,
+                "); the push was rejected and changed nothing"));
+  const bool ttl = t.config.ttl_seconds() > 0;
+  const uint32_t admit = t.config.admit_min_count();
+  double now = ttl ? nowSeconds() : 0;
+  Grouping &g = tlsGrouping;
+  g.build(keys, n, [&t](uint64_t k) { return t.normalize(k); });
+  uint64_t created = 0, skipped = 0, notAdmitted = 0;
+  thread_local std::vector<float> merged;
+  thread_local std::vector<uint32_t> mergedSlots;
+  Status result;
+  for (uint32_t v = 0; v < kVirtualShards && result.ok(); ++v) {
+    if (g.begin[v] == g.begin[v + 1])
+      continue;
+    Table::Part &p = *t.parts[v];
+    std::lock_guard<std::mutex> l(p.mutex);
+    mergedSlots.clear();
+    merged.resize(static_cast<size_t>(g.begin[v + 1] - g.begin[v]) * dim);
+    for (uint32_t j = g.begin[v]; j < g.begin[v + 1]; ++j) {
+      uint32_t i = g.order[j];
+      const float *gi = values + static_cast<size_t>(i) * dim;
+      if (skipNonFinite && !std::all_of(gi, gi + dim, [](float x) {
+            return std::isfinite(x);
+          })) {
+        ++skipped;
+        continue;
+      }
+      uint64_t key = t.normalize(keys[i]);
+      auto it = p.index.find(key);
+      if (it == p.index.end()) {
+        if (!assign && admit > 1 && ++p.pending[key] < admit) {
+          ++notAdmitted;
+          continue;
+        }
+        if (opts.maxMemoryBytes &&
+            memory + (created + 1) * t.rowBytes() > opts.maxMemoryBytes) {
+          result = Status::error(Code::ResourceExhausted,
+                                 str("table ", t.config.table_id(),
+                                     ": a new row would take PS "
+                                     "server ",
+                                     opts.index, " past its memory limit of ",
+                                     opts.maxMemoryBytes, " bytes"));
+          break;
+        }
+        p.pending.erase(key);
+        uint32_t slot;
+        if (!p.freeSlots.empty()) {
+          slot = p.freeSlots.back();
+          p.freeSlots.pop_back();
+          p.keys[slot] = key;
+          p.steps[slot] = 0;
+        } else {
+          slot = static_cast<uint32_t>(p.keys.size());
+          p.keys.push_back(key);
+          p.steps.push_back(0);
+          p.touched.push_back(0);
+          p.data.resize(p.data.size() + t.stride);
+        }
+        t.initRow(key, p.data.data() + slot * t.stride);
+        it = p.index.emplace(key, slot).first;
+        ++created;
+      }
+      uint32_t slot = it->second;
+      if (ttl)
+        p.touched[slot] = now;
+      if (p.merged.size() <= slot)
+        p.merged.resize(p.keys.size(), -1);
+      int32_t &m = p.merged[slot];
+      if (m < 0) {
+        m = static_cast<int32_t>(mergedSlots.size());
+        mergedSlots.push_back(slot);
+        std::copy(gi, gi + dim, merged.data() + static_cast<size_t>(m) * dim);
+      } else if (assign) {
+        // The last value of a key wins, as in a sequence of writes.
+        std::copy(gi, gi + dim, merged.data() + static_cast<size_t>(m) * dim);
+      } else {
+        float *dst = merged.data() + static_cast<size_t>(m) * dim;
+        for (uint32_t k = 0; k < dim; ++k)
+          dst[k] += gi[k];
+      }
+    }
+    for (size_t m = 0; m < mergedSlots.size(); ++m) {
+      uint32_t slot = mergedSlots[m];
+      p.merged[slot] = -1;
+      if (!result.ok())
+        continue;
+      float *row = p.data.data() + slot * t.stride;
+      const float *gm = merged.data() + m * dim;
+      if (assign) {
+        std::copy(gm, gm + dim, row);
+        std::fill(row + dim, row + t.stride, 0.0f);
+        p.steps[slot] = 0;
+      } else {
+        runtime::applyUpdate(t.optimizer, row, gm,
+                             t.slots ? row + dim : nullptr, dim,
+                             ++p.steps[slot]);
+      }
+    }
+  }
+  memory += created * t.rowBytes();
+  t.skippedNonFinite += skipped;
+  if (result.ok())
+    ++t.pushesApplied;
+  response->set_skipped_non_finite(skipped);
+  response->set_not_admitted(notAdmitted);
+  return result;
+}
+
+uint64_t Shard::evictExpired() {
+  std::lock_guard<std::mutex> m(maintenanceMutex);
+  std::shared_lock<std::shared_mutex> lock(tablesMutex);
+  double now = nowSeconds();
+  uint64_t total = 0;
+  for (auto &[id, t] : tables) {
+    double ttl = t->config.ttl_seconds();
+    if (ttl <= 0)
+      continue;
+    uint64_t dropped = 0;
+    for (auto &p : t->parts) {
+      if (!p)
+        continue;
+      std::lock_guard<std::mutex> l(p->mutex);
+      for (auto it = p->index.begin(); it != p->index.end();) {
+        if (now - p->touched[it->second] > ttl) {
+          p->freeSlots.push_back(it->second);
+          it = p->index.erase(it);
+          ++dropped;
+        } else {
+          ++it;
+        }
+      }
+    }
+    t->evicted += dropped;
+    memory -= dropped * t->rowBytes();
+    total += dropped;
+  }
+  return total;
+}
+
+//===----------------------------------------------------------------------===//
+// Dense tensors
+//===----------------------------------------------------------------------===//
+
+Status Shard::createDense(const v1::DenseTensor &tensor,
+                          const v1::Optimizer &optimizer, bool *created) {
+  const std::string &name = tensor.name();
+  if (serverOfName(name, opts.count) != opts.index)
+    return Status::error(Code::FailedPrecondition,
+                         str("dense tensor '", name, "' belongs to PS server ",
+                             serverOfName(name, opts.count), " of ",
+                             opts.count));
+  int64_t n = 1;
+  for (int64_t d : tensor.shape()) {
+    if (d < 0 || d > (int64_t(1) << 32))
+      return Status::error(Code::InvalidArgument,
+                           str("dense tensor '", name, "': bad dimension ", d));
+    n *= d;
+  }
+  if (tensor.values().size() != static_cast<size_t>(n) * sizeof(float))
+    return Status::error(Code::InvalidArgument,
+                         str("dense tensor '", name, "': ", n,
+                             " elements need ", n * 4, " bytes of values, got ",
+                             tensor.values().size()));
+  auto d = std::make_unique<Dense>();
+  if (Status s =
+          toOptimizer(optimizer, "dense tensor '" + name + "'", &d->optimizer);
+      !s.ok())
+    return s;
+  d->optimizerProto = optimizer;
+  d->shape.assign(tensor.shape().begin(), tensor.shape().end());
+  d->value.resize(n);
+  std::memcpy(d->value.data(), tensor.values().data(), n * sizeof(float));
+  d->state.assign(n * d->optimizer.stateSlots(), 0.0f);
+  std::lock_guard<std::mutex> lock(denseMutex);
+  if (auto it = dense.find(name); it != dense.end()) {
+    if (it->second->shape != d->shape)
+      return Status::error(
+          Code::AlreadyExists,
+          str("dense tensor '", name, "' exists with another shape"));
+    *created = false;
+    return {};
+  }
+  dense[name] = std::move(d);
+  *created = true;
+  return {};
+}
+
+Status Shard::pullDense(const std::string &name, v1::DenseTensor *tensor) {
+  Dense *d;
+  {
+    std::lock_guard<std::mutex> lock(denseMutex);
+    auto it = dense.find(name);
+    if (it == dense.end())
+      return Status::error(Code::NotFound, str("no dense tensor '", name,
+                                               "' on PS server ", opts.index));
+    d = it->second.get();
+  }
+  std::lock_guard<std::mutex> l(d->mutex);
+  tensor->set_name(name);
+  for (int64_t s : d->shape)
+    tensor->add_shape(s);
+  tensor->set_values(d->value.data(), d->value.size() * sizeof(float));
+  return {};
+}
+
+Status Shard::pushDense(const std::string &name, const float *grads, size_t n,
+                        uint64_t client, uint64_t seq,
+                        v1::PushResponse *response) {
+  Dense *d;
+  {
+    std::lock_guard<std::mutex> lock(denseMutex);
+    auto it = dense.find(name);
+    if (it == dense.end())
+      return Status::error(Code::NotFound, str("no dense tensor '", name,
+                                               "' on PS server ", opts.index));
+    d = it->second.get();
+  }
+  if (n != d->value.size())
+    return Status::error(Code::InvalidArgument,
+                         str("dense tensor '", name, "': gradient of ", n,
+                             " elements, the tensor has ", d->value.size()));
+  for (size_t i = 0; i < n; ++i)
+    if (!std::isfinite(grads[i]))
+      return Status::error(Code::InvalidArgument,
+                           str("dense tensor '", name, "': gradient ", grads[i],
+                               " at element ", i, "; rejected"));
+  std::unique_lock<std::mutex> cl;
+  if (client) {
+    ClientSeq &c = clientSeq(client);
+    cl = std::unique_lock<std::mutex>(c.mutex);
+    if (seq <= c.last) {
+      response->set_duplicate(true);
+      return {};
+    }
+    c.last = seq;
+  }
+  std::lock_guard<std::mutex> l(d->mutex);
+  runtime::applyUpdate(d->optimizer, d->value.data(), grads,
+                       d->state.empty() ? nullptr : d->state.data(), n,
+                       ++d->steps);
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// Checkpoints
+//===----------------------------------------------------------------------===//
+
+Status Shard::resolvePath(const std::string &name, std::string *path) {
+  if (name.empty())
+    return Status::error(Code::InvalidArgument, "empty checkpoint name");
+  fs::path p(name);
+  if (p.is_absolute()) {
+    if (!opts.absoluteCheckpointPaths)
+      return Status::error(Code::InvalidArgument,
+                           "checkpoint name '" + name +
+                               "' is absolute; names are directories under "
+                               "the server's --checkpoint-dir");
+    *path = name;
+    return {};
+  }
+  for (const fs::path &part : p)
+    if (part == "..")
+      return Status::error(Code::InvalidArgument,
+                           "checkpoint name '" + name + "' contains '..'");
+  if (opts.checkpointDir.empty())
+    return Status::error(Code::FailedPrecondition,
+                         "PS server " + std::to_string(opts.index) +
+                             " has no --checkpoint-dir");
+  *path = (fs::path(opts.checkpointDir) / p).string();
+  return {};
+}
+
+namespace {
+
+Status ioError(const std::string &what, const std::string &path) {
+  return Status::error(Code::Internal,
+                       what + " '" + path + "': " + std::strerror(errno));
+}
+
+/// Writes `data` to `path` through a temporary file, fsync and rename.
+Status writeFileAtomically(const std::string &path, const std::string &data) {
+  std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0)
+    return ioError("cannot create", tmp);
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t w = ::write(fd, data.data() + done, data.size() - done);
+    if (w < 0) {
+      ::close(fd);
+      return ioError("cannot write", tmp);
+    }
+    done += static_cast<size_t>(w);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0)
+    return ioError("cannot sync", tmp);
+  if (::rename(tmp.c_str(), path.c_str()) != 0)
+    return ioError("cannot rename into", path);
+  return {};
+}
+
+void syncDirectory(const std::string &dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+
+template <typename T> void append(std::string &s, const T &v) {
+  s.append(reinterpret_cast<const char *>(&v), sizeof(T));
+}
+
+std::string manifestName(uint32_t index, uint32_t count) {
+  return "MANIFEST." + std::to_string(index) + "-of-" + std::to_string(count);
+}
+
+Status readFile(const std::string &path, std::string *data) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return Status::error(Code::NotFound, "cannot read '" + path + "'");
+  std::ostringstream s;
+  s << in.rdbuf();
+  *data = s.str();
+  return {};
+}
+
+Status readManifest(const std::string &path, v1::ShardManifest *m) {
+  std::string data;
+  if (Status s = readFile(path, &data); !s.ok())
+    return s;
+  if (data.size() < 12 || std::memcmp(data.data(), kManifestMagic, 8) != 0)
+    return Status::error(Code::InvalidArgument,
+                         "'" + path + "' is not a PS checkpoint manifest");
+  uint32_t version;
+  std::memcpy(&version, data.data() + 8, 4);
+  if (version != kFileVersion)
+    return Status::error(Code::InvalidArgument,
+                         str("'", path, "' has format version ", version,
+                             ", this server reads ", kFileVersion));
+  if (!m->ParseFromArray(data.data() + 12, static_cast<int>(data.size() - 12)))
+    return Status::error(Code::InvalidArgument,
+                         "'" + path + "' is truncated or corrupt");
+  return {};
+}
+
+/// The manifests of a complete checkpoint in `dir`: every server of one
+/// count wrote its own, all at one step.
+Status completeManifests(const std::string &dir,
+                         std::vector<v1::ShardManifest> *out) {
+  std::error_code ec;
+  std::map<uint32_t, std::map<uint32_t, v1::ShardManifest>> byCount;
+  for (const fs::directory_entry &e : fs::directory_iterator(dir, ec)) {
+    std::string f = e.path().filename().string();
+    if (f.rfind("MANIFEST.", 0) != 0 || f.size() < 4 ||
+        f.substr(f.size() - 4) == ".tmp")
+      continue;
+    v1::ShardManifest m;
+    if (Status s = readManifest(e.path().string(), &m); !s.ok())
+      return s;
+    byCount[m.shard_count()][m.shard_index()] = m;
+  }
+  if (ec)
+    return Status::error(Code::NotFound,
+                         "no checkpoint '" + dir + "': " + ec.message());
+  for (auto &[count, shards] : byCount) {
+    if (shards.size() != count)
+      continue;
+    int64_t step = shards.begin()->second.step();
+    bool same = std::all_of(shards.begin(), shards.end(),
+                            [&](auto &s) { return s.second.step() == step; });
+    if (!same)
+      return Status::error(Code::FailedPrecondition,
+                           "checkpoint '" + dir +
+                               "' has manifests of different steps");
+    for (auto &[i, m] : shards)
+      out->push_back(m);
+    return {};
+  }
+  return Status::error(Code::FailedPrecondition,
+                       "checkpoint '" + dir +
+                           "' is incomplete: not every server wrote its "
+                           "manifest (was the checkpoint interrupted?)");
+}
+
+} // namespace
+
+Status Shard::checkpoint(const std::string &name, int64_t step,
+                         v1::CheckpointResponse *response) {
+  std::string dir;
+  if (Status s = resolvePath(name, &dir); !s.ok())
+    return s;
+  std::lock_guard<std::mutex> m(maintenanceMutex);
+  // The writer lock stops every request, so the files of all tables are
+  // one consistent state.
+  std::unique_lock<std::shared_mutex> lock(tablesMutex);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec)
+    return Status::error(Code::Internal,
+                         "cannot create checkpoint directory '" + dir +
+                             "': " + ec.message());
+  v1::ShardManifest manifest;
+  manifest.set_protocol_version(kProtocolVersion);
+  manifest.set_step(step);
+  manifest.set_shard_index(opts.index);
+  manifest.set_shard_count(opts.count);
+  manifest.set_virtual_shards(kVirtualShards);
+  uint64_t bytes = 0;
+  int written = 0;
+  for (auto &[id, t] : tables) {
+    *manifest.add_tables() = t->config;
+    for (uint32_t v = 0; v < kVirtualShards; ++v) {
+      if (!t->parts[v])
+        continue;
+      Table::Part &p = *t->parts[v];
+      std::string data(kRowsMagic, 8);
+      append(data, kFileVersion);
+      append(data, id);
+      append(data, v);
+      append(data, t->dim);
+      append(data, static_cast<uint32_t>(t->slots));
+      append(data, static_cast<uint64_t>(p.index.size()));
+      for (auto &[key, slot] : p.index) {
+        append(data, key);
+        append(data, p.steps[slot]);
+        data.append(
+            reinterpret_cast<const char *>(p.data.data() + slot * t->stride),
+            t->stride * sizeof(float));
+      }
+      std::string file = "table-" + std::to_string(id) + ".vshard-" +
+                         std::to_string(v) + ".rows";
+      if (Status s = writeFileAtomically(dir + "/" + file, data); !s.ok())
+        return s;
+      v1::ShardManifest::File *f = manifest.add_files();
+      f->set_name(file);
+      f->set_table_id(id);
+      f->set_virtual_shard(v);
+      f->set_bytes(data.size());
+      f->set_fnv1a(fnv1a(data.data(), data.size()));
+      bytes += data.size();
+      if (opts.crashAfterCheckpointFiles &&
+          ++written >= opts.crashAfterCheckpointFiles)
+        ::raise(SIGKILL);
+    }
+  }
+  {
+    std::lock_guard<std::mutex> l(denseMutex);
+    for (auto &[dname, d] : dense) {
+      std::lock_guard<std::mutex> dl(d->mutex);
+      v1::DenseTensor *value = manifest.add_dense();
+      value->set_name(dname);
+      for (int64_t s : d->shape)
+        value->add_shape(s);
+      value->set_values(d->value.data(), d->value.size() * sizeof(float));
+      // The state rides along as a second tensor: name#state, its step
+      // count as the only dimension.
+      v1::DenseTensor *state = manifest.add_dense();
+      state->set_name(dname + "#state");
+      state->add_shape(d->steps);
+      state->set_values(d->state.data(), d->state.size() * sizeof(float));
+      *manifest.add_dense_optimizers() = d->optimizerProto;
+    }
+  }
+  std::string data(kManifestMagic, 8);
+  append(data, kFileVersion);
+  data += manifest.SerializeAsString();
+  if (Status s = writeFileAtomically(
+          dir + "/" + manifestName(opts.index, opts.count), data);
+      !s.ok())
+    return s;
+  syncDirectory(dir);
+  response->set_bytes(bytes + data.size());
+  response->set_files(static_cast<uint32_t>(manifest.files_size() + 1));
+  return {};
+}
+
+Status Shard::restore(const std::string &name, v1::RestoreResponse *response) {
+  std::string dir;
+  if (name == "latest") {
+    // The newest complete checkpoint under the checkpoint directory.
+    if (opts.checkpointDir.empty())
+      return Status::error(Code::FailedPrecondition,
+                           "restore 'latest' needs a --checkpoint-dir");
+    std::error_code ec;
+    int64_t best = -1;
+    for (const fs::directory_entry &e :
+         fs::directory_iterator(opts.checkpointDir, ec)) {
+      std::vector<v1::ShardManifest> ms;
+      if (!e.is_directory() || !completeManifests(e.path().string(), &ms).ok())
+        continue;
+      if (ms[0].step() > best) {
+        best = ms[0].step();
+        dir = e.path().string();
+      }
+    }
+    if (best < 0)
+      return Status::error(Code::NotFound, "no complete checkpoint under '" +
+                                               opts.checkpointDir + "'");
+  } else if (Status s = resolvePath(name, &dir); !s.ok()) {
+    return s;
+  }
+  std::vector<v1::ShardManifest> manifests;
+  if (Status s = completeManifests(dir, &manifests); !s.ok())
+    return s;
+  for (const v1::ShardManifest &m : manifests)
+    if (m.virtual_shards() != kVirtualShards)
+      return Status::error(
+          Code::FailedPrecondition,
+          str("checkpoint '", dir, "' has ", m.virtual_shards(),
+              " virtual shards, this server ", kVirtualShards));
+  // Build the new state aside, then swap it in: a bad file leaves the
+  // tables as they were.
+  Shard fresh(opts);
+  for (const v1::TableConfig &c : manifests[0].tables()) {
+    bool created;
+    if (Status s = fresh.createTable(c, &created); !s.ok())
+      return s;
+  }
+  uint64_t rows = 0;
+  for (const v1::ShardManifest &m : manifests) {
+    for (const v1::ShardManifest::File &f : m.files()) {
+      if (serverOfShard(f.virtual_shard(), opts.count) != opts.index)
+        continue;
+      std::string path = dir + "/" + f.name();
+      std::string data;
+      if (Status s = readFile(path, &data); !s.ok())
+        return s;
+      if (data.size() != f.bytes() ||
+          fnv1a(data.data(), data.size()) != f.fnv1a())
+        return Status::error(
+            Code::FailedPrecondition,
+            str("checkpoint file '", path, "' has ", data.size(),
+                " bytes and checksum ", fnv1a(data.data(), data.size()),
+                ", the manifest says ", f.bytes(), " and ", f.fnv1a()));
+      Table *t;
+      if (Status s = fresh.findTable(f.table_id(), &t); !s.ok())
+        return s;
+      uint32_t header[5];
+      uint64_t count;
+      if (data.size() < 8 + sizeof(header) + 8 ||
+          std::memcmp(data.data(), kRowsMagic, 8) != 0)
+        return Status::error(Code::FailedPrecondition,
+                             "'" + path + "' is not a PS rows file");
+      std::memcpy(header, data.data() + 8, sizeof(header));
+      std::memcpy(&count, data.data() + 8 + sizeof(header), 8);
+      size_t rowBytes = 16 + t->stride * sizeof(float);
+      if (header[3] != t->dim || header[4] != static_cast<uint32_t>(t->slots) ||
+          data.size() != 8 + sizeof(header) + 8 + count * rowBytes)
+        return Status::error(Code::FailedPrecondition,
+                             "'" + path + "' does not match its table");
+      Table::Part &p = *t->parts[f.virtual_shard()];
+      const char *r = data.data() + 8 + sizeof(header) + 8;
+      for (uint64_t i = 0; i < count; ++i, r += rowBytes) {
+        uint64_t key;
+        int64_t step;
+        std::memcpy(&key, r, 8);
+        std::memcpy(&step, r + 8, 8);
+        uint32_t slot = static_cast<uint32_t>(p.keys.size());
+        p.index.emplace(key, slot);
+        p.keys.push_back(key);
+        p.steps.push_back(step);
+        p.touched.push_back(nowSeconds());
+        p.data.insert(p.data.end(), reinterpret_cast<const float *>(r + 16),
+                      reinterpret_cast<const float *>(r + 16) + t->stride);
+      }
+      rows += count;
+      fresh.memory += count * t->rowBytes();
+    }
+    for (int i = 0; i + 1 < m.dense_size(); i += 2) {
+      const v1::DenseTensor &value = m.dense(i), &state = m.dense(i + 1);
+      if (serverOfName(value.name(), opts.count) != opts.index)
+        continue;
+      bool created;
+      if (Status s =
+              fresh.createDense(value, m.dense_optimizers(i / 2), &created);
+          !s.ok())
+        return s;
+      Dense &d = *fresh.dense[value.name()];
+      if (state.values().size() != d.state.size() * sizeof(float))
+        return Status::error(Code::FailedPrecondition,
+                             "dense state of '" + value.name() +
+                                 "' does not match its tensor");
+      std::memcpy(d.state.data(), state.values().data(), state.values().size());
+      d.steps = state.shape_size() ? state.shape(0) : 0;
+    }
+  }
+  std::lock_guard<std::mutex> m(maintenanceMutex);
+  std::unique_lock<std::shared_mutex> lock(tablesMutex);
+  std::lock_guard<std::mutex> dl(denseMutex);
+  tables.swap(fresh.tables);
+  dense.swap(fresh.dense);
+  memory = fresh.memory.load();
+  response->set_step(manifests[0].step());
+  response->set_name(dir);
+  response->set_rows(rows);
+  return {};
+}
+
+void Shard::info(v1::ServerInfoResponse *response) {
+  response->set_protocol_version(kProtocolVersion);
+  response->set_shard_index(opts.index);
+  response->set_shard_count(opts.count);
+  response->set_virtual_shards(kVirtualShards);
+  std::vector<uint32_t> ids;
+  {
+    std::shared_lock<std::shared_mutex> lock(tablesMutex);
+    for (auto &[id, t] : tables)
+      ids.push_back(id);
+  }
+  for (uint32_t id : ids)
+    describeTable(id, response->add_tables());
+  response->set_memory_bytes(memory);
+}
