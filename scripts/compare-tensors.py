@@ -7,8 +7,9 @@
 
 EXPECTED holds <name>.pb TensorProto files (scripts/torch-sgd-reference.py
 writes them); each must have a counterpart in CHECKPOINT, param.<name>.pb
-(a dense parameter) or table.<name>.pb (an embedding table, vocab x dim),
-of the same shape.
+(a dense parameter) or table.<name>.pb (an embedding table, vocab x dim,
+also looked for in CHECKPOINT/tables, where heterps-run --export-tables
+writes it), of the same shape.
 
 Two errors are measured per tensor, with a = heterps, b = expected:
 
@@ -46,10 +47,11 @@ def read(path):
 
 def find_actual(checkpoint, name):
     safe = name.replace("/", "_").replace("\\", "_")
-    for prefix in ("param.", "table."):
-        path = os.path.join(checkpoint, prefix + safe + ".pb")
-        if os.path.exists(path):
-            return path
+    for directory in (checkpoint, os.path.join(checkpoint, "tables")):
+        for prefix in ("param.", "table."):
+            path = os.path.join(directory, prefix + safe + ".pb")
+            if os.path.exists(path):
+                return path
     return None
 
 

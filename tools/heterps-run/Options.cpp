@@ -10,6 +10,7 @@
 using namespace heterps::run;
 
 static const char *kUsage = R"(usage: heterps-run PLAN [options]
+       heterps-run serve [options]   (a parameter server; serve --help)
 
 Executes a plan written by heterps-opt --heterps-emit-plan. A training plan
 (compiled with --heterps-autodiff) trains; --infer runs the forward pass.
@@ -35,8 +36,16 @@ Training:
   --seed=N                 initialisation, shuffle and dropout seed (default 1)
   --log-every=N            progress line every N steps (default 100; 0: none)
   --save=DIR               write a checkpoint at the end
-  --load=DIR               start from a checkpoint
+  --checkpoint-every=N     with --save, also write it every N steps
+  --load=DIR               start from a checkpoint: parameters, tables,
+                           step and the position in the data
   --fallback=cpu           run stages placed on GPUs with the CPU kernels
+Embedding tables (a parameter-server service; without --ps, embedded):
+  --ps=HOST:PORT,...       the PS servers (heterps-run serve), in shard order
+  --ps-deadline=SECONDS    a PS call fails with UNAVAILABLE after this long,
+                           retries included (default 10)
+  --export-tables=DIR      at the end, write each table with a vocabulary as
+                           DIR/table.<name>.pb (vocab x dim TensorProto)
 Inference:
   --infer                  forward pass only; with --data, report metrics
   --output-dir=DIR         write each output as DIR/<output name>.pb
@@ -94,6 +103,21 @@ Options heterps::run::parseOptions(int argc, char **argv) {
        [&](const std::string &v) { o.logEvery = toInt("log-every", v); }},
       {"save", [&](const std::string &v) { o.save = v; }},
       {"load", [&](const std::string &v) { o.load = v; }},
+      {"checkpoint-every",
+       [&](const std::string &v) {
+         o.checkpointEvery = toInt("checkpoint-every", v);
+       }},
+      {"ps", [&](const std::string &v) { o.ps = v; }},
+      {"ps-deadline",
+       [&](const std::string &v) {
+         char *end = nullptr;
+         o.psDeadline = std::strtod(v.c_str(), &end);
+         if (v.empty() || *end || !(o.psDeadline > 0))
+           usageError("--ps-deadline takes a positive number of seconds, "
+                      "got '" +
+                      v + "'");
+       }},
+      {"export-tables", [&](const std::string &v) { o.exportTables = v; }},
       {"fallback",
        [&](const std::string &v) {
          if (v != "cpu")
@@ -152,6 +176,9 @@ Options heterps::run::parseOptions(int argc, char **argv) {
   }
   if (o.plan.empty())
     usageError("no plan file given");
+  if (o.checkpointEvery < 0 || (o.checkpointEvery && o.save.empty()))
+    usageError("--checkpoint-every takes a positive step count and needs "
+               "--save");
   if (o.epochs < 1 || o.batch < 0 || o.steps < 0 || o.threads < 1)
     usageError("--epochs and --threads must be positive, --batch and --steps "
                "non-negative");

@@ -24,7 +24,13 @@ struct Options {
   uint64_t seed = 1;
   int64_t logEvery = 100;
   std::string save, load;
+  int64_t checkpointEvery = 0;
   bool fallbackCPU = false;
+  // Parameter server: the servers in shard order (empty: embedded), the
+  // deadline of a call, and where to export the bounded tables.
+  std::string ps;
+  double psDeadline = 10;
+  std::string exportTables;
   // Inference.
   bool infer = false;
   std::string outputDir;

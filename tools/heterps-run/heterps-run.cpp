@@ -1,7 +1,9 @@
 //===- heterps-run.cpp - Execute a HeterPS plan ---------------------------===//
 //
 // Trains or runs inference with a plan file: the dense stages on this
-// machine's workers, the embedding tables in the in-process parameter store.
+// machine's workers, the embedding tables in a parameter-server service
+// (the servers given by --ps, or one embedded in this process). With
+// `serve` it is one of those servers.
 // Bad input (a corrupt plan, a malformed data line, a tensor of the wrong
 // shape) is a message naming it and exit status 1.
 //
@@ -9,7 +11,9 @@
 
 #include "Metrics.h"
 #include "Options.h"
+#include "Serve.h"
 
+#include "heterps/PS/Client.h"
 #include "heterps/Runtime/Checkpoint.h"
 #include "heterps/Runtime/Data.h"
 #include "heterps/Runtime/Error.h"
@@ -300,8 +304,73 @@ int runInference(const Options &o, Program &program) {
   return 0;
 }
 
+/// The tables of a checkpoint: the embedded server writes them into the
+/// checkpoint directory; network servers write a checkpoint of their own,
+/// named after it, which MANIFEST records.
+void saveRun(const Options &o, ParamStore &params, ps::Client &tables,
+             CheckpointInfo info) {
+  saveCheckpoint(o.save, params, std::move(info),
+                 [&](const std::string &tmp, CheckpointInfo &info) {
+                   std::string name;
+                   if (o.ps.empty()) {
+                     name = tmp + "/ps";
+                   } else {
+                     name =
+                         std::filesystem::absolute(o.save).filename().string() +
+                         ".step-" + std::to_string(info.step);
+                     info.entries["ps-checkpoint"] = name;
+                   }
+                   tables.checkpoint(name, info.step);
+                 });
+}
+
+void loadRun(const Options &o, ParamStore &params, ps::Client &tables,
+             Program &program, CheckpointInfo &info) {
+  info = loadCheckpoint(o.load, params);
+  auto named = info.entries.find("ps-checkpoint");
+  if (named != info.entries.end()) {
+    if (o.ps.empty())
+      fail() << "checkpoint '" << o.load << "' holds its tables in PS "
+             << "checkpoint '" << named->second
+             << "' of a PS service; give its servers with --ps";
+    tables.restore(named->second);
+  } else {
+    if (!o.ps.empty())
+      fail() << "checkpoint '" << o.load << "' was written with embedded "
+             << "tables; train without --ps to load it";
+    tables.restore(std::filesystem::absolute(o.load).string() + "/ps");
+  }
+  program.setSteps(info.step);
+}
+
+/// Writes every table with a vocabulary as DIR/table.<name>.pb.
+void exportTables(const std::string &dir, ps::Client &tables) {
+  std::filesystem::create_directories(dir);
+  for (int id = 0; id < tables.numTables(); ++id) {
+    const TableInfo &t = tables.table(id);
+    if (t.vocab <= 0)
+      continue;
+    std::vector<int64_t> keys(t.vocab);
+    for (int64_t k = 0; k < t.vocab; ++k)
+      keys[k] = k;
+    Tensor rows(DType::F32, {t.vocab, t.dim});
+    tables.pull(id, keys.data(), t.vocab, rows.as<float>());
+    std::string safe = t.name;
+    for (char &c : safe)
+      if (c == '/' || c == '\\')
+        c = '_';
+    writeTensorProto(dir + "/table." + safe + ".pb", t.name, rows);
+  }
+}
+
+int64_t entryOr(const CheckpointInfo &info, const std::string &key,
+                int64_t dflt) {
+  auto it = info.entries.find(key);
+  return it == info.entries.end() ? dflt : std::stoll(it->second);
+}
+
 int runTraining(const Options &o, Program &program, ParamStore &params,
-                LocalEmbeddingStore &tables) {
+                ps::Client &tables, const CheckpointInfo &loaded) {
   Binder binder(program);
   int lossOutput = program.plan().training().loss_output();
   std::vector<int> outs = predictionOutputs(program);
@@ -333,9 +402,33 @@ int runTraining(const Options &o, Program &program, ParamStore &params,
   Clock::time_point start = Clock::now(), windowStart = start;
   Batch batch;
   bool done = false;
-  for (int64_t epoch = 0; epoch < o.epochs && !done; ++epoch) {
-    if (source && epoch > 0)
+  // A loaded checkpoint resumes at its position in the data: the epoch
+  // (rewinding replays the shuffle of each epoch) and the batches read.
+  int64_t firstEpoch = entryOr(loaded, "epoch", 0);
+  int64_t epochBatches = 0;
+  if (source) {
+    for (int64_t e = 0; e < firstEpoch; ++e)
       source->rewind();
+    for (int64_t b = entryOr(loaded, "epoch-batches", 0); b > 0;
+         --b, ++epochBatches)
+      if (!source->next(batch, batchSize))
+        fail() << "checkpoint '" << o.load << "' is " << epochBatches
+               << "+ batches into epoch " << firstEpoch + 1
+               << ", the data has fewer";
+  }
+  auto checkpointNow = [&](int64_t epoch) {
+    CheckpointInfo info;
+    info.step = program.steps();
+    info.entries["epoch"] = std::to_string(epoch);
+    info.entries["epoch-batches"] = std::to_string(epochBatches);
+    saveRun(o, params, tables, std::move(info));
+  };
+  int64_t epoch = firstEpoch;
+  for (; epoch < o.epochs && !done; ++epoch) {
+    if (source && epoch > firstEpoch) {
+      source->rewind();
+      epochBatches = 0;
+    }
     while (!done) {
       std::vector<const Tensor *> inputs;
       int64_t n;
@@ -344,6 +437,7 @@ int runTraining(const Options &o, Program &program, ParamStore &params,
           break;
         inputs = binder.bind(batch);
         n = batch.size;
+        ++epochBatches;
       } else {
         inputs = fixed;
         n = inputs[0] && inputs[0]->rank() ? inputs[0]->dim(0) : 1;
@@ -373,6 +467,13 @@ int runTraining(const Options &o, Program &program, ParamStore &params,
       }
       if (o.steps && steps >= o.steps)
         done = true;
+      if (o.checkpointEvery && program.steps() % o.checkpointEvery == 0 &&
+          !done) {
+        checkpointNow(epoch);
+        std::printf("checkpoint %s at step %lld\n", o.save.c_str(),
+                    static_cast<long long>(program.steps()));
+        std::fflush(stdout);
+      }
     }
     if (evalSource) {
       Metrics m = evaluate(program, binder, *evalSource, batchSize);
@@ -387,10 +488,18 @@ int runTraining(const Options &o, Program &program, ParamStore &params,
               static_cast<long long>(steps), static_cast<long long>(samples),
               secs, secs > 0 ? samples / secs : 0.0, lastLoss);
   if (!o.save.empty()) {
-    saveCheckpoint(o.save, params, tables, program.steps());
+    // Where the next run resumes: after the last epoch, or at the next
+    // batch of the epoch --steps stopped in.
+    if (done)
+      --epoch;
+    else
+      epochBatches = 0;
+    checkpointNow(epoch);
     std::printf("saved checkpoint %s at step %lld\n", o.save.c_str(),
                 static_cast<long long>(program.steps()));
   }
+  if (!o.exportTables.empty())
+    exportTables(o.exportTables, tables);
   return 0;
 }
 
@@ -410,6 +519,8 @@ static void ensurePassiveOpenMP(char **argv) {
 }
 
 int main(int argc, char **argv) {
+  if (argc > 1 && std::strcmp(argv[1], "serve") == 0)
+    return runServe(argc, argv);
   ensurePassiveOpenMP(argv);
   Options o = parseOptions(argc, argv);
   try {
@@ -419,20 +530,36 @@ int main(int argc, char **argv) {
       return 0;
     }
     ParamStore params(p, o.seed);
-    LocalEmbeddingStore tables(p, o.seed);
+    ps::ClientOptions co;
+    co.deadlineSeconds = o.psDeadline;
+    std::unique_ptr<ps::Shard> embedded;
+    std::vector<std::unique_ptr<ps::Connection>> servers;
+    if (o.ps.empty()) {
+      ps::ShardOptions so;
+      so.absoluteCheckpointPaths = true;
+      embedded = std::make_unique<ps::Shard>(so);
+      servers.push_back(ps::connectLocal(*embedded));
+    } else {
+      for (const std::string &address : ps::parseServerList(o.ps))
+        servers.push_back(ps::connectRemote(address, co));
+    }
+    ps::Client tables(std::move(servers), co);
+    tables.connect();
+    tables.createTables(p, o.seed);
     ProgramOptions po;
     po.fallbackToCPU = o.fallbackCPU;
     po.threads = o.threads;
     po.seed = o.seed;
     Program program(p, params, tables, po);
+    CheckpointInfo loaded;
     if (!o.load.empty()) {
-      program.setSteps(loadCheckpoint(o.load, params, tables));
+      loadRun(o, params, tables, program, loaded);
       std::printf("loaded checkpoint %s at step %lld\n", o.load.c_str(),
                   static_cast<long long>(program.steps()));
     }
     if (o.infer || !program.isTraining())
       return runInference(o, program);
-    return runTraining(o, program, params, tables);
+    return runTraining(o, program, params, tables, loaded);
   } catch (const RuntimeError &e) {
     std::fprintf(stderr, "heterps-run: error: %s\n", e.what());
     return 1;

@@ -1,29 +1,43 @@
 //===- Checkpoint.h - Saving and restoring a training run -------*- C++ -*-===//
 //
-// A checkpoint is a directory: MANIFEST (format, step, one line per file
-// with its size and FNV-1a checksum) and one ONNX TensorProto file per
-// dense parameter, per table and per optimizer state. It is written into a
-// temporary directory, every file fsynced, and renamed into place, so a
-// crash leaves either the old checkpoint or the new one.
+// A checkpoint is a directory: MANIFEST (format, step, the caller's
+// entries, one line per file with its size and FNV-1a checksum) and one
+// ONNX TensorProto file per dense parameter and optimizer state. The
+// embedding tables are written by their store through a callback (the PS
+// servers write theirs). It is written into a temporary directory, every
+// file fsynced, and renamed into place, so a crash leaves either the old
+// checkpoint or the new one.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef HETERPS_RUNTIME_CHECKPOINT_H
 #define HETERPS_RUNTIME_CHECKPOINT_H
 
-#include "heterps/Runtime/EmbeddingStore.h"
 #include "heterps/Runtime/ParamStore.h"
 
+#include <functional>
+#include <map>
 #include <string>
 
 namespace heterps::runtime {
 
+struct CheckpointInfo {
+  int64_t step = 0;
+  /// Single-word keys and their values ("epoch" -> "2"), kept in MANIFEST.
+  std::map<std::string, std::string> entries;
+};
+
+/// Writes checkpoint `dir`. `writeTables(tmpDir, info)` writes the tables
+/// while the checkpoint is being assembled in `tmpDir` (an absolute path
+/// that becomes `dir`) and may add entries.
 void saveCheckpoint(const std::string &dir, ParamStore &params,
-                    LocalEmbeddingStore &tables, int64_t step);
-/// Restores into stores built from the same plan; returns the step. Throws
-/// naming the file when a file is missing, its checksum or its shape differs.
-int64_t loadCheckpoint(const std::string &dir, ParamStore &params,
-                       LocalEmbeddingStore &tables);
+                    CheckpointInfo info,
+                    const std::function<void(const std::string &,
+                                             CheckpointInfo &)> &writeTables);
+/// Restores the dense parameters of a plan's ParamStore and returns the
+/// step and entries. Throws naming the file when a file is missing, its
+/// checksum or its shape differs.
+CheckpointInfo loadCheckpoint(const std::string &dir, ParamStore &params);
 
 } // namespace heterps::runtime
 

@@ -49,11 +49,11 @@ static void fsyncPath(const std::string &path) {
   ::close(fd);
 }
 
-void heterps::runtime::saveCheckpoint(const std::string &dir,
-                                      ParamStore &params,
-                                      LocalEmbeddingStore &tables,
-                                      int64_t step) {
-  fs::path target(dir);
+void heterps::runtime::saveCheckpoint(
+    const std::string &dir, ParamStore &params, CheckpointInfo info,
+    const std::function<void(const std::string &, CheckpointInfo &)>
+        &writeTables) {
+  fs::path target = fs::absolute(dir);
   fs::path tmp = target.string() + ".tmp";
   std::error_code ec;
   fs::remove_all(tmp, ec);
@@ -62,7 +62,7 @@ void heterps::runtime::saveCheckpoint(const std::string &dir,
     fail() << "cannot create checkpoint directory '" << tmp.string()
            << "': " << ec.message();
   std::ostringstream manifest;
-  manifest << kFormat << "\nstep " << step << "\n";
+  manifest << kFormat << "\nstep " << info.step << "\n";
   auto write = [&](const std::string &file, const std::string &name,
                    const Tensor &t) {
     std::string path = (tmp / file).string();
@@ -80,17 +80,10 @@ void heterps::runtime::saveCheckpoint(const std::string &dir,
       write(fileName("param-steps.", name), name, steps);
     }
   }
-  for (int id = 0; id < tables.numTables(); ++id) {
-    const TableInfo *info = &tables.table(id);
-    write(fileName("table.", info->name), info->name, tables.rows(id));
-    if (!tables.state(id).empty()) {
-      write(fileName("table-state.", info->name), info->name, tables.state(id));
-      std::vector<int64_t> &steps = tables.steps(id);
-      Tensor t(DType::I64, {static_cast<int64_t>(steps.size())});
-      std::memcpy(t.data(), steps.data(), steps.size() * sizeof(int64_t));
-      write(fileName("table-steps.", info->name), info->name, t);
-    }
-  }
+  if (writeTables)
+    writeTables(tmp.string(), info);
+  for (auto &[key, value] : info.entries)
+    manifest << "entry " << key << " " << value << "\n";
   std::string manifestPath = (tmp / "MANIFEST").string();
   {
     std::ofstream out(manifestPath);
@@ -112,9 +105,8 @@ void heterps::runtime::saveCheckpoint(const std::string &dir,
   fsyncPath(target.parent_path().empty() ? "." : target.parent_path().string());
 }
 
-int64_t heterps::runtime::loadCheckpoint(const std::string &dir,
-                                         ParamStore &params,
-                                         LocalEmbeddingStore &tables) {
+CheckpointInfo heterps::runtime::loadCheckpoint(const std::string &dir,
+                                                ParamStore &params) {
   std::string manifestPath = (fs::path(dir) / "MANIFEST").string();
   std::ifstream in(manifestPath);
   if (!in)
@@ -124,7 +116,7 @@ int64_t heterps::runtime::loadCheckpoint(const std::string &dir,
   if (line != kFormat)
     fail() << manifestPath << ": not a checkpoint of this format (first line '"
            << line << "', expected '" << kFormat << "')";
-  int64_t step = 0;
+  CheckpointInfo info;
   std::map<std::string, std::pair<uint64_t, uint64_t>> files;
   int lineNo = 1;
   while (std::getline(in, line)) {
@@ -133,7 +125,12 @@ int64_t heterps::runtime::loadCheckpoint(const std::string &dir,
     std::string word;
     is >> word;
     if (word == "step") {
-      is >> step;
+      is >> info.step;
+    } else if (word == "entry") {
+      std::string key, value;
+      if (!(is >> key) || !std::getline(is >> std::ws, value))
+        fail() << manifestPath << ":" << lineNo << ": malformed entry line";
+      info.entries[key] = value;
     } else if (word == "file") {
       std::string name;
       uint64_t size, sum;
@@ -169,19 +166,5 @@ int64_t heterps::runtime::loadCheckpoint(const std::string &dir,
     Tensor steps = read(fileName("param-steps.", name), false);
     p.steps = steps.empty() ? 0 : steps.as<int64_t>()[0];
   }
-  for (int id = 0; id < tables.numTables(); ++id) {
-    const TableInfo *info = &tables.table(id);
-    Tensor rows = read(fileName("table.", info->name), true);
-    if (rows.shape() != tables.rows(id).shape())
-      fail() << "checkpoint table " << id << " '" << info->name
-             << "' has shape " << shapeString(rows.shape())
-             << ", the plan's is " << shapeString(tables.rows(id).shape());
-    tables.rows(id) = std::move(rows);
-    tables.state(id) = read(fileName("table-state.", info->name), false);
-    Tensor steps = read(fileName("table-steps.", info->name), false);
-    tables.steps(id).assign(
-        steps.empty() ? nullptr : steps.as<int64_t>(),
-        steps.empty() ? nullptr : steps.as<int64_t>() + steps.numElements());
-  }
-  return step;
+  return info;
 }
