@@ -1,0 +1,554 @@
+//===- PSTest.cpp - The parameter-server shard, server and client ---------===//
+//
+// Exact sums of concurrent pushes (in-process and over gRPC on 127.0.0.1),
+// exactly-once pushes, the error codes of bad requests, feature admission,
+// TTL eviction, checkpoints restored onto another server count, and a
+// bounded fuzz of the request handlers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "heterps/PS/Client.h"
+#include "heterps/PS/Server.h"
+#include "heterps/ps.grpc.pb.h"
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <thread>
+
+using namespace heterps;
+using namespace heterps::ps;
+namespace fs = std::filesystem;
+
+namespace {
+
+v1::TableConfig tableConfig(uint32_t id, uint32_t dim, const std::string &opt,
+                            double lr, double init = 0) {
+  v1::TableConfig c;
+  c.set_table_id(id);
+  c.set_name("t" + std::to_string(id));
+  c.set_dim(dim);
+  c.mutable_init()->set_kind("constant");
+  c.mutable_init()->add_args(init);
+  c.mutable_optimizer()->set_kind(opt);
+  c.mutable_optimizer()->set_learning_rate(lr);
+  c.mutable_optimizer()->set_beta1(0.9);
+  c.mutable_optimizer()->set_beta2(0.999);
+  c.mutable_optimizer()->set_epsilon(1e-8);
+  return c;
+}
+
+std::vector<std::unique_ptr<Connection>>
+localConnections(std::vector<std::unique_ptr<Shard>> &shards) {
+  std::vector<std::unique_ptr<Connection>> out;
+  for (auto &s : shards)
+    out.push_back(connectLocal(*s));
+  return out;
+}
+
+std::vector<std::unique_ptr<Shard>> makeShards(uint32_t n,
+                                               const std::string &dir = "") {
+  std::vector<std::unique_ptr<Shard>> shards;
+  for (uint32_t i = 0; i < n; ++i) {
+    ShardOptions o;
+    o.index = i;
+    o.count = n;
+    o.checkpointDir = dir;
+    shards.push_back(std::make_unique<Shard>(o));
+  }
+  return shards;
+}
+
+fs::path tempDir(const std::string &name) {
+  fs::path p = fs::temp_directory_path() /
+               ("heterps-ps-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p;
+}
+
+/// W workers (each its own client) push gradient g for every key R times,
+/// each push naming every key twice; SGD with learning rate 1 must leave
+/// every row at exactly init - W * R * 2 * g.
+void exactSums(const std::function<std::unique_ptr<Client>()> &makeClient) {
+  constexpr int W = 4, R = 25, K = 3000, D = 8;
+  constexpr float g = 0.125f, init = 100.0f;
+  {
+    std::unique_ptr<Client> c = makeClient();
+    c->connect();
+    c->createTable(tableConfig(1, D, "sgd", 1.0, init));
+  }
+  std::vector<std::thread> workers;
+  for (int w = 0; w < W; ++w)
+    workers.emplace_back([&, w] {
+      std::unique_ptr<Client> c = makeClient();
+      c->createTable(tableConfig(1, D, "sgd", 1.0, init));
+      std::vector<int64_t> keys;
+      for (int k = 0; k < K; ++k)
+        keys.push_back(k * 7919LL + (int64_t(1) << 40));
+      for (int k = 0; k < K; ++k)
+        keys.push_back(keys[(k * 13 + w) % K]);
+      std::vector<float> grads(keys.size() * D, g);
+      for (int r = 0; r < R; ++r)
+        c->push(1, keys.data(), static_cast<int64_t>(keys.size()),
+                grads.data());
+    });
+  for (std::thread &t : workers)
+    t.join();
+  std::unique_ptr<Client> c = makeClient();
+  c->createTable(tableConfig(1, D, "sgd", 1.0, init));
+  std::vector<int64_t> keys;
+  for (int k = 0; k < K; ++k)
+    keys.push_back(k * 7919LL + (int64_t(1) << 40));
+  std::vector<float> rows(K * D);
+  c->pull(1, keys.data(), K, rows.data());
+  const float want = init - W * R * 2 * g;
+  for (int i = 0; i < K * D; ++i)
+    ASSERT_EQ(rows[i], want) << "key " << keys[i / D];
+  v1::TableStatus s = c->describe(1);
+  EXPECT_EQ(s.rows(), static_cast<uint64_t>(K));
+  EXPECT_EQ(s.duplicate_pushes(), 0u);
+  EXPECT_GT(s.memory_bytes(), static_cast<uint64_t>(K * D * 4));
+}
+
+} // namespace
+
+TEST(PSShardTest, ExactSumsInProcess) {
+  auto shards = makeShards(3);
+  exactSums([&] { return std::make_unique<Client>(localConnections(shards)); });
+}
+
+TEST(PSShardTest, VirtualShardsSpreadKeys) {
+  std::vector<int> count(kVirtualShards);
+  for (uint64_t k = 0; k < 64000; ++k)
+    ++count[virtualShardOf(k)];
+  for (int c : count) {
+    EXPECT_GT(c, 800);
+    EXPECT_LT(c, 1200);
+  }
+}
+
+TEST(PSShardTest, ExactlyOncePerClientAndSequence) {
+  Shard s(ShardOptions{});
+  bool created;
+  ASSERT_TRUE(s.createTable(tableConfig(0, 2, "sgd", 1.0, 1.0), &created).ok());
+  uint64_t key = 5;
+  float grad[2] = {0.5f, 0.25f};
+  v1::PushResponse r1, r2, r3;
+  ASSERT_TRUE(s.push(0, &key, 1, grad, 42, 1, false, &r1).ok());
+  // A retry after a lost response carries the same sequence number.
+  ASSERT_TRUE(s.push(0, &key, 1, grad, 42, 1, false, &r2).ok());
+  EXPECT_FALSE(r1.duplicate());
+  EXPECT_TRUE(r2.duplicate());
+  // Another client's seq 1 is its own.
+  ASSERT_TRUE(s.push(0, &key, 1, grad, 43, 1, false, &r3).ok());
+  EXPECT_FALSE(r3.duplicate());
+  float row[2];
+  ASSERT_TRUE(s.pull(0, &key, 1, row).ok());
+  EXPECT_EQ(row[0], 1.0f - 2 * 0.5f);
+  EXPECT_EQ(row[1], 1.0f - 2 * 0.25f);
+}
+
+TEST(PSShardTest, DuplicateKeysInOnePushAreOneStep) {
+  // Adam moves a row by about the learning rate per step: two separate
+  // steps move it twice as far as one step with the summed gradient.
+  Shard s(ShardOptions{});
+  bool created;
+  ASSERT_TRUE(s.createTable(tableConfig(0, 1, "adam", 0.1), &created).ok());
+  uint64_t keys[2] = {9, 9};
+  float grads[2] = {1.0f, 1.0f};
+  v1::PushResponse r;
+  ASSERT_TRUE(s.push(0, keys, 2, grads, 0, 0, false, &r).ok());
+  float row;
+  ASSERT_TRUE(s.pull(0, keys, 1, &row).ok());
+  EXPECT_NEAR(row, -0.1f, 1e-6);
+}
+
+TEST(PSShardTest, BadRequestsGetTheirCodes) {
+  ShardOptions o;
+  o.maxKeysPerRequest = 100;
+  o.maxMemoryBytes = 4000;
+  Shard s(o);
+  bool created;
+  ASSERT_TRUE(s.createTable(tableConfig(3, 4, "sgd", 0.1), &created).ok());
+  uint64_t key = 1;
+  float row[4];
+  Status st = s.pull(4, &key, 1, row);
+  EXPECT_EQ(st.code, Code::NotFound);
+  EXPECT_NE(st.message.find("no table 4"), std::string::npos) << st.message;
+  // Another configuration under an existing id.
+  st = s.createTable(tableConfig(3, 8, "sgd", 0.1), &created);
+  EXPECT_EQ(st.code, Code::AlreadyExists) << st.message;
+  EXPECT_TRUE(s.createTable(tableConfig(3, 4, "sgd", 0.1), &created).ok());
+  EXPECT_FALSE(created);
+  // Bad configurations.
+  EXPECT_EQ(s.createTable(tableConfig(5, 0, "sgd", 0.1), &created).code,
+            Code::InvalidArgument);
+  EXPECT_EQ(s.createTable(tableConfig(5, 4, "lion", 0.1), &created).code,
+            Code::InvalidArgument);
+  // Rows for the NaN check below, before memory runs out.
+  uint64_t two[2] = {1, 2};
+  float before[8], after[8];
+  ASSERT_TRUE(s.pull(3, two, 2, before).ok());
+  // Oversize.
+  std::vector<uint64_t> many(101, 1);
+  std::vector<float> rows(101 * 4);
+  st = s.pull(3, many.data(), many.size(), rows.data());
+  EXPECT_EQ(st.code, Code::ResourceExhausted) << st.message;
+  // The memory limit: rows of 16 bytes plus overhead, 4000 bytes in all.
+  std::vector<uint64_t> fresh(90);
+  for (size_t i = 0; i < fresh.size(); ++i)
+    fresh[i] = 1000 + i;
+  st = s.pull(3, fresh.data(), fresh.size(), rows.data());
+  EXPECT_EQ(st.code, Code::ResourceExhausted) << st.message;
+  EXPECT_LE(s.memoryBytes(), 4000u);
+  // NaN gradients are rejected and change nothing.
+  float grads[8] = {1, 1, 1, 1, 1, NAN, 1, 1};
+  v1::PushResponse r;
+  st = s.push(3, two, 2, grads, 0, 0, false, &r);
+  EXPECT_EQ(st.code, Code::InvalidArgument);
+  EXPECT_NE(st.message.find("for key 2"), std::string::npos) << st.message;
+  ASSERT_TRUE(s.pull(3, two, 2, after).ok());
+  EXPECT_EQ(0, std::memcmp(before, after, sizeof(before)));
+}
+
+TEST(PSShardTest, NonFiniteRowsCanBeSkipped) {
+  Shard s(ShardOptions{});
+  bool created;
+  v1::TableConfig c = tableConfig(0, 2, "sgd", 1.0);
+  c.set_non_finite(v1::NON_FINITE_SKIP);
+  ASSERT_TRUE(s.createTable(c, &created).ok());
+  uint64_t keys[2] = {1, 2};
+  float grads[4] = {1, 1, INFINITY, 1};
+  v1::PushResponse r;
+  ASSERT_TRUE(s.push(0, keys, 2, grads, 0, 0, false, &r).ok());
+  EXPECT_EQ(r.skipped_non_finite(), 1u);
+  float rows[4];
+  ASSERT_TRUE(s.pull(0, keys, 2, rows).ok());
+  EXPECT_EQ(rows[0], -1.0f);
+  EXPECT_EQ(rows[2], 0.0f);
+}
+
+TEST(PSShardTest, FeatureAdmissionAndTTL) {
+  Shard s(ShardOptions{});
+  bool created;
+  v1::TableConfig c = tableConfig(0, 1, "sgd", 1.0, 5.0);
+  c.set_admit_min_count(3);
+  c.set_ttl_seconds(0.2);
+  ASSERT_TRUE(s.createTable(c, &created).ok());
+  uint64_t key = 77;
+  float grad = 1, row;
+  v1::PushResponse r;
+  // Seen once (pull) and twice (push): not admitted, zeros, not applied.
+  ASSERT_TRUE(s.pull(0, &key, 1, &row).ok());
+  EXPECT_EQ(row, 0.0f);
+  ASSERT_TRUE(s.push(0, &key, 1, &grad, 0, 0, false, &r).ok());
+  EXPECT_EQ(r.not_admitted(), 1u);
+  v1::TableStatus st;
+  ASSERT_TRUE(s.describeTable(0, &st).ok());
+  EXPECT_EQ(st.rows(), 0u);
+  EXPECT_EQ(st.pending_keys(), 1u);
+  // The third sighting admits it with its initial value.
+  ASSERT_TRUE(s.pull(0, &key, 1, &row).ok());
+  EXPECT_EQ(row, 5.0f);
+  ASSERT_TRUE(s.push(0, &key, 1, &grad, 0, 0, false, &r).ok());
+  ASSERT_TRUE(s.pull(0, &key, 1, &row).ok());
+  EXPECT_EQ(row, 4.0f);
+  EXPECT_EQ(s.evictExpired(), 0u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  uint64_t memory = s.memoryBytes();
+  EXPECT_EQ(s.evictExpired(), 1u);
+  EXPECT_LT(s.memoryBytes(), memory);
+  ASSERT_TRUE(s.describeTable(0, &st).ok());
+  EXPECT_EQ(st.rows(), 0u);
+  EXPECT_EQ(st.evicted_rows(), 1u);
+}
+
+TEST(PSShardTest, DenseTensors) {
+  auto shards = makeShards(2);
+  v1::DenseTensor t;
+  t.set_name("w");
+  t.add_shape(2);
+  float v[2] = {1, 2};
+  t.set_values(v, sizeof(v));
+  v1::Optimizer o;
+  o.set_kind("sgd");
+  o.set_learning_rate(0.5);
+  Shard &owner = *shards[serverOfName("w", 2)];
+  Shard &other = *shards[1 - serverOfName("w", 2)];
+  bool created;
+  EXPECT_EQ(other.createDense(t, o, &created).code, Code::FailedPrecondition);
+  ASSERT_TRUE(owner.createDense(t, o, &created).ok());
+  float g[2] = {1, 1};
+  v1::PushResponse r;
+  ASSERT_TRUE(owner.pushDense("w", g, 2, 7, 1, &r).ok());
+  ASSERT_TRUE(owner.pushDense("w", g, 2, 7, 1, &r).ok());
+  EXPECT_TRUE(r.duplicate());
+  EXPECT_EQ(owner.pushDense("w", g, 1, 7, 2, &r).code, Code::InvalidArgument);
+  v1::DenseTensor out;
+  ASSERT_TRUE(owner.pullDense("w", &out).ok());
+  float got[2];
+  std::memcpy(got, out.values().data(), sizeof(got));
+  EXPECT_EQ(got[0], 0.5f);
+  EXPECT_EQ(got[1], 1.5f);
+  EXPECT_EQ(owner.pullDense("x", &out).code, Code::NotFound);
+}
+
+TEST(PSShardTest, CheckpointRestoresOntoAnotherServerCount) {
+  fs::path dir = tempDir("reshard");
+  auto three = makeShards(3, dir.string());
+  auto clientOf = [](std::vector<std::unique_ptr<Shard>> &s) {
+    auto c = std::make_unique<Client>(localConnections(s));
+    c->connect();
+    c->createTable(tableConfig(0, 4, "adam", 0.01, 0.5));
+    return c;
+  };
+  std::unique_ptr<Client> c3 = clientOf(three);
+  std::vector<int64_t> keys(5000);
+  for (size_t i = 0; i < keys.size(); ++i)
+    keys[i] = static_cast<int64_t>(i * 1000003);
+  std::vector<float> grads(keys.size() * 4);
+  for (size_t i = 0; i < grads.size(); ++i)
+    grads[i] = std::sin(0.1f * i);
+  c3->push(0, keys.data(), keys.size(), grads.data());
+  c3->checkpoint("ckpt-1", 1);
+  // The checkpoint's next step, without interruption.
+  c3->push(0, keys.data(), keys.size(), grads.data());
+  std::vector<float> want(keys.size() * 4), got(keys.size() * 4);
+  c3->pull(0, keys.data(), keys.size(), want.data());
+
+  // Two servers restore it (with Adam's state and step counts) and take
+  // the same step.
+  auto two = makeShards(2, dir.string());
+  auto c2 = std::make_unique<Client>(localConnections(two));
+  c2->connect();
+  EXPECT_EQ(c2->restore("latest"), 1);
+  c2->createTable(tableConfig(0, 4, "adam", 0.01, 0.5));
+  EXPECT_EQ(c2->describe(0).rows(), keys.size());
+  c2->push(0, keys.data(), keys.size(), grads.data());
+  c2->pull(0, keys.data(), keys.size(), got.data());
+  EXPECT_EQ(want, got);
+
+  // A corrupted file is named and the tables stay as they were.
+  fs::path file = dir / "ckpt-1" / "table-0.vshard-5.rows";
+  {
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(40);
+    f.put('\x7f');
+  }
+  v1::RestoreResponse r;
+  Status st = two[serverOfShard(5, 2)]->restore("ckpt-1", &r);
+  EXPECT_EQ(st.code, Code::FailedPrecondition);
+  EXPECT_NE(st.message.find("table-0.vshard-5.rows"), std::string::npos)
+      << st.message;
+  EXPECT_EQ(c2->describe(0).rows(), keys.size());
+  // An interrupted checkpoint (a manifest missing) is not loadable, and
+  // 'latest' skips it.
+  fs::create_directories(dir / "ckpt-2");
+  fs::copy_file(dir / "ckpt-1" / "MANIFEST.0-of-3",
+                dir / "ckpt-2" / "MANIFEST.0-of-3");
+  st = two[0]->restore("ckpt-2", &r);
+  EXPECT_EQ(st.code, Code::FailedPrecondition);
+  EXPECT_NE(st.message.find("incomplete"), std::string::npos) << st.message;
+  // Names stay under the checkpoint directory.
+  EXPECT_EQ(two[0]->restore("../x", &r).code, Code::InvalidArgument);
+  EXPECT_EQ(two[0]->restore("/etc", &r).code, Code::InvalidArgument);
+  fs::remove_all(dir);
+}
+
+//===----------------------------------------------------------------------===//
+// Over gRPC on 127.0.0.1
+//===----------------------------------------------------------------------===//
+
+namespace {
+struct Cluster {
+  explicit Cluster(uint32_t n, const std::string &dir = "") {
+    for (uint32_t i = 0; i < n; ++i) {
+      ServerOptions o;
+      o.listen = "127.0.0.1:0";
+      o.shard.index = i;
+      o.shard.count = n;
+      o.shard.checkpointDir = dir;
+      o.shard.maxKeysPerRequest = 100000;
+      servers.push_back(Server::start(o));
+      addresses.push_back("127.0.0.1:" +
+                          std::to_string(servers.back()->port()));
+    }
+  }
+  std::unique_ptr<Client> client(double deadline = 10) {
+    ClientOptions o;
+    o.deadlineSeconds = deadline;
+    std::vector<std::unique_ptr<Connection>> c;
+    for (const std::string &a : addresses)
+      c.push_back(connectRemote(a, o));
+    return std::make_unique<Client>(std::move(c), o);
+  }
+  std::vector<std::unique_ptr<Server>> servers;
+  std::vector<std::string> addresses;
+};
+} // namespace
+
+TEST(PSServiceTest, ExactSumsOverGrpc) {
+  Cluster cluster(2);
+  exactSums([&] { return cluster.client(); });
+}
+
+TEST(PSServiceTest, ClientChecksTheServerList) {
+  Cluster cluster(2);
+  ClientOptions o;
+  std::vector<std::unique_ptr<Connection>> c;
+  c.push_back(connectRemote(cluster.addresses[1], o));
+  c.push_back(connectRemote(cluster.addresses[0], o));
+  Client swapped(std::move(c), o);
+  try {
+    swapped.connect();
+    FAIL() << "a swapped server list was accepted";
+  } catch (const PSError &e) {
+    EXPECT_EQ(e.code, Code::FailedPrecondition);
+    EXPECT_NE(std::string(e.what()).find("it is shard 1 of 2"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(PSServiceTest, StoppedServerIsUnavailableWithinTheDeadline) {
+  Cluster cluster(1);
+  std::unique_ptr<Client> c = cluster.client(1.0);
+  c->connect();
+  c->createTable(tableConfig(0, 4, "sgd", 0.1));
+  cluster.servers[0]->shutdown(0);
+  cluster.servers.clear();
+  int64_t key = 3;
+  float row[4];
+  auto start = std::chrono::steady_clock::now();
+  try {
+    c->pull(0, &key, 1, row);
+    FAIL() << "a pull from a stopped server succeeded";
+  } catch (const PSError &e) {
+    EXPECT_EQ(e.code, Code::Unavailable) << e.what();
+  }
+  double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  EXPECT_LT(secs, 3.0);
+}
+
+TEST(PSServiceTest, MalformedRequestsGetInvalidArgument) {
+  Cluster cluster(1);
+  std::unique_ptr<Client> c = cluster.client();
+  c->createTable(tableConfig(0, 4, "sgd", 0.1));
+  auto channel = grpc::CreateChannel(cluster.addresses[0],
+                                     grpc::InsecureChannelCredentials());
+  auto stub = v1::ParameterServer::NewStub(channel);
+  grpc::ClientContext c1, c2, c3;
+  v1::PullRequest pull;
+  pull.set_table_id(0);
+  pull.set_keys(std::string(12, 'x'));
+  v1::PullResponse pr;
+  grpc::Status s = stub->Pull(&c1, pull, &pr);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("not a multiple of 8"), std::string::npos);
+  v1::PushRequest push;
+  push.set_table_id(0);
+  push.set_keys(std::string(16, '\0'));
+  push.set_grads(std::string(12, '\0'));
+  v1::PushResponse resp;
+  s = stub->Push(&c2, push, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("need 32 bytes of gradients, got 12"),
+            std::string::npos)
+      << s.error_message();
+  push.set_table_id(9);
+  s = stub->Push(&c3, push, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+TEST(PSServiceTest, FuzzedRequestsNeverStopTheServer) {
+  Cluster cluster(1);
+  std::unique_ptr<Client> c = cluster.client();
+  c->createTable(tableConfig(0, 3, "adagrad", 0.1));
+  auto channel = grpc::CreateChannel(cluster.addresses[0],
+                                     grpc::InsecureChannelCredentials());
+  auto stub = v1::ParameterServer::NewStub(channel);
+  std::mt19937_64 rng(12345);
+  auto bytes = [&](size_t max) {
+    std::string s(rng() % (max + 1), '\0');
+    for (char &ch : s)
+      ch = static_cast<char>(rng());
+    return s;
+  };
+  int ok = 0, rejected = 0;
+  for (int i = 0; i < 1500; ++i) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() +
+                     std::chrono::seconds(5));
+    grpc::Status s;
+    switch (rng() % 5) {
+    case 0: {
+      v1::PullRequest r;
+      r.set_table_id(rng() % 3);
+      r.set_keys(bytes(64));
+      v1::PullResponse out;
+      s = stub->Pull(&ctx, r, &out);
+      break;
+    }
+    case 1: {
+      v1::PushRequest r;
+      // Random bytes parsed as a request: any field may be anything.
+      r.ParseFromString(bytes(96));
+      if (rng() % 2)
+        r.set_table_id(0);
+      v1::PushResponse out;
+      s = stub->Push(&ctx, r, &out);
+      break;
+    }
+    case 2: {
+      v1::PushRequest r;
+      r.set_table_id(0);
+      size_t n = rng() % 8;
+      r.set_keys(bytes(0) + std::string(n * 8, '\0'));
+      std::string g = bytes(n * 12);
+      if (rng() % 2)
+        g.resize(n * 12);
+      r.set_grads(g);
+      r.set_client_id(rng() % 4);
+      r.set_seq(rng() % 20);
+      v1::PushResponse out;
+      s = stub->Push(&ctx, r, &out);
+      break;
+    }
+    case 3: {
+      v1::CreateTableRequest r;
+      r.ParseFromString(bytes(64));
+      r.mutable_config()->set_table_id(100 + rng() % 50);
+      v1::CreateTableResponse out;
+      s = stub->CreateTable(&ctx, r, &out);
+      break;
+    }
+    default: {
+      v1::RestoreRequest r;
+      std::string name = bytes(12);
+      for (char &ch : name)
+        ch = "ab./-_latest"[static_cast<unsigned char>(ch) % 12];
+      r.set_name(name);
+      v1::RestoreResponse out;
+      s = stub->Restore(&ctx, r, &out);
+      break;
+    }
+    }
+    ASSERT_NE(s.error_code(), grpc::StatusCode::UNAVAILABLE) << "request " << i;
+    ASSERT_NE(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+    (s.ok() ? ok : rejected) += 1;
+  }
+  EXPECT_GT(ok, 0);
+  EXPECT_GT(rejected, 0);
+  // Still serving.
+  int64_t key = 1;
+  float row[3];
+  c->pull(0, &key, 1, row);
+}
