@@ -20,7 +20,8 @@ llvm_config.use_default_substitutions()
 # FileCheck, not, count and split-file come from LLVM; heterps-opt from here.
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 tool_dirs = [config.heterps_tools_dir, config.llvm_tools_dir]
-llvm_config.add_tool_substitutions(["heterps-opt", "heterps-run"], tool_dirs)
+llvm_config.add_tool_substitutions(["heterps-opt", "heterps-run", "heterps-ps"],
+                                  tool_dirs)
 
 # Debian's interpreter: it sees python3-onnx and python3-torch, which a
 # pyenv python3 on PATH may not.

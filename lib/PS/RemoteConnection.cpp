@@ -103,12 +103,12 @@ public:
     request.set_name(name);
     request.set_step(step);
     v1::CheckpointResponse response;
-    // Writing a large table takes longer than a lookup.
+    // Writing or reading a large table takes longer than a lookup.
     return call(
         [&](grpc::ClientContext *c) {
           return stub->Checkpoint(c, request, &response);
         },
-        10);
+        3);
   }
 
   Status restore(const std::string &name,
@@ -119,7 +119,7 @@ public:
         [&](grpc::ClientContext *c) {
           return stub->Restore(c, request, response);
         },
-        10);
+        3);
   }
 
   Status info(v1::ServerInfoResponse *response) override {

@@ -851,7 +851,8 @@ Status Shard::checkpoint(const std::string &name, int64_t step,
   manifest.set_shard_count(opts.count);
   manifest.set_virtual_shards(kVirtualShards);
   uint64_t bytes = 0;
-  int written = 0;
+  bool crash = opts.crashInCheckpoint &&
+               ++checkpointsStarted == opts.crashInCheckpoint;
   for (auto &[id, t] : tables) {
     *manifest.add_tables() = t->config;
     for (uint32_t v = 0; v < kVirtualShards; ++v) {
@@ -883,8 +884,7 @@ Status Shard::checkpoint(const std::string &name, int64_t step,
       f->set_bytes(data.size());
       f->set_fnv1a(fnv1a(data.data(), data.size()));
       bytes += data.size();
-      if (opts.crashAfterCheckpointFiles &&
-          ++written >= opts.crashAfterCheckpointFiles)
+      if (crash)
         ::raise(SIGKILL);
     }
   }
