@@ -389,7 +389,10 @@ void Client::pull(int table, const int64_t *keys, int64_t n, float *rows) {
   uniqueRows.resize(unique.size() * dim);
   forEachServer([&](size_t s) {
     std::vector<uint64_t> &k = serverKeys[s];
-    std::vector<float> &r = serverRows[s];
+    // With one server its keys are the unique keys, in order: the rows go
+    // straight to their place.
+    bool direct = servers.size() == 1;
+    std::vector<float> &r = direct ? uniqueRows : serverRows[s];
     r.resize(k.size() * dim);
     for (size_t at = 0; at < k.size(); at += opts.maxKeysPerRequest) {
       size_t m = std::min(opts.maxKeysPerRequest, k.size() - at);
@@ -399,6 +402,8 @@ void Client::pull(int table, const int64_t *keys, int64_t n, float *rows) {
           !st.ok())
         raise(s, "pulling table " + std::to_string(table), st);
     }
+    if (direct)
+      return;
     const std::vector<uint32_t> &slots = serverSlots[s];
     for (size_t j = 0; j < slots.size(); ++j)
       std::memcpy(uniqueRows.data() + slots[j] * dim, r.data() + j * dim,
@@ -440,12 +445,15 @@ void Client::sendPush(int table, const int64_t *keys, int64_t n,
   }
   forEachServer([&](size_t s) {
     std::vector<uint64_t> &k = serverKeys[s];
-    std::vector<float> &r = serverRows[s];
-    r.resize(k.size() * dim);
-    const std::vector<uint32_t> &slots = serverSlots[s];
-    for (size_t j = 0; j < slots.size(); ++j)
-      std::memcpy(r.data() + j * dim, uniqueRows.data() + slots[j] * dim,
-                  dim * sizeof(float));
+    bool direct = servers.size() == 1;
+    std::vector<float> &r = direct ? uniqueRows : serverRows[s];
+    if (!direct) {
+      r.resize(k.size() * dim);
+      const std::vector<uint32_t> &slots = serverSlots[s];
+      for (size_t j = 0; j < slots.size(); ++j)
+        std::memcpy(r.data() + j * dim, uniqueRows.data() + slots[j] * dim,
+                    dim * sizeof(float));
+    }
     std::lock_guard<std::mutex> order(*pushLocks[s]);
     for (size_t at = 0; at < k.size(); at += opts.maxKeysPerRequest) {
       size_t m = std::min(opts.maxKeysPerRequest, k.size() - at);

@@ -452,6 +452,7 @@ Status Shard::applyPush(Table &t, const uint64_t *keys, size_t n,
   uint64_t created = 0, skipped = 0, notAdmitted = 0;
   thread_local std::vector<float> merged;
   thread_local std::vector<uint32_t> mergedSlots;
+  thread_local std::vector<const float *> sources;
   Status result;
   for (uint32_t v = 0; v < kVirtualShards && result.ok(); ++v) {
     if (g.begin[v] == g.begin[v + 1])
@@ -459,6 +460,7 @@ Status Shard::applyPush(Table &t, const uint64_t *keys, size_t n,
     Table::Part &p = *t.parts[v];
     std::lock_guard<std::mutex> l(p.mutex);
     mergedSlots.clear();
+    sources.clear();
     merged.resize(static_cast<size_t>(g.begin[v + 1] - g.begin[v]) * dim);
     for (uint32_t j = g.begin[v]; j < g.begin[v + 1]; ++j) {
       uint32_t i = g.order[j];
@@ -509,16 +511,24 @@ Status Shard::applyPush(Table &t, const uint64_t *keys, size_t n,
         p.touched[slot] = now;
       if (p.merged.size() <= slot)
         p.merged.resize(p.keys.size(), -1);
+      // A key's gradient is read where it is, and copied only when the
+      // key repeats (the client has usually merged repeats already).
       int32_t &m = p.merged[slot];
       if (m < 0) {
         m = static_cast<int32_t>(mergedSlots.size());
         mergedSlots.push_back(slot);
-        std::copy(gi, gi + dim, merged.data() + static_cast<size_t>(m) * dim);
-      } else if (assign) {
+        sources.push_back(gi);
+        continue;
+      }
+      float *dst = merged.data() + static_cast<size_t>(m) * dim;
+      if (sources[m] != dst) {
+        std::copy(sources[m], sources[m] + dim, dst);
+        sources[m] = dst;
+      }
+      if (assign) {
         // The last value of a key wins, as in a sequence of writes.
-        std::copy(gi, gi + dim, merged.data() + static_cast<size_t>(m) * dim);
+        std::copy(gi, gi + dim, dst);
       } else {
-        float *dst = merged.data() + static_cast<size_t>(m) * dim;
         for (uint32_t k = 0; k < dim; ++k)
           dst[k] += gi[k];
       }
@@ -529,7 +539,7 @@ Status Shard::applyPush(Table &t, const uint64_t *keys, size_t n,
       if (!result.ok())
         continue;
       float *row = p.data.data() + slot * t.stride;
-      const float *gm = merged.data() + m * dim;
+      const float *gm = sources[m];
       if (assign) {
         std::copy(gm, gm + dim, row);
         std::fill(row + dim, row + t.stride, 0.0f);
@@ -851,8 +861,8 @@ Status Shard::checkpoint(const std::string &name, int64_t step,
   manifest.set_shard_count(opts.count);
   manifest.set_virtual_shards(kVirtualShards);
   uint64_t bytes = 0;
-  bool crash = opts.crashInCheckpoint &&
-               ++checkpointsStarted == opts.crashInCheckpoint;
+  bool crash =
+      opts.crashInCheckpoint && ++checkpointsStarted == opts.crashInCheckpoint;
   for (auto &[id, t] : tables) {
     *manifest.add_tables() = t->config;
     for (uint32_t v = 0; v < kVirtualShards; ++v) {
