@@ -201,13 +201,16 @@ void Client::createTable(const v1::TableConfig &config) {
   t.vocab = config.vocab();
 }
 
-void Client::createTables(const plan::Plan &plan, uint64_t seed) {
+void Client::createTables(const plan::Plan &plan, uint64_t seed,
+                          v1::Storage storage, uint64_t cacheRows) {
   for (const plan::SparseTable &pt : plan.tables()) {
     v1::TableConfig c;
     c.set_table_id(pt.id());
     c.set_name(pt.name());
     c.set_dim(static_cast<uint32_t>(pt.dim()));
     c.set_vocab(static_cast<uint64_t>(pt.vocab()));
+    c.set_storage(storage);
+    c.set_cache_rows(cacheRows);
     c.mutable_init()->set_kind(pt.init().kind().empty() ? "zeros"
                                                         : pt.init().kind());
     for (double a : pt.init().args())
@@ -509,6 +512,7 @@ v1::TableStatus Client::describe(int table) {
     total.set_skipped_non_finite(total.skipped_non_finite() +
                                  s.skipped_non_finite());
     total.set_evicted_rows(total.evicted_rows() + s.evicted_rows());
+    total.set_disk_rows(total.disk_rows() + s.disk_rows());
   }
   return total;
 }

@@ -13,6 +13,8 @@
 #include "heterps/Runtime/Optimizer.h"
 #include "heterps/Runtime/ParamStore.h"
 
+#include <rocksdb/db.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -125,6 +127,11 @@ struct Shard::Table {
   size_t stride = 0; // floats per row: value, then state
   std::vector<int64_t> fanShape;
   std::vector<double> initArgs;
+  // STORAGE_ROCKSDB: rows in memory per part, and the generation that
+  // prefixes this table's RocksDB keys (a restore writes a new one).
+  bool onDisk = false;
+  size_t cachePerPart = 0;
+  uint32_t generation = 0;
   struct Part {
     std::mutex mutex;
     std::unordered_map<uint64_t, uint32_t> index; // key -> slot
@@ -135,6 +142,8 @@ struct Shard::Table {
     std::vector<uint32_t> freeSlots;
     std::unordered_map<uint64_t, uint32_t> pending; // admission counts
     std::vector<int32_t> merged;                    // slot -> merge index
+    uint64_t diskRows = 0;                          // in RocksDB
+    uint32_t hand = 0; // the next slot to consider moving to RocksDB
   };
   std::vector<std::unique_ptr<Part>> parts; // kVirtualShards, owned only
   std::atomic<uint64_t> pushesApplied{0}, duplicatePushes{0},
@@ -166,6 +175,17 @@ struct Shard::Dense {
   std::mutex mutex;
 };
 
+/// The RocksDB tier of a server: rows of STORAGE_ROCKSDB tables beyond their
+/// cache. It is scratch space (cleared when the server starts);
+/// checkpoints are the durable copy.
+struct Shard::Disk {
+  std::unique_ptr<rocksdb::DB> db;
+  std::atomic<uint32_t> nextGeneration{1};
+  rocksdb::WriteOptions write;
+  rocksdb::ReadOptions read;
+  Disk() { write.disableWAL = true; }
+};
+
 Shard::Shard(ShardOptions options) : opts(std::move(options)) {
   if (opts.count == 0)
     opts.count = 1;
@@ -186,6 +206,9 @@ static Status validateConfig(const v1::TableConfig &c) {
   if (!std::isfinite(c.ttl_seconds()) || c.ttl_seconds() < 0)
     return Status::error(Code::InvalidArgument,
                          what + ": ttl_seconds must be finite and >= 0");
+  if (c.storage() != v1::STORAGE_MEMORY && c.storage() != v1::STORAGE_ROCKSDB)
+    return Status::error(Code::InvalidArgument,
+                         str(what, ": unknown storage ", c.storage()));
   runtime::OptimizerConfig o;
   if (Status s = toOptimizer(c.optimizer(), what, &o); !s.ok())
     return s;
@@ -230,6 +253,15 @@ Status Shard::createTable(const v1::TableConfig &config, bool *created) {
                                 : static_cast<int64_t>(t->dim),
                  static_cast<int64_t>(t->dim)};
   t->initArgs.assign(config.init().args().begin(), config.init().args().end());
+  if (config.storage() == v1::STORAGE_ROCKSDB) {
+    if (Status s = openDisk(); !s.ok())
+      return s;
+    t->onDisk = true;
+    uint32_t owned =
+        (kVirtualShards + opts.count - 1 - opts.index) / opts.count;
+    t->cachePerPart = std::max<uint64_t>(1, config.cache_rows() / owned);
+    t->generation = disk->nextGeneration++;
+  }
   t->parts.resize(kVirtualShards);
   for (uint32_t v = 0; v < kVirtualShards; ++v)
     if (serverOfShard(v, opts.count) == opts.index)
@@ -263,14 +295,16 @@ Status Shard::describeTable(uint32_t table, v1::TableStatus *status) {
   if (Status s = findTable(table, &t); !s.ok())
     return s;
   *status->mutable_config() = t->config;
-  uint64_t rows = 0, pending = 0;
+  uint64_t rows = 0, pending = 0, onDisk = 0;
   for (auto &p : t->parts)
     if (p) {
       std::lock_guard<std::mutex> l(p->mutex);
       rows += p->index.size();
       pending += p->pending.size();
+      onDisk += p->diskRows;
     }
-  status->set_rows(rows);
+  status->set_rows(rows + onDisk);
+  status->set_disk_rows(onDisk);
   status->set_pending_keys(pending);
   status->set_memory_bytes(rows * t->rowBytes());
   status->set_pushes_applied(t->pushesApplied);
@@ -330,6 +364,167 @@ struct Grouping {
 thread_local Grouping tlsGrouping;
 } // namespace
 
+//===----------------------------------------------------------------------===//
+// Rows: memory, and the RocksDB tier
+//===----------------------------------------------------------------------===//
+
+namespace {
+void putBigEndian(std::string &s, uint64_t v, int bytes) {
+  for (int i = bytes - 1; i >= 0; --i)
+    s.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+/// Table, generation and virtual shard first, so a shard's rows are one
+/// range, and a table's old generation one DeleteRange.
+std::string diskPrefix(uint32_t table, uint32_t generation,
+                       int64_t virtualShard = -1) {
+  std::string s;
+  putBigEndian(s, table, 4);
+  putBigEndian(s, generation, 4);
+  if (virtualShard >= 0)
+    putBigEndian(s, static_cast<uint64_t>(virtualShard), 4);
+  return s;
+}
+std::string diskKey(uint32_t table, uint32_t generation, uint32_t virtualShard,
+                    uint64_t key) {
+  std::string s = diskPrefix(table, generation, virtualShard);
+  putBigEndian(s, key, 8);
+  return s;
+}
+uint64_t keyOfDiskKey(const rocksdb::Slice &k) {
+  uint64_t v = 0;
+  for (size_t i = 12; i < 20; ++i)
+    v = (v << 8) | static_cast<unsigned char>(k[i]);
+  return v;
+}
+} // namespace
+
+Status Shard::openDisk() {
+  if (disk)
+    return {};
+  if (opts.rocksdbDir.empty())
+    return Status::error(Code::FailedPrecondition,
+                         str("PS server ", opts.index,
+                             " has no --rocksdb-dir for STORAGE_ROCKSDB "
+                             "tables"));
+  auto d = std::make_shared<Disk>();
+  std::string path = opts.rocksdbDir + "/shard-" + std::to_string(opts.index) +
+                     "-of-" + std::to_string(opts.count);
+  rocksdb::Options o;
+  o.create_if_missing = true;
+  o.IncreaseParallelism(2);
+  rocksdb::DestroyDB(path, o);
+  std::error_code ec;
+  fs::create_directories(opts.rocksdbDir, ec);
+  rocksdb::DB *db = nullptr;
+  rocksdb::Status st = rocksdb::DB::Open(o, path, &db);
+  if (!st.ok())
+    return Status::error(Code::Internal, "cannot open RocksDB '" + path +
+                                             "': " + st.ToString());
+  d->db.reset(db);
+  disk = std::move(d);
+  return {};
+}
+
+/// A free slot of part `v`, growing it, or for a RocksDB table whose cache
+/// is full, moving a row that the current push does not use to RocksDB
+/// (`moved`: the rows in memory did not grow).
+Status Shard::allocateSlot(Table &t, uint32_t v, uint32_t *slot, bool *moved) {
+  Table::Part &p = *t.parts[v];
+  *moved = false;
+  if (!p.freeSlots.empty()) {
+    *slot = p.freeSlots.back();
+    p.freeSlots.pop_back();
+    return {};
+  }
+  if (t.onDisk && p.index.size() >= t.cachePerPart && !p.keys.empty()) {
+    for (size_t tries = 0; tries < p.keys.size(); ++tries) {
+      uint32_t victim = p.hand++ % static_cast<uint32_t>(p.keys.size());
+      if (victim < p.merged.size() && p.merged[victim] >= 0)
+        continue; // holds a gradient of the push being applied
+      std::string value(reinterpret_cast<const char *>(&p.steps[victim]), 8);
+      value.append(
+          reinterpret_cast<const char *>(p.data.data() + victim * t.stride),
+          t.stride * sizeof(float));
+      rocksdb::Status st = disk->db->Put(
+          disk->write,
+          diskKey(t.config.table_id(), t.generation, v, p.keys[victim]), value);
+      if (!st.ok())
+        return Status::error(Code::Internal,
+                             "RocksDB write failed: " + st.ToString());
+      p.index.erase(p.keys[victim]);
+      ++p.diskRows;
+      *slot = victim;
+      *moved = true;
+      return {};
+    }
+  }
+  *slot = static_cast<uint32_t>(p.keys.size());
+  p.keys.push_back(0);
+  p.steps.push_back(0);
+  p.touched.push_back(0);
+  p.data.resize(p.data.size() + t.stride);
+  return {};
+}
+
+Status Shard::rowSlot(Table &t, uint32_t v, uint64_t key, bool countAdmission,
+                      int32_t *slot, uint64_t *created) {
+  Table::Part &p = *t.parts[v];
+  if (auto it = p.index.find(key); it != p.index.end()) {
+    *slot = static_cast<int32_t>(it->second);
+    return {};
+  }
+  std::string value;
+  if (t.onDisk && p.diskRows &&
+      disk->db
+          ->Get(disk->read, diskKey(t.config.table_id(), t.generation, v, key),
+                &value)
+          .ok()) {
+    if (value.size() != 8 + t.stride * sizeof(float))
+      return Status::error(Code::Internal, "a RocksDB row of the wrong size");
+    uint32_t s;
+    bool moved;
+    if (Status st = allocateSlot(t, v, &s, &moved); !st.ok())
+      return st;
+    std::memcpy(&p.steps[s], value.data(), 8);
+    std::memcpy(p.data.data() + s * t.stride, value.data() + 8,
+                t.stride * sizeof(float));
+    p.keys[s] = key;
+    disk->db->Delete(disk->write,
+                     diskKey(t.config.table_id(), t.generation, v, key));
+    --p.diskRows;
+    p.index.emplace(key, s);
+    if (!moved)
+      ++*created;
+    *slot = static_cast<int32_t>(s);
+    return {};
+  }
+  if (countAdmission && ++p.pending[key] < t.config.admit_min_count()) {
+    *slot = -1;
+    return {};
+  }
+  bool cacheFull = t.onDisk && p.index.size() >= t.cachePerPart;
+  if (opts.maxMemoryBytes && !cacheFull &&
+      memory + (*created + 1) * t.rowBytes() > opts.maxMemoryBytes)
+    return Status::error(Code::ResourceExhausted,
+                         str("table ", t.config.table_id(),
+                             ": a new row would take PS server ", opts.index,
+                             " past its memory limit of ", opts.maxMemoryBytes,
+                             " bytes"));
+  p.pending.erase(key);
+  uint32_t s;
+  bool moved;
+  if (Status st = allocateSlot(t, v, &s, &moved); !st.ok())
+    return st;
+  p.keys[s] = key;
+  p.steps[s] = 0;
+  t.initRow(key, p.data.data() + s * t.stride);
+  p.index.emplace(key, s);
+  if (!moved)
+    ++*created;
+  *slot = static_cast<int32_t>(s);
+  return {};
+}
+
 Status Shard::pull(uint32_t table, const uint64_t *keys, size_t n,
                    float *rows) {
   std::shared_lock<std::shared_mutex> lock(tablesMutex);
@@ -353,43 +548,17 @@ Status Shard::pull(uint32_t table, const uint64_t *keys, size_t n,
       uint32_t i = g.order[j];
       uint64_t key = t->normalize(keys[i]);
       float *out = rows + static_cast<size_t>(i) * dim;
-      auto it = p.index.find(key);
-      if (it == p.index.end()) {
-        if (admit > 1 && ++p.pending[key] < admit) {
-          std::fill(out, out + dim, 0.0f);
-          continue;
-        }
-        if (opts.maxMemoryBytes &&
-            memory + (created + 1) * t->rowBytes() > opts.maxMemoryBytes) {
-          result = Status::error(Code::ResourceExhausted,
-                                 str("table ", table,
-                                     ": a new row would take PS server ",
-                                     opts.index, " past its memory limit of ",
-                                     opts.maxMemoryBytes, " bytes"));
-          break;
-        }
-        p.pending.erase(key);
-        uint32_t slot;
-        if (!p.freeSlots.empty()) {
-          slot = p.freeSlots.back();
-          p.freeSlots.pop_back();
-          p.keys[slot] = key;
-          p.steps[slot] = 0;
-        } else {
-          slot = static_cast<uint32_t>(p.keys.size());
-          p.keys.push_back(key);
-          p.steps.push_back(0);
-          p.touched.push_back(0);
-          p.data.resize(p.data.size() + t->stride);
-        }
-        t->initRow(key, p.data.data() + slot * t->stride);
-        it = p.index.emplace(key, slot).first;
-        ++created;
+      int32_t slot;
+      result = rowSlot(*t, v, key, admit > 1, &slot, &created);
+      if (!result.ok())
+        break;
+      if (slot < 0) {
+        std::fill(out, out + dim, 0.0f);
+        continue;
       }
       if (ttl)
-        p.touched[it->second] = now;
-      std::memcpy(out, p.data.data() + it->second * t->stride,
-                  dim * sizeof(float));
+        p.touched[slot] = now;
+      std::memcpy(out, p.data.data() + slot * t->stride, dim * sizeof(float));
     }
   }
   memory += created * t->rowBytes();
@@ -472,41 +641,15 @@ Status Shard::applyPush(Table &t, const uint64_t *keys, size_t n,
         continue;
       }
       uint64_t key = t.normalize(keys[i]);
-      auto it = p.index.find(key);
-      if (it == p.index.end()) {
-        if (!assign && admit > 1 && ++p.pending[key] < admit) {
-          ++notAdmitted;
-          continue;
-        }
-        if (opts.maxMemoryBytes &&
-            memory + (created + 1) * t.rowBytes() > opts.maxMemoryBytes) {
-          result = Status::error(Code::ResourceExhausted,
-                                 str("table ", t.config.table_id(),
-                                     ": a new row would take PS "
-                                     "server ",
-                                     opts.index, " past its memory limit of ",
-                                     opts.maxMemoryBytes, " bytes"));
-          break;
-        }
-        p.pending.erase(key);
-        uint32_t slot;
-        if (!p.freeSlots.empty()) {
-          slot = p.freeSlots.back();
-          p.freeSlots.pop_back();
-          p.keys[slot] = key;
-          p.steps[slot] = 0;
-        } else {
-          slot = static_cast<uint32_t>(p.keys.size());
-          p.keys.push_back(key);
-          p.steps.push_back(0);
-          p.touched.push_back(0);
-          p.data.resize(p.data.size() + t.stride);
-        }
-        t.initRow(key, p.data.data() + slot * t.stride);
-        it = p.index.emplace(key, slot).first;
-        ++created;
+      int32_t found;
+      result = rowSlot(t, v, key, !assign && admit > 1, &found, &created);
+      if (!result.ok())
+        break;
+      if (found < 0) {
+        ++notAdmitted;
+        continue;
       }
-      uint32_t slot = it->second;
+      uint32_t slot = static_cast<uint32_t>(found);
       if (ttl)
         p.touched[slot] = now;
       if (p.merged.size() <= slot)
@@ -883,6 +1026,23 @@ Status Shard::checkpoint(const std::string &name, int64_t step,
             reinterpret_cast<const char *>(p.data.data() + slot * t->stride),
             t->stride * sizeof(float));
       }
+      if (t->onDisk && p.diskRows) {
+        // The rows in RocksDB follow those in memory: same layout, the
+        // stored value being the step and the floats.
+        std::string prefix = diskPrefix(id, t->generation, v);
+        std::unique_ptr<rocksdb::Iterator> it(
+            disk->db->NewIterator(disk->read));
+        uint64_t count = p.index.size();
+        for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix);
+             it->Next(), ++count) {
+          append(data, keyOfDiskKey(it->key()));
+          data.append(it->value().data(), it->value().size());
+        }
+        if (!it->status().ok())
+          return Status::error(Code::Internal, "RocksDB read failed: " +
+                                                   it->status().ToString());
+        std::memcpy(&data[8 + 5 * sizeof(uint32_t)], &count, sizeof(count));
+      }
       std::string file = "table-" + std::to_string(id) + ".vshard-" +
                          std::to_string(v) + ".rows";
       if (Status s = writeFileAtomically(dir + "/" + file, data); !s.ok())
@@ -966,6 +1126,17 @@ Status Shard::restore(const std::string &name, v1::RestoreResponse *response) {
   // Build the new state aside, then swap it in: a bad file leaves the
   // tables as they were.
   Shard fresh(opts);
+  fresh.disk = disk;
+  // RocksDB rows of the new tables go under new generations; they are
+  // dropped when the restore fails, and the old ones when it succeeds.
+  struct DropGenerations {
+    Shard &shard;
+    bool keep = false;
+    ~DropGenerations() {
+      if (!keep)
+        shard.dropDiskRows();
+    }
+  } dropFresh{fresh};
   for (const v1::TableConfig &c : manifests[0].tables()) {
     bool created;
     if (Status s = fresh.createTable(c, &created); !s.ok())
@@ -1005,6 +1176,23 @@ Status Shard::restore(const std::string &name, v1::RestoreResponse *response) {
                              "'" + path + "' does not match its table");
       Table::Part &p = *t->parts[f.virtual_shard()];
       const char *r = data.data() + 8 + sizeof(header) + 8;
+      if (t->onDisk) {
+        rocksdb::WriteBatch batch;
+        for (uint64_t i = 0; i < count; ++i, r += rowBytes) {
+          uint64_t key;
+          std::memcpy(&key, r, 8);
+          batch.Put(
+              diskKey(f.table_id(), t->generation, f.virtual_shard(), key),
+              rocksdb::Slice(r + 8, rowBytes - 8));
+        }
+        rocksdb::Status st = fresh.disk->db->Write(fresh.disk->write, &batch);
+        if (!st.ok())
+          return Status::error(Code::Internal,
+                               "RocksDB write failed: " + st.ToString());
+        p.diskRows += count;
+        rows += count;
+        continue;
+      }
       for (uint64_t i = 0; i < count; ++i, r += rowBytes) {
         uint64_t key;
         int64_t step;
@@ -1044,11 +1232,27 @@ Status Shard::restore(const std::string &name, v1::RestoreResponse *response) {
   std::lock_guard<std::mutex> dl(denseMutex);
   tables.swap(fresh.tables);
   dense.swap(fresh.dense);
+  disk = fresh.disk;
+  dropFresh.keep = true;
+  // `fresh` now holds the old tables: their RocksDB rows go.
+  fresh.dropDiskRows();
   memory = fresh.memory.load();
   response->set_step(manifests[0].step());
   response->set_name(dir);
   response->set_rows(rows);
   return {};
+}
+
+void Shard::dropDiskRows() {
+  if (!disk)
+    return;
+  for (auto &[id, t] : tables)
+    if (t->onDisk) {
+      rocksdb::Status st = disk->db->DeleteRange(
+          disk->write, disk->db->DefaultColumnFamily(),
+          diskPrefix(id, t->generation), diskPrefix(id, t->generation + 1));
+      (void)st; // Left-over rows of a dropped generation are unreachable.
+    }
 }
 
 void Shard::info(v1::ServerInfoResponse *response) {

@@ -27,6 +27,7 @@ Commands:
       --id=N --dim=D [--vocab=V] [--init=KIND[:ARG,ARG]] [--seed=S]
       [--optimizer=sgd|momentum|adam|adagrad] [--lr=X]
       [--admit-min-count=N] [--ttl-seconds=X] [--skip-non-finite]
+      [--storage=memory|rocksdb] [--cache-rows=N]
   push-constant             push the gradient VALUE for every key, REPEAT times
       --table=N --keys=FIRST:COUNT[:STRIDE] --value=VALUE [--repeat=R]
   pull                      read rows: --table=N --keys=FIRST:COUNT[:STRIDE]
@@ -141,7 +142,7 @@ int main(int argc, char **argv) {
         for (const v1::TableStatus &t : info.tables())
           std::printf("  table %u '%s' dim %u: %llu rows, %llu pending, "
                       "%llu pushes, %llu duplicates, %llu non-finite skipped, "
-                      "%llu evicted\n",
+                      "%llu evicted, %llu in RocksDB\n",
                       t.config().table_id(), t.config().name().c_str(),
                       t.config().dim(),
                       static_cast<unsigned long long>(t.rows()),
@@ -149,7 +150,8 @@ int main(int argc, char **argv) {
                       static_cast<unsigned long long>(t.pushes_applied()),
                       static_cast<unsigned long long>(t.duplicate_pushes()),
                       static_cast<unsigned long long>(t.skipped_non_finite()),
-                      static_cast<unsigned long long>(t.evicted_rows()));
+                      static_cast<unsigned long long>(t.evicted_rows()),
+                      static_cast<unsigned long long>(t.disk_rows()));
       }
       return 0;
     }
@@ -189,6 +191,13 @@ int main(int argc, char **argv) {
       c.set_ttl_seconds(number("ttl-seconds", a.get("ttl-seconds", "0")));
       if (a.values.count("skip-non-finite"))
         c.set_non_finite(v1::NON_FINITE_SKIP);
+      std::string storage = a.get("storage", "memory");
+      if (storage != "memory" && storage != "rocksdb")
+        usage("--storage takes memory or rocksdb, got '" + storage + "'");
+      c.set_storage(storage == "rocksdb" ? v1::STORAGE_ROCKSDB
+                                         : v1::STORAGE_MEMORY);
+      c.set_cache_rows(static_cast<uint64_t>(
+          number("cache-rows", a.get("cache-rows", "1048576"))));
       client.createTable(c);
       std::printf("table %u '%s' (dim %u) on %zu servers\n", c.table_id(),
                   c.name().c_str(), c.dim(), client.numServers());

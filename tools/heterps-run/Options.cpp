@@ -46,6 +46,10 @@ Embedding tables (a parameter-server service; without --ps, embedded):
                            retries included (default 10)
   --export-tables=DIR      at the end, write each table with a vocabulary as
                            DIR/table.<name>.pb (vocab x dim TensorProto)
+  --table-storage=S        memory (default) | rocksdb: rows beyond
+                           --table-cache-rows per server live in RocksDB
+  --table-cache-rows=N     rows in memory per server (default 1048576)
+  --rocksdb-dir=DIR        the embedded server's RocksDB directory (scratch)
 Inference:
   --infer                  forward pass only; with --data, report metrics
   --output-dir=DIR         write each output as DIR/<output name>.pb
@@ -118,6 +122,18 @@ Options heterps::run::parseOptions(int argc, char **argv) {
                       v + "'");
        }},
       {"export-tables", [&](const std::string &v) { o.exportTables = v; }},
+      {"table-storage",
+       [&](const std::string &v) {
+         if (v != "memory" && v != "rocksdb")
+           usageError("--table-storage takes memory or rocksdb, got '" + v +
+                      "'");
+         o.tablesOnDisk = v == "rocksdb";
+       }},
+      {"table-cache-rows",
+       [&](const std::string &v) {
+         o.tableCacheRows = toInt("table-cache-rows", v);
+       }},
+      {"rocksdb-dir", [&](const std::string &v) { o.rocksdbDir = v; }},
       {"fallback",
        [&](const std::string &v) {
          if (v != "cpu")
@@ -179,6 +195,11 @@ Options heterps::run::parseOptions(int argc, char **argv) {
   if (o.checkpointEvery < 0 || (o.checkpointEvery && o.save.empty()))
     usageError("--checkpoint-every takes a positive step count and needs "
                "--save");
+  if (o.tablesOnDisk && o.ps.empty() && o.rocksdbDir.empty())
+    usageError("--table-storage=rocksdb on the embedded server needs "
+               "--rocksdb-dir");
+  if (o.tableCacheRows < 1)
+    usageError("--table-cache-rows must be positive");
   if (o.epochs < 1 || o.batch < 0 || o.steps < 0 || o.threads < 1)
     usageError("--epochs and --threads must be positive, --batch and --steps "
                "non-negative");

@@ -31,6 +31,11 @@ struct Options {
   std::string ps;
   double psDeadline = 10;
   std::string exportTables;
+  // Tables kept in RocksDB beyond a cache of rows, and the embedded
+  // server's RocksDB directory.
+  bool tablesOnDisk = false;
+  int64_t tableCacheRows = 1 << 20;
+  std::string rocksdbDir;
   // Inference.
   bool infer = false;
   std::string outputDir;

@@ -41,6 +41,9 @@ Options:
   --restore=NAME            load checkpoint NAME (a directory under
                             --checkpoint-dir, or 'latest') before serving
   --port-file=FILE          write the port served on to FILE once serving
+  --rocksdb-dir=DIR         RocksDB directory for tables created with
+                            storage rocksdb (scratch: cleared at start-up;
+                            checkpoints are the durable copy)
   --max-memory=BYTES        refuse new rows beyond this (RESOURCE_EXHAUSTED;
                             default: no limit)
   --max-keys-per-request=N  refuse larger requests (default 4194304)
@@ -82,6 +85,7 @@ int heterps::run::runServe(int argc, char **argv) {
       {"checkpoint-dir",
        [&](const std::string &v) { o.shard.checkpointDir = v; }},
       {"restore", [&](const std::string &v) { o.restore = v; }},
+      {"rocksdb-dir", [&](const std::string &v) { o.shard.rocksdbDir = v; }},
       {"port-file", [&](const std::string &v) { portFile = v; }},
       {"max-memory",
        [&](const std::string &v) {

@@ -537,6 +537,7 @@ int main(int argc, char **argv) {
     if (o.ps.empty()) {
       ps::ShardOptions so;
       so.absoluteCheckpointPaths = true;
+      so.rocksdbDir = o.rocksdbDir;
       embedded = std::make_unique<ps::Shard>(so);
       servers.push_back(ps::connectLocal(*embedded));
     } else {
@@ -545,7 +546,10 @@ int main(int argc, char **argv) {
     }
     ps::Client tables(std::move(servers), co);
     tables.connect();
-    tables.createTables(p, o.seed);
+    tables.createTables(p, o.seed,
+                        o.tablesOnDisk ? ps::v1::STORAGE_ROCKSDB
+                                       : ps::v1::STORAGE_MEMORY,
+                        static_cast<uint64_t>(o.tableCacheRows));
     ProgramOptions po;
     po.fallbackToCPU = o.fallbackCPU;
     po.threads = o.threads;

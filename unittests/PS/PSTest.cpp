@@ -552,3 +552,88 @@ TEST(PSServiceTest, FuzzedRequestsNeverStopTheServer) {
   float row[3];
   c->pull(0, &key, 1, row);
 }
+
+TEST(PSShardTest, RocksDBTierHoldsTablesLargerThanMemory) {
+  fs::path dir = tempDir("rocksdb");
+  constexpr int K = 20000, D = 16, W = 2, R = 3;
+  auto makeShard = [&](uint32_t index, uint32_t count) {
+    ShardOptions o;
+    o.index = index;
+    o.count = count;
+    o.maxMemoryBytes = 200 << 10;
+    o.rocksdbDir = (dir / "db").string();
+    o.checkpointDir = (dir / "ckpt").string();
+    return std::make_unique<Shard>(o);
+  };
+  std::vector<std::unique_ptr<Shard>> one;
+  one.push_back(makeShard(0, 1));
+  ClientOptions co;
+  co.maxKeysPerRequest = 1000;
+  std::vector<int64_t> keys(K);
+  for (int k = 0; k < K; ++k)
+    keys[k] = k * 104729LL;
+  std::vector<float> grads(K * D, 0.5f), rows(K * D);
+
+  // In memory the table does not fit: 20000 rows of 120 bytes.
+  std::vector<std::unique_ptr<Shard>> memoryOnly;
+  memoryOnly.push_back(makeShard(0, 1));
+  Client memoryClient(localConnections(memoryOnly), co);
+  memoryClient.createTable(tableConfig(1, D, "sgd", 1.0, 2.0));
+  try {
+    memoryClient.push(1, keys.data(), K, grads.data());
+    FAIL() << "20000 rows fit in 200 KiB";
+  } catch (const PSError &e) {
+    EXPECT_EQ(e.code, Code::ResourceExhausted) << e.what();
+  }
+
+  // With the RocksDB tier it does, and the sums stay exact.
+  v1::TableConfig c = tableConfig(2, D, "sgd", 1.0, 2.0);
+  c.set_storage(v1::STORAGE_ROCKSDB);
+  c.set_cache_rows(640);
+  {
+    Client setup(localConnections(one), co);
+    setup.createTable(c);
+  }
+  std::vector<std::thread> workers;
+  std::vector<std::string> errors(W);
+  for (int w = 0; w < W; ++w)
+    workers.emplace_back([&, w] {
+      try {
+        Client client(localConnections(one), co);
+        client.createTable(c);
+        for (int r = 0; r < R; ++r)
+          client.push(2, keys.data(), K, grads.data());
+      } catch (const std::exception &e) {
+        errors[w] = e.what();
+      }
+    });
+  for (std::thread &t : workers)
+    t.join();
+  for (const std::string &e : errors)
+    ASSERT_EQ(e, "");
+  Client client(localConnections(one), co);
+  client.createTable(c);
+  v1::TableStatus s = client.describe(2);
+  EXPECT_EQ(s.rows(), static_cast<uint64_t>(K));
+  EXPECT_GT(s.disk_rows(), static_cast<uint64_t>(K / 2));
+  EXPECT_LT(s.memory_bytes(), 200u << 10);
+  client.pull(2, keys.data(), K, rows.data());
+  for (int i = 0; i < K * D; ++i)
+    ASSERT_EQ(rows[i], 2.0f - W * R * 0.5f) << "key " << keys[i / D];
+
+  // Its checkpoint holds the rows of memory and RocksDB, and restores onto
+  // two servers (their own RocksDB directories).
+  client.checkpoint("big", 7);
+  std::vector<std::unique_ptr<Shard>> two;
+  two.push_back(makeShard(0, 2));
+  two.push_back(makeShard(1, 2));
+  Client restored(localConnections(two), co);
+  restored.connect();
+  EXPECT_EQ(restored.restore("big"), 7);
+  restored.createTable(c);
+  EXPECT_EQ(restored.describe(2).rows(), static_cast<uint64_t>(K));
+  std::vector<float> again(K * D);
+  restored.pull(2, keys.data(), K, again.data());
+  EXPECT_EQ(rows, again);
+  fs::remove_all(dir);
+}

@@ -79,8 +79,11 @@ public:
   void connect();
   /// Creates the plan's tables on every server (or checks that they exist
   /// with the same configuration) and writes the plan's initial rows where
-  /// a table was created.
-  void createTables(const plan::Plan &plan, uint64_t seed);
+  /// a table was created. `storage` and `cacheRows` are the tables'
+  /// TableConfig fields.
+  void createTables(const plan::Plan &plan, uint64_t seed,
+                    v1::Storage storage = v1::STORAGE_MEMORY,
+                    uint64_t cacheRows = 0);
   /// Creates one table (the same, on every server).
   void createTable(const v1::TableConfig &config);
 

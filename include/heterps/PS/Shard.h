@@ -74,9 +74,12 @@ struct ShardOptions {
   uint64_t maxKeysPerRequest = 1 << 22;
   /// Creating rows beyond this fails with RESOURCE_EXHAUSTED (0: no limit).
   uint64_t maxMemoryBytes = 0;
-  /// Fault injection for tests: the process kills itself (SIGKILL) after
-  /// writing this many files of a checkpoint (0: never).
-  int crashAfterCheckpointFiles = 0;
+  /// The RocksDB tier of STORAGE_ROCKSDB tables: scratch space, cleared
+  /// at start-up (checkpoints are the durable copy).
+  std::string rocksdbDir;
+  /// Fault injection for tests: the process kills itself (SIGKILL) in its
+  /// N-th checkpoint, after the first file (0: never).
+  int crashInCheckpoint = 0;
 };
 
 class Shard {
@@ -121,6 +124,7 @@ public:
 private:
   struct Table;
   struct Dense;
+  struct Disk;
   struct ClientSeq {
     std::mutex mutex;
     uint64_t last = 0;
@@ -131,6 +135,15 @@ private:
                       Table **t);
   Status resolvePath(const std::string &name, std::string *path);
   ClientSeq &clientSeq(uint64_t client);
+  Status openDisk();
+  /// Deletes the RocksDB rows of this shard's tables.
+  void dropDiskRows();
+  Status allocateSlot(Table &t, uint32_t v, uint32_t *slot, bool *moved);
+  /// The slot of `key` in part `v`: found, loaded from RocksDB, or created
+  /// (counting `created` new slots); -1 while feature admission has not
+  /// admitted it (with `countAdmission`, this sighting is counted).
+  Status rowSlot(Table &t, uint32_t v, uint64_t key, bool countAdmission,
+                 int32_t *slot, uint64_t *created);
   Status applyPush(Table &t, const uint64_t *keys, size_t n,
                    const float *values, bool assign,
                    v1::PushResponse *response);
@@ -144,8 +157,10 @@ private:
   std::mutex clientsMutex;
   std::unordered_map<uint64_t, std::unique_ptr<ClientSeq>> clients;
   std::atomic<uint64_t> memory{0};
+  std::shared_ptr<Disk> disk;
   /// Checkpoints, restores and evictions, one at a time.
   std::mutex maintenanceMutex;
+  int checkpointsStarted = 0;
 };
 
 } // namespace heterps::ps
