@@ -68,6 +68,21 @@ std::unique_ptr<Connection> ps::connectLocal(Shard &shard) {
 // Client
 //===----------------------------------------------------------------------===//
 
+/// A callable by reference, without std::function's allocation for
+/// lambdas with many captures (a lookup runs per step).
+class TaskRef {
+public:
+  template <typename Fn>
+  explicit TaskRef(Fn &fn)
+      : object(&fn),
+        call([](void *o, size_t i) { (*static_cast<Fn *>(o))(i); }) {}
+  void operator()(size_t i) const { call(object, i); }
+
+private:
+  void *object;
+  void (*call)(void *, size_t);
+};
+
 /// One thread per server beyond the first, so that a request to N servers
 /// makes N calls at once without starting threads per call.
 struct Client::Pool {
@@ -84,17 +99,17 @@ struct Client::Pool {
     for (std::thread &t : threads)
       t.join();
   }
-  /// Runs fn(0..n-1), index 0 on the caller.
-  void run(size_t n, const std::function<void(size_t)> &fn) {
+  /// Runs task(0..n-1), index 0 on the caller.
+  void run(size_t n, TaskRef task) {
     {
       std::lock_guard<std::mutex> l(mutex);
-      job = &fn;
+      job = &task;
       jobSize = n;
       pending = n - 1;
       ++generation;
     }
     wake.notify_all();
-    fn(0);
+    task(0);
     std::unique_lock<std::mutex> l(mutex);
     done.wait(l, [this] { return pending == 0; });
     job = nullptr;
@@ -111,9 +126,9 @@ private:
       seen = generation;
       if (index >= jobSize)
         continue;
-      const std::function<void(size_t)> *fn = job;
+      const TaskRef *task = job;
       l.unlock();
-      (*fn)(index);
+      (*task)(index);
       l.lock();
       if (--pending == 0)
         done.notify_all();
@@ -122,7 +137,7 @@ private:
   std::vector<std::thread> threads;
   std::mutex mutex;
   std::condition_variable wake, done;
-  const std::function<void(size_t)> *job = nullptr;
+  const TaskRef *job = nullptr;
   size_t jobSize = 0, pending = 0;
   uint64_t generation = 0;
   bool stop = false;
@@ -282,7 +297,7 @@ int Client::tableId(const std::string &name) const {
   runtime::fail() << "no embedding table '" << name << "' in the PS client";
 }
 
-void Client::forEachServer(const std::function<void(size_t)> &fn) {
+template <typename Fn> void Client::forEachServer(Fn &&fn) {
   size_t busy = 0, last = 0;
   for (size_t i = 0; i < servers.size(); ++i)
     if (!serverKeys[i].empty()) {
@@ -302,8 +317,8 @@ void Client::forEachServer(const std::function<void(size_t)> &fn) {
     return;
   }
   // Errors are rethrown on the caller's thread, the first server's first.
-  std::vector<std::exception_ptr> errors(servers.size());
-  pool->run(servers.size(), [&](size_t i) {
+  errors.assign(servers.size(), nullptr);
+  auto guarded = [&](size_t i) {
     if (serverKeys[i].empty())
       return;
     try {
@@ -311,7 +326,8 @@ void Client::forEachServer(const std::function<void(size_t)> &fn) {
     } catch (...) {
       errors[i] = std::current_exception();
     }
-  });
+  };
+  pool->run(servers.size(), TaskRef(guarded));
   for (std::exception_ptr &e : errors)
     if (e)
       std::rethrow_exception(e);

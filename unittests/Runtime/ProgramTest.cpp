@@ -11,6 +11,7 @@
 
 #include "heterps/Runtime/Program.h"
 #include "heterps/Dialect/HeterPS/IR/HeterPSDialect.h"
+#include "heterps/PS/Client.h"
 #include "heterps/Runtime/EmbeddingStore.h"
 #include "heterps/Runtime/ParamStore.h"
 #include "heterps/Target/Plan/PlanEmitter.h"
@@ -116,6 +117,31 @@ TEST_P(SteadyState, TrainingStepsAllocateNothing) {
   EXPECT_EQ(heapAllocations() - before, 0)
       << "allocations in 20 steady-state steps";
   EXPECT_LT(last, first) << "the loss of a repeated batch goes down";
+}
+
+// The same through the PS client and the embedded server, as heterps-run
+// trains by default: lookups and pushes reuse the client's and the shard's
+// buffers once every row exists.
+TEST_P(SteadyState, StepsThroughTheEmbeddedPSAllocateNothing) {
+  plan::Plan p = compile(GetParam());
+  ParamStore params(p, 1);
+  ps::Shard shard(ps::ShardOptions{});
+  std::vector<std::unique_ptr<ps::Connection>> servers;
+  servers.push_back(ps::connectLocal(shard));
+  ps::Client tables(std::move(servers));
+  tables.createTables(p, 1);
+  Program program(p, params, tables, ProgramOptions{});
+  Batch big(64);
+  int loss = p.training().loss_output();
+  for (int i = 0; i < 3; ++i)
+    program.run(big.inputs(), true, {loss});
+  std::vector<const Tensor *> inputs = big.inputs();
+  std::vector<int> outputs{loss};
+  long before = heapAllocations();
+  for (int i = 0; i < 20; ++i)
+    program.run(inputs, true, outputs);
+  EXPECT_EQ(heapAllocations() - before, 0)
+      << "allocations in 20 steady-state steps";
 }
 
 INSTANTIATE_TEST_SUITE_P(Optimizers, SteadyState,

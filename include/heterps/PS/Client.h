@@ -16,7 +16,7 @@
 #include "heterps/Runtime/EmbeddingStore.h"
 #include "heterps/Runtime/Error.h"
 
-#include <functional>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -113,7 +113,7 @@ private:
   };
   const Table &get(int id) const;
   /// Runs fn(server) for every server with work, in parallel.
-  void forEachServer(const std::function<void(size_t)> &fn);
+  template <typename Fn> void forEachServer(Fn &&fn);
   /// Dedups `keys` into `unique` (with `position[i]` the unique index of
   /// key i) and splits the unique keys by server.
   void partition(const Table &t, const int64_t *keys, int64_t n);
@@ -137,6 +137,7 @@ private:
   std::vector<std::vector<uint32_t>> serverSlots; // indices into unique
   std::vector<std::vector<float>> serverRows;
   std::vector<float> uniqueRows;
+  std::vector<std::exception_ptr> errors; // per server, of one call
   struct Pool;
   std::unique_ptr<Pool> pool;
 };
