@@ -217,15 +217,18 @@ void Client::createTable(const v1::TableConfig &config) {
 }
 
 void Client::createTables(const plan::Plan &plan, uint64_t seed,
-                          v1::Storage storage, uint64_t cacheRows) {
+                          const v1::TableConfig &defaults) {
   for (const plan::SparseTable &pt : plan.tables()) {
     v1::TableConfig c;
+    c.set_storage(defaults.storage());
+    c.set_cache_rows(defaults.cache_rows());
+    c.set_admit_min_count(defaults.admit_min_count());
+    c.set_ttl_seconds(defaults.ttl_seconds());
+    c.set_non_finite(defaults.non_finite());
     c.set_table_id(pt.id());
     c.set_name(pt.name());
     c.set_dim(static_cast<uint32_t>(pt.dim()));
     c.set_vocab(static_cast<uint64_t>(pt.vocab()));
-    c.set_storage(storage);
-    c.set_cache_rows(cacheRows);
     c.mutable_init()->set_kind(pt.init().kind().empty() ? "zeros"
                                                         : pt.init().kind());
     for (double a : pt.init().args())

@@ -50,6 +50,10 @@ Embedding tables (a parameter-server service; without --ps, embedded):
                            --table-cache-rows per server live in RocksDB
   --table-cache-rows=N     rows in memory per server (default 1048576)
   --rocksdb-dir=DIR        the embedded server's RocksDB directory (scratch)
+  --admit-min-count=N      a key gets a row after N sightings (default 0)
+  --ttl-seconds=X          evict rows unused for X seconds (default 0: never)
+  --skip-non-finite        skip and count rows with NaN/Inf gradients instead
+                           of failing the push
 Inference:
   --infer                  forward pass only; with --data, report metrics
   --output-dir=DIR         write each output as DIR/<output name>.pb
@@ -134,6 +138,17 @@ Options heterps::run::parseOptions(int argc, char **argv) {
          o.tableCacheRows = toInt("table-cache-rows", v);
        }},
       {"rocksdb-dir", [&](const std::string &v) { o.rocksdbDir = v; }},
+      {"admit-min-count",
+       [&](const std::string &v) {
+         o.admitMinCount = toInt("admit-min-count", v);
+       }},
+      {"ttl-seconds",
+       [&](const std::string &v) {
+         char *end = nullptr;
+         o.ttlSeconds = std::strtod(v.c_str(), &end);
+         if (v.empty() || *end || !(o.ttlSeconds >= 0))
+           usageError("--ttl-seconds takes a number >= 0, got '" + v + "'");
+       }},
       {"fallback",
        [&](const std::string &v) {
          if (v != "cpu")
@@ -153,6 +168,7 @@ Options heterps::run::parseOptions(int argc, char **argv) {
       {"csv-header", [&] { o.csvHeader = true; }},
       {"infer", [&] { o.infer = true; }},
       {"print-plan", [&] { o.printPlan = true; }},
+      {"skip-non-finite", [&] { o.skipNonFinite = true; }},
   };
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -198,6 +214,8 @@ Options heterps::run::parseOptions(int argc, char **argv) {
   if (o.tablesOnDisk && o.ps.empty() && o.rocksdbDir.empty())
     usageError("--table-storage=rocksdb on the embedded server needs "
                "--rocksdb-dir");
+  if (o.admitMinCount < 0)
+    usageError("--admit-min-count must be non-negative");
   if (o.tableCacheRows < 1)
     usageError("--table-cache-rows must be positive");
   if (o.epochs < 1 || o.batch < 0 || o.steps < 0 || o.threads < 1)

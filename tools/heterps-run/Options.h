@@ -36,6 +36,10 @@ struct Options {
   bool tablesOnDisk = false;
   int64_t tableCacheRows = 1 << 20;
   std::string rocksdbDir;
+  // Feature admission, TTL and the non-finite policy of the tables.
+  int64_t admitMinCount = 0;
+  double ttlSeconds = 0;
+  bool skipNonFinite = false;
   // Inference.
   bool infer = false;
   std::string outputDir;

@@ -546,10 +546,15 @@ int main(int argc, char **argv) {
     }
     ps::Client tables(std::move(servers), co);
     tables.connect();
-    tables.createTables(p, o.seed,
-                        o.tablesOnDisk ? ps::v1::STORAGE_ROCKSDB
-                                       : ps::v1::STORAGE_MEMORY,
-                        static_cast<uint64_t>(o.tableCacheRows));
+    ps::v1::TableConfig defaults;
+    defaults.set_storage(o.tablesOnDisk ? ps::v1::STORAGE_ROCKSDB
+                                        : ps::v1::STORAGE_MEMORY);
+    defaults.set_cache_rows(static_cast<uint64_t>(o.tableCacheRows));
+    defaults.set_admit_min_count(static_cast<uint32_t>(o.admitMinCount));
+    defaults.set_ttl_seconds(o.ttlSeconds);
+    defaults.set_non_finite(o.skipNonFinite ? ps::v1::NON_FINITE_SKIP
+                                            : ps::v1::NON_FINITE_REJECT);
+    tables.createTables(p, o.seed, defaults);
     ProgramOptions po;
     po.fallbackToCPU = o.fallbackCPU;
     po.threads = o.threads;

@@ -11,6 +11,7 @@
 #include "heterps/PS/Server.h"
 #include "heterps/ps.grpc.pb.h"
 
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
@@ -636,4 +637,103 @@ TEST(PSShardTest, RocksDBTierHoldsTablesLargerThanMemory) {
   restored.pull(2, keys.data(), K, again.data());
   EXPECT_EQ(rows, again);
   fs::remove_all(dir);
+}
+
+TEST(PSServiceTest, ServesTheHealthService) {
+  // grpc.health.v1.Health/Check with an empty request (the whole server);
+  // the answer is HealthCheckResponse{status: SERVING = 1}, bytes 08 01.
+  Cluster cluster(1);
+  auto channel = grpc::CreateChannel(cluster.addresses[0],
+                                     grpc::InsecureChannelCredentials());
+  grpc::GenericStub stub(channel);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(5));
+  grpc::ByteBuffer request, response;
+  grpc::Slice empty("");
+  request = grpc::ByteBuffer(&empty, 1);
+  grpc::CompletionQueue queue;
+  std::unique_ptr<grpc::GenericClientAsyncResponseReader> call =
+      stub.PrepareUnaryCall(&context, "/grpc.health.v1.Health/Check", request,
+                            &queue);
+  call->StartCall();
+  grpc::Status status;
+  call->Finish(&response, &status, reinterpret_cast<void *>(1));
+  void *tag;
+  bool ok;
+  ASSERT_TRUE(queue.Next(&tag, &ok));
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  std::vector<grpc::Slice> slices;
+  ASSERT_TRUE(response.Dump(&slices).ok());
+  std::string bytes;
+  for (const grpc::Slice &s : slices)
+    bytes.append(reinterpret_cast<const char *>(s.begin()), s.size());
+  EXPECT_EQ(bytes, std::string("\x08\x01", 2));
+  queue.Shutdown();
+  while (queue.Next(&tag, &ok)) {
+  }
+}
+
+TEST(PSServiceTest, RetriesUntilARestartedServerAnswers) {
+  // A server goes away and comes back on its port 400 ms later: a pull
+  // issued meanwhile waits and succeeds within its deadline, and a push
+  // retried across the restart is applied once.
+  ServerOptions o;
+  std::unique_ptr<Server> first = Server::start(o);
+  int port = first->port();
+  std::string address = "127.0.0.1:" + std::to_string(port);
+  ClientOptions co;
+  co.deadlineSeconds = 5;
+  std::vector<std::unique_ptr<Connection>> c;
+  c.push_back(connectRemote(address, co));
+  Client client(std::move(c), co);
+  client.connect();
+  first->shutdown(0);
+  first.reset();
+  std::thread restart([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    ServerOptions again;
+    again.listen = address;
+    first = Server::start(again);
+  });
+  auto start = std::chrono::steady_clock::now();
+  client.createTable(tableConfig(0, 2, "sgd", 1.0, 3.0));
+  int64_t key = 11;
+  float grad[2] = {1, 1}, row[2];
+  client.push(0, &key, 1, grad);
+  client.pull(0, &key, 1, row);
+  double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  restart.join();
+  EXPECT_EQ(row[0], 2.0f);
+  EXPECT_GE(secs, 0.3);
+  EXPECT_LT(secs, 5.0);
+}
+
+TEST(PSServiceTest, RepeatedPushesOverGrpcAreDuplicates) {
+  Cluster cluster(1);
+  std::unique_ptr<Client> c = cluster.client();
+  c->createTable(tableConfig(0, 1, "sgd", 1.0, 0.0));
+  auto stub = v1::ParameterServer::NewStub(grpc::CreateChannel(
+      cluster.addresses[0], grpc::InsecureChannelCredentials()));
+  v1::PushRequest push;
+  uint64_t key = 4;
+  float grad = 1;
+  push.set_table_id(0);
+  push.set_keys(&key, 8);
+  push.set_grads(&grad, 4);
+  push.set_client_id(99);
+  push.set_seq(1);
+  for (int i = 0; i < 3; ++i) {
+    grpc::ClientContext context;
+    v1::PushResponse response;
+    ASSERT_TRUE(stub->Push(&context, push, &response).ok());
+    EXPECT_EQ(response.duplicate(), i > 0);
+  }
+  int64_t k = 4;
+  float row;
+  c->pull(0, &k, 1, &row);
+  EXPECT_EQ(row, -1.0f);
+  EXPECT_EQ(c->describe(0).duplicate_pushes(), 2u);
 }

@@ -79,11 +79,10 @@ public:
   void connect();
   /// Creates the plan's tables on every server (or checks that they exist
   /// with the same configuration) and writes the plan's initial rows where
-  /// a table was created. `storage` and `cacheRows` are the tables'
-  /// TableConfig fields.
+  /// a table was created. The service settings of `defaults` (storage,
+  /// cache rows, admission, TTL, non-finite policy) apply to every table.
   void createTables(const plan::Plan &plan, uint64_t seed,
-                    v1::Storage storage = v1::STORAGE_MEMORY,
-                    uint64_t cacheRows = 0);
+                    const v1::TableConfig &defaults = {});
   /// Creates one table (the same, on every server).
   void createTable(const v1::TableConfig &config);
 

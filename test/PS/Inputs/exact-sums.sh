@@ -25,3 +25,10 @@ done
 cat "$T/worker.0.log"
 timeout 60 "$PS" pull --ps="$ps" --table=1 --keys=0:3000:7 --expect=-10
 timeout 60 "$PS" info --ps="$ps"
+# SIGTERM shuts a server down gracefully: exit status 0.
+kill -TERM "${server_pid[a]}"
+status=0
+wait "${server_pid[a]}" || status=$?
+unset 'server_pid[a]'
+echo "server a exit status $status"
+tail -n 1 "$T/server.a.log"
