@@ -26,18 +26,6 @@ grpc::Status invalid(const std::string &message) {
   return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, message);
 }
 
-/// Keys and rows are byte arrays; their lengths must agree with the table.
-grpc::Status decodeKeys(uint32_t table, const std::string &bytes,
-                        std::vector<uint64_t> &keys) {
-  if (bytes.size() % sizeof(uint64_t))
-    return invalid("table " + std::to_string(table) + ": keys of " +
-                   std::to_string(bytes.size()) +
-                   " bytes, not a multiple of 8 (little-endian uint64)");
-  keys.resize(bytes.size() / sizeof(uint64_t));
-  std::memcpy(keys.data(), bytes.data(), bytes.size());
-  return grpc::Status::OK;
-}
-
 class Service final : public v1::ParameterServer::Service {
 public:
   explicit Service(Shard &shard) : shard(shard) {}
@@ -60,18 +48,11 @@ public:
   grpc::Status Pull(grpc::ServerContext *, const v1::PullRequest *request,
                     v1::PullResponse *response) override {
     thread_local std::vector<uint64_t> keys;
-    if (grpc::Status s = decodeKeys(request->table_id(), request->keys(), keys);
+    uint32_t dim;
+    if (grpc::Status s =
+            decodeKeys(request->table_id(), request->keys(), keys, &dim);
         !s.ok())
       return s;
-    uint32_t dim;
-    if (Status s = shard.tableDim(request->table_id(), &dim); !s.ok())
-      return toGrpc(s);
-    if (keys.size() > shard.options().maxKeysPerRequest)
-      return grpc::Status(
-          grpc::StatusCode::RESOURCE_EXHAUSTED,
-          "table " + std::to_string(request->table_id()) + ": " +
-              std::to_string(keys.size()) + " keys in one pull, the limit is " +
-              std::to_string(shard.options().maxKeysPerRequest));
     std::string *rows = response->mutable_rows();
     rows->resize(keys.size() * dim * sizeof(float));
     return toGrpc(shard.pull(request->table_id(), keys.data(), keys.size(),
@@ -82,12 +63,11 @@ public:
                     v1::PushResponse *response) override {
     thread_local std::vector<uint64_t> keys;
     thread_local std::vector<float> grads;
-    if (grpc::Status s = decodeKeys(request->table_id(), request->keys(), keys);
+    uint32_t dim;
+    if (grpc::Status s =
+            decodeKeys(request->table_id(), request->keys(), keys, &dim);
         !s.ok())
       return s;
-    uint32_t dim;
-    if (Status s = shard.tableDim(request->table_id(), &dim); !s.ok())
-      return toGrpc(s);
     size_t want = keys.size() * dim * sizeof(float);
     if (request->grads().size() != want)
       return invalid("table " + std::to_string(request->table_id()) + ": " +
@@ -151,6 +131,28 @@ public:
   }
 
 private:
+  /// The keys of a request (little-endian uint64 bytes) and the dimension
+  /// of its table, checked before anything is allocated for the rows.
+  grpc::Status decodeKeys(uint32_t table, const std::string &bytes,
+                          std::vector<uint64_t> &keys, uint32_t *dim) {
+    if (bytes.size() % sizeof(uint64_t))
+      return invalid("table " + std::to_string(table) + ": keys of " +
+                     std::to_string(bytes.size()) +
+                     " bytes, not a multiple of 8 (little-endian uint64)");
+    if (Status s = shard.tableDim(table, dim); !s.ok())
+      return toGrpc(s);
+    size_t n = bytes.size() / sizeof(uint64_t);
+    if (n > shard.options().maxKeysPerRequest)
+      return grpc::Status(
+          grpc::StatusCode::RESOURCE_EXHAUSTED,
+          "table " + std::to_string(table) + ": " + std::to_string(n) +
+              " keys in one request, the limit is " +
+              std::to_string(shard.options().maxKeysPerRequest));
+    keys.resize(n);
+    std::memcpy(keys.data(), bytes.data(), bytes.size());
+    return grpc::Status::OK;
+  }
+
   Shard &shard;
 };
 

@@ -782,16 +782,20 @@ Status Shard::createDense(const v1::DenseTensor &tensor,
   return {};
 }
 
+Status Shard::findDense(const std::string &name, Dense **d) {
+  std::lock_guard<std::mutex> lock(denseMutex);
+  auto it = dense.find(name);
+  if (it == dense.end())
+    return Status::error(Code::NotFound, str("no dense tensor '", name,
+                                             "' on PS server ", opts.index));
+  *d = it->second.get();
+  return {};
+}
+
 Status Shard::pullDense(const std::string &name, v1::DenseTensor *tensor) {
   Dense *d;
-  {
-    std::lock_guard<std::mutex> lock(denseMutex);
-    auto it = dense.find(name);
-    if (it == dense.end())
-      return Status::error(Code::NotFound, str("no dense tensor '", name,
-                                               "' on PS server ", opts.index));
-    d = it->second.get();
-  }
+  if (Status s = findDense(name, &d); !s.ok())
+    return s;
   std::lock_guard<std::mutex> l(d->mutex);
   tensor->set_name(name);
   for (int64_t s : d->shape)
@@ -804,14 +808,8 @@ Status Shard::pushDense(const std::string &name, const float *grads, size_t n,
                         uint64_t client, uint64_t seq,
                         v1::PushResponse *response) {
   Dense *d;
-  {
-    std::lock_guard<std::mutex> lock(denseMutex);
-    auto it = dense.find(name);
-    if (it == dense.end())
-      return Status::error(Code::NotFound, str("no dense tensor '", name,
-                                               "' on PS server ", opts.index));
-    d = it->second.get();
-  }
+  if (Status s = findDense(name, &d); !s.ok())
+    return s;
   if (n != d->value.size())
     return Status::error(Code::InvalidArgument,
                          str("dense tensor '", name, "': gradient of ", n,

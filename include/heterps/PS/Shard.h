@@ -131,6 +131,7 @@ private:
   };
 
   Status findTable(uint32_t id, Table **table);
+  Status findDense(const std::string &name, Dense **dense);
   Status checkRequest(uint32_t table, const uint64_t *keys, size_t n,
                       Table **t);
   Status resolvePath(const std::string &name, std::string *path);
