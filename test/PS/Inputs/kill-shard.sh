@@ -29,9 +29,9 @@ grep -o 'pushing to table [0-9]* on PS server 1 .*: UNAVAILABLE: no answer withi
 step=$(sed -n 's/^step //p' "$T/ckA/MANIFEST")
 echo "the last checkpoint is at step $step"
 
-# Restart shard 1 (empty) and resume from the checkpoint: every server
-# rolls back to it, and 60 more steps are taken.
-start_server b 1 2 "$T/ps"
+# Restart shard 1 from its checkpoint and resume the worker from the same
+# one: every server rolls back to it, and 60 more steps are taken.
+start_server b 1 2 "$T/ps" --restore=latest
 train --load="$T/ckA" --steps=60 --ps="$(addresses a b)" --save="$T/endA" \
   --export-tables="$T/endA/tables" | grep -E '^(loaded|saved)'
 # The same resume on a service that never lost a server.
