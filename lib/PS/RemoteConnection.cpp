@@ -14,6 +14,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 
@@ -166,9 +167,11 @@ private:
       // A server that does not answer within the deadline is unavailable
       // to the caller, whichever of the two gRPC reported.
       code = Code::Unavailable;
-      message = "no answer within the deadline of " +
-                std::to_string(opts.deadlineSeconds * scale) + " s (" +
-                std::to_string(attempts) + " attempt" +
+      char seconds[32];
+      std::snprintf(seconds, sizeof(seconds), "%g",
+                    opts.deadlineSeconds * scale);
+      message = std::string("no answer within the deadline of ") + seconds +
+                " s (" + std::to_string(attempts) + " attempt" +
                 (attempts == 1 ? "" : "s") + "; last: " + message + ")";
     }
     return Status::error(code, message);

@@ -10,6 +10,7 @@
 #include "heterps/PS/Client.h"
 #include "heterps/Runtime/Data.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -109,6 +110,11 @@ int main(int argc, char **argv) {
   }
   if (a.command.empty())
     usage("no command given");
+  static const char *kCommands[] = {"info", "create-table", "push-constant",
+                                    "pull", "checkpoint",   "restore"};
+  if (std::none_of(std::begin(kCommands), std::end(kCommands),
+                   [&](const char *c) { return a.command == c; }))
+    usage("unknown command '" + a.command + "'");
   try {
     ClientOptions o;
     o.deadlineSeconds = number("deadline", a.get("deadline", "10"));
