@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "heterps/PS/Client.h"
+#include "heterps/PS/KeyIndex.h"
 #include "heterps/PS/Server.h"
 #include "heterps/ps.grpc.pb.h"
 
@@ -21,6 +22,7 @@
 #include <fstream>
 #include <random>
 #include <thread>
+#include <unordered_map>
 
 using namespace heterps;
 using namespace heterps::ps;
@@ -736,4 +738,37 @@ TEST(PSServiceTest, RepeatedPushesOverGrpcAreDuplicates) {
   c->pull(0, &k, 1, &row);
   EXPECT_EQ(row, -1.0f);
   EXPECT_EQ(c->describe(0).duplicate_pushes(), 2u);
+}
+
+TEST(PSShardTest, KeyIndexAgreesWithAStandardMap) {
+  // Random inserts, lookups and erases (runs of colliding keys included)
+  // against std::unordered_map.
+  KeyIndex index;
+  std::unordered_map<uint64_t, uint32_t> reference;
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 200000; ++i) {
+    uint64_t key = rng() % 5000;
+    if (rng() % 8 == 0)
+      key <<= 40; // keys that differ only in high bits
+    uint32_t found = index.find(key);
+    auto it = reference.find(key);
+    ASSERT_EQ(found == KeyIndex::kNone, it == reference.end()) << key;
+    if (it != reference.end()) {
+      ASSERT_EQ(found, it->second);
+    }
+    if (rng() % 3 == 0) {
+      ASSERT_EQ(index.erase(key), it != reference.end());
+      reference.erase(key);
+    } else if (it == reference.end()) {
+      index.insert(key, static_cast<uint32_t>(i));
+      reference[key] = static_cast<uint32_t>(i);
+    }
+    ASSERT_EQ(index.size(), reference.size());
+  }
+  size_t seen = 0;
+  index.forEach([&](uint64_t key, uint32_t slot) {
+    ++seen;
+    EXPECT_EQ(reference.at(key), slot);
+  });
+  EXPECT_EQ(seen, reference.size());
 }
