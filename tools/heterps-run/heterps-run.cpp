@@ -366,7 +366,14 @@ void exportTables(const std::string &dir, ps::Client &tables) {
 int64_t entryOr(const CheckpointInfo &info, const std::string &key,
                 int64_t dflt) {
   auto it = info.entries.find(key);
-  return it == info.entries.end() ? dflt : std::stoll(it->second);
+  if (it == info.entries.end())
+    return dflt;
+  char *end = nullptr;
+  long long v = std::strtoll(it->second.c_str(), &end, 10);
+  if (it->second.empty() || *end || v < 0)
+    fail() << "checkpoint MANIFEST entry '" << key << "' is '" << it->second
+           << "', expected a count";
+  return v;
 }
 
 int runTraining(const Options &o, Program &program, ParamStore &params,
