@@ -316,32 +316,9 @@ Status Shard::describeTable(uint32_t table, v1::TableStatus *status) {
   return {};
 }
 
-Status Shard::checkRequest(uint32_t table, const uint64_t *keys, size_t n,
-                           Table **t) {
-  if (Status s = findTable(table, t); !s.ok())
-    return s;
-  if (n > opts.maxKeysPerRequest)
-    return Status::error(Code::ResourceExhausted,
-                         str("table ", table, ": ", n,
-                             " keys in one request, the limit is ",
-                             opts.maxKeysPerRequest));
-  for (size_t i = 0; i < n; ++i) {
-    uint32_t v = virtualShardOf((*t)->normalize(keys[i]));
-    if (!(*t)->parts[v])
-      return Status::error(
-          Code::FailedPrecondition,
-          str("table ", table, ": key ", keys[i], " belongs to PS server ",
-              serverOfShard(v, opts.count), " of ", opts.count,
-              ", not to this one (", opts.index,
-              "); is the client's server list in shard order?"));
-  }
-  return {};
-}
-
-namespace {
 /// The keys of a request grouped by virtual shard: `order` lists request
 /// positions shard by shard, `begin[v]..begin[v+1]` those of shard v.
-struct Grouping {
+struct Shard::Grouping {
   std::vector<uint32_t> order;
   std::vector<uint32_t> begin;
   std::vector<uint32_t> shardOf;
@@ -363,8 +340,32 @@ struct Grouping {
   }
   std::vector<uint32_t> scratch;
 };
-thread_local Grouping tlsGrouping;
-} // namespace
+
+Status Shard::checkRequest(uint32_t table, const uint64_t *keys, size_t n,
+                           Table **t, Grouping **grouping) {
+  if (Status s = findTable(table, t); !s.ok())
+    return s;
+  if (n > opts.maxKeysPerRequest)
+    return Status::error(Code::ResourceExhausted,
+                         str("table ", table, ": ", n,
+                             " keys in one request, the limit is ",
+                             opts.maxKeysPerRequest));
+  thread_local Grouping g;
+  Table *tt = *t;
+  g.build(keys, n, [tt](uint64_t k) { return tt->normalize(k); });
+  for (uint32_t v = 0; v < kVirtualShards; ++v)
+    if (g.begin[v] != g.begin[v + 1] && !tt->parts[v]) {
+      uint64_t key = keys[g.order[g.begin[v]]];
+      return Status::error(
+          Code::FailedPrecondition,
+          str("table ", table, ": key ", key, " belongs to PS server ",
+              serverOfShard(v, opts.count), " of ", opts.count,
+              ", not to this one (", opts.index,
+              "); is the client's server list in shard order?"));
+    }
+  *grouping = &g;
+  return {};
+}
 
 //===----------------------------------------------------------------------===//
 // Rows: memory, and the RocksDB tier
@@ -531,14 +532,14 @@ Status Shard::pull(uint32_t table, const uint64_t *keys, size_t n,
                    float *rows) {
   std::shared_lock<std::shared_mutex> lock(tablesMutex);
   Table *t;
-  if (Status s = checkRequest(table, keys, n, &t); !s.ok())
+  Grouping *grouping;
+  if (Status s = checkRequest(table, keys, n, &t, &grouping); !s.ok())
     return s;
+  const Grouping &g = *grouping;
   const uint32_t dim = t->dim;
   const bool ttl = t->config.ttl_seconds() > 0;
   const uint32_t admit = t->config.admit_min_count();
   double now = ttl ? nowSeconds() : 0;
-  Grouping &g = tlsGrouping;
-  g.build(keys, n, [t](uint64_t k) { return t->normalize(k); });
   uint64_t created = 0;
   Status result;
   for (uint32_t v = 0; v < kVirtualShards && result.ok(); ++v) {
@@ -580,10 +581,11 @@ Status Shard::push(uint32_t table, const uint64_t *keys, size_t n,
                    bool assign, v1::PushResponse *response) {
   std::shared_lock<std::shared_mutex> lock(tablesMutex);
   Table *t;
-  if (Status s = checkRequest(table, keys, n, &t); !s.ok())
+  Grouping *g;
+  if (Status s = checkRequest(table, keys, n, &t, &g); !s.ok())
     return s;
   if (client == 0)
-    return applyPush(*t, keys, n, values, assign, response);
+    return applyPush(*t, *g, keys, n, values, assign, response);
   // The client's lock is held while the push is applied, so a retry that
   // arrives while the original is still running waits for it and is then
   // recognised as a repeat.
@@ -594,14 +596,14 @@ Status Shard::push(uint32_t table, const uint64_t *keys, size_t n,
     ++t->duplicatePushes;
     return {};
   }
-  Status s = applyPush(*t, keys, n, values, assign, response);
+  Status s = applyPush(*t, *g, keys, n, values, assign, response);
   if (s.ok())
     c.last = seq;
   return s;
 }
 
-Status Shard::applyPush(Table &t, const uint64_t *keys, size_t n,
-                        const float *values, bool assign,
+Status Shard::applyPush(Table &t, const Grouping &g, const uint64_t *keys,
+                        size_t n, const float *values, bool assign,
                         v1::PushResponse *response) {
   const uint32_t dim = t.dim;
   const bool skipNonFinite =
@@ -618,8 +620,6 @@ Status Shard::applyPush(Table &t, const uint64_t *keys, size_t n,
   const bool ttl = t.config.ttl_seconds() > 0;
   const uint32_t admit = t.config.admit_min_count();
   double now = ttl ? nowSeconds() : 0;
-  Grouping &g = tlsGrouping;
-  g.build(keys, n, [&t](uint64_t k) { return t.normalize(k); });
   uint64_t created = 0, skipped = 0, notAdmitted = 0;
   thread_local std::vector<float> merged;
   thread_local std::vector<uint32_t> mergedSlots;

@@ -772,3 +772,22 @@ TEST(PSShardTest, KeyIndexAgreesWithAStandardMap) {
   });
   EXPECT_EQ(seen, reference.size());
 }
+
+TEST(PSShardTest, KeysOfAnotherServerAreRefused) {
+  auto shards = makeShards(2);
+  bool created;
+  for (auto &s : shards)
+    ASSERT_TRUE(s->createTable(tableConfig(0, 2, "sgd", 1.0), &created).ok());
+  uint64_t key = 0;
+  while (serverOfShard(virtualShardOf(key), 2) != 1)
+    ++key;
+  float row[2];
+  Status st = shards[0]->pull(0, &key, 1, row);
+  EXPECT_EQ(st.code, Code::FailedPrecondition);
+  EXPECT_NE(st.message.find("belongs to PS server 1 of 2"), std::string::npos)
+      << st.message;
+  v1::PushResponse r;
+  EXPECT_EQ(shards[0]->push(0, &key, 1, row, 5, 1, false, &r).code,
+            Code::FailedPrecondition);
+  EXPECT_TRUE(shards[1]->pull(0, &key, 1, row).ok());
+}

@@ -125,6 +125,7 @@ private:
   struct Table;
   struct Dense;
   struct Disk;
+  struct Grouping;
   struct ClientSeq {
     std::mutex mutex;
     uint64_t last = 0;
@@ -132,8 +133,11 @@ private:
 
   Status findTable(uint32_t id, Table **table);
   Status findDense(const std::string &name, Dense **dense);
-  Status checkRequest(uint32_t table, const uint64_t *keys, size_t n,
-                      Table **t);
+  /// Finds the table, checks the request's size and groups its keys by
+  /// virtual shard, refusing keys of virtual shards this server does not
+  /// own.
+  Status checkRequest(uint32_t table, const uint64_t *keys, size_t n, Table **t,
+                      Grouping **grouping);
   Status resolvePath(const std::string &name, std::string *path);
   ClientSeq &clientSeq(uint64_t client);
   Status openDisk();
@@ -145,7 +149,7 @@ private:
   /// admitted it (with `countAdmission`, this sighting is counted).
   Status rowSlot(Table &t, uint32_t v, uint64_t key, bool countAdmission,
                  int32_t *slot, uint64_t *created);
-  Status applyPush(Table &t, const uint64_t *keys, size_t n,
+  Status applyPush(Table &t, const Grouping &g, const uint64_t *keys, size_t n,
                    const float *values, bool assign,
                    v1::PushResponse *response);
 
