@@ -104,12 +104,14 @@ public:
     request.set_name(name);
     request.set_step(step);
     v1::CheckpointResponse response;
-    // Writing or reading a large table takes longer than a lookup.
+    // Writing a large table takes longer than a lookup, and an attempt
+    // that timed out may still be writing: one attempt gets the whole
+    // (longer) deadline.
     return call(
         [&](grpc::ClientContext *c) {
           return stub->Checkpoint(c, request, &response);
         },
-        3);
+        3, 1.0);
   }
 
   Status restore(const std::string &name,
@@ -120,7 +122,7 @@ public:
         [&](grpc::ClientContext *c) {
           return stub->Restore(c, request, response);
         },
-        3);
+        3, 1.0);
   }
 
   Status info(v1::ServerInfoResponse *response) override {
@@ -132,15 +134,18 @@ public:
 
 private:
   /// Calls `rpc` until it succeeds, fails with a code other than
-  /// UNAVAILABLE, or the deadline (the options' times `scale`) passes.
-  template <typename Rpc> Status call(Rpc rpc, double scale = 1) {
+  /// UNAVAILABLE, or the deadline (the options' times `scale`) passes. An
+  /// attempt may take `attemptShare` of the deadline.
+  template <typename Rpc>
+  Status call(Rpc rpc, double scale = 1, double attemptShare = 0.25) {
     auto deadline =
         Clock::now() + std::chrono::microseconds(static_cast<int64_t>(
                            opts.deadlineSeconds * scale * 1e6));
-    // An attempt gets a quarter of the deadline, so a lost response is
-    // retried (with the same sequence number) within the call's deadline.
-    auto attemptTime = std::chrono::microseconds(
-        static_cast<int64_t>(opts.deadlineSeconds * scale * 0.25e6));
+    // A lookup or push attempt gets a quarter of the deadline, so a lost
+    // response is retried (with the same sequence number) within the call's
+    // deadline.
+    auto attemptTime = std::chrono::microseconds(static_cast<int64_t>(
+        opts.deadlineSeconds * scale * attemptShare * 1e6));
     auto backoff = std::chrono::milliseconds(20);
     int attempts = 0;
     grpc::Status last;

@@ -337,17 +337,21 @@ TEST(PSShardTest, CheckpointRestoresOntoAnotherServerCount) {
   c2->pull(0, keys.data(), keys.size(), got.data());
   EXPECT_EQ(want, got);
 
-  // A corrupted file is named and the tables stay as they were.
-  fs::path file = dir / "ckpt-1" / "table-0.vshard-5.rows";
+  // A corrupted file is named with its block and the tables stay as they
+  // were. Server 2 of 3 wrote virtual shards 2, 5, 8...; the byte at 40 is
+  // in the block of virtual shard 2, which server 0 of 2 owns now.
+  fs::path file = dir / "ckpt-1" / "table-0.shard-2-of-3.rows";
   {
     std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
     f.seekp(40);
     f.put('\x7f');
   }
   v1::RestoreResponse r;
-  Status st = two[serverOfShard(5, 2)]->restore("ckpt-1", &r);
+  Status st = two[0]->restore("ckpt-1", &r);
   EXPECT_EQ(st.code, Code::FailedPrecondition);
-  EXPECT_NE(st.message.find("table-0.vshard-5.rows"), std::string::npos)
+  EXPECT_NE(st.message.find("table-0.shard-2-of-3.rows': the block of "
+                            "virtual shard 2"),
+            std::string::npos)
       << st.message;
   EXPECT_EQ(c2->describe(0).rows(), keys.size());
   // An interrupted checkpoint (a manifest missing) is not loadable, and

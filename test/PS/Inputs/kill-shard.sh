@@ -25,7 +25,8 @@ wait "$worker" || status=$?
 elapsed_ms=$((($(date +%s%N) - killed_at) / 1000000))
 echo "worker exit status $status after $([ $elapsed_ms -lt 10000 ] && echo 'under 10 s' || echo "$elapsed_ms ms")"
 grep -o 'pushing to table [0-9]* on PS server 1 .*: UNAVAILABLE: no answer within the deadline of 2' "$T/trainA.err" ||
-  grep -o 'pulling table [0-9]* on PS server 1 .*: UNAVAILABLE: no answer within the deadline of 2' "$T/trainA.err"
+  grep -o 'pulling table [0-9]* on PS server 1 .*: UNAVAILABLE: no answer within the deadline of 2' "$T/trainA.err" ||
+  cat "$T/trainA.err"
 step=$(sed -n 's/^step //p' "$T/ckA/MANIFEST")
 echo "the last checkpoint is at step $step"
 
@@ -48,10 +49,10 @@ echo "after the kill and without it: $(ls "$T"/endB/tables | wc -l) tables and $
 # stays loadable, by the restarted server and by the worker.
 start_server e 0 1 "$T/ps2" --crash-in-checkpoint=2
 status=0
-train --steps=200 --checkpoint-every=50 --save="$T/ckC" --ps-deadline=1 \
+train --steps=200 --checkpoint-every=50 --save="$T/ckC" --ps-deadline=2 \
   --ps="$(addresses e)" >"$T/trainC.log" 2>"$T/trainC.err" || status=$?
 echo "worker exit status $status"
-grep -o 'writing checkpoint .ckC.step-100. on PS server 0 .*: UNAVAILABLE' "$T/trainC.err"
+grep -o 'writing checkpoint .ckC.step-100. on PS server 0 .*: UNAVAILABLE' "$T/trainC.err" || cat "$T/trainC.err"
 echo "worker checkpoint at step $(sed -n 's/^step //p' "$T/ckC/MANIFEST")"
 start_server e 0 1 "$T/ps2" --restore=latest
 sed -n 's/^\(restored\) .*\/\(ckC[^ ]*\) \(at step [0-9]*\).*/\1 \2 \3/p' "$T/server.e.log"
