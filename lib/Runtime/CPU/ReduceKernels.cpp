@@ -233,21 +233,24 @@ bool buildSoftmax(bool isLog, bool gradient, const Shape &shape, int axis,
   return true;
 }
 
-class SoftmaxKernel : public Kernel {
+/// softmax and log_softmax, forward and backward: the axis, its split
+/// and the oneDNN primitive (f32) are the same; the loops (other dtypes,
+/// or shapes oneDNN refuses) are each kernel's.
+class SoftmaxKernelBase : public Kernel {
 public:
-  explicit SoftmaxKernel(const OpInfo &op)
-      : Kernel(op), axisAttr(op.getInt("axis", -1)),
-        isLog(op.name() == "heterps.log_softmax") {}
+  SoftmaxKernelBase(const OpInfo &op, bool isLog, bool backward)
+      : Kernel(op), axisAttr(op.getInt("axis", -1)), isLog(isLog),
+        backward(backward) {}
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
     int axis = static_cast<int>(
         normalizeAxis(axisAttr, static_cast<int64_t>(in[0].size()), info));
     split.init(in[0], axis);
-    prim = planIsF32(info)
-               ? cache.get(in,
-                           [&](BoundPrimitive &p) {
-                             return buildSoftmax(isLog, false, in[0], axis, p);
-                           })
-               : nullptr;
+    prim = planIsF32(info) ? cache.get(in,
+                                       [&](BoundPrimitive &p) {
+                                         return buildSoftmax(isLog, backward,
+                                                             in[0], axis, p);
+                                       })
+                           : nullptr;
     return {in[0]};
   }
   void run(const std::vector<const Tensor *> &in,
@@ -256,6 +259,28 @@ public:
       prim->execute(info, in, res);
       return;
     }
+    runLoops(in, res);
+  }
+
+protected:
+  virtual void runLoops(const std::vector<const Tensor *> &in,
+                        const std::vector<Tensor *> &res) = 0;
+
+  int64_t axisAttr;
+  bool isLog, backward;
+  AxisSplit split;
+  PrimitiveCache cache;
+  BoundPrimitive *prim = nullptr;
+};
+
+class SoftmaxKernel : public SoftmaxKernelBase {
+public:
+  explicit SoftmaxKernel(const OpInfo &op)
+      : SoftmaxKernelBase(op, op.name() == "heterps.log_softmax", false) {}
+
+private:
+  void runLoops(const std::vector<const Tensor *> &in,
+                const std::vector<Tensor *> &res) override {
     dispatchFloat(in[0]->dtype(), info, [&](auto tag) {
       using T = decltype(tag);
       const T *x = in[0]->as<T>();
@@ -282,39 +307,17 @@ public:
         }
     });
   }
-
-private:
-  int64_t axisAttr;
-  bool isLog;
-  AxisSplit split;
-  PrimitiveCache cache;
-  BoundPrimitive *prim = nullptr;
 };
 
 /// heterps.softmax_grad: operands (result, result_grad).
-class SoftmaxGradKernel : public Kernel {
+class SoftmaxGradKernel : public SoftmaxKernelBase {
 public:
   explicit SoftmaxGradKernel(const OpInfo &op)
-      : Kernel(op), axisAttr(op.getInt("axis", -1)),
-        isLog(op.getBool("log", false)) {}
-  std::vector<Shape> prepare(const std::vector<Shape> &in) override {
-    int axis = static_cast<int>(
-        normalizeAxis(axisAttr, static_cast<int64_t>(in[0].size()), info));
-    split.init(in[0], axis);
-    prim = planIsF32(info)
-               ? cache.get(in,
-                           [&](BoundPrimitive &p) {
-                             return buildSoftmax(isLog, true, in[0], axis, p);
-                           })
-               : nullptr;
-    return {in[0]};
-  }
-  void run(const std::vector<const Tensor *> &in,
-           const std::vector<Tensor *> &res, ExecContext &) override {
-    if (prim && allF32(in, res)) {
-      prim->execute(info, in, res);
-      return;
-    }
+      : SoftmaxKernelBase(op, op.getBool("log", false), true) {}
+
+private:
+  void runLoops(const std::vector<const Tensor *> &in,
+                const std::vector<Tensor *> &res) override {
     dispatchFloat(in[0]->dtype(), info, [&](auto tag) {
       using T = decltype(tag);
       const T *y = in[0]->as<T>(), *dy = in[1]->as<T>();
@@ -334,13 +337,6 @@ public:
         }
     });
   }
-
-private:
-  int64_t axisAttr;
-  bool isLog;
-  AxisSplit split;
-  PrimitiveCache cache;
-  BoundPrimitive *prim = nullptr;
 };
 
 } // namespace
