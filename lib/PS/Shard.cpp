@@ -12,6 +12,7 @@
 
 #include "heterps/PS/KeyIndex.h"
 
+#include "heterps/Runtime/Hash.h"
 #include "heterps/Runtime/Optimizer.h"
 #include "heterps/Runtime/ParamStore.h"
 
@@ -32,23 +33,11 @@ using namespace heterps;
 using namespace heterps::ps;
 namespace fs = std::filesystem;
 
-static uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
+using runtime::fnv1a;
+using runtime::splitmix64;
 
 uint32_t ps::virtualShardOf(uint64_t key) {
   return static_cast<uint32_t>(splitmix64(key) % kVirtualShards);
-}
-
-static uint64_t fnv1a(const void *data, size_t n,
-                      uint64_t h = 1469598103934665603ull) {
-  const unsigned char *p = static_cast<const unsigned char *>(data);
-  for (size_t i = 0; i < n; ++i)
-    h = (h ^ p[i]) * 1099511628211ull;
-  return h;
 }
 
 uint32_t ps::serverOfName(const std::string &name, uint32_t servers) {

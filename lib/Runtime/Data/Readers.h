@@ -10,6 +10,7 @@
 
 #include "heterps/Runtime/Data.h"
 #include "heterps/Runtime/Error.h"
+#include "heterps/Runtime/Hash.h"
 
 #include <cstdint>
 #include <memory>
@@ -74,12 +75,7 @@ std::string quote(std::string_view s);
 bool parseInt64(std::string_view s, int64_t &value);
 bool parseDouble(std::string_view s, double &value);
 
-inline uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
+using runtime::splitmix64;
 
 /// A small, fast generator (splitmix64 as a stream) for the synthetic data
 /// and the shuffle buffer; deterministic across platforms, unlike the

@@ -4,6 +4,7 @@
 
 #include "heterps/Runtime/Data.h"
 #include "heterps/Runtime/Error.h"
+#include "heterps/Runtime/Hash.h"
 
 #include <cstdio>
 #include <cstring>
@@ -30,12 +31,11 @@ static std::string fileName(const std::string &prefix,
 
 static uint64_t checksum(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
-  uint64_t h = 1469598103934665603ull;
+  uint64_t h = kFnv1aOffset;
   char buf[1 << 16];
   while (in) {
     in.read(buf, sizeof(buf));
-    for (std::streamsize i = 0; i < in.gcount(); ++i)
-      h = (h ^ static_cast<unsigned char>(buf[i])) * 1099511628211ull;
+    h = fnv1a(buf, static_cast<size_t>(in.gcount()), h);
   }
   return h;
 }

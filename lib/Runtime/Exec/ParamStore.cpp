@@ -3,6 +3,7 @@
 #include "heterps/Runtime/ParamStore.h"
 
 #include "heterps/Runtime/Error.h"
+#include "heterps/Runtime/Hash.h"
 #include "heterps/Runtime/PlanTypes.h"
 
 #include <cmath>
@@ -73,10 +74,7 @@ void runtime::initializeValues(float *p, int64_t n, const Shape &s,
 }
 
 static uint64_t nameSeed(uint64_t seed, const std::string &name) {
-  uint64_t h = 1469598103934665603ull ^ seed;
-  for (char c : name)
-    h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
-  return h;
+  return fnv1a(name.data(), name.size(), kFnv1aOffset ^ seed);
 }
 
 ParamStore::ParamStore(const plan::Plan &plan, uint64_t seed) {
