@@ -40,6 +40,17 @@ Training:
   --load=DIR               start from a checkpoint: parameters, tables,
                            step and the position in the data
   --fallback=cpu           run stages placed on GPUs with the CPU kernels
+Pipeline (plans with several stages, or stages with several units):
+  --pipeline=P             auto (default: pipelined when the plan has several
+                           stages or units) | on | off (one worker runs every
+                           stage in order)
+  --schedule=S             1f1b (default) | gpipe: the order of a stage's
+                           forward and backward micro-batches
+  --max-workers=N          worker threads in all (default: one per hardware
+                           thread); a stage's units map onto at most this many
+                           replicas, each stage gets at least one
+  --micro-batches=N        micro-batches per step (default: the plan's, at
+                           least one per replica)
 Embedding tables (a parameter-server service; without --ps, embedded):
   --ps=HOST:PORT,...       the PS servers (heterps-run serve), in shard order
   --ps-deadline=SECONDS    a PS call fails with UNAVAILABLE after this long,
@@ -148,6 +159,30 @@ Options heterps::run::parseOptions(int argc, char **argv) {
          o.ttlSeconds = std::strtod(v.c_str(), &end);
          if (v.empty() || *end || !(o.ttlSeconds >= 0))
            usageError("--ttl-seconds takes a number >= 0, got '" + v + "'");
+       }},
+      {"pipeline",
+       [&](const std::string &v) {
+         if (v != "auto" && v != "on" && v != "off")
+           usageError("--pipeline takes auto, on or off, got '" + v + "'");
+         o.pipeline = v;
+       }},
+      {"schedule",
+       [&](const std::string &v) {
+         if (v != "1f1b" && v != "gpipe")
+           usageError("--schedule takes 1f1b or gpipe, got '" + v + "'");
+         o.schedule = v;
+       }},
+      {"max-workers",
+       [&](const std::string &v) {
+         o.maxWorkers = static_cast<int>(toInt("max-workers", v));
+         if (o.maxWorkers < 1)
+           usageError("--max-workers must be positive, got '" + v + "'");
+       }},
+      {"micro-batches",
+       [&](const std::string &v) {
+         o.microBatches = toInt("micro-batches", v);
+         if (o.microBatches < 1)
+           usageError("--micro-batches must be positive, got '" + v + "'");
        }},
       {"fallback",
        [&](const std::string &v) {

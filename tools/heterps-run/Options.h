@@ -26,6 +26,11 @@ struct Options {
   std::string save, load;
   int64_t checkpointEvery = 0;
   bool fallbackCPU = false;
+  // The pipelined executor: auto | on | off, its schedule, the worker cap
+  // (0: the hardware threads) and micro-batches per step (0: the plan's).
+  std::string pipeline = "auto", schedule = "1f1b";
+  int maxWorkers = 0;
+  int64_t microBatches = 0;
   // Parameter server: the servers in shard order (empty: embedded), the
   // deadline of a call, and where to export the bounded tables.
   std::string ps;

@@ -17,6 +17,7 @@
 #include "heterps/Runtime/Checkpoint.h"
 #include "heterps/Runtime/Data.h"
 #include "heterps/Runtime/Error.h"
+#include "heterps/Runtime/Pipeline.h"
 #include "heterps/Runtime/PlanTypes.h"
 #include "heterps/Runtime/Program.h"
 
@@ -325,7 +326,7 @@ void saveRun(const Options &o, ParamStore &params, ps::Client &tables,
 }
 
 void loadRun(const Options &o, ParamStore &params, ps::Client &tables,
-             Program &program, CheckpointInfo &info) {
+             CheckpointInfo &info) {
   info = loadCheckpoint(o.load, params);
   auto named = info.entries.find("ps-checkpoint");
   if (named != info.entries.end()) {
@@ -340,7 +341,6 @@ void loadRun(const Options &o, ParamStore &params, ps::Client &tables,
              << "tables; train without --ps to load it";
     tables.restore(std::filesystem::absolute(o.load).string() + "/ps");
   }
-  program.setSteps(info.step);
 }
 
 /// Writes every table with a vocabulary as DIR/table.<name>.pb.
@@ -376,8 +376,11 @@ int64_t entryOr(const CheckpointInfo &info, const std::string &key,
   return v;
 }
 
-int runTraining(const Options &o, Program &program, ParamStore &params,
-                ps::Client &tables, const CheckpointInfo &loaded) {
+/// Trains with `stepper` (the program itself, or the pipelined executor of
+/// its plan); `program` binds the data and evaluates.
+int runTraining(const Options &o, Program &program, StepExecutor &stepper,
+                ParamStore &params, ps::Client &tables,
+                const CheckpointInfo &loaded) {
   Binder binder(program);
   int lossOutput = program.plan().training().loss_output();
   std::vector<int> outs = predictionOutputs(program);
@@ -425,7 +428,7 @@ int runTraining(const Options &o, Program &program, ParamStore &params,
   }
   auto checkpointNow = [&](int64_t epoch) {
     CheckpointInfo info;
-    info.step = program.steps();
+    info.step = stepper.steps();
     info.entries["epoch"] = std::to_string(epoch);
     info.entries["epoch-batches"] = std::to_string(epochBatches);
     saveRun(o, params, tables, std::move(info));
@@ -450,7 +453,7 @@ int runTraining(const Options &o, Program &program, ParamStore &params,
         n = inputs[0] && inputs[0]->rank() ? inputs[0]->dim(0) : 1;
       }
       const std::vector<const Tensor *> &res =
-          program.run(inputs, true, wanted);
+          stepper.run(inputs, true, wanted);
       lastLoss = res[0]->as<float>()[0];
       window.addLoss(lastLoss, n);
       if (res.size() > 1 && binder.labelIndex() >= 0 &&
@@ -463,7 +466,7 @@ int runTraining(const Options &o, Program &program, ParamStore &params,
         double secs =
             std::chrono::duration<double>(Clock::now() - windowStart).count();
         std::printf("step %lld  epoch %lld  samples/s %.0f  loss %.5f  %s\n",
-                    static_cast<long long>(program.steps()),
+                    static_cast<long long>(stepper.steps()),
                     static_cast<long long>(epoch + 1),
                     secs > 0 ? windowSamples / secs : 0.0, window.meanLoss(),
                     metricsText(window).c_str());
@@ -474,11 +477,11 @@ int runTraining(const Options &o, Program &program, ParamStore &params,
       }
       if (o.steps && steps >= o.steps)
         done = true;
-      if (o.checkpointEvery && program.steps() % o.checkpointEvery == 0 &&
+      if (o.checkpointEvery && stepper.steps() % o.checkpointEvery == 0 &&
           !done) {
         checkpointNow(epoch);
         std::printf("checkpoint %s at step %lld\n", o.save.c_str(),
-                    static_cast<long long>(program.steps()));
+                    static_cast<long long>(stepper.steps()));
         std::fflush(stdout);
       }
     }
@@ -503,7 +506,7 @@ int runTraining(const Options &o, Program &program, ParamStore &params,
       epochBatches = 0;
     checkpointNow(epoch);
     std::printf("saved checkpoint %s at step %lld\n", o.save.c_str(),
-                static_cast<long long>(program.steps()));
+                static_cast<long long>(stepper.steps()));
   }
   if (!o.exportTables.empty())
     exportTables(o.exportTables, tables);
@@ -569,13 +572,27 @@ int main(int argc, char **argv) {
     Program program(p, params, tables, po);
     CheckpointInfo loaded;
     if (!o.load.empty()) {
-      loadRun(o, params, tables, program, loaded);
+      loadRun(o, params, tables, loaded);
+      program.setSteps(loaded.step);
       std::printf("loaded checkpoint %s at step %lld\n", o.load.c_str(),
-                  static_cast<long long>(program.steps()));
+                  static_cast<long long>(loaded.step));
     }
     if (o.infer || !program.isTraining())
       return runInference(o, program);
-    return runTraining(o, program, params, tables, loaded);
+    std::unique_ptr<PipelineExecutor> pipeline;
+    if (o.pipeline == "on" || (o.pipeline == "auto" && needsPipeline(p))) {
+      PipelineOptions pipelineOptions;
+      pipelineOptions.schedule = parsePipelineSchedule(o.schedule);
+      pipelineOptions.maxWorkers = o.maxWorkers;
+      pipelineOptions.microBatches = o.microBatches;
+      pipeline = std::make_unique<PipelineExecutor>(p, params, tables, po,
+                                                    pipelineOptions);
+      pipeline->setSteps(loaded.step);
+      std::printf("%s", pipeline->describe().c_str());
+    }
+    StepExecutor &stepper =
+        pipeline ? static_cast<StepExecutor &>(*pipeline) : program;
+    return runTraining(o, program, stepper, params, tables, loaded);
   } catch (const RuntimeError &e) {
     std::fprintf(stderr, "heterps-run: error: %s\n", e.what());
     return 1;

@@ -19,6 +19,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,11 +32,33 @@ struct ProgramOptions {
   uint64_t seed = 1;
 };
 
-class Program {
+/// What runs training steps: a Program (one worker) or the pipelined
+/// executor (lib/Runtime/Pipeline).
+class StepExecutor {
+public:
+  virtual ~StepExecutor();
+  virtual const std::vector<const Tensor *> &
+  run(const std::vector<const Tensor *> &inputs, bool training,
+      const std::vector<int> &outputs) = 0;
+  /// Training steps taken so far (the optimizers' and checkpoints' count).
+  virtual int64_t steps() const = 0;
+  virtual void setSteps(int64_t steps) = 0;
+};
+
+/// The registry column that runs `stage`: its own kind when this machine
+/// and build can, the CPU for a GPU stage with `fallbackToCPU`; otherwise
+/// throws naming the stage and why. `gpuStatus` caches the device query
+/// between calls: unset before the first, then "" when a GPU is usable or
+/// the reason none is.
+DeviceKind resolveStageDevice(const plan::Stage &stage,
+                              const ProgramOptions &options,
+                              std::optional<std::string> &gpuStatus);
+
+class Program : public StepExecutor {
 public:
   Program(const plan::Plan &plan, ParamStore &params, EmbeddingStore &tables,
           const ProgramOptions &options);
-  ~Program();
+  ~Program() override;
 
   const plan::Plan &plan() const { return planRef; }
   bool isTraining() const { return planRef.has_training(); }
@@ -56,10 +79,10 @@ public:
   /// Returns the requested outputs, valid until the next run.
   const std::vector<const Tensor *> &
   run(const std::vector<const Tensor *> &inputs, bool training,
-      const std::vector<int> &outputs);
+      const std::vector<int> &outputs) override;
 
-  int64_t steps() const { return context.step; }
-  void setSteps(int64_t steps) { context.step = steps; }
+  int64_t steps() const override { return context.step; }
+  void setSteps(int64_t steps) override { context.step = steps; }
   /// Number of memory plans built so far (one per input signature).
   size_t memoryPlans() const { return plans.size(); }
 

@@ -10,7 +10,8 @@ using namespace heterps::runtime;
 using namespace heterps::runtime::cpu;
 
 CPUDevice &cpu::cpuDevice() {
-  static CPUDevice device;
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  thread_local CPUDevice device{engine, dnnl::stream(engine)};
   return device;
 }
 

@@ -9,12 +9,16 @@
 
 namespace heterps::runtime::cpu {
 
-/// The oneDNN engine and stream of the CPU column; one per process.
+/// The oneDNN engine and stream of the CPU column. The engine is one per
+/// process; each thread has its own stream on it, because a stream is not
+/// safe to use from several threads and the pipelined executor runs a stage
+/// replica per thread.
 struct CPUDevice {
-  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
-  dnnl::stream stream{engine};
+  dnnl::engine engine;
+  dnnl::stream stream;
 };
 
+/// This thread's device.
 CPUDevice &cpuDevice();
 
 /// Runs a small primitive on one thread: waking OpenMP workers costs tens of

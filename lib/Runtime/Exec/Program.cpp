@@ -7,6 +7,7 @@
 #include "heterps/Runtime/PlanTypes.h"
 
 #include <omp.h>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -35,6 +36,31 @@ static bool hasSideEffect(const std::string &name) {
          name == "heterps.send";
 }
 
+StepExecutor::~StepExecutor() = default;
+
+DeviceKind runtime::resolveStageDevice(const plan::Stage &stage,
+                                       const ProgramOptions &options,
+                                       std::optional<std::string> &gpuStatus) {
+  if (stage.kind() != "gpu")
+    return DeviceKind::CPU;
+  if (!gpuStatus) {
+    DeviceInventory inventory = queryDevices();
+    gpuStatus = inventory.gpus.empty() ? inventory.gpuStatus : "";
+  }
+  bool anyGpuKernel =
+      !KernelRegistry::global().opNames(DeviceKind::GPU).empty();
+  if (gpuStatus->empty() && anyGpuKernel)
+    return DeviceKind::GPU;
+  if (!options.fallbackToCPU)
+    fail() << "stage " << stage.index() << " is placed on GPU resource '"
+           << stage.resource() << "', but "
+           << (gpuStatus->empty()
+                   ? std::string("this build has no CUDA kernels")
+                   : "no GPU is usable here (" + *gpuStatus + ")")
+           << "; run with --fallback=cpu to execute it on the CPU";
+  return DeviceKind::CPU;
+}
+
 Program::Program(const plan::Plan &plan, ParamStore &params,
                  EmbeddingStore &tables, const ProgramOptions &options)
     : planRef(plan) {
@@ -55,28 +81,9 @@ Program::Program(const plan::Plan &plan, ParamStore &params,
         sent[op.attrs().at("channel").i()] = op.inputs(0);
 
   KernelRegistry &registry = KernelRegistry::global();
-  std::string gpuStatus;
-  bool gpuChecked = false;
+  std::optional<std::string> gpuStatus;
   for (const plan::Stage &stage : plan.stages()) {
-    DeviceKind kind = stage.kind() == "gpu" ? DeviceKind::GPU : DeviceKind::CPU;
-    if (kind == DeviceKind::GPU) {
-      if (!gpuChecked) {
-        DeviceInventory inventory = queryDevices();
-        gpuStatus = inventory.gpus.empty() ? inventory.gpuStatus : "";
-        gpuChecked = true;
-      }
-      bool anyGpuKernel = !registry.opNames(DeviceKind::GPU).empty();
-      if (!gpuStatus.empty() || !anyGpuKernel) {
-        if (!options.fallbackToCPU)
-          fail() << "stage " << stage.index() << " is placed on GPU resource '"
-                 << stage.resource() << "', but "
-                 << (gpuStatus.empty()
-                         ? std::string("this build has no CUDA kernels")
-                         : "no GPU is usable here (" + gpuStatus + ")")
-                 << "; run with --fallback=cpu to execute it on the CPU";
-        kind = DeviceKind::CPU;
-      }
-    }
+    DeviceKind kind = resolveStageDevice(stage, options, gpuStatus);
     for (const plan::Op &op : stage.ops()) {
       if (op.name() == "heterps.send")
         continue;

@@ -1,0 +1,107 @@
+//===- Pipeline.h - Pipelined, data-parallel execution of a plan -*- C++
+//-*-===//
+//
+// The paper's execution of a scheduled plan in one process: every stage of
+// the plan runs as its own workers, a stage with k units as k data-parallel
+// replicas (capped to the workers this machine can run), and the step's
+// batch is split into micro-batches that flow forward through the stages'
+// channels while their gradients flow back. Each worker is a thread with
+// its own kernels and its own buffers for the micro-batches it has in
+// flight; channels are in-memory queues.
+//
+// Training is synchronous: every micro-batch of a step reads the
+// parameters and table rows of the step before, dense gradients are summed
+// over a step's micro-batches and the replicas of their stage (weighted by
+// the micro-batch's share of the batch, so the mean losses of the
+// micro-batches add up to the mean loss of the batch) and applied once, and
+// sparse gradients are merged and pushed once per table. A step therefore
+// equals a single worker's step on the whole batch up to the order of float
+// additions. Dropout draws its masks per micro-batch, and batch
+// normalisation normalises per micro-batch, as in every pipeline.
+//
+// This header does not include MLIR; the plan file is the whole input.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HETERPS_RUNTIME_PIPELINE_H
+#define HETERPS_RUNTIME_PIPELINE_H
+
+#include "heterps/Runtime/Program.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace heterps::runtime {
+
+/// The order in which a stage worker runs the forward and backward parts of
+/// its micro-batches.
+enum class PipelineSchedule {
+  /// One forward, one backward: a stage keeps at most (stages after it + 1)
+  /// micro-batches in flight, so stashed activations stay bounded.
+  OneForwardOneBackward,
+  /// All forwards of a step, then all backwards (GPipe).
+  GPipe,
+};
+
+/// Parses "1f1b" or "gpipe"; throws naming the value otherwise.
+PipelineSchedule parsePipelineSchedule(const std::string &name);
+const char *pipelineScheduleName(PipelineSchedule schedule);
+
+struct PipelineOptions {
+  PipelineSchedule schedule = PipelineSchedule::OneForwardOneBackward;
+  /// Workers (threads) in all; every stage gets at least one, the rest go
+  /// to the stages by their units. 0: one per hardware thread.
+  int maxWorkers = 0;
+  /// Micro-batches per step; 0: the plan's, at least one per replica.
+  int64_t microBatches = 0;
+};
+
+/// How the plan's stages were mapped onto workers.
+struct StageMapping {
+  int stage = 0;
+  std::string resource, kind;
+  int64_t units = 0;
+  int replicas = 0;
+  int segments = 0;
+};
+
+class PipelineExecutor : public StepExecutor {
+public:
+  PipelineExecutor(const plan::Plan &plan, ParamStore &params,
+                   EmbeddingStore &tables, const ProgramOptions &options,
+                   const PipelineOptions &pipeline);
+  ~PipelineExecutor() override;
+
+  /// One synchronous training step on the whole batch `inputs` (by input
+  /// position). Rank-0 outputs (the loss) are the batch's weighted mean,
+  /// the others are the micro-batches' rows in batch order. Throws, naming
+  /// the stage and replica, when a worker fails; the executor is unusable
+  /// afterwards.
+  const std::vector<const Tensor *> &
+  run(const std::vector<const Tensor *> &inputs, bool training,
+      const std::vector<int> &outputs) override;
+
+  int64_t steps() const override { return stepCount; }
+  void setSteps(int64_t steps) override { stepCount = steps; }
+
+  const std::vector<StageMapping> &mapping() const { return stageMapping; }
+  int64_t microBatches() const { return microBatchCount; }
+  /// One line per stage: its units and the replicas that run them.
+  std::string describe() const;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl;
+  std::vector<StageMapping> stageMapping;
+  int64_t microBatchCount = 1;
+  int64_t stepCount = 0;
+};
+
+/// True when the plan asks for more than one worker: several stages, or a
+/// stage with several units.
+bool needsPipeline(const plan::Plan &plan);
+
+} // namespace heterps::runtime
+
+#endif // HETERPS_RUNTIME_PIPELINE_H

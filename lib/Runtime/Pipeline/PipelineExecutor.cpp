@@ -1,0 +1,572 @@
+//===- PipelineExecutor.cpp - Pipelined, data-parallel execution ----------===//
+//
+// One thread per stage replica. A step starts every worker; each runs the
+// segments of its micro-batches (micro-batch m belongs to replica
+// m mod replicas of every stage) as their channels deliver, in a fixed
+// order per segment, so that accumulation order, and so the result, does
+// not depend on timing. Every dependency of a task points to a smaller
+// micro-batch or to an earlier task of the same micro-batch, so the
+// workers cannot deadlock. When all are done the driver applies each
+// stage's updates once.
+//
+//===----------------------------------------------------------------------===//
+
+#include "heterps/Runtime/Pipeline.h"
+
+#include "StageProgram.h"
+
+#include "heterps/Runtime/Error.h"
+#include "heterps/Runtime/PlanTypes.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <omp.h>
+#include <sstream>
+#include <thread>
+
+using namespace heterps;
+using namespace heterps::runtime;
+
+PipelineSchedule runtime::parsePipelineSchedule(const std::string &name) {
+  if (name == "1f1b")
+    return PipelineSchedule::OneForwardOneBackward;
+  if (name == "gpipe")
+    return PipelineSchedule::GPipe;
+  fail() << "unknown pipeline schedule '" << name
+         << "'; expected 1f1b or gpipe";
+}
+
+const char *runtime::pipelineScheduleName(PipelineSchedule schedule) {
+  return schedule == PipelineSchedule::GPipe ? "gpipe" : "1f1b";
+}
+
+bool runtime::needsPipeline(const plan::Plan &plan) {
+  if (plan.stages_size() > 1)
+    return true;
+  for (const plan::Stage &stage : plan.stages())
+    if (stage.units() > 1)
+      return true;
+  return false;
+}
+
+namespace {
+
+struct MicroBatch {
+  int64_t firstRow = 0, rows = 0;
+  double weight = 0;
+  /// Views of the rows of the step's inputs (null where none was given).
+  std::vector<Tensor> inputs;
+  std::vector<bool> given;
+};
+
+/// Tensors sent to one worker, by (micro-batch, channel).
+struct Inbox {
+  std::mutex mutex;
+  std::condition_variable arrived;
+  std::map<std::pair<int64_t, int64_t>, Tensor> messages;
+};
+
+struct Worker {
+  int stage = 0, replica = 0;
+  std::unique_ptr<StageProgram> program;
+  std::vector<std::unique_ptr<StageProgram::Slot>> slots;
+  std::vector<StageProgram::Slot *> freeSlots;
+  Inbox inbox;
+  /// Micro-batches in flight at most (1F1B), or 0 for no bound.
+  int64_t inFlightLimit = 0;
+  std::thread thread;
+  // The step's bookkeeping, kept between steps: this replica's
+  // micro-batches, the segments each has done, and the slot holding it.
+  std::vector<int64_t> mine;
+  std::vector<int> progress;
+  std::vector<StageProgram::Slot *> slotOf;
+};
+
+} // namespace
+
+struct PipelineExecutor::Impl {
+  const plan::Plan &plan;
+  PipelineOptions options;
+  int threadsPerWorker = 1;
+  std::vector<std::vector<std::unique_ptr<Worker>>> stages;
+
+  // The step the workers run.
+  std::mutex mutex;
+  std::condition_variable start, finished;
+  uint64_t generation = 0;
+  int running = 0;
+  bool shutdown = false;
+  std::atomic<bool> aborted{false};
+  std::string error;
+  std::vector<MicroBatch> microBatches;
+  int64_t batchRows = 0;
+
+  // Results: the wanted outputs, the rank-0 ones as per-micro-batch parts.
+  std::vector<int> wanted;
+  std::vector<Tensor> results;
+  std::vector<std::vector<double>> scalarParts;
+  std::vector<const Tensor *> resultPointers;
+
+  explicit Impl(const plan::Plan &plan) : plan(plan) {}
+  void workerMain(Worker &worker);
+  void runStep(Worker &worker);
+  void abort(const std::string &message);
+  void deliver(int stage, int64_t microBatch, int64_t channel, Tensor tensor);
+  void collect(const StageSegment &segment, StageProgram::Slot &slot,
+               int64_t microBatch);
+};
+
+void PipelineExecutor::Impl::abort(const std::string &message) {
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!aborted)
+      error = message;
+    aborted = true;
+  }
+  for (auto &replicas : stages)
+    for (auto &worker : replicas) {
+      std::lock_guard<std::mutex> lock(worker->inbox.mutex);
+      worker->inbox.arrived.notify_all();
+    }
+}
+
+void PipelineExecutor::Impl::deliver(int stage, int64_t microBatch,
+                                     int64_t channel, Tensor tensor) {
+  auto &replicas = stages[stage];
+  Worker &to = *replicas[microBatch % replicas.size()];
+  std::lock_guard<std::mutex> lock(to.inbox.mutex);
+  to.inbox.messages[{microBatch, channel}] = std::move(tensor);
+  to.inbox.arrived.notify_all();
+}
+
+void PipelineExecutor::Impl::collect(const StageSegment &segment,
+                                     StageProgram::Slot &slot,
+                                     int64_t microBatch) {
+  const MicroBatch &mb = microBatches[microBatch];
+  for (const ProgramPoint &point : segment.outputs)
+    for (size_t w = 0; w < wanted.size(); ++w) {
+      if (wanted[w] != point.position)
+        continue;
+      const Tensor &value = slot.values[point.value];
+      Tensor &result = results[w];
+      if (result.rank() == 0) {
+        scalarParts[w][microBatch] = value.as<float>()[0];
+        continue;
+      }
+      if (value.rank() == 0 || value.dim(0) != mb.rows ||
+          value.numElements() / mb.rows !=
+              result.numElements() / std::max<int64_t>(result.dim(0), 1))
+        fail() << "output '" << plan.values(plan.outputs(point.position)).name()
+               << "' of micro-batch " << microBatch << " is "
+               << value.typeString() << "; the pipeline joins outputs of "
+               << mb.rows << " rows into the batch's";
+      size_t rowBytes = value.byteSize() / mb.rows;
+      std::memcpy(static_cast<char *>(result.data()) + mb.firstRow * rowBytes,
+                  value.data(), value.byteSize());
+    }
+}
+
+void PipelineExecutor::Impl::runStep(Worker &worker) {
+  StageProgram &program = *worker.program;
+  const std::vector<StageSegment> &segments = program.segments();
+  int numSegments = static_cast<int>(segments.size());
+  int replicas = static_cast<int>(stages[worker.stage].size());
+  std::vector<int64_t> &mine = worker.mine;
+  mine.clear();
+  for (int64_t m = worker.replica;
+       m < static_cast<int64_t>(microBatches.size()); m += replicas)
+    mine.push_back(m);
+  std::vector<int> &progress = worker.progress;
+  std::vector<StageProgram::Slot *> &slotOf = worker.slotOf;
+  progress.assign(mine.size(), 0);
+  slotOf.assign(mine.size(), nullptr);
+  size_t done = 0, nextForward = 0;
+  int64_t inFlight = 0;
+  bool gpipe = options.schedule == PipelineSchedule::GPipe;
+
+  // The next micro-batch (index into `mine`) for segment k: segments take
+  // their micro-batches in order.
+  auto nextFor = [&](int k) -> int64_t {
+    for (size_t i = 0; i < mine.size(); ++i)
+      if (progress[i] <= k)
+        return progress[i] == k ? static_cast<int64_t>(i) : -1;
+    return -1;
+  };
+  auto delivered = [&](int k, size_t i) {
+    for (const ChannelPoint &recv : segments[k].recvs)
+      if (!worker.inbox.messages.count({mine[i], recv.channel}))
+        return false;
+    return true;
+  };
+  while (done < mine.size()) {
+    int64_t task = -1;
+    int segment = -1;
+    {
+      std::unique_lock<std::mutex> lock(worker.inbox.mutex);
+      while (true) {
+        if (aborted)
+          return;
+        auto tryForward = [&] {
+          if (nextForward < mine.size() &&
+              (worker.inFlightLimit == 0 || inFlight < worker.inFlightLimit) &&
+              delivered(0, nextForward)) {
+            task = static_cast<int64_t>(nextForward);
+            segment = 0;
+          }
+        };
+        auto tryBackward = [&] {
+          for (int k = gpipe ? 1 : numSegments - 1;
+               gpipe ? k < numSegments : k >= 1; k += gpipe ? 1 : -1) {
+            int64_t i = nextFor(k);
+            if (i >= 0 && delivered(k, i)) {
+              task = i;
+              segment = k;
+              return;
+            }
+          }
+        };
+        if (gpipe) {
+          tryForward();
+          if (task < 0)
+            tryBackward();
+        } else {
+          tryBackward();
+          if (task < 0)
+            tryForward();
+        }
+        if (task >= 0)
+          break;
+        worker.inbox.arrived.wait(lock);
+      }
+    }
+    int64_t m = mine[task];
+    const MicroBatch &mb = microBatches[m];
+    const StageSegment &seg = segments[segment];
+    if (segment == 0) {
+      if (worker.freeSlots.empty()) {
+        worker.slots.push_back(std::make_unique<StageProgram::Slot>());
+        worker.freeSlots.push_back(worker.slots.back().get());
+      }
+      slotOf[task] = worker.freeSlots.back();
+      worker.freeSlots.pop_back();
+      ++inFlight;
+      ++nextForward;
+    }
+    StageProgram::Slot &slot = *slotOf[task];
+    if (slot.values.size() != static_cast<size_t>(plan.values_size()))
+      slot.values.resize(plan.values_size());
+    for (const ProgramPoint &input : seg.inputs) {
+      if (!mb.given[input.position])
+        fail() << "input '" << plan.values(input.value).name()
+               << "' is needed but not given";
+      const Tensor &t = mb.inputs[input.position];
+      slot.values[input.value].reset(t.dtype(), t.shape(), t.data());
+    }
+    {
+      std::lock_guard<std::mutex> lock(worker.inbox.mutex);
+      for (const ChannelPoint &recv : seg.recvs) {
+        auto it = worker.inbox.messages.find({m, recv.channel});
+        slot.values[recv.value] = std::move(it->second);
+        worker.inbox.messages.erase(it);
+      }
+    }
+    program.run(segment, slot, mb.weight);
+    for (const ChannelPoint &send : seg.sends)
+      deliver(send.peerStage, m, send.channel, slot.values[send.value].clone());
+    collect(seg, slot, m);
+    if (++progress[task] == numSegments) {
+      worker.freeSlots.push_back(slotOf[task]);
+      slotOf[task] = nullptr;
+      --inFlight;
+      ++done;
+    }
+  }
+}
+
+void PipelineExecutor::Impl::workerMain(Worker &worker) {
+  omp_set_num_threads(threadsPerWorker);
+  uint64_t seen = 0;
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(mutex);
+      start.wait(lock, [&] { return shutdown || generation != seen; });
+      if (shutdown)
+        return;
+      seen = generation;
+    }
+    try {
+      runStep(worker);
+    } catch (const std::exception &e) {
+      std::ostringstream message;
+      message << "stage " << worker.stage << " replica " << worker.replica
+              << ": " << e.what();
+      abort(message.str());
+    }
+    std::lock_guard<std::mutex> lock(mutex);
+    if (--running == 0)
+      finished.notify_all();
+  }
+}
+
+PipelineExecutor::PipelineExecutor(const plan::Plan &plan, ParamStore &params,
+                                   EmbeddingStore &tables,
+                                   const ProgramOptions &options,
+                                   const PipelineOptions &pipeline)
+    : impl(std::make_unique<Impl>(plan)) {
+  impl->options = pipeline;
+  if (!plan.has_training())
+    fail() << "the pipelined executor runs training steps; the plan is not "
+              "a training step (compile it with --heterps-autodiff)";
+  int numStages = plan.stages_size();
+  if (numStages == 0)
+    fail() << "the plan has no stages";
+  for (int s = 0; s < numStages; ++s)
+    if (plan.stages(s).index() != s)
+      fail() << "stage " << s << " of the plan has index "
+             << plan.stages(s).index() << "; stages are numbered in order";
+
+  // Workers: one per stage, then more replicas for the stages with the
+  // most units per replica, up to the cap.
+  int cap = pipeline.maxWorkers > 0
+                ? pipeline.maxWorkers
+                : std::max(1u, std::thread::hardware_concurrency());
+  std::vector<int> replicas(numStages, 1);
+  int workers = numStages;
+  while (workers < cap) {
+    int best = -1;
+    double bestLoad = 0;
+    for (int s = 0; s < numStages; ++s) {
+      int64_t units = std::max<int64_t>(plan.stages(s).units(), 1);
+      double load = static_cast<double>(units) / replicas[s];
+      if (replicas[s] < units && load > bestLoad) {
+        best = s;
+        bestLoad = load;
+      }
+    }
+    if (best < 0)
+      break;
+    ++replicas[best];
+    ++workers;
+  }
+  impl->threadsPerWorker = std::max(1, options.threads / workers);
+  int maxReplicas = *std::max_element(replicas.begin(), replicas.end());
+  microBatchCount = pipeline.microBatches > 0
+                        ? pipeline.microBatches
+                        : std::max<int64_t>(plan.micro_batches(), 1);
+  microBatchCount = std::max<int64_t>(microBatchCount, maxReplicas);
+
+  ExecContext context;
+  context.params = &params;
+  context.tables = &tables;
+  context.seed = options.seed;
+  context.threads = impl->threadsPerWorker;
+  context.training = true;
+  std::optional<std::string> gpuStatus;
+  for (int s = 0; s < numStages; ++s) {
+    const plan::Stage &stage = plan.stages(s);
+    DeviceKind kind = resolveStageDevice(stage, options, gpuStatus);
+    impl->stages.emplace_back();
+    for (int r = 0; r < replicas[s]; ++r) {
+      auto worker = std::make_unique<Worker>();
+      worker->stage = s;
+      worker->replica = r;
+      worker->program =
+          std::make_unique<StageProgram>(plan, stage, kind, context);
+      if (pipeline.schedule == PipelineSchedule::OneForwardOneBackward)
+        worker->inFlightLimit = numStages - s;
+      impl->stages.back().push_back(std::move(worker));
+    }
+    StageMapping map;
+    map.stage = s;
+    map.resource = stage.resource();
+    map.kind = stage.kind();
+    map.units = stage.units();
+    map.replicas = replicas[s];
+    map.segments =
+        static_cast<int>(impl->stages.back()[0]->program->segments().size());
+    stageMapping.push_back(map);
+  }
+  for (auto &stageWorkers : impl->stages)
+    for (auto &worker : stageWorkers) {
+      Worker *w = worker.get();
+      w->thread = std::thread([this, w] { impl->workerMain(*w); });
+    }
+}
+
+PipelineExecutor::~PipelineExecutor() {
+  {
+    std::lock_guard<std::mutex> lock(impl->mutex);
+    impl->shutdown = true;
+  }
+  impl->start.notify_all();
+  for (auto &stageWorkers : impl->stages)
+    for (auto &worker : stageWorkers)
+      if (worker->thread.joinable())
+        worker->thread.join();
+}
+
+std::string PipelineExecutor::describe() const {
+  std::ostringstream text;
+  int workers = 0;
+  for (const StageMapping &map : stageMapping)
+    workers += map.replicas;
+  text << "pipeline: " << stageMapping.size() << " stage"
+       << (stageMapping.size() == 1 ? "" : "s") << ", " << workers << " worker"
+       << (workers == 1 ? "" : "s") << ", " << microBatchCount << " micro-batch"
+       << (microBatchCount == 1 ? "" : "es") << " per step, "
+       << pipelineScheduleName(impl->options.schedule) << ", "
+       << impl->threadsPerWorker << " thread"
+       << (impl->threadsPerWorker == 1 ? "" : "s") << " per worker\n";
+  for (const StageMapping &map : stageMapping)
+    text << "  stage " << map.stage << " on " << map.resource << " ("
+         << map.kind << ") x" << map.units << ": " << map.replicas << " replica"
+         << (map.replicas == 1 ? "" : "s") << ", " << map.segments << " segment"
+         << (map.segments == 1 ? "" : "s") << "\n";
+  return text.str();
+}
+
+const std::vector<const Tensor *> &
+PipelineExecutor::run(const std::vector<const Tensor *> &inputs, bool training,
+                      const std::vector<int> &outputs) {
+  Impl &s = *impl;
+  const plan::Plan &plan = s.plan;
+  if (!training)
+    fail() << "the pipelined executor runs training steps; forward passes "
+              "run on one worker";
+  if (s.aborted)
+    fail() << "the pipeline stopped after an error: " << s.error;
+  if (inputs.size() != static_cast<size_t>(plan.inputs_size()))
+    fail() << "the plan has " << plan.inputs_size() << " inputs, "
+           << inputs.size() << " were given";
+
+  // The batch: dimension 0 of the inputs whose plan type has a dynamic one.
+  int64_t rows = -1;
+  for (int i = 0; i < plan.inputs_size(); ++i) {
+    if (!inputs[i])
+      continue;
+    const plan::Value &value = plan.values(plan.inputs(i));
+    TensorType type = fromPlanType(value.type());
+    const Tensor &t = *inputs[i];
+    if (t.dtype() != type.dtype ||
+        t.rank() != static_cast<int64_t>(type.dims.size()))
+      fail() << "input '" << value.name() << "' is " << t.typeString()
+             << ", the plan expects "
+             << Tensor::view(type.dtype, type.dims, nullptr).typeString();
+    for (size_t d = 0; d < type.dims.size(); ++d)
+      if (type.dims[d] >= 0 && type.dims[d] != t.dim(d))
+        fail() << "input '" << value.name() << "' has dimension " << d
+               << " of size " << t.dim(d) << ", the plan expects "
+               << type.dims[d];
+    if (type.dims.empty() || type.dims[0] >= 0)
+      continue;
+    if (rows >= 0 && t.dim(0) != rows)
+      fail() << "input '" << value.name() << "' has " << t.dim(0)
+             << " rows, the other inputs " << rows;
+    rows = t.dim(0);
+  }
+  if (rows < 0)
+    fail() << "no input of the plan has a dynamic batch dimension; the "
+              "pipeline splits the batch into micro-batches";
+  if (rows == 0)
+    fail() << "the batch is empty";
+  int64_t count = std::min<int64_t>(microBatchCount, rows);
+  s.microBatches.resize(count);
+  s.batchRows = rows;
+  int64_t first = 0;
+  for (int64_t m = 0; m < count; ++m) {
+    MicroBatch &mb = s.microBatches[m];
+    mb.firstRow = first;
+    mb.rows = rows / count + (m < rows % count ? 1 : 0);
+    mb.weight = static_cast<double>(mb.rows) / rows;
+    first += mb.rows;
+    mb.inputs.resize(inputs.size());
+    mb.given.assign(inputs.size(), false);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (!inputs[i])
+        continue;
+      mb.given[i] = true;
+      const Tensor &t = *inputs[i];
+      const plan::Value &value = plan.values(plan.inputs(i));
+      if (value.type().dims_size() == 0 || value.type().dims(0) >= 0) {
+        mb.inputs[i].reset(t.dtype(), t.shape(), t.data());
+        continue;
+      }
+      Shape shape = t.shape();
+      shape[0] = mb.rows;
+      size_t rowBytes = t.byteSize() / rows;
+      mb.inputs[i].reset(t.dtype(), shape,
+                         static_cast<char *>(t.data()) +
+                             mb.firstRow * rowBytes);
+    }
+  }
+
+  // Where the wanted outputs go.
+  s.wanted = outputs;
+  s.results.resize(outputs.size());
+  s.scalarParts.resize(outputs.size());
+  for (size_t w = 0; w < outputs.size(); ++w) {
+    if (outputs[w] < 0 || outputs[w] >= plan.outputs_size())
+      fail() << "output " << outputs[w] << " is not one of the plan's "
+             << plan.outputs_size();
+    const plan::Value &value = plan.values(plan.outputs(outputs[w]));
+    TensorType type = fromPlanType(value.type());
+    if (!type.dims.empty()) {
+      type.dims[0] = rows;
+      for (int64_t d : type.dims)
+        if (d < 0)
+          fail() << "output '" << value.name()
+                 << "' has a dynamic dimension besides the batch; the "
+                    "pipeline cannot join its micro-batches";
+    } else if (type.dtype != DType::F32) {
+      fail() << "output '" << value.name() << "' is a 0-D "
+             << dtypeName(type.dtype)
+             << "; the pipeline averages 0-D outputs, which must be f32";
+    }
+    if (s.results[w].empty() || s.results[w].dtype() != type.dtype ||
+        s.results[w].shape() != type.dims)
+      s.results[w].resize(type.dtype, type.dims);
+    s.scalarParts[w].assign(count, 0.0);
+  }
+
+  ++stepCount;
+  for (auto &stageWorkers : s.stages)
+    for (auto &worker : stageWorkers) {
+      worker->program->context().step = stepCount;
+      worker->program->beginStep();
+    }
+  {
+    std::unique_lock<std::mutex> lock(s.mutex);
+    int workers = 0;
+    for (auto &stageWorkers : s.stages)
+      workers += static_cast<int>(stageWorkers.size());
+    s.running = workers;
+    ++s.generation;
+    s.start.notify_all();
+    s.finished.wait(lock, [&] { return s.running == 0; });
+  }
+  if (s.aborted)
+    fail() << s.error;
+  // Every stage's updates, once, with the gradients of all its replicas.
+  for (auto &stageWorkers : s.stages) {
+    std::vector<StageProgram *> programs;
+    for (auto &worker : stageWorkers)
+      programs.push_back(worker->program.get());
+    programs[0]->context().step = stepCount;
+    programs[0]->applyStep(programs);
+  }
+  s.resultPointers.clear();
+  for (size_t w = 0; w < outputs.size(); ++w) {
+    if (s.results[w].rank() == 0) {
+      double sum = 0;
+      for (int64_t m = 0; m < count; ++m)
+        sum += s.microBatches[m].weight * s.scalarParts[w][m];
+      s.results[w].as<float>()[0] = static_cast<float>(sum);
+    }
+    s.resultPointers.push_back(&s.results[w]);
+  }
+  return s.resultPointers;
+}

@@ -1,0 +1,275 @@
+//===- StageProgram.cpp - One replica of one stage ------------------------===//
+
+#include "StageProgram.h"
+
+#include "heterps/Runtime/Error.h"
+#include "heterps/Runtime/PlanTypes.h"
+
+#include <map>
+#include <set>
+
+using namespace heterps;
+using namespace heterps::runtime;
+
+namespace {
+enum class Deferred { None, Update, Push };
+} // namespace
+
+struct StageProgram::Node {
+  const plan::Op *op = nullptr;
+  std::unique_ptr<Kernel> kernel;
+  std::vector<int> inputs, outputs;
+  std::vector<DType> outputTypes;
+  Deferred deferred = Deferred::None;
+  // The input shapes the kernel was last prepared for, and its outputs.
+  bool prepared = false;
+  std::vector<Shape> preparedShapes, outputShapes;
+  // The step's accumulators: a summed gradient (updates), or the keys and
+  // weighted rows of every push (pushes).
+  bool accumulated = false;
+  Tensor gradient;
+  std::vector<int64_t> pushKeys;
+  std::vector<float> pushRows;
+  int64_t pushDim = 0;
+};
+
+StageProgram::StageProgram(const plan::Plan &plan, const plan::Stage &stage,
+                           DeviceKind kind, const ExecContext &context)
+    : planRef(plan), ctx(context) {
+  std::map<int64_t, const plan::Channel *> channels;
+  for (const plan::Channel &channel : plan.channels())
+    channels[channel.id()] = &channel;
+  auto channelOf = [&](const plan::Op &op) -> const plan::Channel & {
+    auto attr = op.attrs().find("channel");
+    if (attr == op.attrs().end())
+      fail() << op.name() << " at " << op.location() << " has no channel";
+    auto it = channels.find(attr->second.i());
+    if (it == channels.end())
+      fail() << op.name() << " at " << op.location() << " names channel "
+             << attr->second.i() << ", which the plan does not declare";
+    return *it->second;
+  };
+  // A channel inside the stage is the sent value itself.
+  std::vector<int> aliasOf(plan.values_size());
+  for (int i = 0; i < plan.values_size(); ++i)
+    aliasOf[i] = i;
+  std::map<int64_t, int> sentHere;
+  for (const plan::Op &op : stage.ops())
+    if (op.name() == "heterps.send" &&
+        channelOf(op).to_stage() == stage.index())
+      sentHere[channelOf(op).id()] = op.inputs(0);
+  auto resolve = [&](int id) {
+    while (aliasOf[id] != id)
+      id = aliasOf[id];
+    return id;
+  };
+  std::map<int, int> inputPosition, outputPosition;
+  for (int i = 0; i < plan.inputs_size(); ++i)
+    inputPosition[plan.inputs(i)] = i;
+
+  KernelRegistry &registry = KernelRegistry::global();
+  segmentList.emplace_back();
+  std::set<int> boundInputs;
+  for (const plan::Op &op : stage.ops()) {
+    if (op.name() == "heterps.recv") {
+      const plan::Channel &channel = channelOf(op);
+      auto local = sentHere.find(channel.id());
+      if (local != sentHere.end()) {
+        aliasOf[op.outputs(0)] = local->second;
+        continue;
+      }
+      // A gradient from a later stage: what follows waits for it.
+      if (channel.from_stage() > stage.index() &&
+          (segmentList.back().endNode > segmentList.back().firstNode ||
+           !segmentList.back().recvs.empty())) {
+        size_t end = nodes.size();
+        segmentList.emplace_back();
+        segmentList.back().firstNode = segmentList.back().endNode = end;
+      }
+      segmentList.back().recvs.push_back(
+          {channel.id(), op.outputs(0),
+           static_cast<int>(channel.from_stage())});
+      continue;
+    }
+    if (op.name() == "heterps.send") {
+      const plan::Channel &channel = channelOf(op);
+      if (channel.to_stage() != stage.index())
+        segmentList.back().sends.push_back(
+            {channel.id(), resolve(op.inputs(0)),
+             static_cast<int>(channel.to_stage())});
+      continue;
+    }
+    auto node = std::make_unique<Node>();
+    node->op = &op;
+    std::vector<TensorType> inTypes, outTypes;
+    for (int id : op.inputs()) {
+      inTypes.push_back(fromPlanType(plan.values(id).type()));
+      int value = resolve(id);
+      node->inputs.push_back(value);
+      auto position = inputPosition.find(value);
+      if (position != inputPosition.end() && boundInputs.insert(value).second)
+        segmentList.back().inputs.push_back({position->second, value});
+    }
+    for (int id : op.outputs()) {
+      outTypes.push_back(fromPlanType(plan.values(id).type()));
+      node->outputs.push_back(id);
+      node->outputTypes.push_back(outTypes.back().dtype);
+    }
+    OpInfo info(op, inTypes, outTypes);
+    DeviceKind use = registry.has(op.name(), kind) ? kind : DeviceKind::CPU;
+    node->kernel = registry.create(info, use);
+    if (op.name() == "heterps.update_param")
+      node->deferred = Deferred::Update;
+    else if (op.name() == "heterps.ps_push")
+      node->deferred = Deferred::Push;
+    nodes.push_back(std::move(node));
+    segmentList.back().endNode = nodes.size();
+  }
+
+  // The plan outputs this stage computes, in the segment that computes them.
+  for (int o = 0; o < plan.outputs_size(); ++o) {
+    int value = resolve(plan.outputs(o));
+    for (StageSegment &segment : segmentList) {
+      bool here = false;
+      for (const ChannelPoint &recv : segment.recvs)
+        here |= recv.value == value;
+      for (size_t n = segment.firstNode; n < segment.endNode; ++n)
+        for (int id : nodes[n]->outputs)
+          here |= id == value;
+      if (here)
+        segment.outputs.push_back({o, value});
+    }
+  }
+}
+
+StageProgram::~StageProgram() = default;
+
+void StageProgram::run(int segment, Slot &slot, double weight) {
+  const StageSegment &seg = segmentList[segment];
+  if (slot.values.size() != static_cast<size_t>(planRef.values_size()))
+    slot.values.resize(planRef.values_size());
+  float w = static_cast<float>(weight);
+  for (size_t n = seg.firstNode; n < seg.endNode; ++n) {
+    Node &node = *nodes[n];
+    in.clear();
+    bool same = node.prepared;
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const Tensor &t = slot.values[node.inputs[i]];
+      if (t.dtype() == DType::Invalid)
+        fail() << node.kernel->op().describe() << ": operand value "
+               << node.inputs[i] << " is not computed before it";
+      same = same && t.shape() == node.preparedShapes[i];
+      in.push_back(&t);
+    }
+    if (!same) {
+      shapes.clear();
+      for (const Tensor *t : in)
+        shapes.push_back(t->shape());
+      node.outputShapes = node.kernel->prepare(shapes);
+      if (node.outputShapes.size() != node.outputs.size())
+        fail() << node.kernel->op().describe() << ": the kernel gives "
+               << node.outputShapes.size() << " results, the plan "
+               << node.outputs.size();
+      node.preparedShapes = shapes;
+      node.prepared = true;
+    }
+    if (node.deferred == Deferred::Update) {
+      const Tensor &g = *in[0];
+      if (!node.accumulated) {
+        node.gradient.resize(DType::F32, g.shape());
+        for (int64_t i = 0, e = g.numElements(); i < e; ++i)
+          node.gradient.as<float>()[i] = w * g.as<float>()[i];
+        node.accumulated = true;
+      } else {
+        for (int64_t i = 0, e = g.numElements(); i < e; ++i)
+          node.gradient.as<float>()[i] += w * g.as<float>()[i];
+      }
+      continue;
+    }
+    if (node.deferred == Deferred::Push) {
+      const Tensor &keys = *in[0], &rows = *in[1];
+      int64_t k = keys.numElements();
+      node.pushDim = rows.rank() == 2 ? rows.dim(1) : 0;
+      for (int64_t i = 0; i < k; ++i)
+        node.pushKeys.push_back(keys.dtype() == DType::I32
+                                    ? keys.as<int32_t>()[i]
+                                    : keys.as<int64_t>()[i]);
+      for (int64_t i = 0, e = rows.numElements(); i < e; ++i)
+        node.pushRows.push_back(w * rows.as<float>()[i]);
+      node.accumulated = true;
+      continue;
+    }
+    out.clear();
+    for (size_t r = 0; r < node.outputs.size(); ++r) {
+      Tensor &t = slot.values[node.outputs[r]];
+      if (node.kernel->outputsAreViews())
+        t.reset(node.outputTypes[r], node.outputShapes[r], nullptr);
+      else if (t.empty() || t.dtype() != node.outputTypes[r] ||
+               t.shape() != node.outputShapes[r])
+        t.resize(node.outputTypes[r], node.outputShapes[r]);
+      out.push_back(&t);
+    }
+    node.kernel->run(in, out, ctx);
+  }
+}
+
+void StageProgram::beginStep() {
+  for (auto &node : nodes) {
+    node->accumulated = false;
+    node->pushKeys.clear();
+    node->pushRows.clear();
+  }
+}
+
+void StageProgram::applyStep(const std::vector<StageProgram *> &replicas) {
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    Node &node = *nodes[n];
+    if (node.deferred == Deferred::None)
+      continue;
+    for (StageProgram *replica : replicas) {
+      Node &other = *replica->nodes[n];
+      if (replica == this || !other.accumulated)
+        continue;
+      if (node.deferred == Deferred::Push) {
+        node.pushKeys.insert(node.pushKeys.end(), other.pushKeys.begin(),
+                             other.pushKeys.end());
+        node.pushRows.insert(node.pushRows.end(), other.pushRows.begin(),
+                             other.pushRows.end());
+        node.pushDim = other.pushDim;
+      } else if (!node.accumulated) {
+        node.gradient.resize(DType::F32, other.gradient.shape());
+        std::copy(other.gradient.as<float>(),
+                  other.gradient.as<float>() + other.gradient.numElements(),
+                  node.gradient.as<float>());
+      } else {
+        float *dst = node.gradient.as<float>();
+        const float *src = other.gradient.as<float>();
+        for (int64_t i = 0, e = node.gradient.numElements(); i < e; ++i)
+          dst[i] += src[i];
+      }
+      node.accumulated = true;
+    }
+    if (!node.accumulated)
+      continue;
+    in.clear();
+    Tensor keys, rows;
+    if (node.deferred == Deferred::Update) {
+      in.push_back(&node.gradient);
+    } else {
+      int64_t k = static_cast<int64_t>(node.pushKeys.size());
+      if (k == 0)
+        continue;
+      keys = Tensor::view(DType::I64, {k}, node.pushKeys.data());
+      rows = Tensor::view(DType::F32, {k, node.pushDim}, node.pushRows.data());
+      in.push_back(&keys);
+      in.push_back(&rows);
+      shapes.clear();
+      shapes.push_back(keys.shape());
+      shapes.push_back(rows.shape());
+      node.kernel->prepare(shapes);
+      node.prepared = false;
+    }
+    out.clear();
+    node.kernel->run(in, out, ctx);
+  }
+}

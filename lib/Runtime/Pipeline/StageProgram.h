@@ -1,0 +1,88 @@
+//===- StageProgram.h - One replica of one stage ----------------*- C++ -*-===//
+//
+// The kernels of one stage of a plan, for one replica, split into segments:
+// a new segment starts at each heterps.recv of a channel from a later stage
+// (a gradient coming back), so that the forward part of a micro-batch can
+// run while its gradient is still on its way. A slot holds the values of one
+// micro-batch in flight; the activations a forward segment leaves in its
+// slot are what the backward segment reads.
+//
+// Parameter updates and table pushes are not applied when their segment
+// runs: their gradients are summed into the replica's step accumulators,
+// weighted by the micro-batch's share of the batch, and applied once per
+// step by applyStep().
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HETERPS_LIB_RUNTIME_PIPELINE_STAGEPROGRAM_H
+#define HETERPS_LIB_RUNTIME_PIPELINE_STAGEPROGRAM_H
+
+#include "heterps/Runtime/Kernel.h"
+#include "heterps/plan.pb.h"
+
+#include <memory>
+#include <vector>
+
+namespace heterps::runtime {
+
+/// A value that crosses into or out of a segment through a channel.
+struct ChannelPoint {
+  int64_t channel = 0;
+  int value = 0;
+  /// The stage at the other end.
+  int peerStage = 0;
+};
+
+/// A plan input or output that a segment reads or produces.
+struct ProgramPoint {
+  int position = 0;
+  int value = 0;
+};
+
+struct StageSegment {
+  std::vector<ChannelPoint> recvs, sends;
+  std::vector<ProgramPoint> inputs, outputs;
+  size_t firstNode = 0, endNode = 0;
+};
+
+class StageProgram {
+public:
+  StageProgram(const plan::Plan &plan, const plan::Stage &stage,
+               DeviceKind kind, const ExecContext &context);
+  ~StageProgram();
+
+  /// The values of one micro-batch in flight.
+  struct Slot {
+    std::vector<Tensor> values;
+    /// Tensors received from channels, owned until the slot is reused.
+    std::vector<Tensor> received;
+  };
+
+  const std::vector<StageSegment> &segments() const { return segmentList; }
+  ExecContext &context() { return ctx; }
+
+  /// Runs segment `segment` on `slot`, whose inputs and received values are
+  /// bound; updates and pushes are accumulated with weight `weight`.
+  void run(int segment, Slot &slot, double weight);
+
+  /// Clears the step accumulators (before a step's first micro-batch).
+  void beginStep();
+  /// Sums the accumulators of `replicas` (all of this stage's, this one
+  /// included) and applies every update and push once.
+  void applyStep(const std::vector<StageProgram *> &replicas);
+
+private:
+  struct Node;
+  const plan::Plan &planRef;
+  ExecContext ctx;
+  std::vector<std::unique_ptr<Node>> nodes;
+  std::vector<StageSegment> segmentList;
+  // Per-run scratch, kept so that a step does not allocate.
+  std::vector<const Tensor *> in;
+  std::vector<Tensor *> out;
+  std::vector<Shape> shapes;
+};
+
+} // namespace heterps::runtime
+
+#endif // HETERPS_LIB_RUNTIME_PIPELINE_STAGEPROGRAM_H
