@@ -33,15 +33,21 @@ using namespace mlir::heterps;
 
 namespace {
 
-/// Gives every op built for the backward of a placed op that op's placement.
-/// Also records the backward ops, so that the gradients nobody needs (of
-/// the model's inputs, say) can be erased afterwards.
+/// Gives every op built for the backward of a forward op that op's layer
+/// and, when it has them, its placement and stage, so that the backward
+/// runs where the forward does whichever of autodiff and scheduling comes
+/// first. Also records the backward ops, so that the gradients nobody needs
+/// (of the model's inputs, say) can be erased afterwards.
 struct PlacementListener : public OpBuilder::Listener {
-  Attribute device;
+  Operation *forward = nullptr;
   SmallVector<Operation *> created;
   void notifyOperationInserted(Operation *op, OpBuilder::InsertPoint) override {
-    if (device)
-      op->setAttr(HeterPSDialect::getDeviceAttrName(), device);
+    if (forward)
+      for (StringRef name : {HeterPSDialect::getDeviceAttrName(),
+                             HeterPSDialect::getStageAttrName(),
+                             HeterPSDialect::getLayerAttrName()})
+        if (Attribute attr = forward->getAttr(name))
+          op->setAttr(name, attr);
     created.push_back(op);
   }
 };
@@ -121,9 +127,7 @@ struct AutodiffPass
     Value label = func.getArgument(index);
     auto scalar = RankedTensorType::get({}, predType.getElementType());
     // The loss runs where the prediction is computed.
-    Attribute device;
-    if (Operation *def = pred.getDefiningOp())
-      device = def->getAttr(HeterPSDialect::getDeviceAttrName());
+    Operation *predictionOp = pred.getDefiningOp();
     Value l;
     if (loss == "bce")
       l = BCELossOp::create(
@@ -136,8 +140,11 @@ struct AutodiffPass
       l = SoftmaxCELossOp::create(b, loc, TypeRange{scalar},
                                   ValueRange{pred, label},
                                   ArrayRef<NamedAttribute>{});
-    if (device)
-      l.getDefiningOp()->setAttr(HeterPSDialect::getDeviceAttrName(), device);
+    if (predictionOp)
+      for (StringRef name : {HeterPSDialect::getDeviceAttrName(),
+                             HeterPSDialect::getStageAttrName()})
+        if (Attribute attr = predictionOp->getAttr(name))
+          l.getDefiningOp()->setAttr(name, attr);
     return std::make_pair(l, loss.getValue());
   }
 
@@ -247,6 +254,14 @@ struct AutodiffPass
       if (auto load = dyn_cast<LoadParamOp>(op); load && needed.count(&op))
         ++loadsLeft[load.getName()];
 
+    // Every differentiated op is a layer of its own; its backward ops join
+    // it (the listener).
+    int64_t layers = 0;
+    for (Operation &op : body.without_terminator())
+      if (needed.count(&op))
+        op.setAttr(HeterPSDialect::getLayerAttrName(),
+                   b.getI64IntegerAttr(layers++));
+
     PlacementListener listener;
     b.setListener(&listener);
     b.setInsertionPoint(ret);
@@ -260,8 +275,7 @@ struct AutodiffPass
     };
     {
       auto scalar = cast<RankedTensorType>(lossValue.getType());
-      listener.device = lossValue.getDefiningOp()->getAttr(
-          HeterPSDialect::getDeviceAttrName());
+      listener.forward = lossValue.getDefiningOp();
       accumulate(
           lossValue,
           ConstantOp::create(
@@ -284,7 +298,7 @@ struct AutodiffPass
         resultGrads.push_back(grads.lookup(r));
         any |= static_cast<bool>(resultGrads.back());
       }
-      listener.device = op->getAttr(HeterPSDialect::getDeviceAttrName());
+      listener.forward = op;
       if (auto load = dyn_cast<LoadParamOp>(op)) {
         auto param = symbols.lookup<ParamOp>(load.getName());
         Value &acc = paramGrads[load.getName()];

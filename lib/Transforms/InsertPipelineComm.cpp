@@ -75,9 +75,12 @@ struct InsertPipelineCommPass
       for (auto [i, result] : llvm::enumerate(producer.getResults())) {
         // One channel per consuming stage input, in stage order, so that
         // channel numbers follow the pipeline rather than use-list order.
+        // A later part of the same stage runs on the same workers: the
+        // value stays an SSA value there.
         SmallVector<OpOperand *> uses;
         for (OpOperand &use : result.getUses())
-          if (isa<StageOp>(use.getOwner()))
+          if (auto consumer = dyn_cast<StageOp>(use.getOwner());
+              consumer && consumer.getIndex() != producer.getIndex())
             uses.push_back(&use);
         llvm::sort(uses, [](OpOperand *a, OpOperand *b) {
           auto stageA = cast<StageOp>(a->getOwner());

@@ -22,7 +22,11 @@ using namespace mlir::heterps;
 
 namespace {
 
-struct StageOps {
+/// The ops of one heterps.stage op: a stage, or in a training step one
+/// part of it (the forward part, or the backward part after the later
+/// stages).
+struct StagePart {
+  int64_t index = 0;
   DeviceAttr device;
   int64_t units = 1;
   SmallVector<Operation *> ops;
@@ -50,17 +54,44 @@ struct OutlineStagesPass
       return signalPassFailure();
     }
 
-    FailureOr<SmallVector<StageOps>> stages = groupStages(body);
-    if (failed(stages))
+    sinkSources(body);
+    FailureOr<SmallVector<StagePart>> parts = groupStages(body);
+    if (failed(parts))
       return signalPassFailure();
-    outline(*function, *stages);
+    outline(*function, *parts);
+  }
+
+  /// Moves parameter loads and constants (no operands, no side effects)
+  /// to just before their first use: importers put them at the top, where
+  /// they would cut the stage of their user into parts.
+  static void sinkSources(Block &body) {
+    SmallVector<Operation *> sources;
+    for (Operation &op : body.without_terminator())
+      if (isa<LoadParamOp, ConstantOp>(op) && op.getNumOperands() == 0)
+        sources.push_back(&op);
+    for (Operation *op : llvm::reverse(sources)) {
+      Operation *first = nullptr;
+      for (Operation *user : op->getUsers()) {
+        Operation *inBody = body.findAncestorOpInBlock(*user);
+        if (inBody && (!first || inBody->isBeforeInBlock(first)))
+          first = inBody;
+      }
+      if (first && first != op->getNextNode())
+        op->moveBefore(first);
+    }
   }
 
   /// Groups the ops into stages: by `heterps.stage` when provisioned, else
-  /// by maximal runs of one `heterps.device`.
-  FailureOr<SmallVector<StageOps>> groupStages(Block &body) {
-    SmallVector<StageOps> stages;
-    int64_t lastIndex = -1;
+  /// by maximal runs of one `heterps.device`; the ops of a layer
+  /// (`heterps.layer`) join the stage of its forward op. A stage whose ops
+  /// come back after later stages (the backward of its layers) gets a
+  /// second part.
+  FailureOr<SmallVector<StagePart>> groupStages(Block &body) {
+    SmallVector<StagePart> parts;
+    // The stage of each layer's forward op, and each stage's device and
+    // units, by index.
+    DenseMap<int64_t, int64_t> layerStage;
+    SmallVector<std::pair<DeviceAttr, int64_t>> stageInfo;
     for (Operation &op : body.without_terminator()) {
       DeviceAttr device = getDevice(&op);
       if (!device)
@@ -69,37 +100,53 @@ struct OutlineStagesPass
                << getArgument();
       auto assignment = op.getAttrOfType<StageAssignmentAttr>(
           HeterPSDialect::getStageAttrName());
-      bool startsStage;
-      if (assignment) {
-        if (assignment.getIndex() < lastIndex ||
-            assignment.getIndex() > lastIndex + 1)
-          return op.emitOpError()
-                 << "is in stage " << assignment.getIndex()
-                 << " after an op of stage " << lastIndex
-                 << ": stages must be numbered 0, 1, ... along the op order";
-        startsStage = assignment.getIndex() != lastIndex;
-        lastIndex = assignment.getIndex();
-      } else {
-        startsStage = stages.empty() || stages.back().device != device;
-      }
-      if (startsStage) {
-        stages.emplace_back();
-        stages.back().device = device;
-        stages.back().units = assignment ? assignment.getUnits() : 1;
-      } else if (stages.back().device != device) {
+      auto layer =
+          op.getAttrOfType<IntegerAttr>(HeterPSDialect::getLayerAttrName());
+      int64_t numStages = static_cast<int64_t>(stageInfo.size());
+      int64_t index;
+      if (assignment)
+        index = assignment.getIndex();
+      else if (auto it =
+                   layer ? layerStage.find(layer.getInt()) : layerStage.end();
+               it != layerStage.end())
+        index = it->second;
+      else if (!parts.empty() && parts.back().device == device)
+        index = parts.back().index;
+      else
+        index = numStages;
+      if (index < 0 || index > numStages)
         return op.emitOpError()
-               << "is placed on \"" << device.getResource() << "\" but stage "
-               << stages.size() - 1 << " is on \""
-               << stages.back().device.getResource() << "\"";
+               << "is in stage " << index << " after ops of stages 0.."
+               << numStages - 1
+               << ": stages are numbered 0, 1, ... in order of their first op";
+      int64_t units = assignment ? assignment.getUnits() : 1;
+      if (index == numStages) {
+        stageInfo.push_back({device, units});
+      } else if (stageInfo[index].first != device) {
+        return op.emitOpError() << "is placed on \"" << device.getResource()
+                                << "\" but stage " << index << " is on \""
+                                << stageInfo[index].first.getResource() << "\"";
+      } else if (stageInfo[index].second != units) {
+        return op.emitOpError()
+               << "gives stage " << index << " " << units
+               << " units, an earlier op " << stageInfo[index].second;
       }
-      stages.back().ops.push_back(&op);
+      if (layer)
+        layerStage.try_emplace(layer.getInt(), index);
+      if (parts.empty() || parts.back().index != index) {
+        parts.emplace_back();
+        parts.back().index = index;
+        parts.back().device = device;
+        parts.back().units = units;
+      }
+      parts.back().ops.push_back(&op);
     }
-    if (stages.empty())
+    if (parts.empty())
       return body.getParentOp()->emitOpError() << "has no ops to outline";
-    return stages;
+    return parts;
   }
 
-  void outline(func::FuncOp function, ArrayRef<StageOps> stages) {
+  void outline(func::FuncOp function, ArrayRef<StagePart> stages) {
     Block &body = function.getBody().front();
     Operation *terminator = body.getTerminator();
     OpBuilder builder(terminator);
@@ -117,7 +164,7 @@ struct OutlineStagesPass
                                                     argument.getLoc()));
 
     OpBuilder pipelineBuilder = OpBuilder::atBlockEnd(pipelineBody);
-    for (auto [index, stage] : llvm::enumerate(stages)) {
+    for (const StagePart &stage : stages) {
       llvm::SmallPtrSet<Operation *, 16> members(stage.ops.begin(),
                                                  stage.ops.end());
       // Inputs: values the stage uses that come from outside it.
@@ -143,7 +190,7 @@ struct OutlineStagesPass
         resultTypes.push_back(result.getType());
       auto stageOp = StageOp::create(
           pipelineBuilder, loc, resultTypes,
-          pipelineBuilder.getI64IntegerAttr(index), stage.device,
+          pipelineBuilder.getI64IntegerAttr(stage.index), stage.device,
           pipelineBuilder.getI64IntegerAttr(stage.units), stageInputs);
       Block *stageBody = new Block();
       stageOp.getBody().push_back(stageBody);
@@ -172,7 +219,7 @@ struct OutlineStagesPass
 
     terminator->setOperands(pipeline.getResults());
     // The originals, last first so that no use outlives its definition.
-    for (const StageOps &stage : llvm::reverse(stages))
+    for (const StagePart &stage : llvm::reverse(stages))
       for (Operation *op : llvm::reverse(stage.ops))
         op->erase();
   }

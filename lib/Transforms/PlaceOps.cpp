@@ -60,8 +60,9 @@ struct PlaceOpsPass
         getResourceAttrs(context, problem.cluster);
     module->setAttr(HeterPSDialect::getResourcesAttrName(),
                     ArrayAttr::get(context, resources));
-    for (auto [op, type] : llvm::zip_equal(scheduled->ops, result->assignment))
-      setDevice(op, cast<DeviceAttr>(resources[type]));
+    for (auto [index, type] : llvm::enumerate(result->assignment))
+      scheduled->setAttr(index, HeterPSDialect::getDeviceAttrName(),
+                         resources[type]);
 
     if (!reportFile.empty())
       if (llvm::Error error =

@@ -55,7 +55,7 @@ struct ProvisionPass
     for (auto [index, stage] : llvm::enumerate(evaluation.stages)) {
       auto attr = StageAssignmentAttr::get(context, index, stage.units);
       for (int l = stage.firstOp; l <= stage.lastOp; ++l)
-        scheduled->ops[l]->setAttr(HeterPSDialect::getStageAttrName(), attr);
+        scheduled->setAttr(l, HeterPSDialect::getStageAttrName(), attr);
     }
     Builder builder(context);
     module->setAttr(

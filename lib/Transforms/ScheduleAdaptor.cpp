@@ -51,48 +51,113 @@ mlir::heterps::buildScheduledFunction(ModuleOp module,
   problem.throughput = options.throughput;
   problem.batchSize = options.batchSize;
   problem.samples = options.samples;
-  problem.training = options.training;
+  bool trainingStep =
+      (*function)->hasAttr(HeterPSDialect::getTrainingAttrName());
+  problem.training = options.training || trainingStep;
 
-  llvm::DenseMap<Operation *, int> indexOf;
-  for (Operation &op : function->getBody().front().without_terminator()) {
-    int index = static_cast<int>(result.ops.size());
-    schedule::OpInfo info;
-    info.name = getOpName(&op, index);
-    info.kind = op.getName().getStringRef().str();
-    if (auto costly = dyn_cast<CostOpInterface>(&op)) {
-      OpCost cost = costly.getCost(options.batchSize);
-      info.forwardFlops = cost.forwardFlops;
-      info.backwardFlops = cost.backwardFlops;
-      info.forwardBytes = cost.forwardBytes;
-      info.backwardBytes = cost.backwardBytes;
-      info.parameterBytes = cost.parameterBytes;
-      info.embeddingBytes = cost.embeddingBytes;
+  // Which problem op each op belongs to (its owner): a layer's backward ops
+  // belong to its forward op, and a parameter load or constant used by one
+  // problem op only belongs to that op (a stage holds the parameters it
+  // computes with, instead of receiving them through a channel).
+  Block &body = function->getBody().front();
+  llvm::DenseMap<Operation *, Operation *> ownerOf;
+  llvm::DenseMap<int64_t, Operation *> layerLeader;
+  for (Operation &op : body.without_terminator()) {
+    ownerOf[&op] = &op;
+    if (auto layer =
+            op.getAttrOfType<IntegerAttr>(HeterPSDialect::getLayerAttrName());
+        layer && trainingStep) {
+      auto [it, first] = layerLeader.try_emplace(layer.getInt(), &op);
+      if (!first)
+        ownerOf[&op] = it->second;
     }
-    for (Type type : op.getResultTypes())
+  }
+  auto finalOwner = [&](Operation *op) {
+    while (ownerOf.lookup(op) != op)
+      op = ownerOf.lookup(op);
+    return op;
+  };
+  for (Operation &op : llvm::reverse(body.without_terminator())) {
+    if (!isa<LoadParamOp, ConstantOp>(op) || ownerOf[&op] != &op)
+      continue;
+    Operation *owner = nullptr;
+    bool single = true;
+    for (Operation *user : op.getUsers()) {
+      // The terminator belongs to no problem op.
+      Operation *userOwner = ownerOf.count(user) ? finalOwner(user) : nullptr;
+      single &= userOwner && (!owner || owner == userOwner);
+      owner = userOwner;
+    }
+    if (owner && single)
+      ownerOf[&op] = owner;
+  }
+
+  auto costOf = [&](Operation *op, schedule::OpInfo &info) {
+    if (auto costly = dyn_cast<CostOpInterface>(op)) {
+      OpCost cost = costly.getCost(options.batchSize);
+      info.forwardFlops += cost.forwardFlops;
+      info.backwardFlops += cost.backwardFlops;
+      info.forwardBytes += cost.forwardBytes;
+      info.backwardBytes += cost.backwardBytes;
+      info.parameterBytes += cost.parameterBytes;
+      info.embeddingBytes += cost.embeddingBytes;
+    }
+  };
+  llvm::DenseMap<Operation *, int> indexOf;
+  for (Operation &op : body.without_terminator()) {
+    if (ownerOf[&op] != &op)
+      continue;
+    int index = static_cast<int>(result.ops.size());
+    indexOf[&op] = index;
+    result.ops.push_back(&op);
+    result.followers.emplace_back();
+  }
+  // A layer's backward ops follow its forward op, wherever that went.
+  for (Operation &op : body.without_terminator()) {
+    Operation *owner = finalOwner(&op);
+    if (owner != &op)
+      result.followers[indexOf.lookup(owner)].push_back(&op);
+  }
+
+  for (auto [index, op] : llvm::enumerate(result.ops)) {
+    schedule::OpInfo info;
+    info.name = getOpName(op, index);
+    info.kind = op->getName().getStringRef().str();
+    costOf(op, info);
+    // Backward ops are in the forward op's training cost; absorbed loads
+    // and constants add their own.
+    for (Operation *follower : result.followers[index])
+      if (isa<LoadParamOp, ConstantOp>(follower))
+        costOf(follower, info);
+    for (Type type : op->getResultTypes())
       if (auto shaped = dyn_cast<ShapedType>(type))
         info.outputBytes += getNumBytes(shaped, options.batchSize);
-    for (Value operand : op.getOperands())
+    for (Value operand : op->getOperands())
       if (Operation *producer = operand.getDefiningOp()) {
-        auto it = indexOf.find(producer);
-        if (it != indexOf.end() &&
+        auto it = indexOf.find(finalOwner(producer));
+        if (it != indexOf.end() && it->second != static_cast<int>(index) &&
             !llvm::is_contained(info.operands, it->second))
           info.operands.push_back(it->second);
       }
-    if (DeviceAttr device = getDevice(&op)) {
+    if (DeviceAttr device = getDevice(op)) {
       info.pinned = problem.cluster.find(device.getResource());
       if (info.pinned < 0)
-        return op.emitOpError() << "is pinned to \"" << device.getResource()
-                                << "\", which the cluster file "
-                                << options.clusterFile << " does not define";
+        return op->emitOpError() << "is pinned to \"" << device.getResource()
+                                 << "\", which the cluster file "
+                                 << options.clusterFile << " does not define";
     }
-    indexOf[&op] = index;
-    result.ops.push_back(&op);
     problem.ops.push_back(std::move(info));
   }
   if (llvm::Error error = problem.validate())
     return module.emitError()
            << pass << ": " << llvm::toString(std::move(error));
   return result;
+}
+
+void ScheduledFunction::setAttr(size_t index, StringRef name, Attribute value) {
+  ops[index]->setAttr(name, value);
+  for (Operation *follower : followers[index])
+    follower->setAttr(name, value);
 }
 
 SmallVector<Attribute>

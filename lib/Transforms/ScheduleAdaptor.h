@@ -34,15 +34,24 @@ struct ScheduleOptions {
 };
 
 /// A function's ops (in order, the terminator excluded) and the problem
-/// built from them; problem.ops[i] describes ops[i].
+/// built from them; problem.ops[i] describes ops[i]. In a training step
+/// (heterps-autodiff ran) the problem holds the forward ops only, costed
+/// for training (forward plus backward); the ops of a forward op's layer
+/// (`heterps.layer`: its gradients, update and push) are its followers and
+/// go wherever it goes.
 struct ScheduledFunction {
   func::FuncOp function;
   SmallVector<Operation *> ops;
+  SmallVector<SmallVector<Operation *>> followers;
   schedule::PlacementProblem problem;
+
+  /// Sets `name` on ops[index] and on its followers.
+  void setAttr(size_t index, StringRef name, Attribute value);
 };
 
 /// Loads the cluster (and profile) and builds the problem. Ops that already
-/// carry `heterps.device` are pinned to that resource type.
+/// carry `heterps.device` are pinned to that resource type. A function
+/// with `heterps.training` is always costed as a training step.
 FailureOr<ScheduledFunction> buildScheduledFunction(ModuleOp module,
                                                     const ScheduleOptions &);
 

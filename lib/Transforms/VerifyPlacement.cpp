@@ -35,8 +35,10 @@ struct VerifyPlacementPass
         }
       });
       function.walk([&](StageOp stage) {
+        // Parts of one stage share their workers and so their values.
         for (Value input : stage.getInputs())
-          if (auto producer = input.getDefiningOp<StageOp>()) {
+          if (auto producer = input.getDefiningOp<StageOp>();
+              producer && producer.getIndex() != stage.getIndex()) {
             stage.emitOpError()
                 << "takes a result of stage "
                 << producer.getIndexAttr().getInt()

@@ -2,7 +2,9 @@
 
 // A logistic regression: the loss is added, the backward runs in reverse,
 // and the parameter gets one SGD update. The gradient of the input %x is
-// not needed and is not built.
+// not needed and is not built. Every forward op is a layer
+// (heterps.layer); the ops built for its backward join it, so that the
+// scheduler places them with it.
 
 heterps.param @w : tensor<4x1xf32> = #heterps.init<xavier_uniform>
 heterps.param @b : tensor<1xf32> = #heterps.init<zeros>
@@ -12,11 +14,11 @@ heterps.param @b : tensor<1xf32> = #heterps.init<zeros>
 // CHECK-SAME: -> (tensor<?x1xf32>, tensor<f32> {heterps.name = "loss"})
 // CHECK-SAME: heterps.training = {loss = "bce", loss_output = 1 : i64}
 func.func @main(%x: tensor<?x4xf32>) -> tensor<?x1xf32> {
-  // CHECK: %[[W:.*]] = heterps.load_param @w
-  // CHECK: %[[B:.*]] = heterps.load_param @b
+  // CHECK: %[[W:.*]] = heterps.load_param @w {heterps.layer = [[LW:[0-9]+]] : i64}
+  // CHECK: %[[B:.*]] = heterps.load_param @b {heterps.layer = [[LB:[0-9]+]] : i64}
   %w = heterps.load_param @w : tensor<4x1xf32>
   %b = heterps.load_param @b : tensor<1xf32>
-  // CHECK: %[[Z:.*]] = heterps.gemm %[[X]], %[[W]], %[[B]]
+  // CHECK: %[[Z:.*]] = heterps.gemm %[[X]], %[[W]], %[[B]] {heterps.layer = [[LZ:[0-9]+]] : i64}
   %z = heterps.gemm %x, %w, %b : (tensor<?x4xf32>, tensor<4x1xf32>, tensor<1xf32>) -> tensor<?x1xf32>
   // CHECK: %[[P:.*]] = heterps.sigmoid %[[Z]]
   %p = heterps.sigmoid %z : tensor<?x1xf32>
@@ -25,10 +27,10 @@ func.func @main(%x: tensor<?x4xf32>) -> tensor<?x1xf32> {
   // CHECK: %[[DP:.*]] = heterps.loss_grad "bce" %[[P]], %[[LABEL]], %[[ONE]]
   // CHECK: %[[DZ:.*]] = heterps.unary_grad "sigmoid" %[[Z]], %[[P]], %[[DP]]
   // CHECK-NOT: heterps.gemm %[[DZ]], %[[W]]
-  // CHECK: %[[DW:.*]] = heterps.gemm %[[X]], %[[DZ]] {trans_a = true}
-  // CHECK: %[[DB:.*]] = heterps.sum_to_shape %[[DZ]], %[[B]]
-  // CHECK: heterps.update_param @b, %[[DB]] {{.*}}kind = "sgd", learning_rate = 1.000000e-01 : f64
-  // CHECK: heterps.update_param @w, %[[DW]]
+  // CHECK: %[[DW:.*]] = heterps.gemm %[[X]], %[[DZ]] {heterps.layer = [[LZ]] : i64, trans_a = true}
+  // CHECK: %[[DB:.*]] = heterps.sum_to_shape %[[DZ]], %[[B]] {heterps.layer = [[LZ]] : i64}
+  // CHECK: heterps.update_param @b, %[[DB]] {heterps.layer = [[LB]] : i64, kind = "sgd", learning_rate = 1.000000e-01 : f64
+  // CHECK: heterps.update_param @w, %[[DW]] {heterps.layer = [[LW]] : i64
   // CHECK: return %[[P]], %[[L]]
   return %p : tensor<?x1xf32>
 }
@@ -45,37 +47,38 @@ heterps.param @v : tensor<4x1xf32> = #heterps.init<xavier_uniform>
 // CHECK: heterps.embedding_table @t {{.*}}optimizer = {beta1 = {{.*}}kind = "sgd", learning_rate = 1.000000e-01 : f64
 // CHECK-LABEL: func.func @bag
 func.func @bag(%ids: tensor<?x3xi64>) -> tensor<?x1xf32> {
-  // CHECK: %[[E:.*]] = heterps.embedding_lookup @t[%[[IDS:.*]]] {combiner = #heterps.combiner<mean>}
+  // CHECK: %[[E:.*]] = heterps.embedding_lookup @t[%[[IDS:.*]]] {combiner = #heterps.combiner<mean>, heterps.layer = [[LE:[0-9]+]] : i64}
   %e = heterps.embedding_lookup @t[%ids] {combiner = #heterps.combiner<mean>} : (tensor<?x3xi64>) -> tensor<?x4xf32>
   // CHECK: %[[S:.*]] = heterps.add %[[E]], %[[E]]
   %s = heterps.add %e, %e : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
   %v = heterps.load_param @v : tensor<4x1xf32>
   %y = heterps.matmul %s, %v : (tensor<?x4xf32>, tensor<4x1xf32>) -> tensor<?x1xf32>
-  // CHECK: %[[DS:.*]] = heterps.gemm %{{.*}}, %{{.*}} {trans_b = true}
+  // CHECK: %[[DS:.*]] = heterps.gemm %{{.*}}, %{{.*}} {heterps.layer = {{[0-9]+}} : i64, trans_b = true}
   // CHECK: %[[DE:.*]] = heterps.add %[[DS]], %[[DS]]
-  // CHECK: %[[KEYS:.*]], %[[ROWS:.*]] = heterps.embedding_grad %[[IDS]], %[[DE]] {combiner = #heterps.combiner<mean>}
+  // CHECK: %[[KEYS:.*]], %[[ROWS:.*]] = heterps.embedding_grad %[[IDS]], %[[DE]] {combiner = #heterps.combiner<mean>, heterps.layer = [[LE]] : i64}
   // CHECK-SAME: -> (tensor<?xi64>, tensor<?x4xf32>)
-  // CHECK: heterps.ps_push @t[%[[KEYS]]], %[[ROWS]]
+  // CHECK: heterps.ps_push @t[%[[KEYS]]], %[[ROWS]] {heterps.layer = [[LE]] : i64}
   return %y : tensor<?x1xf32>
 }
 
 // -----
 
-// A placed model: the backward of each op lands on its resource type.
+// A placed (and provisioned) model: the backward of each op lands on its
+// resource type and in its stage.
 
 module attributes {heterps.resources = [#heterps.device<"cpu", cpu>, #heterps.device<"gpu", gpu>]} {
   heterps.param @w : tensor<4x1xf32> = #heterps.init<xavier_uniform>
   // CHECK-LABEL: func.func @placed
   func.func @placed(%x: tensor<?x4xf32>) -> tensor<?x1xf32> {
-    %w = heterps.load_param @w {heterps.device = #heterps.device<"gpu", gpu>} : tensor<4x1xf32>
-    %z = heterps.matmul %x, %w {heterps.device = #heterps.device<"gpu", gpu>} : (tensor<?x4xf32>, tensor<4x1xf32>) -> tensor<?x1xf32>
+    %w = heterps.load_param @w {heterps.device = #heterps.device<"gpu", gpu>, heterps.stage = #heterps.stage_assignment<index = 0, units = 2>} : tensor<4x1xf32>
+    %z = heterps.matmul %x, %w {heterps.device = #heterps.device<"gpu", gpu>, heterps.stage = #heterps.stage_assignment<index = 0, units = 2>} : (tensor<?x4xf32>, tensor<4x1xf32>) -> tensor<?x1xf32>
     %p = heterps.sigmoid %z {heterps.device = #heterps.device<"cpu", cpu>} : tensor<?x1xf32>
     // CHECK: heterps.bce_loss {{.*}}heterps.device = #heterps.device<"cpu", cpu>
     // CHECK: heterps.constant {{.*}}heterps.device = #heterps.device<"cpu", cpu>
     // CHECK: heterps.loss_grad {{.*}}heterps.device = #heterps.device<"cpu", cpu>
     // CHECK: heterps.unary_grad "sigmoid" {{.*}}heterps.device = #heterps.device<"cpu", cpu>
-    // CHECK: heterps.gemm {{.*}}heterps.device = #heterps.device<"gpu", gpu>, trans_a = true
-    // CHECK: heterps.update_param @w{{.*}}heterps.device = #heterps.device<"gpu", gpu>
+    // CHECK: heterps.gemm {{.*}}heterps.device = #heterps.device<"gpu", gpu>, {{.*}}heterps.stage = #heterps.stage_assignment<index = 0, units = 2>, trans_a = true
+    // CHECK: heterps.update_param @w{{.*}}heterps.device = #heterps.device<"gpu", gpu>, {{.*}}heterps.stage = #heterps.stage_assignment<index = 0, units = 2>
     return %p : tensor<?x1xf32>
   }
 }

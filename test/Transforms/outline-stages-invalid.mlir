@@ -8,11 +8,20 @@ func.func @unplaced(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
 
 // -----
 
-func.func @interleaved(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
+func.func @skipped_stage(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
   %a = heterps.relu %x {heterps.device = #heterps.device<"cpu", cpu>, heterps.stage = #heterps.stage_assignment<index = 0, units = 1>} : tensor<?x4xf32>
+  // expected-error @+1 {{is in stage 2 after ops of stages 0..0: stages are numbered 0, 1, ... in order of their first op}}
+  %b = heterps.tanh %a {heterps.device = #heterps.device<"gpu", gpu>, heterps.stage = #heterps.stage_assignment<index = 2, units = 1>} : tensor<?x4xf32>
+  return %b : tensor<?x4xf32>
+}
+
+// -----
+
+func.func @units_differ(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  %a = heterps.relu %x {heterps.device = #heterps.device<"cpu", cpu>, heterps.stage = #heterps.stage_assignment<index = 0, units = 2>} : tensor<?x4xf32>
   %b = heterps.tanh %a {heterps.device = #heterps.device<"gpu", gpu>, heterps.stage = #heterps.stage_assignment<index = 1, units = 1>} : tensor<?x4xf32>
-  // expected-error @+1 {{is in stage 0 after an op of stage 1: stages must be numbered 0, 1, ... along the op order}}
-  %c = heterps.exp %b {heterps.device = #heterps.device<"cpu", cpu>, heterps.stage = #heterps.stage_assignment<index = 0, units = 1>} : tensor<?x4xf32>
+  // expected-error @+1 {{gives stage 0 3 units, an earlier op 2}}
+  %c = heterps.exp %b {heterps.device = #heterps.device<"cpu", cpu>, heterps.stage = #heterps.stage_assignment<index = 0, units = 3>} : tensor<?x4xf32>
   return %c : tensor<?x4xf32>
 }
 

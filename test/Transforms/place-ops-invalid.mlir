@@ -12,7 +12,7 @@
 // The target is out of reach: the error names the bottleneck and the
 // shortfall.
 heterps.param @w : tensor<4096x4096xf32> = #heterps.init<xavier_uniform>
-// expected-error @+1 {{heterps-place-ops: the throughput target of 1000000.0 samples/s cannot be met: stage 0 (ops 0..1 on gpu) reaches at most}}
+// expected-error @+1 {{heterps-place-ops: the throughput target of 1000000.0 samples/s cannot be met: stage 0 (ops 0..0 on gpu) reaches at most}}
 func.func @too_fast(%x: tensor<?x4096xf32>) -> tensor<?x4096xf32> {
   %w = heterps.load_param @w : tensor<4096x4096xf32>
   %y = heterps.matmul %x, %w : (tensor<?x4096xf32>, tensor<4096x4096xf32>) -> tensor<?x4096xf32>

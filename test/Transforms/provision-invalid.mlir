@@ -11,7 +11,7 @@ func.func @unplaced(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
 heterps.param @w : tensor<4096x4096xf32> = #heterps.init<xavier_uniform>
 // Dense parameters of 64 MiB all-reduced over 1.5625 GB/s between CPUs: no
 // number of CPUs reaches the target.
-// expected-error @+1 {{heterps-provision: the throughput target of 100000.0 samples/s cannot be met: stage 0 (ops 0..1 on cpu) reaches at most}}
+// expected-error @+1 {{heterps-provision: the throughput target of 100000.0 samples/s cannot be met: stage 0 (ops 0..0 on cpu) reaches at most}}
 func.func @cpu_bound(%x: tensor<?x4096xf32>) -> tensor<?x4096xf32> {
   %w = heterps.load_param @w {heterps.device = #heterps.device<"cpu", cpu>} : tensor<4096x4096xf32>
   %y = heterps.matmul %x, %w {heterps.device = #heterps.device<"cpu", cpu>} : (tensor<?x4096xf32>, tensor<4096x4096xf32>) -> tensor<?x4096xf32>

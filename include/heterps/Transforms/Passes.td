@@ -51,6 +51,13 @@ def PlaceOpsPass : Pass<"heterps-place-ops", "::mlir::ModuleOp"> {
     cost_per_hour, stages). A target that cannot be met is an error that
     names the bottleneck stage and the shortfall.
 
+    The problem's ops are the function's ops with two groupings: a
+    parameter load or constant used by one op only goes with that op (its
+    bytes count there), and in a training step (`heterps.training`, written
+    by `heterps-autodiff`) the backward ops of a layer (`heterps.layer`) go
+    with its forward op, which is costed for forward plus backward whatever
+    `training=` says. `heterps-provision` groups the same way.
+
     Solvers: `rl` (the paper's LSTM policy trained with REINFORCE),
     `exhaustive`, `dp`, `greedy`, `genetic`, `heuristic`, `cpu-only`,
     `gpu-only`; docs/Scheduling.md describes each.
@@ -86,7 +93,7 @@ def PlaceOpsPass : Pass<"heterps-place-ops", "::mlir::ModuleOp"> {
     Option<"samples", "samples", "double", "1.0e8",
            "Samples the job processes (turns $/h into the job's cost)">,
     Option<"training", "training", "bool", "true",
-           "Schedule a training step (forward, backward, parameter sync)">,
+           "Cost a forward-only model as a training step (forward, backward, parameter sync); a function with heterps.training always is">,
     Option<"profileFile", "profile", "std::string", "\"\"",
            "Measured op times (JSON) that replace the roofline estimate">,
     Option<"solver", "solver", "std::string", "\"rl\"",
@@ -144,7 +151,7 @@ def ProvisionPass : Pass<"heterps-provision", "::mlir::ModuleOp"> {
     Option<"samples", "samples", "double", "1.0e8",
            "Samples the job processes (turns $/h into the job's cost)">,
     Option<"training", "training", "bool", "true",
-           "Schedule a training step (forward, backward, parameter sync)">,
+           "Cost a forward-only model as a training step (forward, backward, parameter sync); a function with heterps.training always is">,
     Option<"profileFile", "profile", "std::string", "\"\"",
            "Measured op times (JSON) that replace the roofline estimate">
   ];
@@ -157,7 +164,26 @@ def OutlineStagesPass : Pass<"heterps-outline-stages", "::mlir::ModuleOp"> {
     of every stage (by `heterps.stage`, or else by maximal runs of one
     `heterps.device`) in a `heterps.stage` with its index, resource type and
     units. Values that cross stages become stage results and stage inputs;
-    `heterps-insert-pipeline-comm` turns them into channels.
+    `heterps-insert-pipeline-comm` turns them into channels. Parameter loads
+    and constants move to just before their first use first, so that they
+    do not split their user's stage.
+
+    In a training step the backward ops of a layer (`heterps.layer`) join
+    the stage of its forward op. They come after the later stages' ops, so
+    such a stage has a second `heterps.stage` op with the same index: its
+    backward part. Values the backward part takes from the forward part
+    (the activations a gradient reuses) stay stage results and inputs, not
+    channels, since both parts run on the same workers:
+
+    ```mlir
+    %1 = heterps.stage 0 on <"cpu", cpu> units 1 ins(%in : tensor<?x8xf32>) {
+      ...  // forward
+    } -> tensor<?x8xf32>
+    heterps.stage 1 on <"gpu", gpu> units 1 { ... }
+    heterps.stage 0 on <"cpu", cpu> units 1 ins(%1 : tensor<?x8xf32>) {
+      ...  // backward, with the forward part's activation %1
+    }
+    ```
 
     ```mlir
     func.func @f(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
@@ -257,10 +283,16 @@ def AutodiffPass : Pass<"heterps-autodiff", "::mlir::ModuleOp"> {
       applies (`sparse-optimizer`, `sparse-learning-rate`; by default the
       dense ones).
 
-    Backward ops inherit the `heterps.device` of the op they differentiate,
-    so the pass also runs on a placed model; it runs before
-    `heterps-outline-stages`. The function gets `heterps.training = {loss,
-    loss_output}`.
+    Every differentiated op gets a `heterps.layer` number, and the ops
+    built for its backward (its gradients and their sums, the update of a
+    parameter it loads, the push of a table it looks up) get the same
+    number. The scheduling passes place a layer as one unit, costed for
+    forward plus backward, so that a stage owns the forward and the backward
+    of its layers. Backward ops also inherit the `heterps.device` and
+    `heterps.stage` of the op they differentiate, so the pass runs before or
+    after `heterps-place-ops` and `heterps-provision`, with the same result;
+    it runs before `heterps-outline-stages`. The function gets
+    `heterps.training = {loss, loss_output}`.
 
     Input:
 
@@ -279,16 +311,15 @@ def AutodiffPass : Pass<"heterps-autodiff", "::mlir::ModuleOp"> {
     ```mlir
     func.func @main(%x: tensor<?x4xf32>, %label: tensor<?x1xf32> {heterps.label, heterps.name = "label"})
         -> (tensor<?x1xf32>, tensor<f32>) attributes {heterps.training = {loss = "bce", loss_output = 1 : i64}} {
-      %w = heterps.load_param @w : tensor<4x1xf32>
-      %z = heterps.matmul %x, %w : (tensor<?x4xf32>, tensor<4x1xf32>) -> tensor<?x1xf32>
-      %p = heterps.sigmoid %z : tensor<?x1xf32>
-      %l = heterps.bce_loss %p, %label : (tensor<?x1xf32>, tensor<?x1xf32>) -> tensor<f32>
-      %one = heterps.constant dense<1.0> : tensor<f32>
-      %dp = heterps.loss_grad "bce" %p, %label, %one : (...) -> tensor<?x1xf32>
-      %dz = heterps.unary_grad "sigmoid" %z, %p, %dp : tensor<?x1xf32>
-      %dx = heterps.gemm %dz, %w {trans_b = true} : ...
-      %dw = heterps.gemm %x, %dz {trans_a = true} : ...
-      heterps.update_param @w, %dw {kind = "sgd", learning_rate = 1.000000e-01 : f64} : tensor<4x1xf32>
+      %w = heterps.load_param @w {heterps.layer = 0 : i64} : tensor<4x1xf32>
+      %z = heterps.matmul %x, %w {heterps.layer = 1 : i64} : (tensor<?x4xf32>, tensor<4x1xf32>) -> tensor<?x1xf32>
+      %p = heterps.sigmoid %z {heterps.layer = 2 : i64} : tensor<?x1xf32>
+      %l = heterps.bce_loss %p, %label {heterps.layer = 3 : i64} : (tensor<?x1xf32>, tensor<?x1xf32>) -> tensor<f32>
+      %one = heterps.constant dense<1.0> : tensor<f32> {heterps.layer = 3 : i64}
+      %dp = heterps.loss_grad "bce" %p, %label, %one {heterps.layer = 3 : i64} : (...) -> tensor<?x1xf32>
+      %dz = heterps.unary_grad "sigmoid" %z, %p, %dp {heterps.layer = 2 : i64} : tensor<?x1xf32>
+      %dw = heterps.gemm %x, %dz {heterps.layer = 1 : i64, trans_a = true} : ...
+      heterps.update_param @w, %dw {heterps.layer = 0 : i64, kind = "sgd", learning_rate = 1.000000e-01 : f64} : tensor<4x1xf32>
       return %p, %l : tensor<?x1xf32>, tensor<f32>
     }
     ```

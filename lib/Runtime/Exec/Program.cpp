@@ -76,35 +76,82 @@ Program::Program(const plan::Plan &plan, ParamStore &params,
   // In one process a channel is the sent value itself.
   std::map<int64_t, int> sent;
   for (const plan::Stage &stage : plan.stages())
-    for (const plan::Op &op : stage.ops())
-      if (op.name() == "heterps.send")
-        sent[op.attrs().at("channel").i()] = op.inputs(0);
+    for (const plan::Op &op : stage.ops()) {
+      auto channel = op.attrs().find("channel");
+      if (op.name() != "heterps.send")
+        continue;
+      if (channel == op.attrs().end() || op.inputs_size() != 1)
+        fail() << op.name() << " at " << op.location()
+               << " needs a channel and one value";
+      sent[channel->second.i()] = op.inputs(0);
+    }
 
+  // One worker runs the stages as the pipeline would run one micro-batch:
+  // each stage up to a channel that has not been sent yet, then the next
+  // (a stage's backward part waits for the later stages' gradients). The
+  // updates and pushes come last, once every op has read the parameters
+  // and rows of this step.
   KernelRegistry &registry = KernelRegistry::global();
   std::optional<std::string> gpuStatus;
-  for (const plan::Stage &stage : plan.stages()) {
-    DeviceKind kind = resolveStageDevice(stage, options, gpuStatus);
-    for (const plan::Op &op : stage.ops()) {
-      if (op.name() == "heterps.send")
-        continue;
-      if (op.name() == "heterps.recv") {
-        int64_t channel = op.attrs().at("channel").i();
-        aliasOf[op.outputs(0)] = sent.at(channel);
-        continue;
+  std::vector<DeviceKind> kinds;
+  for (const plan::Stage &stage : plan.stages())
+    kinds.push_back(resolveStageDevice(stage, options, gpuStatus));
+  std::vector<std::pair<const plan::Op *, DeviceKind>> order, updates;
+  std::vector<int> cursor(plan.stages_size(), 0);
+  std::set<int64_t> sentSoFar;
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int s = 0; s < plan.stages_size(); ++s) {
+      const plan::Stage &stage = plan.stages(s);
+      for (; cursor[s] < stage.ops_size(); ++cursor[s], progress = true) {
+        const plan::Op &op = stage.ops(cursor[s]);
+        if (op.name() == "heterps.recv" || op.name() == "heterps.send") {
+          auto channel = op.attrs().find("channel");
+          if (channel == op.attrs().end() ||
+              (op.name() == "heterps.recv" ? op.outputs_size()
+                                           : op.inputs_size()) != 1)
+            fail() << op.name() << " at " << op.location()
+                   << " needs a channel and one value";
+          int64_t id = channel->second.i();
+          if (op.name() == "heterps.send") {
+            sentSoFar.insert(id);
+            continue;
+          }
+          if (!sent.count(id))
+            fail() << op.name() << " at " << op.location()
+                   << " receives from channel " << id
+                   << ", which no stage sends on";
+          if (!sentSoFar.count(id))
+            break;
+          aliasOf[op.outputs(0)] = sent.at(id);
+          continue;
+        }
+        bool update = op.name() == "heterps.update_param" ||
+                      op.name() == "heterps.ps_push";
+        (update ? updates : order).push_back({&op, kinds[s]});
       }
-      auto node = std::make_unique<Node>();
-      node->op = &op;
-      std::vector<TensorType> inTypes, outTypes;
-      for (int id : op.inputs())
-        inTypes.push_back(fromPlanType(plan.values(id).type()));
-      for (int id : op.outputs())
-        outTypes.push_back(fromPlanType(plan.values(id).type()));
-      OpInfo info(op, inTypes, outTypes);
-      DeviceKind use = registry.has(op.name(), kind) ? kind : DeviceKind::CPU;
-      node->kernel = registry.create(info, use);
-      node->sideEffect = hasSideEffect(op.name());
-      nodes.push_back(std::move(node));
     }
+  }
+  for (int s = 0; s < plan.stages_size(); ++s)
+    if (cursor[s] < plan.stages(s).ops_size())
+      fail() << "stage " << s << " waits on "
+             << plan.stages(s).ops(cursor[s]).location()
+             << " for a channel that is sent only after it: the plan's "
+                "stages wait on each other";
+  order.insert(order.end(), updates.begin(), updates.end());
+  for (auto [op, kind] : order) {
+    auto node = std::make_unique<Node>();
+    node->op = op;
+    std::vector<TensorType> inTypes, outTypes;
+    for (int id : op->inputs())
+      inTypes.push_back(fromPlanType(plan.values(id).type()));
+    for (int id : op->outputs())
+      outTypes.push_back(fromPlanType(plan.values(id).type()));
+    OpInfo info(*op, inTypes, outTypes);
+    DeviceKind use = registry.has(op->name(), kind) ? kind : DeviceKind::CPU;
+    node->kernel = registry.create(info, use);
+    node->sideEffect = hasSideEffect(op->name());
+    nodes.push_back(std::move(node));
   }
   for (auto &node : nodes) {
     for (int id : node->op->inputs())

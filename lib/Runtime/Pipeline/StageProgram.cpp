@@ -69,6 +69,9 @@ StageProgram::StageProgram(const plan::Plan &plan, const plan::Stage &stage,
 
   KernelRegistry &registry = KernelRegistry::global();
   segmentList.emplace_back();
+  // Whether the current segment holds anything but gradients received from
+  // later stages: the next such gradient then starts a new segment.
+  bool segmentHasWork = false;
   std::set<int> boundInputs;
   for (const plan::Op &op : stage.ops()) {
     if (op.name() == "heterps.recv") {
@@ -79,13 +82,14 @@ StageProgram::StageProgram(const plan::Plan &plan, const plan::Stage &stage,
         continue;
       }
       // A gradient from a later stage: what follows waits for it.
-      if (channel.from_stage() > stage.index() &&
-          (segmentList.back().endNode > segmentList.back().firstNode ||
-           !segmentList.back().recvs.empty())) {
+      bool backward = channel.from_stage() > stage.index();
+      if (backward && segmentHasWork) {
         size_t end = nodes.size();
         segmentList.emplace_back();
         segmentList.back().firstNode = segmentList.back().endNode = end;
+        segmentHasWork = false;
       }
+      segmentHasWork |= !backward;
       segmentList.back().recvs.push_back(
           {channel.id(), op.outputs(0),
            static_cast<int>(channel.from_stage())});
@@ -93,6 +97,7 @@ StageProgram::StageProgram(const plan::Plan &plan, const plan::Stage &stage,
     }
     if (op.name() == "heterps.send") {
       const plan::Channel &channel = channelOf(op);
+      segmentHasWork = true;
       if (channel.to_stage() != stage.index())
         segmentList.back().sends.push_back(
             {channel.id(), resolve(op.inputs(0)),
@@ -124,6 +129,7 @@ StageProgram::StageProgram(const plan::Plan &plan, const plan::Stage &stage,
       node->deferred = Deferred::Push;
     nodes.push_back(std::move(node));
     segmentList.back().endNode = nodes.size();
+    segmentHasWork = true;
   }
 
   // The plan outputs this stage computes, in the segment that computes them.

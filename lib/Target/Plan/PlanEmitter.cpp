@@ -331,15 +331,24 @@ LogicalResult emitFunction(ModuleOp module, func::FuncOp func,
     for (auto [arg, input] :
          llvm::zip(pbody.getArguments(), pipeline.getInputs()))
       emitter.alias(arg, emitter.lookup(input));
+    // The parts of a stage (forward, then backward) are one plan stage,
+    // its ops in pipeline order.
     for (Operation &op : pbody.without_terminator()) {
       auto stage = dyn_cast<StageOp>(op);
       if (!stage)
         return op.emitError() << passName << ": a pipeline holds only stages";
-      pb::Stage *s = plan.add_stages();
-      s->set_index(stage.getIndex());
-      s->set_resource(stage.getDevice().getResource().str());
-      s->set_kind(stringifyResourceKind(stage.getDevice().getKind()).str());
-      s->set_units(stage.getUnits());
+      if (stage.getIndex() > static_cast<uint64_t>(plan.stages_size()))
+        return stage.emitError()
+               << passName << ": stage " << stage.getIndex()
+               << " comes before stage " << plan.stages_size();
+      if (stage.getIndex() == static_cast<uint64_t>(plan.stages_size())) {
+        pb::Stage *s = plan.add_stages();
+        s->set_index(stage.getIndex());
+        s->set_resource(stage.getDevice().getResource().str());
+        s->set_kind(stringifyResourceKind(stage.getDevice().getKind()).str());
+        s->set_units(stage.getUnits());
+      }
+      pb::Stage *s = plan.mutable_stages(stage.getIndex());
       Block &sbody = stage.getBody().front();
       for (auto [arg, input] :
            llvm::zip(sbody.getArguments(), stage.getInputs()))

@@ -50,8 +50,42 @@ func.func @stage_order() {
   heterps.pipeline {
     heterps.stage 0 on <"cpu", cpu> units 1 {
     }
-    // expected-error @+1 {{at position 1 has index 2; stages are numbered 0, 1, ... in order}}
+    // expected-error @+1 {{has index 2 after stages 0..0; stages are numbered 0, 1, ... in order of their first part}}
     heterps.stage 2 on <"cpu", cpu> units 1 {
+    }
+  }
+  return
+}
+
+// -----
+
+func.func @part_elsewhere() {
+  heterps.pipeline {
+    heterps.stage 0 on <"cpu", cpu> units 2 {
+    }
+    heterps.stage 1 on <"gpu", gpu> units 1 {
+    }
+    // expected-error @+1 {{is a part of stage 0, which runs on #heterps.device<"cpu", cpu> with 2 units; this part has #heterps.device<"gpu", gpu> and 2}}
+    heterps.stage 0 on <"gpu", gpu> units 2 {
+    }
+  }
+  return
+}
+
+// -----
+
+func.func @channel_within_stage(%x: tensor<4xf32>) {
+  heterps.pipeline ins(%x : tensor<4xf32>) {
+  ^bb0(%a: tensor<4xf32>):
+    heterps.stage 0 on <"cpu", cpu> units 1 ins(%a : tensor<4xf32>) {
+    ^bb0(%b: tensor<4xf32>):
+      heterps.send %b channel 0 : tensor<4xf32>
+    }
+    heterps.stage 1 on <"cpu", cpu> units 1 {
+    }
+    heterps.stage 0 on <"cpu", cpu> units 1 {
+      // expected-error @+1 {{receives from channel 0 in stage 0, the stage that sends on it}}
+      %c = heterps.recv channel 0 : tensor<4xf32>
     }
   }
   return

@@ -92,5 +92,13 @@ LogicalResult HeterPSDialect::verifyOperationAttribute(Operation *op,
              << "'" << name << "' is an integer on heterps.dropout";
     return success();
   }
+  if (name == getLayerAttrName()) {
+    auto layer = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!layer || layer.getValue().isNegative())
+      return op->emitOpError()
+             << "'" << name << "' must be a non-negative integer, found "
+             << attr.getValue();
+    return success();
+  }
   return op->emitOpError() << "unknown HeterPS attribute '" << name << "'";
 }

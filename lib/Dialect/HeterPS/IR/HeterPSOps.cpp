@@ -766,7 +766,8 @@ LogicalResult PipelineOp::verifyRegions() {
     return emitOpError() << "needs at least one micro-batch, got "
                          << getMicroBatchesAttr().getInt();
 
-  int64_t position = 0;
+  // The first part of every stage, by index; new indices come in order.
+  SmallVector<StageOp> firstParts;
   llvm::MapVector<int64_t, ChannelEnds> channels;
   for (Operation &op : getBody().front()) {
     if (isa<YieldOp>(op))
@@ -776,10 +777,24 @@ LogicalResult PipelineOp::verifyRegions() {
       return op.emitOpError()
              << "cannot appear in a heterps.pipeline, which holds only "
                 "heterps.stage ops";
-    if (stage.getIndexAttr().getInt() != position)
-      return stage.emitOpError() << "at position " << position << " has index "
-                                 << stage.getIndexAttr().getInt()
-                                 << "; stages are numbered 0, 1, ... in order";
+    int64_t index = stage.getIndexAttr().getInt();
+    int64_t next = static_cast<int64_t>(firstParts.size());
+    if (index < 0 || index > next)
+      return stage.emitOpError()
+             << "has index " << index << " after stages 0.." << next - 1
+             << "; stages are numbered 0, 1, ... in order of their first part";
+    if (index == next) {
+      firstParts.push_back(stage);
+    } else {
+      StageOp first = firstParts[index];
+      if (first.getDevice() != stage.getDevice() ||
+          first.getUnits() != stage.getUnits())
+        return stage.emitOpError()
+               << "is a part of stage " << index << ", which runs on "
+               << first.getDevice() << " with " << first.getUnits()
+               << " units; this part has " << stage.getDevice() << " and "
+               << stage.getUnits();
+    }
     WalkResult walk = stage.getBody().walk([&](Operation *nested) {
       if (auto send = dyn_cast<SendOp>(nested)) {
         ChannelEnds &ends = channels[send.getChannel()];
@@ -790,7 +805,7 @@ LogicalResult PipelineOp::verifyRegions() {
           return WalkResult::interrupt();
         }
         ends.send = send;
-        ends.sendStage = position;
+        ends.sendStage = index;
       } else if (auto recv = dyn_cast<RecvOp>(nested)) {
         ChannelEnds &ends = channels[recv.getChannel()];
         if (ends.recv) {
@@ -800,15 +815,14 @@ LogicalResult PipelineOp::verifyRegions() {
           return WalkResult::interrupt();
         }
         ends.recv = recv;
-        ends.recvStage = position;
+        ends.recvStage = index;
       }
       return WalkResult::advance();
     });
     if (walk.wasInterrupted())
       return failure();
-    ++position;
   }
-  if (position == 0)
+  if (firstParts.empty())
     return emitOpError() << "needs at least one heterps.stage";
 
   for (auto &[channel, ends] : channels) {

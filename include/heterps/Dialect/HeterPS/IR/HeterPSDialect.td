@@ -77,6 +77,14 @@ def HeterPS_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getDropoutIdAttrName() {
       return ::llvm::StringLiteral("heterps.dropout_id");
     }
+    /// Ties the ops heterps-autodiff builds for the backward of a forward op
+    /// (its gradients, their sums, the parameter update, the table push) to
+    /// that op: all carry the same non-negative integer, the forward op
+    /// first in the block. The scheduler places a layer as one unit, so a
+    /// stage owns the forward and the backward ops of its layers.
+    static constexpr ::llvm::StringLiteral getLayerAttrName() {
+      return ::llvm::StringLiteral("heterps.layer");
+    }
     /// The argument and result attribute naming a function input or output
     /// (the ONNX graph's names); heterps-run binds data by these names.
     static constexpr ::llvm::StringLiteral getNameAttrName() {

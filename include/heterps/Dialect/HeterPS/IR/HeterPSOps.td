@@ -685,14 +685,40 @@ def HeterPS_PipelineOp : HeterPS_Op<"pipeline",
 def HeterPS_StageOp : HeterPS_Op<"stage",
     [IsolatedFromAbove, HasParent<"PipelineOp">,
      SingleBlockImplicitTerminator<"YieldOp">, RecursiveMemoryEffects]> {
-  let summary = "A pipeline stage: consecutive ops on one resource type";
+  let summary = "A pipeline stage (or a part of one) on one resource type";
   let description = [{
     Runs its body on `units` data-parallel units of the resource type
     `device`, once per micro-batch. `index` is the stage's position in the
-    pipeline. Values come in as `ins` (pipeline inputs, bound to the body's
-    block arguments) or through `heterps.recv`; they leave as results or
-    through `heterps.send`. An op inside a stage that carries its own
-    `heterps.device` must name the stage's resource type.
+    pipeline. Values come in as `ins` (pipeline inputs, or results of an
+    earlier part of the same stage, bound to the body's block arguments) or
+    through `heterps.recv`; they leave as results or through `heterps.send`.
+    An op inside a stage that carries its own `heterps.device` must name the
+    stage's resource type.
+
+    In a training step a stage owns the forward and the backward ops of its
+    layers, so one stage index appears twice in the pipeline: the forward
+    part, and after the later stages the backward part, which receives the
+    gradient of its activations from the next stage, sends the gradient of
+    its inputs back, and updates the stage's parameters. Both parts run on
+    the same workers; the activations the backward part needs stay there as
+    plain SSA values (a result of the first part bound to an input of the
+    second), not channels. Every part of a stage has the same `device` and
+    `units`.
+
+    ```mlir
+    heterps.stage 0 on <"c6i", cpu> units 4 ins(%ids : tensor<?x1xi64>) {
+      ...  // forward: the embedding lookup
+      heterps.send %e channel 0 : tensor<?x16xf32>
+    }
+    heterps.stage 1 on <"a100", gpu> units 2 {
+      ...  // forward, loss and backward of the MLP
+      heterps.send %de channel 1 : tensor<?x16xf32>
+    }
+    heterps.stage 0 on <"c6i", cpu> units 4 ins(%ids : tensor<?x1xi64>) {
+      %de = heterps.recv channel 1 : tensor<?x16xf32>
+      ...  // backward: embedding_grad and ps_push
+    }
+    ```
 
     ```mlir
     %y = heterps.stage 1 on <"a100", gpu> units 2 ins(%x : tensor<?x13xf32>) {
