@@ -6,7 +6,10 @@
         [--floor 1e-3]
 
 EXPECTED holds <name>.pb TensorProto files (scripts/torch-sgd-reference.py
-writes them); each must have a counterpart in CHECKPOINT, param.<name>.pb
+writes them), or is itself a heterps-run checkpoint (a directory with a
+MANIFEST: its param.<name>.pb and tables/table.<name>.pb files are the
+expected tensors, e.g. of a run on one worker against a pipelined run); each
+must have a counterpart in CHECKPOINT, param.<name>.pb
 (a dense parameter) or table.<name>.pb (an embedding table, vocab x dim,
 also looked for in CHECKPOINT/tables, where heterps-run --export-tables
 writes it), of the same shape.
@@ -68,8 +71,20 @@ def main():
                         help="print every tensor's errors")
     args = parser.parse_args()
 
-    names = sorted(f[:-3] for f in os.listdir(args.expected)
-                   if f.endswith(".pb"))
+    expected_is_checkpoint = os.path.exists(
+        os.path.join(args.expected, "MANIFEST"))
+    if expected_is_checkpoint:
+        names = []
+        for directory, prefix in ((args.expected, "param."),
+                                  (os.path.join(args.expected, "tables"),
+                                   "table.")):
+            if os.path.isdir(directory):
+                names += [f[len(prefix):-3] for f in os.listdir(directory)
+                          if f.startswith(prefix) and f.endswith(".pb")]
+        names.sort()
+    else:
+        names = sorted(f[:-3] for f in os.listdir(args.expected)
+                       if f.endswith(".pb"))
     if not names:
         print(f"error: no .pb files in {args.expected}")
         return 1
@@ -84,7 +99,8 @@ def main():
             ok = False
             continue
         a = read(path)
-        b = read(os.path.join(args.expected, name + ".pb"))
+        b = read(find_actual(args.expected, name) if expected_is_checkpoint
+                 else os.path.join(args.expected, name + ".pb"))
         if a.shape != b.shape:
             print(f"error: {name}: heterps shape {list(a.shape)}, expected "
                   f"{list(b.shape)}")
@@ -107,6 +123,7 @@ def main():
         if args.verbose:
             print(line)
 
+    print(f"compared {len(names)} tensors")
     print(f"worst parameter error {worst_param[0]:.3e} ({worst_param[1]}), "
           f"tolerance {args.tolerance:g}")
     if worst_param[0] > args.tolerance:

@@ -1,0 +1,240 @@
+//===- PipelineTest.cpp - The pipelined executor --------------------------===//
+//
+// A synchronous pipelined step equals one worker's step on the whole batch:
+// a two-stage CTR model, each stage with two replicas, trained for 20 steps
+// under both schedules, leaves the parameters and the table rows where one
+// worker leaves them (up to the order of float additions). A failing
+// worker stops the step with an error that names its stage and replica.
+//
+//===----------------------------------------------------------------------===//
+
+#include "heterps/Runtime/Pipeline.h"
+#include "heterps/Dialect/HeterPS/IR/HeterPSDialect.h"
+#include "heterps/Runtime/EmbeddingStore.h"
+#include "heterps/Runtime/Error.h"
+#include "heterps/Runtime/ParamStore.h"
+#include "heterps/Target/Plan/PlanEmitter.h"
+#include "heterps/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <random>
+
+using namespace heterps;
+using namespace heterps::runtime;
+
+namespace {
+
+/// A CTR model placed by hand: the lookup and the concat in stage 0, the
+/// MLP in stage 1, two units each.
+const char *kModel = R"mlir(
+module attributes {heterps.resources = [#heterps.device<"a", cpu>, #heterps.device<"b", cpu>]} {
+heterps.embedding_table @t {vocab = 50 : i64, dim = 8 : i64, initializer = #heterps.init<uniform(-0.1, 0.1)>}
+heterps.param @w1 : tensor<12x16xf32> = #heterps.init<xavier_uniform>
+heterps.param @b1 : tensor<16xf32> = #heterps.init<zeros>
+heterps.param @w2 : tensor<16x1xf32> = #heterps.init<xavier_uniform>
+func.func @main(%dense: tensor<?x4xf32> {heterps.name = "dense"},
+                %ids: tensor<?x3xi64> {heterps.name = "ids"}) -> tensor<?x1xf32> {
+  %e = heterps.embedding_lookup @t[%ids] {combiner = #heterps.combiner<sum>, heterps.device = #heterps.device<"a", cpu>, heterps.stage = #heterps.stage_assignment<index = 0, units = 2>} : (tensor<?x3xi64>) -> tensor<?x8xf32>
+  %x = heterps.concat %dense, %e {axis = 1 : i64, heterps.device = #heterps.device<"a", cpu>, heterps.stage = #heterps.stage_assignment<index = 0, units = 2>} : (tensor<?x4xf32>, tensor<?x8xf32>) -> tensor<?x12xf32>
+  %w1 = heterps.load_param @w1 {heterps.device = #heterps.device<"b", cpu>, heterps.stage = #heterps.stage_assignment<index = 1, units = 2>} : tensor<12x16xf32>
+  %b1 = heterps.load_param @b1 {heterps.device = #heterps.device<"b", cpu>, heterps.stage = #heterps.stage_assignment<index = 1, units = 2>} : tensor<16xf32>
+  %h = heterps.gemm %x, %w1, %b1 {heterps.device = #heterps.device<"b", cpu>, heterps.stage = #heterps.stage_assignment<index = 1, units = 2>} : (tensor<?x12xf32>, tensor<12x16xf32>, tensor<16xf32>) -> tensor<?x16xf32>
+  %a = heterps.relu %h {heterps.device = #heterps.device<"b", cpu>, heterps.stage = #heterps.stage_assignment<index = 1, units = 2>} : tensor<?x16xf32>
+  %w2 = heterps.load_param @w2 {heterps.device = #heterps.device<"b", cpu>, heterps.stage = #heterps.stage_assignment<index = 1, units = 2>} : tensor<16x1xf32>
+  %z = heterps.matmul %a, %w2 {heterps.device = #heterps.device<"b", cpu>, heterps.stage = #heterps.stage_assignment<index = 1, units = 2>} : (tensor<?x16xf32>, tensor<16x1xf32>) -> tensor<?x1xf32>
+  %p = heterps.sigmoid %z {heterps.device = #heterps.device<"b", cpu>, heterps.stage = #heterps.stage_assignment<index = 1, units = 2>} : tensor<?x1xf32>
+  return %p : tensor<?x1xf32>
+}
+}
+)mlir";
+
+/// The model trained with `optimizer`, outlined into its two stages (the
+/// first with a backward part) with channels between them.
+plan::Plan compile(const std::string &optimizer) {
+  mlir::DialectRegistry registry;
+  registry.insert<mlir::heterps::HeterPSDialect, mlir::func::FuncDialect>();
+  mlir::MLIRContext context(registry);
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(kModel, &context);
+  EXPECT_TRUE(module);
+  mlir::PassManager pm(&context);
+  mlir::heterps::AutodiffPassOptions autodiff;
+  autodiff.loss = "bce";
+  autodiff.optimizer = optimizer;
+  autodiff.learningRate = 0.05;
+  pm.addPass(mlir::heterps::createAutodiffPass(autodiff));
+  mlir::heterps::OutlineStagesPassOptions outline;
+  outline.microBatches = 4;
+  pm.addPass(mlir::heterps::createOutlineStagesPass(outline));
+  pm.addPass(mlir::heterps::createInsertPipelineCommPass());
+  EXPECT_TRUE(mlir::succeeded(pm.run(*module)));
+  plan::Plan p;
+  EXPECT_TRUE(mlir::succeeded(mlir::heterps::emitPlan(*module, {}, p)));
+  return p;
+}
+
+struct Batch {
+  Tensor dense, ids, label;
+  Batch(int64_t n, unsigned seed)
+      : dense(DType::F32, {n, 4}), ids(DType::I64, {n, 3}),
+        label(DType::F32, {n, 1}) {
+    std::mt19937 rng(seed);
+    for (int64_t i = 0; i < n * 4; ++i)
+      dense.as<float>()[i] = std::normal_distribution<float>()(rng);
+    // Few ids, so that micro-batches and replicas push the same rows.
+    for (int64_t i = 0; i < n * 3; ++i)
+      ids.as<int64_t>()[i] = rng() % 20;
+    for (int64_t i = 0; i < n; ++i)
+      label.as<float>()[i] = static_cast<float>(rng() % 2);
+  }
+  std::vector<const Tensor *> inputs() { return {&dense, &ids, &label}; }
+};
+
+/// Largest |a - b| / max(|b|, 1e-3) over two tensors of one shape.
+double relativeError(const Tensor &a, const Tensor &b) {
+  EXPECT_EQ(a.shape(), b.shape());
+  double worst = 0;
+  for (int64_t i = 0; i < b.numElements(); ++i) {
+    double x = a.as<float>()[i], y = b.as<float>()[i];
+    worst = std::max(worst, std::fabs(x - y) / std::max(std::fabs(y), 1e-3));
+  }
+  return worst;
+}
+
+struct Case {
+  const char *optimizer;
+  const char *schedule;
+  int64_t batch;
+  /// Adam and Adagrad divide by the gradient's running magnitude, which
+  /// amplifies the float-order differences of near-zero gradients.
+  double tolerance = 1e-5;
+};
+
+class PipelineExactness : public ::testing::TestWithParam<Case> {};
+
+TEST_P(PipelineExactness, TwentyStepsEqualOneWorker) {
+  const Case &c = GetParam();
+  plan::Plan p = compile(c.optimizer);
+  ASSERT_EQ(p.stages_size(), 2);
+  ParamStore oneParams(p, 7), pipeParams(p, 7);
+  LocalEmbeddingStore oneTables(p, 7), pipeTables(p, 7);
+  Program one(p, oneParams, oneTables, ProgramOptions{});
+  PipelineOptions options;
+  options.schedule = parsePipelineSchedule(c.schedule);
+  options.maxWorkers = 4;
+  PipelineExecutor pipeline(p, pipeParams, pipeTables, ProgramOptions{},
+                            options);
+  ASSERT_EQ(pipeline.mapping().size(), 2u);
+  EXPECT_EQ(pipeline.mapping()[0].replicas, 2);
+  EXPECT_EQ(pipeline.mapping()[1].replicas, 2);
+  EXPECT_EQ(pipeline.mapping()[0].segments, 2) << "forward and backward";
+  EXPECT_EQ(pipeline.microBatches(), 4);
+
+  int loss = p.training().loss_output();
+  int prediction = loss == 0 ? 1 : 0;
+  std::vector<int> outputs{loss, prediction};
+  for (int step = 0; step < 20; ++step) {
+    Batch batch(c.batch, 100 + step);
+    const std::vector<const Tensor *> &a =
+        one.run(batch.inputs(), true, outputs);
+    float oneLoss = a[0]->as<float>()[0];
+    Tensor onePrediction = a[1]->clone();
+    const std::vector<const Tensor *> &b =
+        pipeline.run(batch.inputs(), true, outputs);
+    EXPECT_NEAR(b[0]->as<float>()[0], oneLoss, 1e-5 * std::fabs(oneLoss))
+        << "loss of step " << step;
+    EXPECT_LT(relativeError(*b[1], onePrediction), 1e-5)
+        << "predictions of step " << step;
+  }
+  EXPECT_EQ(pipeline.steps(), 20);
+  for (auto &[name, param] : oneParams.all())
+    EXPECT_LT(relativeError(pipeParams.get(name).value, param.value),
+              c.tolerance)
+        << "parameter " << name;
+  EXPECT_LT(relativeError(pipeTables.rows(0), oneTables.rows(0)), c.tolerance)
+      << "table rows";
+  // The rows moved: the comparison is not of two untouched tables.
+  LocalEmbeddingStore untouched(p, 7);
+  EXPECT_GT(relativeError(oneTables.rows(0), untouched.rows(0)), 1e-3);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Schedules, PipelineExactness,
+    ::testing::Values(Case{"sgd", "1f1b", 64}, Case{"sgd", "gpipe", 64},
+                      Case{"momentum", "gpipe", 64},
+                      // 37 rows: micro-batches of 10, 9, 9 and 9.
+                      Case{"sgd", "1f1b", 37}, Case{"adam", "1f1b", 64, 2e-4},
+                      Case{"adagrad", "1f1b", 37, 2e-4}),
+    [](const ::testing::TestParamInfo<Case> &info) {
+      return std::string(info.param.optimizer) + "_" + info.param.schedule +
+             "_batch" + std::to_string(info.param.batch);
+    });
+
+/// Tables whose pulls fail after a number of calls, as a PS that goes away
+/// mid-training does.
+class FailingStore : public LocalEmbeddingStore {
+public:
+  FailingStore(const plan::Plan &plan, int pullsBeforeFailing)
+      : LocalEmbeddingStore(plan, 1), left(pullsBeforeFailing) {}
+  void pull(int table, const int64_t *keys, int64_t n, float *rows) override {
+    if (left-- <= 0)
+      fail() << "pulling table " << table << ": UNAVAILABLE";
+    LocalEmbeddingStore::pull(table, keys, n, rows);
+  }
+
+private:
+  std::atomic<int> left;
+};
+
+TEST(Pipeline, AFailingWorkerNamesItsStage) {
+  plan::Plan p = compile("sgd");
+  ParamStore params(p, 1);
+  FailingStore tables(p, 6);
+  PipelineOptions options;
+  options.maxWorkers = 4;
+  PipelineExecutor pipeline(p, params, tables, ProgramOptions{}, options);
+  Batch batch(64, 1);
+  int loss = p.training().loss_output();
+  pipeline.run(batch.inputs(), true, {loss});
+  try {
+    pipeline.run(batch.inputs(), true, {loss});
+    FAIL() << "the second step pulls more than the store allows";
+  } catch (const RuntimeError &e) {
+    EXPECT_NE(std::string(e.what()).find("stage 0 replica "), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("UNAVAILABLE"), std::string::npos)
+        << e.what();
+  }
+  try {
+    pipeline.run(batch.inputs(), true, {loss});
+    FAIL() << "a pipeline that failed does not run again";
+  } catch (const RuntimeError &e) {
+    EXPECT_NE(std::string(e.what()).find("stopped after an error"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Pipeline, RefusesWhatItCannotSplit) {
+  plan::Plan p = compile("sgd");
+  ParamStore params(p, 1);
+  LocalEmbeddingStore tables(p, 1);
+  PipelineExecutor pipeline(p, params, tables, ProgramOptions{},
+                            PipelineOptions{});
+  Batch batch(8, 1);
+  std::vector<const Tensor *> inputs = batch.inputs();
+  Tensor shortIds(DType::I64, {7, 3});
+  inputs[1] = &shortIds;
+  EXPECT_THROW(pipeline.run(inputs, true, {0}), RuntimeError);
+  EXPECT_THROW(pipeline.run(batch.inputs(), false, {0}), RuntimeError);
+  EXPECT_THROW(parsePipelineSchedule("zigzag"), RuntimeError);
+}
+
+} // namespace
