@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <map>
@@ -63,11 +64,32 @@ struct MicroBatch {
   std::vector<bool> given;
 };
 
+/// Spins on `ready` for a few tens of microseconds, then blocks on `cv`.
+/// A step of a small model takes about a hundred microseconds: sleeping
+/// and waking a thread for each hand-off would cost a third of it.
+template <typename Ready>
+void waitUntil(std::mutex &mutex, std::condition_variable &cv, Ready ready) {
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point until = Clock::now() + std::chrono::microseconds(50);
+  for (int i = 1; !ready(); ++i) {
+    if (i % 64 == 0 && Clock::now() > until) {
+      std::unique_lock<std::mutex> lock(mutex);
+      cv.wait(lock, ready);
+      return;
+    }
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+}
+
 /// Tensors sent to one worker, by (micro-batch, channel).
 struct Inbox {
   std::mutex mutex;
   std::condition_variable arrived;
   std::map<std::pair<int64_t, int64_t>, Tensor> messages;
+  /// Messages delivered so far, read without the lock by a waiting worker.
+  std::atomic<uint64_t> deliveries{0};
 };
 
 struct Worker {
@@ -94,12 +116,14 @@ struct PipelineExecutor::Impl {
   int threadsPerWorker = 1;
   std::vector<std::vector<std::unique_ptr<Worker>>> stages;
 
-  // The step the workers run.
+  // The step the workers run: the driver bumps `generation` to start one,
+  // each worker thread decrements `running` when done. The driver runs the
+  // first worker itself.
   std::mutex mutex;
   std::condition_variable start, finished;
-  uint64_t generation = 0;
-  int running = 0;
-  bool shutdown = false;
+  std::atomic<uint64_t> generation{0};
+  std::atomic<int> running{0};
+  std::atomic<bool> shutdown{false};
   std::atomic<bool> aborted{false};
   std::string error;
   std::vector<MicroBatch> microBatches;
@@ -114,6 +138,7 @@ struct PipelineExecutor::Impl {
   explicit Impl(const plan::Plan &plan) : plan(plan) {}
   void workerMain(Worker &worker);
   void runStep(Worker &worker);
+  void runStepCatching(Worker &worker);
   void abort(const std::string &message);
   void deliver(int stage, int64_t microBatch, int64_t channel, Tensor tensor);
   void collect(const StageSegment &segment, StageProgram::Slot &slot,
@@ -127,6 +152,7 @@ void PipelineExecutor::Impl::abort(const std::string &message) {
       error = message;
     aborted = true;
   }
+  finished.notify_all();
   for (auto &replicas : stages)
     for (auto &worker : replicas) {
       std::lock_guard<std::mutex> lock(worker->inbox.mutex);
@@ -138,8 +164,11 @@ void PipelineExecutor::Impl::deliver(int stage, int64_t microBatch,
                                      int64_t channel, Tensor tensor) {
   auto &replicas = stages[stage];
   Worker &to = *replicas[microBatch % replicas.size()];
-  std::lock_guard<std::mutex> lock(to.inbox.mutex);
-  to.inbox.messages[{microBatch, channel}] = std::move(tensor);
+  {
+    std::lock_guard<std::mutex> lock(to.inbox.mutex);
+    to.inbox.messages[{microBatch, channel}] = std::move(tensor);
+    ++to.inbox.deliveries;
+  }
   to.inbox.arrived.notify_all();
 }
 
@@ -210,6 +239,7 @@ void PipelineExecutor::Impl::runStep(Worker &worker) {
       while (true) {
         if (aborted)
           return;
+        uint64_t seen = worker.inbox.deliveries;
         auto tryForward = [&] {
           if (nextForward < mine.size() &&
               (worker.inFlightLimit == 0 || inFlight < worker.inFlightLimit) &&
@@ -240,7 +270,10 @@ void PipelineExecutor::Impl::runStep(Worker &worker) {
         }
         if (task >= 0)
           break;
-        worker.inbox.arrived.wait(lock);
+        lock.unlock();
+        waitUntil(worker.inbox.mutex, worker.inbox.arrived,
+                  [&] { return aborted || worker.inbox.deliveries != seen; });
+        lock.lock();
       }
     }
     int64_t m = mine[task];
@@ -287,28 +320,31 @@ void PipelineExecutor::Impl::runStep(Worker &worker) {
   }
 }
 
+void PipelineExecutor::Impl::runStepCatching(Worker &worker) {
+  try {
+    runStep(worker);
+  } catch (const std::exception &e) {
+    std::ostringstream message;
+    message << "stage " << worker.stage << " replica " << worker.replica << ": "
+            << e.what();
+    abort(message.str());
+  }
+}
+
 void PipelineExecutor::Impl::workerMain(Worker &worker) {
   omp_set_num_threads(threadsPerWorker);
   uint64_t seen = 0;
   while (true) {
+    waitUntil(mutex, start, [&] { return shutdown || generation != seen; });
+    if (shutdown)
+      return;
+    seen = generation;
+    runStepCatching(worker);
     {
-      std::unique_lock<std::mutex> lock(mutex);
-      start.wait(lock, [&] { return shutdown || generation != seen; });
-      if (shutdown)
-        return;
-      seen = generation;
+      std::lock_guard<std::mutex> lock(mutex);
+      --running;
     }
-    try {
-      runStep(worker);
-    } catch (const std::exception &e) {
-      std::ostringstream message;
-      message << "stage " << worker.stage << " replica " << worker.replica
-              << ": " << e.what();
-      abort(message.str());
-    }
-    std::lock_guard<std::mutex> lock(mutex);
-    if (--running == 0)
-      finished.notify_all();
+    finished.notify_all();
   }
 }
 
@@ -390,10 +426,12 @@ PipelineExecutor::PipelineExecutor(const plan::Plan &plan, ParamStore &params,
         static_cast<int>(impl->stages.back()[0]->program->segments().size());
     stageMapping.push_back(map);
   }
+  // The first worker runs on the thread that calls run().
   for (auto &stageWorkers : impl->stages)
     for (auto &worker : stageWorkers) {
       Worker *w = worker.get();
-      w->thread = std::thread([this, w] { impl->workerMain(*w); });
+      if (w != impl->stages[0][0].get())
+        w->thread = std::thread([this, w] { impl->workerMain(*w); });
     }
 }
 
@@ -539,15 +577,20 @@ PipelineExecutor::run(const std::vector<const Tensor *> &inputs, bool training,
       worker->program->beginStep();
     }
   {
-    std::unique_lock<std::mutex> lock(s.mutex);
+    std::lock_guard<std::mutex> lock(s.mutex);
     int workers = 0;
     for (auto &stageWorkers : s.stages)
       workers += static_cast<int>(stageWorkers.size());
-    s.running = workers;
+    s.running = workers - 1;
     ++s.generation;
-    s.start.notify_all();
-    s.finished.wait(lock, [&] { return s.running == 0; });
   }
+  s.start.notify_all();
+  // This thread is the first worker, with that worker's thread count.
+  int savedThreads = omp_get_max_threads();
+  omp_set_num_threads(s.threadsPerWorker);
+  s.runStepCatching(*s.stages[0][0]);
+  omp_set_num_threads(savedThreads);
+  waitUntil(s.mutex, s.finished, [&] { return s.running == 0; });
   if (s.aborted)
     fail() << s.error;
   // Every stage's updates, once, with the gradients of all its replicas.
