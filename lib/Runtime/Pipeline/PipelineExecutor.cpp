@@ -64,29 +64,42 @@ struct MicroBatch {
   std::vector<bool> given;
 };
 
-/// Spins on `ready` for a few tens of microseconds, then blocks on `cv`.
-/// A step of a small model takes about a hundred microseconds: sleeping
-/// and waking a thread for each hand-off would cost a third of it.
-template <typename Ready>
-void waitUntil(std::mutex &mutex, std::condition_variable &cv, Ready ready) {
-  using Clock = std::chrono::steady_clock;
-  Clock::time_point until = Clock::now() + std::chrono::microseconds(50);
-  for (int i = 1; !ready(); ++i) {
-    if (i % 64 == 0 && Clock::now() > until) {
-      std::unique_lock<std::mutex> lock(mutex);
-      cv.wait(lock, ready);
-      return;
-    }
+/// A condition that threads wait for: they spin on it for a few tens of
+/// microseconds, then block. A step of a small model takes about a hundred
+/// microseconds: sleeping and waking a thread at each hand-off would cost a
+/// third of it. The state a waiter reads changes under `mutex`; `wake`
+/// signals only when some thread sleeps, since waking costs a system call.
+struct Signal {
+  std::mutex mutex;
+  std::condition_variable cv;
+  std::atomic<int> sleepers{0};
+
+  template <typename Ready> void waitUntil(Ready ready) {
+    using Clock = std::chrono::steady_clock;
+    Clock::time_point until = Clock::now() + std::chrono::microseconds(50);
+    for (int i = 1; !ready(); ++i) {
+      if (i % 64 == 0 && Clock::now() > until) {
+        std::unique_lock<std::mutex> lock(mutex);
+        ++sleepers;
+        cv.wait(lock, ready);
+        --sleepers;
+        return;
+      }
 #if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
+      __builtin_ia32_pause();
 #endif
+    }
   }
-}
+  /// Call after changing the state under `mutex`.
+  void wake() {
+    if (sleepers > 0)
+      cv.notify_all();
+  }
+};
 
 /// Tensors sent to one worker, by (micro-batch, channel).
 struct Inbox {
-  std::mutex mutex;
-  std::condition_variable arrived;
+  Signal arrived;
   std::map<std::pair<int64_t, int64_t>, Tensor> messages;
   /// Messages delivered so far, read without the lock by a waiting worker.
   std::atomic<uint64_t> deliveries{0};
@@ -119,8 +132,9 @@ struct PipelineExecutor::Impl {
   // The step the workers run: the driver bumps `generation` to start one,
   // each worker thread decrements `running` when done. The driver runs the
   // first worker itself.
-  std::mutex mutex;
-  std::condition_variable start, finished;
+  // `start` guards generation and shutdown, `finished` running, aborted
+  // and error.
+  Signal start, finished;
   std::atomic<uint64_t> generation{0};
   std::atomic<int> running{0};
   std::atomic<bool> shutdown{false};
@@ -147,16 +161,16 @@ struct PipelineExecutor::Impl {
 
 void PipelineExecutor::Impl::abort(const std::string &message) {
   {
-    std::lock_guard<std::mutex> lock(mutex);
+    std::lock_guard<std::mutex> lock(finished.mutex);
     if (!aborted)
       error = message;
     aborted = true;
   }
-  finished.notify_all();
+  finished.wake();
   for (auto &replicas : stages)
     for (auto &worker : replicas) {
-      std::lock_guard<std::mutex> lock(worker->inbox.mutex);
-      worker->inbox.arrived.notify_all();
+      std::lock_guard<std::mutex> lock(worker->inbox.arrived.mutex);
+      worker->inbox.arrived.wake();
     }
 }
 
@@ -165,11 +179,11 @@ void PipelineExecutor::Impl::deliver(int stage, int64_t microBatch,
   auto &replicas = stages[stage];
   Worker &to = *replicas[microBatch % replicas.size()];
   {
-    std::lock_guard<std::mutex> lock(to.inbox.mutex);
+    std::lock_guard<std::mutex> lock(to.inbox.arrived.mutex);
     to.inbox.messages[{microBatch, channel}] = std::move(tensor);
     ++to.inbox.deliveries;
   }
-  to.inbox.arrived.notify_all();
+  to.inbox.arrived.wake();
 }
 
 void PipelineExecutor::Impl::collect(const StageSegment &segment,
@@ -235,7 +249,7 @@ void PipelineExecutor::Impl::runStep(Worker &worker) {
     int64_t task = -1;
     int segment = -1;
     {
-      std::unique_lock<std::mutex> lock(worker.inbox.mutex);
+      std::unique_lock<std::mutex> lock(worker.inbox.arrived.mutex);
       while (true) {
         if (aborted)
           return;
@@ -271,8 +285,8 @@ void PipelineExecutor::Impl::runStep(Worker &worker) {
         if (task >= 0)
           break;
         lock.unlock();
-        waitUntil(worker.inbox.mutex, worker.inbox.arrived,
-                  [&] { return aborted || worker.inbox.deliveries != seen; });
+        worker.inbox.arrived.waitUntil(
+            [&] { return aborted || worker.inbox.deliveries != seen; });
         lock.lock();
       }
     }
@@ -300,7 +314,7 @@ void PipelineExecutor::Impl::runStep(Worker &worker) {
       slot.values[input.value].reset(t.dtype(), t.shape(), t.data());
     }
     {
-      std::lock_guard<std::mutex> lock(worker.inbox.mutex);
+      std::lock_guard<std::mutex> lock(worker.inbox.arrived.mutex);
       for (const ChannelPoint &recv : seg.recvs) {
         auto it = worker.inbox.messages.find({m, recv.channel});
         slot.values[recv.value] = std::move(it->second);
@@ -335,16 +349,16 @@ void PipelineExecutor::Impl::workerMain(Worker &worker) {
   omp_set_num_threads(threadsPerWorker);
   uint64_t seen = 0;
   while (true) {
-    waitUntil(mutex, start, [&] { return shutdown || generation != seen; });
+    start.waitUntil([&] { return shutdown || generation != seen; });
     if (shutdown)
       return;
     seen = generation;
     runStepCatching(worker);
     {
-      std::lock_guard<std::mutex> lock(mutex);
+      std::lock_guard<std::mutex> lock(finished.mutex);
       --running;
     }
-    finished.notify_all();
+    finished.wake();
   }
 }
 
@@ -437,10 +451,10 @@ PipelineExecutor::PipelineExecutor(const plan::Plan &plan, ParamStore &params,
 
 PipelineExecutor::~PipelineExecutor() {
   {
-    std::lock_guard<std::mutex> lock(impl->mutex);
+    std::lock_guard<std::mutex> lock(impl->start.mutex);
     impl->shutdown = true;
   }
-  impl->start.notify_all();
+  impl->start.wake();
   for (auto &stageWorkers : impl->stages)
     for (auto &worker : stageWorkers)
       if (worker->thread.joinable())
@@ -577,20 +591,20 @@ PipelineExecutor::run(const std::vector<const Tensor *> &inputs, bool training,
       worker->program->beginStep();
     }
   {
-    std::lock_guard<std::mutex> lock(s.mutex);
+    std::lock_guard<std::mutex> lock(s.start.mutex);
     int workers = 0;
     for (auto &stageWorkers : s.stages)
       workers += static_cast<int>(stageWorkers.size());
     s.running = workers - 1;
     ++s.generation;
   }
-  s.start.notify_all();
+  s.start.wake();
   // This thread is the first worker, with that worker's thread count.
   int savedThreads = omp_get_max_threads();
   omp_set_num_threads(s.threadsPerWorker);
   s.runStepCatching(*s.stages[0][0]);
   omp_set_num_threads(savedThreads);
-  waitUntil(s.mutex, s.finished, [&] { return s.running == 0; });
+  s.finished.waitUntil([&] { return s.running == 0; });
   if (s.aborted)
     fail() << s.error;
   // Every stage's updates, once, with the gradients of all its replicas.
