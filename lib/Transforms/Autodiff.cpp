@@ -65,7 +65,9 @@ struct AutodiffPass
   FailureOr<std::pair<Value, std::string>> buildLoss(func::FuncOp func,
                                                      func::ReturnOp ret) {
     OpBuilder b(ret);
-    Location loc = ret.getLoc();
+    // The loss op gets a name, as imported ops have, so that profile tables
+    // and reports can name it.
+    Location loc = NameLoc::get(b.getStringAttr("loss"), ret.getLoc());
     if (loss.empty()) {
       for (Value v : ret.getOperands()) {
         Operation *def = v.getDefiningOp();

@@ -51,6 +51,12 @@ Pipeline (plans with several stages, or stages with several units):
                            replicas, each stage gets at least one
   --micro-batches=N        micro-batches per step (default: the plan's, at
                            least one per replica)
+  --profile=FILE           time every op of the training steps and write the
+                           times per layer as a profile table for the
+                           scheduling passes' profile= option
+  --profile-resource=R     the resource type the profiled times are for
+                           (default: each stage's; stages run with
+                           --fallback=cpu are then left out)
 Embedding tables (a parameter-server service; without --ps, embedded):
   --ps=HOST:PORT,...       the PS servers (heterps-run serve), in shard order
   --ps-deadline=SECONDS    a PS call fails with UNAVAILABLE after this long,
@@ -184,6 +190,9 @@ Options heterps::run::parseOptions(int argc, char **argv) {
          if (o.microBatches < 1)
            usageError("--micro-batches must be positive, got '" + v + "'");
        }},
+      {"profile", [&](const std::string &v) { o.profile = v; }},
+      {"profile-resource",
+       [&](const std::string &v) { o.profileResource = v; }},
       {"fallback",
        [&](const std::string &v) {
          if (v != "cpu")
@@ -243,6 +252,8 @@ Options heterps::run::parseOptions(int argc, char **argv) {
   }
   if (o.plan.empty())
     usageError("no plan file given");
+  if (!o.profileResource.empty() && o.profile.empty())
+    usageError("--profile-resource needs --profile=FILE");
   if (o.checkpointEvery < 0 || (o.checkpointEvery && o.save.empty()))
     usageError("--checkpoint-every takes a positive step count and needs "
                "--save");

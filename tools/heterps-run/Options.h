@@ -31,6 +31,8 @@ struct Options {
   std::string pipeline = "auto", schedule = "1f1b";
   int maxWorkers = 0;
   int64_t microBatches = 0;
+  // Measured op times, written as a scheduler profile table.
+  std::string profile, profileResource;
   // Parameter server: the servers in shard order (empty: embedded), the
   // deadline of a call, and where to export the bounded tables.
   std::string ps;

@@ -19,6 +19,7 @@
 #include "heterps/Runtime/Error.h"
 #include "heterps/Runtime/Pipeline.h"
 #include "heterps/Runtime/PlanTypes.h"
+#include "heterps/Runtime/Profile.h"
 #include "heterps/Runtime/Program.h"
 
 #include <chrono>
@@ -27,6 +28,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <unistd.h>
 
 using namespace heterps;
@@ -510,6 +512,29 @@ int runTraining(const Options &o, Program &program, StepExecutor &stepper,
   }
   if (!o.exportTables.empty())
     exportTables(o.exportTables, tables);
+  if (!o.profile.empty()) {
+    OpTimes times;
+    stepper.addOpTimes(times);
+    ProfileOptions profile;
+    profile.resource = o.profileResource;
+    std::optional<std::string> gpuStatus;
+    ProgramOptions po;
+    po.fallbackToCPU = true;
+    for (const plan::Stage &stage : program.plan().stages())
+      profile.foreignStages.push_back(
+          stage.kind() == "gpu" &&
+          resolveStageDevice(stage, po, gpuStatus) != DeviceKind::GPU);
+    ProfileSummary summary = writeProfileTable(o.profile, program.plan(), times,
+                                               steps, batchSize, profile);
+    std::printf("profile %s: %d entries, per step of %lld examples",
+                o.profile.c_str(), summary.entries,
+                static_cast<long long>(batchSize));
+    if (summary.leftOutOps)
+      std::printf("; %d ops left out (no name location, or a GPU stage run "
+                  "on the CPU), %.3g s per step",
+                  summary.leftOutOps, summary.leftOutSeconds);
+    std::printf("\n");
+  }
   return 0;
 }
 
@@ -569,6 +594,7 @@ int main(int argc, char **argv) {
     po.fallbackToCPU = o.fallbackCPU;
     po.threads = o.threads;
     po.seed = o.seed;
+    po.profile = !o.profile.empty();
     Program program(p, params, tables, po);
     CheckpointInfo loaded;
     if (!o.load.empty()) {

@@ -84,6 +84,9 @@ public:
 
   int64_t steps() const override { return stepCount; }
   void setSteps(int64_t steps) override { stepCount = steps; }
+  /// The kernel time of every replica of every stage: the work of a step,
+  /// as one unit would do it.
+  void addOpTimes(OpTimes &times) const override;
 
   const std::vector<StageMapping> &mapping() const { return stageMapping; }
   int64_t microBatches() const { return microBatchCount; }

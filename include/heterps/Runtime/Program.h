@@ -30,7 +30,12 @@ struct ProgramOptions {
   bool fallbackToCPU = false;
   int threads = 1;
   uint64_t seed = 1;
+  /// Time every kernel of a training step (heterps-run --profile).
+  bool profile = false;
 };
+
+/// Seconds spent in the kernels of each op of a plan, summed over steps.
+using OpTimes = std::map<const plan::Op *, double>;
 
 /// What runs training steps: a Program (one worker) or the pipelined
 /// executor (lib/Runtime/Pipeline).
@@ -43,6 +48,9 @@ public:
   /// Training steps taken so far (the optimizers' and checkpoints' count).
   virtual int64_t steps() const = 0;
   virtual void setSteps(int64_t steps) = 0;
+  /// Adds the kernel time of every op of the training steps run with
+  /// ProgramOptions::profile to `times`.
+  virtual void addOpTimes(OpTimes &times) const = 0;
 };
 
 /// The registry column that runs `stage`: its own kind when this machine
@@ -83,6 +91,7 @@ public:
 
   int64_t steps() const override { return context.step; }
   void setSteps(int64_t steps) override { context.step = steps; }
+  void addOpTimes(OpTimes &times) const override;
   /// Number of memory plans built so far (one per input signature).
   size_t memoryPlans() const { return plans.size(); }
 
@@ -99,6 +108,7 @@ private:
   std::vector<int> aliasOf;
   std::vector<std::unique_ptr<MemoryPlan>> plans;
   MemoryPlan *current = nullptr;
+  bool profiling = false;
   // Per-run scratch, kept so that a step does not allocate.
   std::vector<const Tensor *> inScratch, results;
   std::vector<Tensor *> outScratch;

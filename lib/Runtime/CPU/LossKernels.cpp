@@ -152,6 +152,7 @@ public:
       const float *w = in.size() > 2 ? in[2]->as<float>() : nullptr;
       loss.assign(n * inner, 0.0);
       weight.assign(n * inner, 0.0);
+      bool softmax = spec.kind == "softmax_ce";
       for (int64_t s = 0; s < n; ++s)
         for (int64_t j = 0; j < inner; ++j) {
           int64_t pos = s * inner + j;
@@ -163,14 +164,14 @@ public:
                    << s << " is outside [0, " << c << ")";
           const float *row = x + s * c * inner + j;
           double value;
-          if (spec.kind == "softmax_ce") {
-            double m = row[0];
+          if (softmax) {
+            float m = row[0];
             for (int64_t k = 1; k < c; ++k)
-              m = std::max<double>(m, row[k * inner]);
-            double sum = 0;
+              m = std::max(m, row[k * inner]);
+            float sum = 0;
             for (int64_t k = 0; k < c; ++k)
               sum += std::exp(row[k * inner] - m);
-            value = m + std::log(sum) - row[label * inner];
+            value = m + std::log(static_cast<double>(sum)) - row[label * inner];
           } else {
             value = -row[label * inner];
           }
@@ -242,6 +243,7 @@ public:
       wsum += w ? w[label] : 1.0;
     }
     std::fill(dx, dx + p.numElements(), 0.0f);
+    bool softmax = spec.kind == "softmax_ce";
     double norm =
         spec.reduction == Reduction::Mean && wsum > 0 ? 1.0 / wsum : 1.0;
     for (int64_t s = 0; s < n; ++s)
@@ -254,16 +256,21 @@ public:
             (perElement ? dl[pos] : dl[0]) * norm * (w ? w[label] : 1.0);
         const float *row = x + s * c * inner + j;
         float *drow = dx + s * c * inner + j;
-        if (spec.kind == "softmax_ce") {
-          double m = row[0];
+        if (softmax) {
+          // The row's exponentials go into drow, then become the gradient.
+          float m = row[0];
           for (int64_t k = 1; k < c; ++k)
-            m = std::max<double>(m, row[k * inner]);
-          double sum = 0;
+            m = std::max(m, row[k * inner]);
+          float sum = 0;
+          for (int64_t k = 0; k < c; ++k) {
+            float e = std::exp(row[k * inner] - m);
+            drow[k * inner] = e;
+            sum += e;
+          }
+          float scale = static_cast<float>(up) / sum;
           for (int64_t k = 0; k < c; ++k)
-            sum += std::exp(row[k * inner] - m);
-          for (int64_t k = 0; k < c; ++k)
-            drow[k * inner] = static_cast<float>(
-                up * (std::exp(row[k * inner] - m) / sum - (k == label)));
+            drow[k * inner] *= scale;
+          drow[label * inner] -= static_cast<float>(up);
         } else {
           drow[label * inner] = static_cast<float>(-up);
         }

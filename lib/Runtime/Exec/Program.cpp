@@ -6,6 +6,7 @@
 #include "heterps/Runtime/Error.h"
 #include "heterps/Runtime/PlanTypes.h"
 
+#include <chrono>
 #include <omp.h>
 #include <optional>
 #include <set>
@@ -19,6 +20,8 @@ struct Program::Node {
   std::unique_ptr<Kernel> kernel;
   std::vector<int> inputs, outputs;
   bool sideEffect = false;
+  /// Kernel seconds over the profiled training steps.
+  double seconds = 0;
 };
 
 /// The tensors of one input signature: one per value, owning a buffer
@@ -63,7 +66,7 @@ DeviceKind runtime::resolveStageDevice(const plan::Stage &stage,
 
 Program::Program(const plan::Plan &plan, ParamStore &params,
                  EmbeddingStore &tables, const ProgramOptions &options)
-    : planRef(plan) {
+    : planRef(plan), profiling(options.profile) {
   context.params = &params;
   context.tables = &tables;
   context.seed = options.seed;
@@ -162,6 +165,11 @@ Program::Program(const plan::Plan &plan, ParamStore &params,
 }
 
 Program::~Program() = default;
+
+void Program::addOpTimes(OpTimes &times) const {
+  for (const auto &node : nodes)
+    times[node->op] += node->seconds;
+}
 
 int Program::resolve(int id) const {
   while (aliasOf[id] != id)
@@ -338,7 +346,15 @@ Program::run(const std::vector<const Tensor *> &inputs, bool training,
       in.push_back(&mp.values[id]);
     for (int id : node->outputs)
       out.push_back(&mp.values[id]);
-    node->kernel->run(in, out, context);
+    if (profiling && training) {
+      auto start = std::chrono::steady_clock::now();
+      node->kernel->run(in, out, context);
+      node->seconds += std::chrono::duration<double>(
+                           std::chrono::steady_clock::now() - start)
+                           .count();
+    } else {
+      node->kernel->run(in, out, context);
+    }
   }
   results.clear();
   for (int o : outputs)

@@ -426,6 +426,8 @@ PipelineExecutor::PipelineExecutor(const plan::Plan &plan, ParamStore &params,
       worker->replica = r;
       worker->program =
           std::make_unique<StageProgram>(plan, stage, kind, context);
+      if (options.profile)
+        worker->program->enableProfiling();
       if (pipeline.schedule == PipelineSchedule::OneForwardOneBackward)
         worker->inFlightLimit = numStages - s;
       impl->stages.back().push_back(std::move(worker));
@@ -459,6 +461,12 @@ PipelineExecutor::~PipelineExecutor() {
     for (auto &worker : stageWorkers)
       if (worker->thread.joinable())
         worker->thread.join();
+}
+
+void PipelineExecutor::addOpTimes(OpTimes &times) const {
+  for (const auto &stageWorkers : impl->stages)
+    for (const auto &worker : stageWorkers)
+      worker->program->addOpTimes(times);
 }
 
 std::string PipelineExecutor::describe() const {

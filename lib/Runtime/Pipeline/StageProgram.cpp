@@ -5,6 +5,7 @@
 #include "heterps/Runtime/Error.h"
 #include "heterps/Runtime/PlanTypes.h"
 
+#include <chrono>
 #include <map>
 #include <set>
 
@@ -31,7 +32,31 @@ struct StageProgram::Node {
   std::vector<int64_t> pushKeys;
   std::vector<float> pushRows;
   int64_t pushDim = 0;
+  /// Kernel seconds over the profiled steps.
+  double seconds = 0;
 };
+
+namespace {
+/// Adds the time of its scope to `seconds` when `on`.
+class KernelTimer {
+public:
+  KernelTimer(bool on, double &seconds) : on(on), seconds(seconds) {
+    if (on)
+      start = std::chrono::steady_clock::now();
+  }
+  ~KernelTimer() {
+    if (on)
+      seconds += std::chrono::duration<double>(
+                     std::chrono::steady_clock::now() - start)
+                     .count();
+  }
+
+private:
+  bool on;
+  double &seconds;
+  std::chrono::steady_clock::time_point start;
+};
+} // namespace
 
 StageProgram::StageProgram(const plan::Plan &plan, const plan::Stage &stage,
                            DeviceKind kind, const ExecContext &context)
@@ -205,6 +230,7 @@ void StageProgram::run(int segment, Slot &slot, double weight) {
       node.accumulated = true;
       continue;
     }
+    KernelTimer timer(profiling, node.seconds);
     out.clear();
     for (size_t r = 0; r < node.outputs.size(); ++r) {
       Tensor &t = slot.values[node.outputs[r]];
@@ -276,6 +302,12 @@ void StageProgram::applyStep(const std::vector<StageProgram *> &replicas) {
       node.prepared = false;
     }
     out.clear();
+    KernelTimer timer(profiling, node.seconds);
     node.kernel->run(in, out, ctx);
   }
+}
+
+void StageProgram::addOpTimes(std::map<const plan::Op *, double> &times) const {
+  for (const auto &node : nodes)
+    times[node->op] += node->seconds;
 }

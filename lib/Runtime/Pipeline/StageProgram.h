@@ -20,6 +20,7 @@
 #include "heterps/Runtime/Kernel.h"
 #include "heterps/plan.pb.h"
 
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -71,12 +72,17 @@ public:
   /// included) and applies every update and push once.
   void applyStep(const std::vector<StageProgram *> &replicas);
 
+  /// Times kernels from now on (ProgramOptions::profile).
+  void enableProfiling() { profiling = true; }
+  void addOpTimes(std::map<const plan::Op *, double> &times) const;
+
 private:
   struct Node;
   const plan::Plan &planRef;
   ExecContext ctx;
   std::vector<std::unique_ptr<Node>> nodes;
   std::vector<StageSegment> segmentList;
+  bool profiling = false;
   // Per-run scratch, kept so that a step does not allocate.
   std::vector<const Tensor *> in;
   std::vector<Tensor *> out;
