@@ -568,18 +568,22 @@ int main(int argc, char **argv) {
     ps::ClientOptions co;
     co.deadlineSeconds = o.psDeadline;
     std::unique_ptr<ps::Shard> embedded;
-    std::vector<std::unique_ptr<ps::Connection>> servers;
     if (o.ps.empty()) {
       ps::ShardOptions so;
       so.absoluteCheckpointPaths = true;
       so.rocksdbDir = o.rocksdbDir;
       embedded = std::make_unique<ps::Shard>(so);
-      servers.push_back(ps::connectLocal(*embedded));
-    } else {
-      for (const std::string &address : ps::parseServerList(o.ps))
-        servers.push_back(ps::connectRemote(address, co));
     }
-    ps::Client tables(std::move(servers), co);
+    auto connections = [&] {
+      std::vector<std::unique_ptr<ps::Connection>> servers;
+      if (embedded)
+        servers.push_back(ps::connectLocal(*embedded));
+      else
+        for (const std::string &address : ps::parseServerList(o.ps))
+          servers.push_back(ps::connectRemote(address, co));
+      return servers;
+    };
+    ps::Client tables(connections(), co);
     tables.connect();
     ps::v1::TableConfig defaults;
     defaults.set_storage(o.tablesOnDisk ? ps::v1::STORAGE_ROCKSDB
@@ -611,6 +615,13 @@ int main(int argc, char **argv) {
       pipelineOptions.schedule = parsePipelineSchedule(o.schedule);
       pipelineOptions.maxWorkers = o.maxWorkers;
       pipelineOptions.microBatches = o.microBatches;
+      // Each worker talks to the PS through a client of its own.
+      pipelineOptions.tablesPerWorker = [&] {
+        auto client = std::make_unique<ps::Client>(connections(), co);
+        client->connect();
+        client->createTables(p, o.seed, defaults);
+        return std::unique_ptr<EmbeddingStore>(std::move(client));
+      };
       pipeline = std::make_unique<PipelineExecutor>(p, params, tables, po,
                                                     pipelineOptions);
       pipeline->setSteps(loaded.step);

@@ -28,6 +28,7 @@
 
 #include "heterps/Runtime/Program.h"
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -55,6 +56,10 @@ struct PipelineOptions {
   int maxWorkers = 0;
   /// Micro-batches per step; 0: the plan's, at least one per replica.
   int64_t microBatches = 0;
+  /// Gives each worker its own connection to the tables (a PS client of
+  /// its own, as a worker process has), so that workers do not queue on one
+  /// client; without it every worker uses the executor's `tables`.
+  std::function<std::unique_ptr<EmbeddingStore>()> tablesPerWorker;
 };
 
 /// How the plan's stages were mapped onto workers.

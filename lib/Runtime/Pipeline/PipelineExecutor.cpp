@@ -107,6 +107,8 @@ struct Inbox {
 
 struct Worker {
   int stage = 0, replica = 0;
+  /// The worker's own tables client, when the executor was given a factory.
+  std::unique_ptr<EmbeddingStore> tables;
   std::unique_ptr<StageProgram> program;
   std::vector<std::unique_ptr<StageProgram::Slot>> slots;
   std::vector<StageProgram::Slot *> freeSlots;
@@ -123,11 +125,22 @@ struct Worker {
 
 } // namespace
 
+/// Where the replicas of a stage wait for each other before applying the
+/// step's updates.
+struct StageBarrier {
+  Signal signal;
+  int arrived = 0;
+  std::atomic<uint64_t> phase{0};
+};
+
 struct PipelineExecutor::Impl {
   const plan::Plan &plan;
   PipelineOptions options;
   int threadsPerWorker = 1;
   std::vector<std::vector<std::unique_ptr<Worker>>> stages;
+  std::vector<std::unique_ptr<StageBarrier>> barriers;
+  /// Each stage's programs, for the replicas' sums.
+  std::vector<std::vector<StageProgram *>> programs;
 
   // The step the workers run: the driver bumps `generation` to start one,
   // each worker thread decrements `running` when done. The driver runs the
@@ -337,6 +350,29 @@ void PipelineExecutor::Impl::runStep(Worker &worker) {
 void PipelineExecutor::Impl::runStepCatching(Worker &worker) {
   try {
     runStep(worker);
+    // Once every replica of the stage has all its gradients, each applies
+    // its share of the stage's updates and pushes. Every forward of the
+    // step is done by then (the stage has its last micro-batch's gradient,
+    // or is the last stage), so no lookup of this step sees a push.
+    std::vector<StageProgram *> &replicas = programs[worker.stage];
+    int count = static_cast<int>(replicas.size());
+    if (count > 1) {
+      StageBarrier &barrier = *barriers[worker.stage];
+      uint64_t phase = barrier.phase;
+      {
+        std::lock_guard<std::mutex> lock(barrier.signal.mutex);
+        if (++barrier.arrived == count) {
+          barrier.arrived = 0;
+          ++barrier.phase;
+        }
+      }
+      barrier.signal.wake();
+      barrier.signal.waitUntil(
+          [&] { return aborted || barrier.phase != phase; });
+      if (aborted)
+        return;
+    }
+    worker.program->applyStep(replicas, worker.replica, count);
   } catch (const std::exception &e) {
     std::ostringstream message;
     message << "stage " << worker.stage << " replica " << worker.replica << ": "
@@ -424,8 +460,13 @@ PipelineExecutor::PipelineExecutor(const plan::Plan &plan, ParamStore &params,
       auto worker = std::make_unique<Worker>();
       worker->stage = s;
       worker->replica = r;
+      ExecContext workerContext = context;
+      if (pipeline.tablesPerWorker) {
+        worker->tables = pipeline.tablesPerWorker();
+        workerContext.tables = worker->tables.get();
+      }
       worker->program =
-          std::make_unique<StageProgram>(plan, stage, kind, context);
+          std::make_unique<StageProgram>(plan, stage, kind, workerContext);
       if (options.profile)
         worker->program->enableProfiling();
       if (pipeline.schedule == PipelineSchedule::OneForwardOneBackward)
@@ -441,6 +482,12 @@ PipelineExecutor::PipelineExecutor(const plan::Plan &plan, ParamStore &params,
     map.segments =
         static_cast<int>(impl->stages.back()[0]->program->segments().size());
     stageMapping.push_back(map);
+  }
+  for (auto &stageWorkers : impl->stages) {
+    impl->barriers.push_back(std::make_unique<StageBarrier>());
+    impl->programs.emplace_back();
+    for (auto &worker : stageWorkers)
+      impl->programs.back().push_back(worker->program.get());
   }
   // The first worker runs on the thread that calls run().
   for (auto &stageWorkers : impl->stages)
@@ -615,14 +662,6 @@ PipelineExecutor::run(const std::vector<const Tensor *> &inputs, bool training,
   s.finished.waitUntil([&] { return s.running == 0; });
   if (s.aborted)
     fail() << s.error;
-  // Every stage's updates, once, with the gradients of all its replicas.
-  for (auto &stageWorkers : s.stages) {
-    std::vector<StageProgram *> programs;
-    for (auto &worker : stageWorkers)
-      programs.push_back(worker->program.get());
-    programs[0]->context().step = stepCount;
-    programs[0]->applyStep(programs);
-  }
   s.resultPointers.clear();
   for (size_t w = 0; w < outputs.size(); ++w) {
     if (s.results[w].rank() == 0) {

@@ -253,10 +253,12 @@ void StageProgram::beginStep() {
   }
 }
 
-void StageProgram::applyStep(const std::vector<StageProgram *> &replicas) {
+void StageProgram::applyStep(const std::vector<StageProgram *> &replicas,
+                             int share, int shares) {
+  int deferred = 0;
   for (size_t n = 0; n < nodes.size(); ++n) {
     Node &node = *nodes[n];
-    if (node.deferred == Deferred::None)
+    if (node.deferred == Deferred::None || deferred++ % shares != share)
       continue;
     for (StageProgram *replica : replicas) {
       Node &other = *replica->nodes[n];

@@ -69,8 +69,11 @@ public:
   /// Clears the step accumulators (before a step's first micro-batch).
   void beginStep();
   /// Sums the accumulators of `replicas` (all of this stage's, this one
-  /// included) and applies every update and push once.
-  void applyStep(const std::vector<StageProgram *> &replicas);
+  /// included) and applies the updates and pushes of share `share` of
+  /// `shares` (every shares-th one): the replicas of a stage apply their
+  /// step in parallel, each update and push once.
+  void applyStep(const std::vector<StageProgram *> &replicas, int share = 0,
+                 int shares = 1);
 
   /// Times kernels from now on (ProgramOptions::profile).
   void enableProfiling() { profiling = true; }

@@ -1,0 +1,202 @@
+#!/usr/bin/python3
+"""The pipelined executor measured against one worker and the prediction.
+
+    /usr/bin/python3 bench/pipeline/bench.py --build BUILD [--seconds 2]
+        [--repeat 3] [--models mlp,ctr] [--batches 256,1024,4096]
+
+For each model (the ONNX fixtures of test/Import/ONNX/Inputs) and batch:
+
+  1. compile the training step (heterps-opt --heterps-autodiff) without a
+     schedule and profile it on one worker (heterps-run --profile,
+     --profile-resource=local-cpu) on one fixed random batch;
+  2. schedule it with that profile on examples/clusters/local.json at two
+     throughput targets, which the scheduler meets with one unit and with
+     two units of the machine's cores;
+  3. run each plan (a stage of k units runs as k replicas, one thread each)
+     on the same fixed batch and print the scheduler's predicted samples/s,
+     the measured samples/s, and their ratio, and the two-replica run
+     against one worker on one thread.
+
+A last case runs the CTR fixture scheduled into 2 stages of 2 units on the
+test cluster test/Runtime/Inputs/two-pools.json, pipelined on 2 and on 4
+workers, against one worker. Every figure is the best of --repeat runs;
+heterps-run's own summary line gives the samples/s.
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+SRC = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__))))
+FIXTURES = os.path.join(SRC, "test", "Import", "ONNX", "Inputs")
+LOCAL = os.path.join(SRC, "examples", "clusters", "local.json")
+TWO_POOLS = os.path.join(SRC, "test", "Runtime", "Inputs", "two-pools.json")
+MODELS = {
+    "mlp": ("torch-mlp.onnx",
+            "loss=softmax-ce optimizer=sgd learning-rate=0.01"),
+    "ctr": ("torch-ctr.onnx", "loss=bce optimizer=sgd learning-rate=0.01"),
+}
+
+
+def run(cmd):
+    out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True)
+    if out.returncode != 0:
+        raise RuntimeError(" ".join(cmd) + " failed:\n" + out.stdout)
+    return out.stdout
+
+
+def write_inputs(model, batch, workdir):
+    import numpy as np
+    from onnx import numpy_helper
+
+    rng = np.random.default_rng(1)
+    if model == "ctr":
+        tensors = {
+            "dense": rng.standard_normal((batch, 13), dtype=np.float32),
+            "sparse": rng.integers(0, 100, (batch, 8), dtype=np.int64),
+            "label": rng.integers(0, 2, (batch, 1)).astype(np.float32)}
+    else:
+        tensors = {
+            "x": rng.standard_normal((batch, 32), dtype=np.float32),
+            "label": rng.integers(0, 10, (batch,), dtype=np.int64)}
+    flags = []
+    for name, value in tensors.items():
+        path = os.path.join(workdir, f"{model}-{batch}-{name}.pb")
+        with open(path, "wb") as f:
+            f.write(numpy_helper.from_array(value, name).SerializeToString())
+        flags.append(f"--input={name}={path}")
+    return flags
+
+
+class Bench:
+    def __init__(self, args, workdir):
+        self.opt = os.path.join(args.build, "bin", "heterps-opt")
+        self.run = os.path.join(args.build, "bin", "heterps-run")
+        self.args = args
+        self.workdir = workdir
+
+    def compile(self, model, batch, schedule=None, name="plan"):
+        fixture, autodiff = MODELS[model]
+        plan = os.path.join(self.workdir, f"{model}-{batch}-{name}.plan")
+        cmd = [self.opt, os.path.join(FIXTURES, fixture),
+               f"--heterps-autodiff={autodiff}"]
+        if schedule:
+            cmd.append(f"--heterps-schedule={schedule}")
+        cmd += [f"--heterps-emit-plan=file={plan} batch={batch}",
+                "-o", os.devnull]
+        run(cmd)
+        return plan
+
+    def predicted(self, plan):
+        out = run([self.run, plan, "--print-plan"])
+        m = re.search(r"predicted: ([\d.]+) samples/s", out)
+        units = re.findall(r"stage \d+ on \S+ \(\w+\) x(\d+)", out)
+        return (float(m.group(1)) if m else None), [int(u) for u in units]
+
+    def rate(self, plan, inputs, batch, extra):
+        """Best samples/s of --repeat runs of about --seconds each."""
+        def once(steps):
+            out = run([self.run, plan] + inputs +
+                      [f"--batch={batch}", "--log-every=0",
+                       f"--steps={steps}"] + extra)
+            m = re.search(r"samples in [\d.]+ s: (\d+) samples/s", out)
+            if not m:
+                raise RuntimeError("no throughput line in:\n" + out)
+            return float(m.group(1))
+        probe = once(50)
+        steps = max(100, int(probe * self.args.seconds / batch))
+        return max(once(steps) for _ in range(self.args.repeat))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--build", default=os.path.join(SRC, "build"))
+    parser.add_argument("--seconds", type=float, default=2.0)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--models", default="mlp,ctr")
+    parser.add_argument("--batches", default="256,1024,4096")
+    parser.add_argument("--json", help="also write the rows to this file")
+    args = parser.parse_args()
+
+    rows = []
+    with tempfile.TemporaryDirectory() as workdir:
+        bench = Bench(args, workdir)
+        print(f"{'model':5} {'batch':>5} {'plan':14} {'predicted':>11} "
+              f"{'measured':>11} {'meas/pred':>9} {'vs 1 worker':>11}")
+        for model in args.models.split(","):
+            for batch in [int(b) for b in args.batches.split(",")]:
+                inputs = write_inputs(model, batch, workdir)
+                plain = bench.compile(model, batch)
+                profile = os.path.join(workdir, f"{model}-{batch}.json")
+                run([bench.run, plain] + inputs +
+                    [f"--batch={batch}", "--log-every=0", "--steps=200",
+                     f"--profile={profile}", "--profile-resource=local-cpu"])
+                one = bench.rate(plain, inputs, batch, ["--pipeline=off"])
+                with open(profile) as f:
+                    step = sum(e["seconds"] for e in json.load(f)["ops"])
+                single = batch / step
+                # Targets the scheduler meets with one unit, and with two:
+                # the highest of a few that two of the machine's cores reach.
+                for units, factors in ((1, (0.5,)),
+                                       (2, (1.6, 1.4, 1.2, 1.05))):
+                    plan = None
+                    for factor in factors:
+                        try:
+                            plan = bench.compile(
+                                model, batch,
+                                f"cluster={LOCAL} profile={profile} "
+                                f"solver=dp throughput={factor * single:.0f} "
+                                f"batch={batch} micro-batches=1",
+                                name=f"x{units}")
+                            break
+                        except RuntimeError:
+                            continue
+                    if plan is None:
+                        print(f"{model:5} {batch:5} no target between "
+                              f"{factors[-1]} and {factors[0]} x one unit "
+                              f"is reachable on {units} units")
+                        continue
+                    predicted, got = bench.predicted(plan)
+                    measured = bench.rate(plan, inputs, batch,
+                                          ["--max-workers=2"])
+                    row = dict(model=model, batch=batch,
+                               plan=f"1 stage x{got[0]}",
+                               predicted=predicted, measured=measured,
+                               one_worker=one)
+                    rows.append(row)
+                    print(f"{model:5} {batch:5} {row['plan']:14} "
+                          f"{predicted:11.0f} {measured:11.0f} "
+                          f"{measured / predicted:9.2f} "
+                          f"{measured / one:10.2f}x", flush=True)
+        if "ctr" in args.models.split(","):
+            batch = 512
+            inputs = write_inputs("ctr", batch, workdir)
+            plan = bench.compile(
+                "ctr", batch,
+                f"cluster={TWO_POOLS} solver=dp throughput=350000 "
+                f"batch={batch} micro-batches=4", name="2x2")
+            one = bench.rate(plan, inputs, batch, ["--pipeline=off"])
+            for workers in (2, 4):
+                measured = bench.rate(plan, inputs, batch,
+                                      [f"--max-workers={workers}"])
+                row = dict(model="ctr", batch=batch,
+                           plan=f"2 stages x2 on {workers} workers",
+                           predicted=None, measured=measured, one_worker=one)
+                rows.append(row)
+                print(f"{'ctr':5} {batch:5} {'2 stages x2':14} {'-':>11} "
+                      f"{measured:11.0f} {'-':>9} {measured / one:10.2f}x  "
+                      f"({workers} workers)", flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
