@@ -54,6 +54,9 @@ Pipeline (plans with several stages, or stages with several units):
   --profile=FILE           time every op of the training steps and write the
                            times per layer as a profile table for the
                            scheduling passes' profile= option
+  --trace=FILE             write a Chrome/Perfetto trace of the training
+                           steps: every op, segment, send and wait of every
+                           worker (chrome://tracing, ui.perfetto.dev)
   --profile-resource=R     the resource type the profiled times are for
                            (default: each stage's; stages run with
                            --fallback=cpu are then left out)
@@ -191,6 +194,7 @@ Options heterps::run::parseOptions(int argc, char **argv) {
            usageError("--micro-batches must be positive, got '" + v + "'");
        }},
       {"profile", [&](const std::string &v) { o.profile = v; }},
+      {"trace", [&](const std::string &v) { o.trace = v; }},
       {"profile-resource",
        [&](const std::string &v) { o.profileResource = v; }},
       {"fallback",

@@ -33,6 +33,8 @@ struct Options {
   int64_t microBatches = 0;
   // Measured op times, written as a scheduler profile table.
   std::string profile, profileResource;
+  // A Chrome / Perfetto trace of the training steps.
+  std::string trace;
   // Parameter server: the servers in shard order (empty: embedded), the
   // deadline of a call, and where to export the bounded tables.
   std::string ps;

@@ -21,6 +21,7 @@
 #include "heterps/Runtime/PlanTypes.h"
 #include "heterps/Runtime/Profile.h"
 #include "heterps/Runtime/Program.h"
+#include "heterps/Runtime/Trace.h"
 
 #include <chrono>
 #include <cstdio>
@@ -615,6 +616,7 @@ int main(int argc, char **argv) {
       pipelineOptions.schedule = parsePipelineSchedule(o.schedule);
       pipelineOptions.maxWorkers = o.maxWorkers;
       pipelineOptions.microBatches = o.microBatches;
+      pipelineOptions.trace = !o.trace.empty();
       // Each worker talks to the PS through a client of its own.
       pipelineOptions.tablesPerWorker = [&] {
         auto client = std::make_unique<ps::Client>(connections(), co);
@@ -627,9 +629,34 @@ int main(int argc, char **argv) {
       pipeline->setSteps(loaded.step);
       std::printf("%s", pipeline->describe().c_str());
     }
+    std::unique_ptr<TraceThread> trace;
+    if (!o.trace.empty() && !pipeline) {
+      trace = std::make_unique<TraceThread>("worker",
+                                            std::chrono::steady_clock::now());
+      program.setTrace(trace.get());
+    }
     StepExecutor &stepper =
         pipeline ? static_cast<StepExecutor &>(*pipeline) : program;
-    return runTraining(o, program, stepper, params, tables, loaded);
+    int status = runTraining(o, program, stepper, params, tables, loaded);
+    if (pipeline)
+      std::printf("%s", pipeline->summary().c_str());
+    if (!o.trace.empty()) {
+      std::vector<const TraceThread *> threads =
+          pipeline ? pipeline->traceThreads()
+                   : std::vector<const TraceThread *>{trace.get()};
+      int64_t spans = writeChromeTrace(o.trace, threads);
+      int64_t dropped = 0;
+      for (const TraceThread *thread : threads)
+        dropped += thread->dropped;
+      std::printf("trace %s: %lld spans of %zu worker%s", o.trace.c_str(),
+                  static_cast<long long>(spans), threads.size(),
+                  threads.size() == 1 ? "" : "s");
+      if (dropped)
+        std::printf(" (%lld more not kept: at most %zu per worker)",
+                    static_cast<long long>(dropped), TraceThread::kMaxSpans);
+      std::printf("\n");
+    }
+    return status;
   } catch (const RuntimeError &e) {
     std::fprintf(stderr, "heterps-run: error: %s\n", e.what());
     return 1;

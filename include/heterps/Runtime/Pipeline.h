@@ -27,6 +27,7 @@
 #define HETERPS_RUNTIME_PIPELINE_H
 
 #include "heterps/Runtime/Program.h"
+#include "heterps/Runtime/Trace.h"
 
 #include <functional>
 #include <memory>
@@ -60,6 +61,27 @@ struct PipelineOptions {
   /// its own, as a worker process has), so that workers do not queue on one
   /// client; without it every worker uses the executor's `tables`.
   std::function<std::unique_ptr<EmbeddingStore>()> tablesPerWorker;
+  /// Record a span per kernel, segment, send, wait and update (--trace).
+  bool trace = false;
+};
+
+/// Where the replicas of a stage spent the steps run so far, in seconds
+/// per replica (their mean).
+struct StageTimes {
+  int stage = 0, replicas = 0;
+  double wallSeconds = 0;
+  /// Running segments (kernels, gradient sums), copying tensors into
+  /// channels, waiting for channels, and applying the step's updates and
+  /// pushes (with the wait for the stage's other replicas).
+  double busy = 0, sending = 0, waiting = 0, updating = 0;
+  /// The pipeline's samples/s, and what the stage would reach if it never
+  /// waited: samples over (busy + sending + updating).
+  double samplesPerSecond = 0, boundSamplesPerSecond = 0;
+};
+
+/// Nanosecond totals of one worker.
+struct WorkerTimes {
+  int64_t busy = 0, sending = 0, waiting = 0, updating = 0;
 };
 
 /// How the plan's stages were mapped onto workers.
@@ -94,6 +116,11 @@ public:
   void addOpTimes(OpTimes &times) const override;
 
   const std::vector<StageMapping> &mapping() const { return stageMapping; }
+  std::vector<StageTimes> stageTimes() const;
+  /// One line per stage from stageTimes().
+  std::string summary() const;
+  /// The workers' spans, with PipelineOptions::trace.
+  std::vector<const TraceThread *> traceThreads() const;
   int64_t microBatches() const { return microBatchCount; }
   /// One line per stage: its units and the replicas that run them.
   std::string describe() const;

@@ -15,6 +15,7 @@
 #include "heterps/Runtime/EmbeddingStore.h"
 #include "heterps/Runtime/Kernel.h"
 #include "heterps/Runtime/ParamStore.h"
+#include "heterps/Runtime/Trace.h"
 #include "heterps/plan.pb.h"
 
 #include <map>
@@ -92,6 +93,8 @@ public:
   int64_t steps() const override { return context.step; }
   void setSteps(int64_t steps) override { context.step = steps; }
   void addOpTimes(OpTimes &times) const override;
+  /// Records a span per kernel of the training steps into `thread`.
+  void setTrace(TraceThread *thread) { trace = thread; }
   /// Number of memory plans built so far (one per input signature).
   size_t memoryPlans() const { return plans.size(); }
 
@@ -109,6 +112,7 @@ private:
   std::vector<std::unique_ptr<MemoryPlan>> plans;
   MemoryPlan *current = nullptr;
   bool profiling = false;
+  TraceThread *trace = nullptr;
   // Per-run scratch, kept so that a step does not allocate.
   std::vector<const Tensor *> inScratch, results;
   std::vector<Tensor *> outScratch;

@@ -2,15 +2,13 @@
 
 #include "heterps/Runtime/Profile.h"
 
+#include "TextOutput.h"
+
 #include "heterps/Runtime/Error.h"
 
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
-#include <fstream>
 #include <map>
 #include <set>
-#include <unistd.h>
 
 using namespace heterps;
 using namespace heterps::runtime;
@@ -45,23 +43,6 @@ std::string runtime::opNameFromLocation(const std::string &location) {
 }
 
 namespace {
-
-std::string jsonString(const std::string &s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(static_cast<char>(c));
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-      out += buf;
-    } else {
-      out.push_back(static_cast<char>(c));
-    }
-  }
-  return out + "\"";
-}
 
 int64_t layerOf(const plan::Op &op) {
   auto it = op.attrs().find("heterps.layer");
@@ -159,19 +140,6 @@ ProfileSummary runtime::writeProfileTable(const std::string &path,
   }
   text += "]}\n";
 
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out)
-      fail() << "cannot write profile '" << tmp
-             << "': " << std::strerror(errno);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    fail() << "cannot rename '" << tmp << "' to '" << path
-           << "': " << std::strerror(errno);
-  }
+  writeTextFileAtomically(path, text, "profile");
   return summary;
 }

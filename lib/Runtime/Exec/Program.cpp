@@ -346,12 +346,24 @@ Program::run(const std::vector<const Tensor *> &inputs, bool training,
       in.push_back(&mp.values[id]);
     for (int id : node->outputs)
       out.push_back(&mp.values[id]);
-    if (profiling && training) {
+    if ((profiling || trace) && training) {
       auto start = std::chrono::steady_clock::now();
       node->kernel->run(in, out, context);
-      node->seconds += std::chrono::duration<double>(
-                           std::chrono::steady_clock::now() - start)
-                           .count();
+      auto end = std::chrono::steady_clock::now();
+      if (profiling)
+        node->seconds += std::chrono::duration<double>(end - start).count();
+      if (trace) {
+        TraceSpan span;
+        span.op = node->op;
+        span.step = context.step;
+        span.start = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                         start - trace->origin)
+                         .count();
+        span.duration =
+            std::chrono::duration_cast<std::chrono::nanoseconds>(end - start)
+                .count();
+        trace->add(span);
+      }
     } else {
       node->kernel->run(in, out, context);
     }

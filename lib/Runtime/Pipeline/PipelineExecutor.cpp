@@ -17,6 +17,7 @@
 
 #include "heterps/Runtime/Error.h"
 #include "heterps/Runtime/PlanTypes.h"
+#include "heterps/Runtime/Trace.h"
 
 #include <algorithm>
 #include <atomic>
@@ -105,6 +106,48 @@ struct Inbox {
   std::atomic<uint64_t> deliveries{0};
 };
 
+/// Adds the time of a scope to a counter, and with a trace a span.
+class SpanTimer {
+public:
+  SpanTimer(int64_t &total, TraceThread *trace, const TraceSpan &span)
+      : total(total), trace(trace), span(span), start(clock()) {}
+  ~SpanTimer() {
+    int64_t end = clock();
+    total += end - start;
+    if (trace) {
+      span.start = start - origin();
+      span.duration = end - start;
+      trace->add(span);
+    }
+  }
+  static int64_t clock() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+
+private:
+  int64_t origin() const {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               trace->origin.time_since_epoch())
+        .count();
+  }
+  int64_t &total;
+  TraceThread *trace;
+  TraceSpan span;
+  int64_t start;
+};
+
+TraceSpan spanOf(SpanKind kind, int64_t step, int64_t microBatch,
+                 int64_t index = -1) {
+  TraceSpan span;
+  span.kind = kind;
+  span.step = step;
+  span.microBatch = microBatch;
+  span.index = index;
+  return span;
+}
+
 struct Worker {
   int stage = 0, replica = 0;
   /// The worker's own tables client, when the executor was given a factory.
@@ -121,6 +164,9 @@ struct Worker {
   std::vector<int64_t> mine;
   std::vector<int> progress;
   std::vector<StageProgram::Slot *> slotOf;
+  /// Where the worker's time went, in nanoseconds over all steps.
+  WorkerTimes times;
+  std::unique_ptr<TraceThread> trace;
 };
 
 } // namespace
@@ -155,6 +201,11 @@ struct PipelineExecutor::Impl {
   std::string error;
   std::vector<MicroBatch> microBatches;
   int64_t batchRows = 0;
+  int64_t stepNumber = 0;
+  // The steps run so far: samples and wall time.
+  int64_t samples = 0, wallNanos = 0;
+  std::chrono::steady_clock::time_point origin =
+      std::chrono::steady_clock::now();
 
   // Results: the wanted outputs, the rank-0 ones as per-micro-batch parts.
   std::vector<int> wanted;
@@ -298,8 +349,12 @@ void PipelineExecutor::Impl::runStep(Worker &worker) {
         if (task >= 0)
           break;
         lock.unlock();
-        worker.inbox.arrived.waitUntil(
-            [&] { return aborted || worker.inbox.deliveries != seen; });
+        {
+          SpanTimer timer(worker.times.waiting, worker.trace.get(),
+                          spanOf(SpanKind::Wait, stepNumber, -1));
+          worker.inbox.arrived.waitUntil(
+              [&] { return aborted || worker.inbox.deliveries != seen; });
+        }
         lock.lock();
       }
     }
@@ -334,10 +389,21 @@ void PipelineExecutor::Impl::runStep(Worker &worker) {
         worker.inbox.messages.erase(it);
       }
     }
-    program.run(segment, slot, mb.weight);
-    for (const ChannelPoint &send : seg.sends)
+    {
+      SpanKind kind = numSegments == 1 ? SpanKind::Step
+                      : segment == 0   ? SpanKind::Forward
+                                       : SpanKind::Backward;
+      SpanTimer timer(worker.times.busy, worker.trace.get(),
+                      spanOf(kind, stepNumber, m, segment));
+      program.setTraceContext(stepNumber, m);
+      program.run(segment, slot, mb.weight);
+      collect(seg, slot, m);
+    }
+    for (const ChannelPoint &send : seg.sends) {
+      SpanTimer timer(worker.times.sending, worker.trace.get(),
+                      spanOf(SpanKind::Send, stepNumber, m, send.channel));
       deliver(send.peerStage, m, send.channel, slot.values[send.value].clone());
-    collect(seg, slot, m);
+    }
     if (++progress[task] == numSegments) {
       worker.freeSlots.push_back(slotOf[task]);
       slotOf[task] = nullptr;
@@ -356,6 +422,8 @@ void PipelineExecutor::Impl::runStepCatching(Worker &worker) {
     // or is the last stage), so no lookup of this step sees a push.
     std::vector<StageProgram *> &replicas = programs[worker.stage];
     int count = static_cast<int>(replicas.size());
+    SpanTimer timer(worker.times.updating, worker.trace.get(),
+                    spanOf(SpanKind::Update, stepNumber, -1));
     if (count > 1) {
       StageBarrier &barrier = *barriers[worker.stage];
       uint64_t phase = barrier.phase;
@@ -469,6 +537,12 @@ PipelineExecutor::PipelineExecutor(const plan::Plan &plan, ParamStore &params,
           std::make_unique<StageProgram>(plan, stage, kind, workerContext);
       if (options.profile)
         worker->program->enableProfiling();
+      if (pipeline.trace) {
+        worker->trace = std::make_unique<TraceThread>(
+            "stage " + std::to_string(s) + " replica " + std::to_string(r),
+            impl->origin);
+        worker->program->setTrace(worker->trace.get());
+      }
       if (pipeline.schedule == PipelineSchedule::OneForwardOneBackward)
         worker->inFlightLimit = numStages - s;
       impl->stages.back().push_back(std::move(worker));
@@ -514,6 +588,57 @@ void PipelineExecutor::addOpTimes(OpTimes &times) const {
   for (const auto &stageWorkers : impl->stages)
     for (const auto &worker : stageWorkers)
       worker->program->addOpTimes(times);
+}
+
+std::vector<const TraceThread *> PipelineExecutor::traceThreads() const {
+  std::vector<const TraceThread *> threads;
+  for (const auto &stageWorkers : impl->stages)
+    for (const auto &worker : stageWorkers)
+      if (worker->trace)
+        threads.push_back(worker->trace.get());
+  return threads;
+}
+
+std::vector<StageTimes> PipelineExecutor::stageTimes() const {
+  std::vector<StageTimes> stages;
+  double wall = impl->wallNanos * 1e-9;
+  for (const auto &stageWorkers : impl->stages) {
+    StageTimes t;
+    t.stage = stageWorkers[0]->stage;
+    t.replicas = static_cast<int>(stageWorkers.size());
+    t.wallSeconds = wall;
+    for (const auto &worker : stageWorkers) {
+      t.busy += worker->times.busy * 1e-9 / t.replicas;
+      t.waiting += worker->times.waiting * 1e-9 / t.replicas;
+      t.sending += worker->times.sending * 1e-9 / t.replicas;
+      t.updating += worker->times.updating * 1e-9 / t.replicas;
+    }
+    double work = t.busy + t.sending + t.updating;
+    t.boundSamplesPerSecond = work > 0 ? impl->samples / work : 0;
+    t.samplesPerSecond = wall > 0 ? impl->samples / wall : 0;
+    stages.push_back(t);
+  }
+  return stages;
+}
+
+std::string PipelineExecutor::summary() const {
+  std::ostringstream text;
+  char line[256];
+  for (const StageTimes &t : stageTimes()) {
+    double wall = std::max(t.wallSeconds, 1e-12);
+    double idle =
+        std::max(0.0, wall - t.busy - t.waiting - t.sending - t.updating);
+    std::snprintf(
+        line, sizeof(line),
+        "stage %d (%d replica%s): busy %.0f%%, waiting on channels "
+        "%.0f%%, sending %.0f%%, updates %.0f%%, idle %.0f%%; "
+        "%.0f samples/s, %.0f if it never waited\n",
+        t.stage, t.replicas, t.replicas == 1 ? "" : "s", 100 * t.busy / wall,
+        100 * t.waiting / wall, 100 * t.sending / wall, 100 * t.updating / wall,
+        100 * idle / wall, t.samplesPerSecond, t.boundSamplesPerSecond);
+    text << line;
+  }
+  return text.str();
 }
 
 std::string PipelineExecutor::describe() const {
@@ -640,6 +765,8 @@ PipelineExecutor::run(const std::vector<const Tensor *> &inputs, bool training,
   }
 
   ++stepCount;
+  s.stepNumber = stepCount;
+  int64_t stepStart = SpanTimer::clock();
   for (auto &stageWorkers : s.stages)
     for (auto &worker : stageWorkers) {
       worker->program->context().step = stepCount;
@@ -662,6 +789,8 @@ PipelineExecutor::run(const std::vector<const Tensor *> &inputs, bool training,
   s.finished.waitUntil([&] { return s.running == 0; });
   if (s.aborted)
     fail() << s.error;
+  s.samples += rows;
+  s.wallNanos += SpanTimer::clock() - stepStart;
   s.resultPointers.clear();
   for (size_t w = 0; w < outputs.size(); ++w) {
     if (s.results[w].rank() == 0) {

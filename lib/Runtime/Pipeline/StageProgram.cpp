@@ -37,25 +37,49 @@ struct StageProgram::Node {
 };
 
 namespace {
-/// Adds the time of its scope to `seconds` when `on`.
+/// Times its scope when profiling (adding to `seconds`) or tracing (adding
+/// a span to the thread).
 class KernelTimer {
 public:
-  KernelTimer(bool on, double &seconds) : on(on), seconds(seconds) {
-    if (on)
+  KernelTimer(bool profiling, double &seconds, TraceThread *trace,
+              const TraceSpan &span)
+      : profiling(profiling), seconds(seconds), trace(trace), span(span) {
+    if (profiling || trace)
       start = std::chrono::steady_clock::now();
   }
   ~KernelTimer() {
-    if (on)
-      seconds += std::chrono::duration<double>(
-                     std::chrono::steady_clock::now() - start)
-                     .count();
+    if (!profiling && !trace)
+      return;
+    auto end = std::chrono::steady_clock::now();
+    if (profiling)
+      seconds += std::chrono::duration<double>(end - start).count();
+    if (trace) {
+      span.start = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                       start - trace->origin)
+                       .count();
+      span.duration =
+          std::chrono::duration_cast<std::chrono::nanoseconds>(end - start)
+              .count();
+      trace->add(span);
+    }
   }
 
 private:
-  bool on;
+  bool profiling;
   double &seconds;
+  TraceThread *trace;
+  TraceSpan span;
   std::chrono::steady_clock::time_point start;
 };
+
+TraceSpan opSpan(const plan::Op *op, int64_t step, int64_t microBatch) {
+  TraceSpan span;
+  span.kind = SpanKind::Op;
+  span.op = op;
+  span.step = step;
+  span.microBatch = microBatch;
+  return span;
+}
 } // namespace
 
 StageProgram::StageProgram(const plan::Plan &plan, const plan::Stage &stage,
@@ -230,7 +254,8 @@ void StageProgram::run(int segment, Slot &slot, double weight) {
       node.accumulated = true;
       continue;
     }
-    KernelTimer timer(profiling, node.seconds);
+    KernelTimer timer(profiling, node.seconds, trace,
+                      opSpan(node.op, traceStep, traceMicroBatch));
     out.clear();
     for (size_t r = 0; r < node.outputs.size(); ++r) {
       Tensor &t = slot.values[node.outputs[r]];
@@ -304,7 +329,8 @@ void StageProgram::applyStep(const std::vector<StageProgram *> &replicas,
       node.prepared = false;
     }
     out.clear();
-    KernelTimer timer(profiling, node.seconds);
+    KernelTimer timer(profiling, node.seconds, trace,
+                      opSpan(node.op, traceStep, -1));
     node.kernel->run(in, out, ctx);
   }
 }

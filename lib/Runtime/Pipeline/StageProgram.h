@@ -18,6 +18,7 @@
 #define HETERPS_LIB_RUNTIME_PIPELINE_STAGEPROGRAM_H
 
 #include "heterps/Runtime/Kernel.h"
+#include "heterps/Runtime/Trace.h"
 #include "heterps/plan.pb.h"
 
 #include <map>
@@ -77,6 +78,13 @@ public:
 
   /// Times kernels from now on (ProgramOptions::profile).
   void enableProfiling() { profiling = true; }
+  /// Records a span per kernel into `thread`, tagged with the step and
+  /// micro-batch set by setTraceContext().
+  void setTrace(TraceThread *thread) { trace = thread; }
+  void setTraceContext(int64_t step, int64_t microBatch) {
+    traceStep = step;
+    traceMicroBatch = microBatch;
+  }
   void addOpTimes(std::map<const plan::Op *, double> &times) const;
 
 private:
@@ -86,6 +94,8 @@ private:
   std::vector<std::unique_ptr<Node>> nodes;
   std::vector<StageSegment> segmentList;
   bool profiling = false;
+  TraceThread *trace = nullptr;
+  int64_t traceStep = 0, traceMicroBatch = -1;
   // Per-run scratch, kept so that a step does not allocate.
   std::vector<const Tensor *> in;
   std::vector<Tensor *> out;
