@@ -9,7 +9,6 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Metrics.h"
 #include "Options.h"
 #include "Serve.h"
 
@@ -22,6 +21,7 @@
 #include "heterps/Runtime/Profile.h"
 #include "heterps/Runtime/Program.h"
 #include "heterps/Runtime/Trace.h"
+#include "heterps/Runtime/Trainer.h"
 
 #include <chrono>
 #include <cstdio>
@@ -37,126 +37,6 @@ using namespace heterps::runtime;
 using namespace heterps::run;
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-/// Which plan input each column of a data batch feeds.
-class Binder {
-public:
-  explicit Binder(const Program &program) : program(program) {
-    for (int i = 0; i < program.plan().inputs_size(); ++i) {
-      TensorType t = program.inputType(i);
-      if (program.isLabelInput(i)) {
-        labelInput = i;
-        classLabels = !isFloat(t.dtype);
-      } else if (isFloat(t.dtype)) {
-        if (denseInput >= 0)
-          fail() << "the plan has two float inputs ('"
-                 << program.inputName(denseInput) << "', '"
-                 << program.inputName(i)
-                 << "'); data files feed one; give tensors with --input";
-        denseInput = i;
-        denseWidth = numElements(Shape(t.dims.begin() + 1, t.dims.end()));
-      } else {
-        int64_t w = t.dims.size() <= 1
-                        ? 1
-                        : numElements(Shape(t.dims.begin() + 1, t.dims.end()));
-        sparseInputs.push_back({i, w});
-        sparseWidth += w;
-      }
-    }
-    tensors.resize(program.plan().inputs_size());
-    views.resize(program.plan().inputs_size());
-  }
-
-  void configure(DataOptions &data) const {
-    data.denseFeatures = denseInput >= 0 ? denseWidth : 0;
-    data.sparseFeatures = sparseWidth;
-    data.classLabels = classLabels;
-    if (classLabels && labelInput >= 0 && program.plan().outputs_size() > 0) {
-      TensorType out = program.outputType(0);
-      if (out.dims.size() >= 2 && out.dims[1] > 0)
-        data.numClasses = out.dims[1];
-    }
-  }
-
-  bool hasLabel() const { return labelInput >= 0; }
-
-  /// The inputs of a step, as views of the batch where the types agree.
-  std::vector<const Tensor *> bind(Batch &batch) {
-    int64_t n = batch.size;
-    std::vector<const Tensor *> inputs(tensors.size(), nullptr);
-    if (denseInput >= 0) {
-      TensorType t = program.inputType(denseInput);
-      Shape s = t.dims;
-      s[0] = n;
-      if (batch.dense.numElements() != numElements(s))
-        fail() << "input '" << program.inputName(denseInput) << "' needs "
-               << denseWidth << " dense features per example, the data has "
-               << (n ? batch.dense.numElements() / n : 0);
-      views[denseInput].reset(DType::F32, s, batch.dense.data());
-      inputs[denseInput] = &views[denseInput];
-    }
-    int64_t column = 0;
-    for (auto [i, w] : sparseInputs) {
-      TensorType t = program.inputType(i);
-      Shape s = t.dims;
-      s[0] = n;
-      Tensor &dst = tensors[i];
-      dst.resize(t.dtype, s);
-      const int64_t *src = batch.sparse.as<int64_t>();
-      int64_t total = batch.sparse.empty() ? 0 : batch.sparse.dim(1);
-      for (int64_t r = 0; r < n; ++r)
-        for (int64_t c = 0; c < w; ++c) {
-          int64_t v = src[r * total + column + c];
-          if (t.dtype == DType::I64)
-            dst.as<int64_t>()[r * w + c] = v;
-          else
-            dst.as<int32_t>()[r * w + c] = static_cast<int32_t>(v);
-        }
-      column += w;
-      inputs[i] = &dst;
-    }
-    if (labelInput >= 0) {
-      TensorType t = program.inputType(labelInput);
-      Shape s = t.dims;
-      s[0] = n;
-      if (batch.label.dtype() == t.dtype &&
-          batch.label.numElements() == numElements(s)) {
-        views[labelInput].reset(t.dtype, s, batch.label.data());
-        inputs[labelInput] = &views[labelInput];
-      } else {
-        Tensor &dst = tensors[labelInput];
-        dst.resize(t.dtype, s);
-        if (dst.numElements() != batch.label.numElements())
-          fail() << "label input '" << program.inputName(labelInput) << "' is "
-                 << dst.typeString() << ", the data has "
-                 << batch.label.typeString();
-        for (int64_t r = 0; r < dst.numElements(); ++r) {
-          double v = batch.label.dtype() == DType::F32
-                         ? batch.label.as<float>()[r]
-                         : static_cast<double>(batch.label.as<int64_t>()[r]);
-          if (t.dtype == DType::F32)
-            dst.as<float>()[r] = static_cast<float>(v);
-          else
-            dst.as<int64_t>()[r] = static_cast<int64_t>(v);
-        }
-        inputs[labelInput] = &dst;
-      }
-    }
-    return inputs;
-  }
-
-  int labelIndex() const { return labelInput; }
-
-private:
-  const Program &program;
-  int denseInput = -1, labelInput = -1;
-  int64_t denseWidth = 0, sparseWidth = 0;
-  bool classLabels = false;
-  std::vector<std::pair<int, int64_t>> sparseInputs;
-  std::vector<Tensor> tensors, views;
-};
 
 std::string formatOf(const Options &o, const std::string &path) {
   if (!o.format.empty())
@@ -183,7 +63,7 @@ std::string formatOf(const Options &o, const std::string &path) {
   fail() << "cannot tell the format of '" << path << "'; give --format";
 }
 
-DataOptions dataOptions(const Options &o, const Binder &binder,
+DataOptions dataOptions(const Options &o, const InputBinder &binder,
                         const std::string &path, bool shuffle) {
   DataOptions d;
   d.format = formatOf(o, path);
@@ -196,15 +76,6 @@ DataOptions dataOptions(const Options &o, const Binder &binder,
   d.shuffleBuffer = shuffle ? o.shuffle : 0;
   d.seed = o.seed;
   return d;
-}
-
-/// Outputs that are not the loss: what inference computes.
-std::vector<int> predictionOutputs(const Program &program) {
-  std::vector<int> outs;
-  for (int i = 0; i < program.plan().outputs_size(); ++i)
-    if (!program.isTraining() || i != program.plan().training().loss_output())
-      outs.push_back(i);
-  return outs;
 }
 
 void printPlan(const plan::Plan &p) {
@@ -252,34 +123,6 @@ std::vector<Tensor> readInputs(const Options &o, const Program &program,
   return storage;
 }
 
-/// Forward passes over a data set: loss-free metrics (AUC or accuracy).
-Metrics evaluate(Program &program, Binder &binder, DataSource &source,
-                 int64_t batchSize) {
-  Metrics m;
-  std::vector<int> outs = predictionOutputs(program);
-  Batch batch;
-  source.rewind();
-  while (source.next(batch, batchSize)) {
-    std::vector<const Tensor *> inputs = binder.bind(batch);
-    const std::vector<const Tensor *> &res =
-        program.run(inputs, false, {outs[0]});
-    if (binder.labelIndex() >= 0)
-      m.add(*res[0], *inputs[binder.labelIndex()]);
-  }
-  return m;
-}
-
-std::string metricsText(const Metrics &m) {
-  char buf[128];
-  if (m.hasAUC())
-    std::snprintf(buf, sizeof(buf), "auc %.4f", m.auc());
-  else if (m.hasAccuracy())
-    std::snprintf(buf, sizeof(buf), "accuracy %.4f", m.accuracy());
-  else
-    buf[0] = 0;
-  return buf;
-}
-
 int runInference(const Options &o, Program &program) {
   std::vector<const Tensor *> bound;
   std::vector<Tensor> storage = readInputs(o, program, bound);
@@ -297,12 +140,13 @@ int runInference(const Options &o, Program &program) {
     }
     return 0;
   }
-  Binder binder(program);
-  DataOptions d = dataOptions(o, binder, o.data, false);
-  std::unique_ptr<DataSource> source = openDataSource(d);
-  int64_t batch =
+  TrainerOptions to;
+  to.batchSize =
       o.batch ? o.batch : std::max<int64_t>(program.plan().batch_size(), 1);
-  Metrics m = evaluate(program, binder, *source, batch);
+  Trainer trainer(program, program, to);
+  std::unique_ptr<DataSource> source =
+      openDataSource(dataOptions(o, trainer.binder(), o.data, false));
+  Metrics m = trainer.evaluate(*source);
   std::printf("inference on %s: %s\n", source->describe().c_str(),
               metricsText(m).c_str());
   return 0;
@@ -366,151 +210,53 @@ void exportTables(const std::string &dir, ps::Client &tables) {
   }
 }
 
-int64_t entryOr(const CheckpointInfo &info, const std::string &key,
-                int64_t dflt) {
-  auto it = info.entries.find(key);
-  if (it == info.entries.end())
-    return dflt;
-  char *end = nullptr;
-  long long v = std::strtoll(it->second.c_str(), &end, 10);
-  if (it->second.empty() || *end || v < 0)
-    fail() << "checkpoint MANIFEST entry '" << key << "' is '" << it->second
-           << "', expected a count";
-  return v;
-}
-
 /// Trains with `stepper` (the program itself, or the pipelined executor of
 /// its plan); `program` binds the data and evaluates.
 int runTraining(const Options &o, Program &program, StepExecutor &stepper,
                 ParamStore &params, ps::Client &tables,
                 const CheckpointInfo &loaded) {
-  Binder binder(program);
-  int lossOutput = program.plan().training().loss_output();
-  std::vector<int> outs = predictionOutputs(program);
-  std::vector<int> wanted{lossOutput};
-  if (!outs.empty())
-    wanted.push_back(outs[0]);
-  int64_t batchSize =
+  TrainerOptions to;
+  to.epochs = o.epochs;
+  to.steps = o.steps;
+  to.batchSize =
       o.batch ? o.batch : std::max<int64_t>(program.plan().batch_size(), 1);
+  to.logEvery = o.logEvery;
+  to.checkpointEvery = o.checkpointEvery;
+  to.log = [](const std::string &line) {
+    std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
+  };
+  if (!o.save.empty())
+    to.saveCheckpoint = [&](CheckpointInfo info) {
+      int64_t step = info.step;
+      saveRun(o, params, tables, std::move(info));
+      std::printf("saved checkpoint %s at step %lld\n", o.save.c_str(),
+                  static_cast<long long>(step));
+      std::fflush(stdout);
+    };
+  Trainer trainer(program, stepper, to);
 
   std::vector<const Tensor *> fixed;
   std::vector<Tensor> storage = readInputs(o, program, fixed);
   std::unique_ptr<DataSource> source, evalSource;
   if (o.inputs.empty()) {
-    source = openDataSource(dataOptions(o, binder, o.data, true));
+    source = openDataSource(dataOptions(o, trainer.binder(), o.data, true));
     if (!o.evalData.empty())
-      evalSource = openDataSource(dataOptions(o, binder, o.evalData, false));
+      evalSource =
+          openDataSource(dataOptions(o, trainer.binder(), o.evalData, false));
   } else if (!o.steps) {
     fail() << "training on --input tensors needs --steps";
   }
   std::printf("training %s on %s, batch %lld, %d thread%s\n", o.plan.c_str(),
               source ? source->describe().c_str() : "the --input tensors",
-              static_cast<long long>(batchSize), o.threads,
+              static_cast<long long>(to.batchSize), o.threads,
               o.threads == 1 ? "" : "s");
   std::fflush(stdout);
+  TrainingSummary summary = source
+                                ? trainer.fit(*source, evalSource.get(), loaded)
+                                : trainer.fitOn(fixed);
+  int64_t steps = summary.steps, batchSize = to.batchSize;
 
-  Metrics window;
-  int64_t steps = 0, samples = 0, windowSamples = 0;
-  double lastLoss = 0;
-  Clock::time_point start = Clock::now(), windowStart = start;
-  Batch batch;
-  bool done = false;
-  // A loaded checkpoint resumes at its position in the data: the epoch
-  // (rewinding replays the shuffle of each epoch) and the batches read.
-  int64_t firstEpoch = entryOr(loaded, "epoch", 0);
-  int64_t epochBatches = 0;
-  if (source) {
-    for (int64_t e = 0; e < firstEpoch; ++e)
-      source->rewind();
-    for (int64_t b = entryOr(loaded, "epoch-batches", 0); b > 0;
-         --b, ++epochBatches)
-      if (!source->next(batch, batchSize))
-        fail() << "checkpoint '" << o.load << "' is " << epochBatches
-               << "+ batches into epoch " << firstEpoch + 1
-               << ", the data has fewer";
-  }
-  auto checkpointNow = [&](int64_t epoch) {
-    CheckpointInfo info;
-    info.step = stepper.steps();
-    info.entries["epoch"] = std::to_string(epoch);
-    info.entries["epoch-batches"] = std::to_string(epochBatches);
-    saveRun(o, params, tables, std::move(info));
-  };
-  int64_t epoch = firstEpoch;
-  for (; epoch < o.epochs && !done; ++epoch) {
-    if (source && epoch > firstEpoch) {
-      source->rewind();
-      epochBatches = 0;
-    }
-    while (!done) {
-      std::vector<const Tensor *> inputs;
-      int64_t n;
-      if (source) {
-        if (!source->next(batch, batchSize))
-          break;
-        inputs = binder.bind(batch);
-        n = batch.size;
-        ++epochBatches;
-      } else {
-        inputs = fixed;
-        n = inputs[0] && inputs[0]->rank() ? inputs[0]->dim(0) : 1;
-      }
-      const std::vector<const Tensor *> &res =
-          stepper.run(inputs, true, wanted);
-      lastLoss = res[0]->as<float>()[0];
-      window.addLoss(lastLoss, n);
-      if (res.size() > 1 && binder.labelIndex() >= 0 &&
-          inputs[binder.labelIndex()])
-        window.add(*res[1], *inputs[binder.labelIndex()]);
-      ++steps;
-      samples += n;
-      windowSamples += n;
-      if (o.logEvery && steps % o.logEvery == 0) {
-        double secs =
-            std::chrono::duration<double>(Clock::now() - windowStart).count();
-        std::printf("step %lld  epoch %lld  samples/s %.0f  loss %.5f  %s\n",
-                    static_cast<long long>(stepper.steps()),
-                    static_cast<long long>(epoch + 1),
-                    secs > 0 ? windowSamples / secs : 0.0, window.meanLoss(),
-                    metricsText(window).c_str());
-        std::fflush(stdout);
-        window.reset();
-        windowSamples = 0;
-        windowStart = Clock::now();
-      }
-      if (o.steps && steps >= o.steps)
-        done = true;
-      if (o.checkpointEvery && stepper.steps() % o.checkpointEvery == 0 &&
-          !done) {
-        checkpointNow(epoch);
-        std::printf("checkpoint %s at step %lld\n", o.save.c_str(),
-                    static_cast<long long>(stepper.steps()));
-        std::fflush(stdout);
-      }
-    }
-    if (evalSource) {
-      Metrics m = evaluate(program, binder, *evalSource, batchSize);
-      std::printf("eval after epoch %lld: %s\n",
-                  static_cast<long long>(epoch + 1), metricsText(m).c_str());
-      std::fflush(stdout);
-    }
-  }
-  double secs = std::chrono::duration<double>(Clock::now() - start).count();
-  std::printf("trained %lld steps, %lld samples in %.2f s: %.0f samples/s, "
-              "last loss %.6f\n",
-              static_cast<long long>(steps), static_cast<long long>(samples),
-              secs, secs > 0 ? samples / secs : 0.0, lastLoss);
-  if (!o.save.empty()) {
-    // Where the next run resumes: after the last epoch, or at the next
-    // batch of the epoch --steps stopped in.
-    if (done)
-      --epoch;
-    else
-      epochBatches = 0;
-    checkpointNow(epoch);
-    std::printf("saved checkpoint %s at step %lld\n", o.save.c_str(),
-                static_cast<long long>(stepper.steps()));
-  }
   if (!o.exportTables.empty())
     exportTables(o.exportTables, tables);
   if (!o.profile.empty()) {

@@ -1,21 +1,22 @@
 //===- Metrics.h - Loss, AUC and accuracy over a window ---------*- C++ -*-===//
 
-#ifndef HETERPS_TOOLS_HETERPS_RUN_METRICS_H
-#define HETERPS_TOOLS_HETERPS_RUN_METRICS_H
+#ifndef HETERPS_RUNTIME_METRICS_H
+#define HETERPS_RUNTIME_METRICS_H
 
 #include "heterps/Runtime/Tensor.h"
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
-namespace heterps::run {
+namespace heterps::runtime {
 
 /// Accumulates predictions against labels: binary labels give the AUC of
 /// the scores, class labels the accuracy of the arg-max.
 class Metrics {
 public:
   void addLoss(double loss, int64_t samples);
-  void add(const runtime::Tensor &prediction, const runtime::Tensor &label);
+  void add(const Tensor &prediction, const Tensor &label);
   void reset();
 
   double meanLoss() const { return samples ? lossSum / samples : 0.0; }
@@ -34,6 +35,9 @@ private:
 /// Area under the ROC curve of (score, label) pairs, ties counted half.
 double computeAUC(std::vector<std::pair<float, float>> scores);
 
-} // namespace heterps::run
+/// "auc 0.7412", "accuracy 0.8610", or "" when there is neither.
+std::string metricsText(const Metrics &metrics);
 
-#endif // HETERPS_TOOLS_HETERPS_RUN_METRICS_H
+} // namespace heterps::runtime
+
+#endif // HETERPS_RUNTIME_METRICS_H

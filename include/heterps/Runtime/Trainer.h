@@ -1,0 +1,84 @@
+//===- Trainer.h - The training loop ----------------------------*- C++ -*-===//
+//
+// The loop that heterps-run (and any other front end) trains with: epochs
+// over a data source or steps on fixed input tensors, each step run by a
+// StepExecutor (one worker, or the pipelined executor), a progress line
+// every few steps (samples/s, loss, AUC or accuracy), evaluation after each
+// epoch, and checkpoints that record the position in the data so that a
+// resumed run reads the batches the interrupted one would have. Where the
+// parameters and tables of a checkpoint go is the front end's business: it
+// passes a function that writes them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HETERPS_RUNTIME_TRAINER_H
+#define HETERPS_RUNTIME_TRAINER_H
+
+#include "heterps/Runtime/Checkpoint.h"
+#include "heterps/Runtime/InputBinder.h"
+#include "heterps/Runtime/Metrics.h"
+
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace heterps::runtime {
+
+struct TrainerOptions {
+  int64_t epochs = 1;
+  /// Stop after this many steps (0: the epochs).
+  int64_t steps = 0;
+  int64_t batchSize = 1;
+  /// A progress line every this many steps (0: none).
+  int64_t logEvery = 100;
+  /// Also checkpoint every this many steps (0: only at the end).
+  int64_t checkpointEvery = 0;
+  /// Writes a checkpoint: parameters, tables and `info` (the step and the
+  /// data position); unset: no checkpoints.
+  std::function<void(CheckpointInfo info)> saveCheckpoint;
+  /// Receives every line the trainer reports, without its newline.
+  std::function<void(const std::string &line)> log;
+};
+
+struct TrainingSummary {
+  int64_t steps = 0, samples = 0;
+  double seconds = 0, lastLoss = 0;
+};
+
+class Trainer {
+public:
+  /// `program` binds inputs and evaluates; `stepper` runs the training
+  /// steps (the program itself or a pipelined executor of its plan).
+  Trainer(Program &program, StepExecutor &stepper, TrainerOptions options);
+
+  /// Epochs over `train`, from the data position `resume` recorded (empty:
+  /// the start), evaluating on `eval` after each.
+  TrainingSummary fit(DataSource &train, DataSource *eval,
+                      const CheckpointInfo &resume = {});
+  /// options.steps steps on the same inputs (by input position).
+  TrainingSummary fitOn(const std::vector<const Tensor *> &inputs);
+  /// A forward pass over `source`: the loss-free metrics.
+  Metrics evaluate(DataSource &source);
+
+  InputBinder &binder() { return inputs; }
+
+private:
+  TrainingSummary loop(DataSource *train, DataSource *eval,
+                       const std::vector<const Tensor *> *fixed,
+                       const CheckpointInfo &resume);
+  void log(const char *format, ...) __attribute__((format(printf, 2, 3)));
+
+  Program &program;
+  StepExecutor &stepper;
+  TrainerOptions options;
+  InputBinder inputs;
+};
+
+/// A non-negative count recorded in a checkpoint's MANIFEST entries, or
+/// `otherwise` when the entry is absent; throws naming a malformed one.
+int64_t checkpointCount(const CheckpointInfo &info, const std::string &key,
+                        int64_t otherwise);
+
+} // namespace heterps::runtime
+
+#endif // HETERPS_RUNTIME_TRAINER_H

@@ -1,0 +1,184 @@
+//===- Trainer.cpp - The training loop ------------------------------------===//
+
+#include "heterps/Runtime/Trainer.h"
+
+#include "heterps/Runtime/Error.h"
+
+#include <chrono>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+
+using namespace heterps;
+using namespace heterps::runtime;
+
+using Clock = std::chrono::steady_clock;
+
+int64_t runtime::checkpointCount(const CheckpointInfo &info,
+                                 const std::string &key, int64_t otherwise) {
+  auto it = info.entries.find(key);
+  if (it == info.entries.end())
+    return otherwise;
+  char *end = nullptr;
+  long long v = std::strtoll(it->second.c_str(), &end, 10);
+  if (it->second.empty() || *end || v < 0)
+    fail() << "checkpoint MANIFEST entry '" << key << "' is '" << it->second
+           << "', expected a count";
+  return v;
+}
+
+Trainer::Trainer(Program &program, StepExecutor &stepper,
+                 TrainerOptions options)
+    : program(program), stepper(stepper), options(std::move(options)),
+      inputs(program) {
+  if (this->options.batchSize < 1)
+    fail() << "the batch size must be positive, got "
+           << this->options.batchSize;
+}
+
+void Trainer::log(const char *format, ...) {
+  if (!options.log)
+    return;
+  char buf[512];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(buf, sizeof(buf), format, args);
+  va_end(args);
+  options.log(buf);
+}
+
+Metrics Trainer::evaluate(DataSource &source) {
+  Metrics m;
+  std::vector<int> outs = predictionOutputs(program);
+  if (outs.empty())
+    return m;
+  Batch batch;
+  source.rewind();
+  while (source.next(batch, options.batchSize)) {
+    std::vector<const Tensor *> bound = inputs.bind(batch);
+    const std::vector<const Tensor *> &res =
+        program.run(bound, false, {outs[0]});
+    if (inputs.labelIndex() >= 0)
+      m.add(*res[0], *bound[inputs.labelIndex()]);
+  }
+  return m;
+}
+
+TrainingSummary Trainer::fit(DataSource &train, DataSource *eval,
+                             const CheckpointInfo &resume) {
+  return loop(&train, eval, nullptr, resume);
+}
+
+TrainingSummary Trainer::fitOn(const std::vector<const Tensor *> &fixed) {
+  if (!options.steps)
+    fail() << "training on fixed input tensors needs a step count";
+  return loop(nullptr, nullptr, &fixed, {});
+}
+
+TrainingSummary Trainer::loop(DataSource *source, DataSource *eval,
+                              const std::vector<const Tensor *> *fixed,
+                              const CheckpointInfo &resume) {
+  int lossOutput = program.plan().training().loss_output();
+  std::vector<int> outs = predictionOutputs(program);
+  std::vector<int> wanted{lossOutput};
+  if (!outs.empty())
+    wanted.push_back(outs[0]);
+  int64_t batchSize = options.batchSize;
+
+  Metrics window;
+  TrainingSummary summary;
+  int64_t windowSamples = 0;
+  Clock::time_point start = Clock::now(), windowStart = start;
+  Batch batch;
+  bool done = false;
+  // A checkpoint resumes at its position in the data: the epoch (rewinding
+  // replays the shuffle of each epoch) and the batches read.
+  int64_t firstEpoch = checkpointCount(resume, "epoch", 0);
+  int64_t epochBatches = 0;
+  if (source) {
+    for (int64_t e = 0; e < firstEpoch; ++e)
+      source->rewind();
+    for (int64_t b = checkpointCount(resume, "epoch-batches", 0); b > 0;
+         --b, ++epochBatches)
+      if (!source->next(batch, batchSize))
+        fail() << "the checkpoint is " << epochBatches
+               << "+ batches into epoch " << firstEpoch + 1
+               << ", the data has fewer";
+  }
+  auto checkpointNow = [&](int64_t epoch) {
+    CheckpointInfo info;
+    info.step = stepper.steps();
+    info.entries["epoch"] = std::to_string(epoch);
+    info.entries["epoch-batches"] = std::to_string(epochBatches);
+    options.saveCheckpoint(std::move(info));
+  };
+  int64_t epoch = firstEpoch;
+  for (; epoch < options.epochs && !done; ++epoch) {
+    if (source && epoch > firstEpoch) {
+      source->rewind();
+      epochBatches = 0;
+    }
+    while (!done) {
+      std::vector<const Tensor *> bound;
+      int64_t n;
+      if (source) {
+        if (!source->next(batch, batchSize))
+          break;
+        bound = inputs.bind(batch);
+        n = batch.size;
+        ++epochBatches;
+      } else {
+        bound = *fixed;
+        n = bound[0] && bound[0]->rank() ? bound[0]->dim(0) : 1;
+      }
+      const std::vector<const Tensor *> &res = stepper.run(bound, true, wanted);
+      summary.lastLoss = res[0]->as<float>()[0];
+      window.addLoss(summary.lastLoss, n);
+      if (res.size() > 1 && inputs.labelIndex() >= 0 &&
+          bound[inputs.labelIndex()])
+        window.add(*res[1], *bound[inputs.labelIndex()]);
+      ++summary.steps;
+      summary.samples += n;
+      windowSamples += n;
+      if (options.logEvery && summary.steps % options.logEvery == 0) {
+        double secs =
+            std::chrono::duration<double>(Clock::now() - windowStart).count();
+        log("step %lld  epoch %lld  samples/s %.0f  loss %.5f  %s",
+            static_cast<long long>(stepper.steps()),
+            static_cast<long long>(epoch + 1),
+            secs > 0 ? windowSamples / secs : 0.0, window.meanLoss(),
+            metricsText(window).c_str());
+        window.reset();
+        windowSamples = 0;
+        windowStart = Clock::now();
+      }
+      if (options.steps && summary.steps >= options.steps)
+        done = true;
+      if (options.saveCheckpoint && options.checkpointEvery &&
+          stepper.steps() % options.checkpointEvery == 0 && !done)
+        checkpointNow(epoch);
+    }
+    if (eval) {
+      Metrics m = evaluate(*eval);
+      log("eval after epoch %lld: %s", static_cast<long long>(epoch + 1),
+          metricsText(m).c_str());
+    }
+  }
+  summary.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  log("trained %lld steps, %lld samples in %.2f s: %.0f samples/s, last "
+      "loss %.6f",
+      static_cast<long long>(summary.steps),
+      static_cast<long long>(summary.samples), summary.seconds,
+      summary.seconds > 0 ? summary.samples / summary.seconds : 0.0,
+      summary.lastLoss);
+  if (options.saveCheckpoint) {
+    // Where the next run resumes: after the last epoch, or at the next
+    // batch of the epoch the step count stopped in.
+    if (done)
+      --epoch;
+    else
+      epochBatches = 0;
+    checkpointNow(epoch);
+  }
+  return summary;
+}
