@@ -231,6 +231,11 @@ void PipelineExecutor::Impl::abort(const std::string &message) {
     aborted = true;
   }
   finished.wake();
+  // Replicas waiting for each other before the step's updates give up.
+  for (auto &barrier : barriers) {
+    { std::lock_guard<std::mutex> lock(barrier->signal.mutex); }
+    barrier->signal.wake();
+  }
   for (auto &replicas : stages)
     for (auto &worker : replicas) {
       std::lock_guard<std::mutex> lock(worker->inbox.arrived.mutex);
