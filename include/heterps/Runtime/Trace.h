@@ -57,6 +57,16 @@ public:
                std::chrono::steady_clock::now() - origin)
         .count();
   }
+  /// Adds `span` as running from `begin` to `end`.
+  void add(TraceSpan span, std::chrono::steady_clock::time_point begin,
+           std::chrono::steady_clock::time_point end) {
+    using std::chrono::nanoseconds;
+    span.start =
+        std::chrono::duration_cast<nanoseconds>(begin - origin).count();
+    span.duration =
+        std::chrono::duration_cast<nanoseconds>(end - begin).count();
+    add(span);
+  }
   void add(const TraceSpan &span) {
     if (spans.size() < kMaxSpans)
       spans.push_back(span);

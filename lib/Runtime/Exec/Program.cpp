@@ -356,13 +356,7 @@ Program::run(const std::vector<const Tensor *> &inputs, bool training,
         TraceSpan span;
         span.op = node->op;
         span.step = context.step;
-        span.start = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                         start - trace->origin)
-                         .count();
-        span.duration =
-            std::chrono::duration_cast<std::chrono::nanoseconds>(end - start)
-                .count();
-        trace->add(span);
+        trace->add(span, start, end);
       }
     } else {
       node->kernel->run(in, out, context);

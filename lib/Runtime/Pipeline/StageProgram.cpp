@@ -53,15 +53,8 @@ public:
     auto end = std::chrono::steady_clock::now();
     if (profiling)
       seconds += std::chrono::duration<double>(end - start).count();
-    if (trace) {
-      span.start = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                       start - trace->origin)
-                       .count();
-      span.duration =
-          std::chrono::duration_cast<std::chrono::nanoseconds>(end - start)
-              .count();
-      trace->add(span);
-    }
+    if (trace)
+      trace->add(span, start, end);
   }
 
 private:
