@@ -31,6 +31,10 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), "train"))
+import bench as train_bench  # noqa: E402  bench/train/bench.py
+
 SRC = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
 FIXTURES = os.path.join(SRC, "test", "Import", "ONNX", "Inputs")
@@ -52,26 +56,10 @@ def run(cmd):
 
 
 def write_inputs(model, batch, workdir):
-    import numpy as np
-    from onnx import numpy_helper
-
-    rng = np.random.default_rng(1)
-    if model == "ctr":
-        tensors = {
-            "dense": rng.standard_normal((batch, 13), dtype=np.float32),
-            "sparse": rng.integers(0, 100, (batch, 8), dtype=np.int64),
-            "label": rng.integers(0, 2, (batch, 1)).astype(np.float32)}
-    else:
-        tensors = {
-            "x": rng.standard_normal((batch, 32), dtype=np.float32),
-            "label": rng.integers(0, 10, (batch,), dtype=np.int64)}
-    flags = []
-    for name, value in tensors.items():
-        path = os.path.join(workdir, f"{model}-{batch}-{name}.pb")
-        with open(path, "wb") as f:
-            f.write(numpy_helper.from_array(value, name).SerializeToString())
-        flags.append(f"--input={name}={path}")
-    return flags
+    """One random batch as TensorProto files (bench/train's), per batch."""
+    directory = os.path.join(workdir, f"inputs-{batch}")
+    os.makedirs(directory, exist_ok=True)
+    return train_bench.write_inputs(model, batch, directory)
 
 
 class Bench:
