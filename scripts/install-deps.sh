@@ -13,9 +13,11 @@ packages=(
   libdnnl-dev ocl-icd-opencl-dev libeigen3-dev
   libprotobuf-dev protobuf-compiler libonnx-dev
   libgrpc++-dev protobuf-compiler-grpc librocksdb-dev zlib1g-dev
+  # Multi-process jobs: mpirun and the MPI library heterps-run links.
+  openmpi-bin libopenmpi-dev
   # Tests and benchmarks.
   libgtest-dev libgmock-dev libbenchmark-dev
-  python3 python3-numpy python3-onnx libonnx-testdata
+  python3 python3-numpy python3-onnx libonnx-testdata python3-yaml
   # The PyTorch parity test and the training benchmark (OpenBLAS gives
   # PyTorch a fair BLAS), and a real data set for the training tests.
   python3-torch libopenblas0-pthread dataset-fashion-mnist

@@ -16,6 +16,7 @@
 #include "heterps/Runtime/Checkpoint.h"
 #include "heterps/Runtime/Data.h"
 #include "heterps/Runtime/Error.h"
+#include "heterps/Runtime/MPI.h"
 #include "heterps/Runtime/Pipeline.h"
 #include "heterps/Runtime/PlanTypes.h"
 #include "heterps/Runtime/Profile.h"
@@ -152,6 +153,14 @@ int runInference(const Options &o, Program &program) {
   return 0;
 }
 
+/// FILE for the process of rank `rank` of a job: FILE.rank-R, before FILE's
+/// extension (trace.json: trace.rank-1.json).
+std::string rankFile(const std::string &file, int rank) {
+  std::filesystem::path path(file);
+  std::string stem = path.stem().string() + ".rank-" + std::to_string(rank);
+  return (path.parent_path() / (stem + path.extension().string())).string();
+}
+
 /// The tables of a checkpoint: the embedded server writes them into the
 /// checkpoint directory; network servers write a checkpoint of their own,
 /// named after it, which MANIFEST records.
@@ -212,9 +221,12 @@ void exportTables(const std::string &dir, ps::Client &tables) {
 
 /// Trains with `stepper` (the program itself, or the pipelined executor of
 /// its plan); `program` binds the data and evaluates.
+/// In a job of several processes (`job` set), every process trains; the
+/// first reports, writes the checkpoints, profile and exported tables.
 int runTraining(const Options &o, Program &program, StepExecutor &stepper,
                 ParamStore &params, ps::Client &tables,
-                const CheckpointInfo &loaded) {
+                const CheckpointInfo &loaded, Communicator *job) {
+  bool reporter = !job || job->rank() == 0;
   TrainerOptions to;
   to.epochs = o.epochs;
   to.steps = o.steps;
@@ -222,17 +234,26 @@ int runTraining(const Options &o, Program &program, StepExecutor &stepper,
       o.batch ? o.batch : std::max<int64_t>(program.plan().batch_size(), 1);
   to.logEvery = o.logEvery;
   to.checkpointEvery = o.checkpointEvery;
-  to.log = [](const std::string &line) {
-    std::printf("%s\n", line.c_str());
-    std::fflush(stdout);
-  };
+  if (reporter)
+    to.log = [](const std::string &line) {
+      std::printf("%s\n", line.c_str());
+      std::fflush(stdout);
+    };
   if (!o.save.empty())
     to.saveCheckpoint = [&](CheckpointInfo info) {
+      // Every process is at the same step with its pushes done (the step
+      // ends with a collective); the stages' parameters come to every
+      // process, and the first writes them with the PS's tables.
+      stepper.synchronize();
       int64_t step = info.step;
-      saveRun(o, params, tables, std::move(info));
-      std::printf("saved checkpoint %s at step %lld\n", o.save.c_str(),
-                  static_cast<long long>(step));
-      std::fflush(stdout);
+      if (reporter) {
+        saveRun(o, params, tables, std::move(info));
+        std::printf("saved checkpoint %s at step %lld\n", o.save.c_str(),
+                    static_cast<long long>(step));
+        std::fflush(stdout);
+      }
+      if (job)
+        job->barrier();
     };
   Trainer trainer(program, stepper, to);
 
@@ -247,21 +268,28 @@ int runTraining(const Options &o, Program &program, StepExecutor &stepper,
   } else if (!o.steps) {
     fail() << "training on --input tensors needs --steps";
   }
-  std::printf("training %s on %s, batch %lld, %d thread%s\n", o.plan.c_str(),
-              source ? source->describe().c_str() : "the --input tensors",
-              static_cast<long long>(to.batchSize), o.threads,
-              o.threads == 1 ? "" : "s");
-  std::fflush(stdout);
+  if (reporter) {
+    std::printf("training %s on %s, batch %lld, %d thread%s", o.plan.c_str(),
+                source ? source->describe().c_str() : "the --input tensors",
+                static_cast<long long>(to.batchSize), o.threads,
+                o.threads == 1 ? "" : "s");
+    if (job)
+      std::printf(" per process, %d processes", job->size());
+    std::printf("\n");
+    std::fflush(stdout);
+  }
   TrainingSummary summary = source
                                 ? trainer.fit(*source, evalSource.get(), loaded)
                                 : trainer.fitOn(fixed);
   int64_t steps = summary.steps, batchSize = to.batchSize;
 
-  if (!o.exportTables.empty())
+  if (!o.exportTables.empty() && reporter)
     exportTables(o.exportTables, tables);
   if (!o.profile.empty()) {
     OpTimes times;
     stepper.addOpTimes(times);
+    if (!reporter)
+      return 0;
     ProfileOptions profile;
     profile.resource = o.profileResource;
     std::optional<std::string> gpuStatus;
@@ -305,7 +333,33 @@ int main(int argc, char **argv) {
     return runServe(argc, argv);
   ensurePassiveOpenMP(argv);
   Options o = parseOptions(argc, argv);
+  // Under mpirun this process is one of the job's: it runs the worker its
+  // rank names. Destroyed last (it finalizes MPI).
+  std::unique_ptr<Communicator> job;
   try {
+    if (startedAsMPIJob())
+      job = initMPI(&argc, &argv);
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "heterps-run: error: %s\n", e.what());
+    return 1;
+  }
+  bool reporter = !job || job->rank() == 0;
+  try {
+    if (job) {
+      if (o.ps.empty())
+        fail() << "a job of " << job->size()
+               << " processes keeps its tables in a PS service: give its "
+                  "servers with --ps (start them with heterps-run serve, or "
+                  "run the job with heterps-run launch)";
+      if (o.pipeline == "off")
+        fail() << "--pipeline=off runs one worker; a job of " << job->size()
+               << " processes runs a worker per process";
+      if (o.maxWorkers)
+        fail() << "--max-workers caps the workers of one process; in a job "
+                  "of several processes mpirun's -np sets them";
+      if (o.infer)
+        fail() << "--infer runs in one process; run it without mpirun";
+    }
     plan::Plan p = loadPlan(o.plan);
     if (o.printPlan) {
       printPlan(p);
@@ -341,6 +395,9 @@ int main(int argc, char **argv) {
     defaults.set_non_finite(o.skipNonFinite ? ps::v1::NON_FINITE_SKIP
                                             : ps::v1::NON_FINITE_REJECT);
     tables.createTables(p, o.seed, defaults);
+    // Every process has created the tables before any restores or pushes.
+    if (job)
+      job->barrier();
     ProgramOptions po;
     po.fallbackToCPU = o.fallbackCPU;
     po.threads = o.threads;
@@ -349,20 +406,31 @@ int main(int argc, char **argv) {
     Program program(p, params, tables, po);
     CheckpointInfo loaded;
     if (!o.load.empty()) {
-      loadRun(o, params, tables, loaded);
+      if (reporter) {
+        loadRun(o, params, tables, loaded);
+      } else {
+        // The first process restores the PS's tables; every process reads
+        // the dense parameters and the data position.
+        loaded = loadCheckpoint(o.load, params);
+      }
+      if (job)
+        job->barrier();
       program.setSteps(loaded.step);
-      std::printf("loaded checkpoint %s at step %lld\n", o.load.c_str(),
-                  static_cast<long long>(loaded.step));
+      if (reporter)
+        std::printf("loaded checkpoint %s at step %lld\n", o.load.c_str(),
+                    static_cast<long long>(loaded.step));
     }
     if (o.infer || !program.isTraining())
       return runInference(o, program);
     std::unique_ptr<PipelineExecutor> pipeline;
-    if (o.pipeline == "on" || (o.pipeline == "auto" && needsPipeline(p))) {
+    if (job || o.pipeline == "on" ||
+        (o.pipeline == "auto" && needsPipeline(p))) {
       PipelineOptions pipelineOptions;
       pipelineOptions.schedule = parsePipelineSchedule(o.schedule);
       pipelineOptions.maxWorkers = o.maxWorkers;
       pipelineOptions.microBatches = o.microBatches;
       pipelineOptions.trace = !o.trace.empty();
+      pipelineOptions.processes = job.get();
       // Each worker talks to the PS through a client of its own.
       pipelineOptions.tablesPerWorker = [&] {
         auto client = std::make_unique<ps::Client>(connections(), co);
@@ -373,7 +441,8 @@ int main(int argc, char **argv) {
       pipeline = std::make_unique<PipelineExecutor>(p, params, tables, po,
                                                     pipelineOptions);
       pipeline->setSteps(loaded.step);
-      std::printf("%s", pipeline->describe().c_str());
+      if (reporter)
+        std::printf("%s", pipeline->describe().c_str());
     }
     std::unique_ptr<TraceThread> trace;
     if (!o.trace.empty() && !pipeline) {
@@ -383,18 +452,26 @@ int main(int argc, char **argv) {
     }
     StepExecutor &stepper =
         pipeline ? static_cast<StepExecutor &>(*pipeline) : program;
-    int status = runTraining(o, program, stepper, params, tables, loaded);
-    if (pipeline)
-      std::printf("%s", pipeline->summary().c_str());
+    int status =
+        runTraining(o, program, stepper, params, tables, loaded, job.get());
+    if (pipeline) {
+      std::string summary = pipeline->summary();
+      if (reporter)
+        std::printf("%s", summary.c_str());
+    }
     if (!o.trace.empty()) {
+      // In a job each process writes the trace of its own worker.
+      std::string traceFile = o.trace;
+      if (job)
+        traceFile = rankFile(o.trace, job->rank());
       std::vector<const TraceThread *> threads =
           pipeline ? pipeline->traceThreads()
                    : std::vector<const TraceThread *>{trace.get()};
-      int64_t spans = writeChromeTrace(o.trace, threads);
+      int64_t spans = writeChromeTrace(traceFile, threads);
       int64_t dropped = 0;
       for (const TraceThread *thread : threads)
         dropped += thread->dropped;
-      std::printf("trace %s: %lld spans of %zu worker%s", o.trace.c_str(),
+      std::printf("trace %s: %lld spans of %zu worker%s", traceFile.c_str(),
                   static_cast<long long>(spans), threads.size(),
                   threads.size() == 1 ? "" : "s");
       if (dropped)
@@ -403,10 +480,10 @@ int main(int argc, char **argv) {
       std::printf("\n");
     }
     return status;
-  } catch (const RuntimeError &e) {
-    std::fprintf(stderr, "heterps-run: error: %s\n", e.what());
-    return 1;
   } catch (const std::exception &e) {
+    // The job's other processes may be waiting for this one: end them all.
+    if (job && job->size() > 1)
+      job->abort(e.what());
     std::fprintf(stderr, "heterps-run: error: %s\n", e.what());
     return 1;
   }

@@ -26,6 +26,7 @@
 #ifndef HETERPS_RUNTIME_PIPELINE_H
 #define HETERPS_RUNTIME_PIPELINE_H
 
+#include "heterps/Runtime/Communicator.h"
 #include "heterps/Runtime/Program.h"
 #include "heterps/Runtime/Trace.h"
 
@@ -63,6 +64,13 @@ struct PipelineOptions {
   std::function<std::unique_ptr<EmbeddingStore>()> tablesPerWorker;
   /// Record a span per kernel, segment, send, wait and update (--trace).
   bool trace = false;
+  /// Runs the job as several processes, this one of them: the job's
+  /// workers are numbered stage by stage, replica by replica, and this
+  /// process runs the worker its rank names (on the thread that calls
+  /// run()). Channels to other processes' workers and the replicas' sums
+  /// go through `processes`; there must be exactly one process per worker
+  /// (maxWorkers is then the process count).
+  Communicator *processes = nullptr;
 };
 
 /// Where the replicas of a stage spent the steps run so far, in seconds
@@ -112,13 +120,23 @@ public:
   int64_t steps() const override { return stepCount; }
   void setSteps(int64_t steps) override { stepCount = steps; }
   /// The kernel time of every replica of every stage: the work of a step,
-  /// as one unit would do it.
+  /// as one unit would do it. In a job of several processes this is a
+  /// collective: every process gets the job's times.
   void addOpTimes(OpTimes &times) const override;
+  /// In a job of several processes, copies each stage's parameters (and
+  /// their optimizer state) from its first replica into every process, so
+  /// that any process can evaluate or write a checkpoint. A collective.
+  void synchronize() override;
 
   const std::vector<StageMapping> &mapping() const { return stageMapping; }
+  /// Per stage, over all its replicas (in a job of several processes a
+  /// collective).
   std::vector<StageTimes> stageTimes() const;
   /// One line per stage from stageTimes().
   std::string summary() const;
+  /// The stage and replica this process runs in a job of several
+  /// processes.
+  std::pair<int, int> localWorker() const;
   /// The workers' spans, with PipelineOptions::trace.
   std::vector<const TraceThread *> traceThreads() const;
   int64_t microBatches() const { return microBatchCount; }

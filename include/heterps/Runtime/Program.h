@@ -52,6 +52,10 @@ public:
   /// Adds the kernel time of every op of the training steps run with
   /// ProgramOptions::profile to `times`.
   virtual void addOpTimes(OpTimes &times) const = 0;
+  /// Makes every parameter current in this process's ParamStore (before an
+  /// evaluation or a checkpoint); executors whose workers share it have
+  /// nothing to do.
+  virtual void synchronize() {}
 };
 
 /// The registry column that runs `stage`: its own kind when this machine

@@ -9,6 +9,12 @@
 // workers cannot deadlock. When all are done the driver applies each
 // stage's updates once.
 //
+// In a job of several processes each process runs one of these workers; a
+// channel to a worker of another process is a message tagged with the
+// channel and the micro-batch (a step's messages are all received before
+// any process starts the next step, since the step ends with a collective),
+// and the replicas of a stage sum their gradients with an all-reduce.
+//
 //===----------------------------------------------------------------------===//
 
 #include "heterps/Runtime/Pipeline.h"
@@ -23,6 +29,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -150,6 +157,9 @@ TraceSpan spanOf(SpanKind kind, int64_t step, int64_t microBatch,
 
 struct Worker {
   int stage = 0, replica = 0;
+  /// Whether this process runs the worker, and the process that does.
+  bool local = true;
+  int rank = 0;
   /// The worker's own tables client, when the executor was given a factory.
   std::unique_ptr<EmbeddingStore> tables;
   std::unique_ptr<StageProgram> program;
@@ -213,7 +223,22 @@ struct PipelineExecutor::Impl {
   std::vector<std::vector<double>> scalarParts;
   std::vector<const Tensor *> resultPointers;
 
+  // A job of several processes: the job, this process's stage's replicas,
+  // the channels by position (a message's tag is position * tagStride +
+  // micro-batch), and the stage whose replicas update each parameter.
+  Communicator *processes = nullptr;
+  std::unique_ptr<Communicator> stageGroup;
+  std::vector<const plan::Channel *> channelList;
+  std::map<int64_t, int> channelPosition;
+  int64_t tagStride = 1;
+  std::map<std::string, int> parameterStage;
+  /// The worker run() runs on its own thread.
+  Worker *driver = nullptr;
+
   explicit Impl(const plan::Plan &plan) : plan(plan) {}
+  /// Moves the messages that other processes sent into the inboxes.
+  void receiveRemote();
+  void waitForDelivery(Worker &worker, uint64_t seen);
   void workerMain(Worker &worker);
   void runStep(Worker &worker);
   void runStepCatching(Worker &worker);
@@ -247,12 +272,93 @@ void PipelineExecutor::Impl::deliver(int stage, int64_t microBatch,
                                      int64_t channel, Tensor tensor) {
   auto &replicas = stages[stage];
   Worker &to = *replicas[microBatch % replicas.size()];
+  if (!to.local) {
+    const Shape &shape = tensor.shape();
+    int32_t header[2] = {static_cast<int32_t>(tensor.dtype()),
+                         static_cast<int32_t>(shape.size())};
+    size_t headerBytes = sizeof(header) + shape.size() * sizeof(int64_t);
+    std::vector<char> message(headerBytes + tensor.byteSize());
+    std::memcpy(message.data(), header, sizeof(header));
+    std::memcpy(message.data() + sizeof(header), shape.data(),
+                shape.size() * sizeof(int64_t));
+    std::memcpy(message.data() + headerBytes, tensor.data(), tensor.byteSize());
+    int64_t tag = channelPosition.at(channel) * tagStride + microBatch;
+    processes->send(to.rank, static_cast<int>(tag), std::move(message));
+    return;
+  }
   {
     std::lock_guard<std::mutex> lock(to.inbox.arrived.mutex);
     to.inbox.messages[{microBatch, channel}] = std::move(tensor);
     ++to.inbox.deliveries;
   }
   to.inbox.arrived.wake();
+}
+
+void PipelineExecutor::Impl::receiveRemote() {
+  int from = 0, tag = 0;
+  std::vector<char> message;
+  while (processes->tryReceive(from, tag, message)) {
+    int64_t position = tag / tagStride, microBatch = tag % tagStride;
+    if (tag < 0 || position >= static_cast<int64_t>(channelList.size()) ||
+        microBatch >= static_cast<int64_t>(microBatches.size()))
+      fail() << "process " << from << " sent a message with tag " << tag
+             << ", which names no channel and micro-batch of this step";
+    const plan::Channel &channel = *channelList[position];
+    int32_t header[2];
+    if (message.size() < sizeof(header))
+      fail() << "channel " << channel.id() << ": a message of "
+             << message.size() << " bytes from process " << from;
+    std::memcpy(header, message.data(), sizeof(header));
+    int32_t rank = header[1];
+    size_t headerBytes = sizeof(header) + std::max(rank, 0) * sizeof(int64_t);
+    if (rank < 0 || rank > 8 || message.size() < headerBytes)
+      fail() << "channel " << channel.id() << ": a message from process "
+             << from << " has a tensor of rank " << rank;
+    Shape shape(rank);
+    std::memcpy(shape.data(), message.data() + sizeof(header),
+                rank * sizeof(int64_t));
+    int64_t elements = 1;
+    for (int64_t d : shape)
+      if (d < 0 || (d > 0 && elements > INT64_MAX / d))
+        fail() << "channel " << channel.id() << ": a message from process "
+               << from << " has a bad shape";
+      else
+        elements *= d;
+    DType dtype = static_cast<DType>(header[0]);
+    TensorType expected = fromPlanType(channel.type());
+    if (dtype != expected.dtype ||
+        message.size() != headerBytes + elements * dtypeSize(dtype))
+      fail() << "channel " << channel.id() << ": process " << from << " sent "
+             << message.size() << " bytes, not a " << dtypeName(expected.dtype)
+             << " tensor of " << shapeString(shape);
+    Tensor tensor(dtype, shape);
+    std::memcpy(tensor.data(), message.data() + headerBytes, tensor.byteSize());
+    auto &replicas = stages[channel.to_stage()];
+    if (!replicas[microBatch % replicas.size()]->local)
+      fail() << "process " << from << " sent micro-batch " << microBatch
+             << " of channel " << channel.id() << " to the wrong process";
+    deliver(static_cast<int>(channel.to_stage()), microBatch, channel.id(),
+            std::move(tensor));
+  }
+}
+
+void PipelineExecutor::Impl::waitForDelivery(Worker &worker, uint64_t seen) {
+  if (!processes) {
+    worker.inbox.arrived.waitUntil(
+        [&] { return aborted || worker.inbox.deliveries != seen; });
+    return;
+  }
+  // Only this thread calls MPI: it polls, backing off to 50 us sleeps so
+  // that processes sharing a core leave it to the one with work.
+  for (int i = 0; !aborted && worker.inbox.deliveries == seen; ++i) {
+    receiveRemote();
+    if (worker.inbox.deliveries != seen)
+      break;
+    if (i < 64)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
 }
 
 void PipelineExecutor::Impl::collect(const StageSegment &segment,
@@ -357,8 +463,7 @@ void PipelineExecutor::Impl::runStep(Worker &worker) {
         {
           SpanTimer timer(worker.times.waiting, worker.trace.get(),
                           spanOf(SpanKind::Wait, stepNumber, -1));
-          worker.inbox.arrived.waitUntil(
-              [&] { return aborted || worker.inbox.deliveries != seen; });
+          waitForDelivery(worker, seen);
         }
         lock.lock();
       }
@@ -425,10 +530,14 @@ void PipelineExecutor::Impl::runStepCatching(Worker &worker) {
     // its share of the stage's updates and pushes. Every forward of the
     // step is done by then (the stage has its last micro-batch's gradient,
     // or is the last stage), so no lookup of this step sees a push.
-    std::vector<StageProgram *> &replicas = programs[worker.stage];
-    int count = static_cast<int>(replicas.size());
     SpanTimer timer(worker.times.updating, worker.trace.get(),
                     spanOf(SpanKind::Update, stepNumber, -1));
+    if (processes) {
+      worker.program->applyStep(*stageGroup);
+      return;
+    }
+    std::vector<StageProgram *> &replicas = programs[worker.stage];
+    int count = static_cast<int>(replicas.size());
     if (count > 1) {
       StageBarrier &barrier = *barriers[worker.stage];
       uint64_t phase = barrier.phase;
@@ -490,9 +599,17 @@ PipelineExecutor::PipelineExecutor(const plan::Plan &plan, ParamStore &params,
 
   // Workers: one per stage, then more replicas for the stages with the
   // most units per replica, up to the cap.
-  int cap = pipeline.maxWorkers > 0
-                ? pipeline.maxWorkers
-                : std::max(1u, std::thread::hardware_concurrency());
+  Communicator *processes = pipeline.processes;
+  impl->processes = processes;
+  int cap =
+      processes ? processes->size()
+      : pipeline.maxWorkers > 0
+          ? pipeline.maxWorkers
+          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (processes && processes->size() < numStages)
+    fail() << "the job has " << processes->size() << " process"
+           << (processes->size() == 1 ? "" : "es") << " and the plan "
+           << numStages << " stages; every stage needs a process of its own";
   std::vector<int> replicas(numStages, 1);
   int workers = numStages;
   while (workers < cap) {
@@ -511,7 +628,18 @@ PipelineExecutor::PipelineExecutor(const plan::Plan &plan, ParamStore &params,
     ++replicas[best];
     ++workers;
   }
-  impl->threadsPerWorker = std::max(1, options.threads / workers);
+  if (processes && workers != processes->size()) {
+    int64_t units = 0;
+    for (const plan::Stage &stage : plan.stages())
+      units += std::max<int64_t>(stage.units(), 1);
+    fail() << "the job has " << processes->size()
+           << " processes, the plan's stages " << units
+           << " units in all; run at most one process per unit (mpirun -np "
+           << workers << ")";
+  }
+  // A process runs one worker with all its threads.
+  impl->threadsPerWorker = processes ? std::max(1, options.threads)
+                                     : std::max(1, options.threads / workers);
   int maxReplicas = *std::max_element(replicas.begin(), replicas.end());
   microBatchCount = pipeline.microBatches > 0
                         ? pipeline.microBatches
@@ -525,14 +653,21 @@ PipelineExecutor::PipelineExecutor(const plan::Plan &plan, ParamStore &params,
   context.threads = impl->threadsPerWorker;
   context.training = true;
   std::optional<std::string> gpuStatus;
+  int nextRank = 0;
   for (int s = 0; s < numStages; ++s) {
     const plan::Stage &stage = plan.stages(s);
-    DeviceKind kind = resolveStageDevice(stage, options, gpuStatus);
     impl->stages.emplace_back();
     for (int r = 0; r < replicas[s]; ++r) {
       auto worker = std::make_unique<Worker>();
       worker->stage = s;
       worker->replica = r;
+      worker->rank = nextRank++;
+      worker->local = !processes || worker->rank == processes->rank();
+      if (!worker->local) {
+        impl->stages.back().push_back(std::move(worker));
+        continue;
+      }
+      DeviceKind kind = resolveStageDevice(stage, options, gpuStatus);
       ExecContext workerContext = context;
       if (pipeline.tablesPerWorker) {
         worker->tables = pipeline.tablesPerWorker();
@@ -558,23 +693,54 @@ PipelineExecutor::PipelineExecutor(const plan::Plan &plan, ParamStore &params,
     map.kind = stage.kind();
     map.units = stage.units();
     map.replicas = replicas[s];
-    map.segments =
-        static_cast<int>(impl->stages.back()[0]->program->segments().size());
+    map.segments = countStageSegments(plan, stage);
     stageMapping.push_back(map);
   }
   for (auto &stageWorkers : impl->stages) {
     impl->barriers.push_back(std::make_unique<StageBarrier>());
     impl->programs.emplace_back();
     for (auto &worker : stageWorkers)
-      impl->programs.back().push_back(worker->program.get());
+      if (worker->local)
+        impl->programs.back().push_back(worker->program.get());
   }
-  // The first worker runs on the thread that calls run().
+  if (processes) {
+    for (const plan::Channel &channel : plan.channels()) {
+      impl->channelPosition[channel.id()] =
+          static_cast<int>(impl->channelList.size());
+      impl->channelList.push_back(&channel);
+    }
+    impl->tagStride = microBatchCount;
+    if (static_cast<int64_t>(impl->channelList.size()) * microBatchCount >
+        processes->maxTag())
+      fail() << "the plan's " << impl->channelList.size() << " channels x "
+             << microBatchCount << " micro-batches need more message tags "
+             << "than MPI offers (" << processes->maxTag() << ")";
+    Worker *local = nullptr;
+    for (auto &stageWorkers : impl->stages)
+      for (auto &worker : stageWorkers)
+        if (worker->local)
+          local = worker.get();
+    impl->stageGroup = processes->split(local->stage, local->replica);
+    for (int s = 0; s < numStages; ++s)
+      for (const plan::Op &op : plan.stages(s).ops())
+        if (op.name() == "heterps.update_param")
+          impl->parameterStage[op.attrs().at("name").s()] = s;
+  }
+  // The first local worker runs on the thread that calls run().
   for (auto &stageWorkers : impl->stages)
     for (auto &worker : stageWorkers) {
       Worker *w = worker.get();
-      if (w != impl->stages[0][0].get())
+      if (!w->local)
+        continue;
+      if (!impl->driver)
+        impl->driver = w;
+      else
         w->thread = std::thread([this, w] { impl->workerMain(*w); });
     }
+}
+
+std::pair<int, int> PipelineExecutor::localWorker() const {
+  return {impl->driver->stage, impl->driver->replica};
 }
 
 PipelineExecutor::~PipelineExecutor() {
@@ -590,16 +756,58 @@ PipelineExecutor::~PipelineExecutor() {
 }
 
 void PipelineExecutor::addOpTimes(OpTimes &times) const {
+  OpTimes local;
   for (const auto &stageWorkers : impl->stages)
     for (const auto &worker : stageWorkers)
-      worker->program->addOpTimes(times);
+      if (worker->local)
+        worker->program->addOpTimes(local);
+  if (!impl->processes) {
+    for (const auto &[op, seconds] : local)
+      times[op] += seconds;
+    return;
+  }
+  // Every process sums every op's time, in the plan's order.
+  std::vector<const plan::Op *> ops;
+  for (const plan::Stage &stage : impl->plan.stages())
+    for (const plan::Op &op : stage.ops())
+      ops.push_back(&op);
+  std::vector<double> seconds(ops.size(), 0.0);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    auto it = local.find(ops[i]);
+    if (it != local.end())
+      seconds[i] = it->second;
+  }
+  impl->processes->allReduceSum(seconds.data(), seconds.size());
+  for (size_t i = 0; i < ops.size(); ++i)
+    times[ops[i]] += seconds[i];
+}
+
+void PipelineExecutor::synchronize() {
+  Communicator *processes = impl->processes;
+  if (!processes)
+    return;
+  ParamStore &params = *impl->driver->program->context().params;
+  for (auto &[name, param] : params.all()) {
+    auto owner = impl->parameterStage.find(name);
+    if (owner == impl->parameterStage.end())
+      continue;
+    int root = impl->stages[owner->second][0]->rank;
+    processes->broadcast(param.value.data(), param.value.byteSize(), root);
+    int64_t stateElements = param.state.empty() ? 0 : param.state.numElements();
+    processes->broadcast(&stateElements, sizeof(stateElements), root);
+    if (stateElements != (param.state.empty() ? 0 : param.state.numElements()))
+      param.state.resize(DType::F32, {stateElements});
+    if (stateElements)
+      processes->broadcast(param.state.data(), param.state.byteSize(), root);
+    processes->broadcast(&param.steps, sizeof(param.steps), root);
+  }
 }
 
 std::vector<const TraceThread *> PipelineExecutor::traceThreads() const {
   std::vector<const TraceThread *> threads;
   for (const auto &stageWorkers : impl->stages)
     for (const auto &worker : stageWorkers)
-      if (worker->trace)
+      if (worker->local && worker->trace)
         threads.push_back(worker->trace.get());
   return threads;
 }
@@ -607,16 +815,33 @@ std::vector<const TraceThread *> PipelineExecutor::traceThreads() const {
 std::vector<StageTimes> PipelineExecutor::stageTimes() const {
   std::vector<StageTimes> stages;
   double wall = impl->wallNanos * 1e-9;
+  // Every worker's four totals; in a job of several processes each
+  // process knows its own and the job sums them.
+  std::vector<double> totals;
+  for (const auto &stageWorkers : impl->stages)
+    for (const auto &worker : stageWorkers) {
+      const WorkerTimes &w = worker->times;
+      bool known = worker->local;
+      for (int64_t value : {w.busy, w.waiting, w.sending, w.updating})
+        totals.push_back(known ? value * 1e-9 : 0.0);
+    }
+  if (impl->processes) {
+    impl->processes->allReduceSum(totals.data(), totals.size());
+    double meanWall = wall;
+    impl->processes->allReduceSum(&meanWall, 1);
+    wall = meanWall / impl->processes->size();
+  }
+  size_t next = 0;
   for (const auto &stageWorkers : impl->stages) {
     StageTimes t;
     t.stage = stageWorkers[0]->stage;
     t.replicas = static_cast<int>(stageWorkers.size());
     t.wallSeconds = wall;
-    for (const auto &worker : stageWorkers) {
-      t.busy += worker->times.busy * 1e-9 / t.replicas;
-      t.waiting += worker->times.waiting * 1e-9 / t.replicas;
-      t.sending += worker->times.sending * 1e-9 / t.replicas;
-      t.updating += worker->times.updating * 1e-9 / t.replicas;
+    for (size_t r = 0; r < stageWorkers.size(); ++r, next += 4) {
+      t.busy += totals[next] / t.replicas;
+      t.waiting += totals[next + 1] / t.replicas;
+      t.sending += totals[next + 2] / t.replicas;
+      t.updating += totals[next + 3] / t.replicas;
     }
     double work = t.busy + t.sending + t.updating;
     t.boundSamplesPerSecond = work > 0 ? impl->samples / work : 0;
@@ -763,37 +988,62 @@ PipelineExecutor::run(const std::vector<const Tensor *> &inputs, bool training,
              << dtypeName(type.dtype)
              << "; the pipeline averages 0-D outputs, which must be f32";
     }
+    if (s.processes && type.dtype != DType::F32)
+      fail() << "output '" << value.name() << "' is " << dtypeName(type.dtype)
+             << "; a job of several processes gathers f32 outputs only";
     if (s.results[w].empty() || s.results[w].dtype() != type.dtype ||
         s.results[w].shape() != type.dims)
       s.results[w].resize(type.dtype, type.dims);
+    // Each process fills the rows of its micro-batches; the job sums them.
+    if (s.processes)
+      std::fill_n(s.results[w].as<float>(), s.results[w].numElements(), 0.0f);
     s.scalarParts[w].assign(count, 0.0);
   }
 
   ++stepCount;
   s.stepNumber = stepCount;
   int64_t stepStart = SpanTimer::clock();
+  int localWorkers = 0;
   for (auto &stageWorkers : s.stages)
     for (auto &worker : stageWorkers) {
+      if (!worker->local)
+        continue;
       worker->program->context().step = stepCount;
       worker->program->beginStep();
+      ++localWorkers;
     }
   {
     std::lock_guard<std::mutex> lock(s.start.mutex);
-    int workers = 0;
-    for (auto &stageWorkers : s.stages)
-      workers += static_cast<int>(stageWorkers.size());
-    s.running = workers - 1;
+    s.running = localWorkers - 1;
     ++s.generation;
   }
   s.start.wake();
-  // This thread is the first worker, with that worker's thread count.
+  // This thread is the first local worker, with that worker's thread count.
   int savedThreads = omp_get_max_threads();
   omp_set_num_threads(s.threadsPerWorker);
-  s.runStepCatching(*s.stages[0][0]);
+  s.runStepCatching(*s.driver);
   omp_set_num_threads(savedThreads);
   s.finished.waitUntil([&] { return s.running == 0; });
-  if (s.aborted)
+  if (s.aborted) {
+    // The other processes wait for this one's messages or sums: the whole
+    // job ends.
+    if (s.processes)
+      s.processes->abort(s.error);
     fail() << s.error;
+  }
+  if (s.processes) {
+    s.processes->flushSends();
+    for (size_t w = 0; w < outputs.size(); ++w) {
+      if (s.results[w].rank() == 0)
+        s.processes->allReduceSum(s.scalarParts[w].data(), count);
+      else
+        s.processes->allReduceSum(s.results[w].as<float>(),
+                                  s.results[w].numElements());
+    }
+    // Every push of the step is done when every process is here.
+    if (outputs.empty())
+      s.processes->barrier();
+  }
   s.samples += rows;
   s.wallNanos += SpanTimer::clock() - stepStart;
   s.resultPointers.clear();

@@ -5,7 +5,9 @@
 #include "heterps/Runtime/Error.h"
 #include "heterps/Runtime/PlanTypes.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <map>
 #include <set>
 
@@ -192,6 +194,34 @@ StageProgram::StageProgram(const plan::Plan &plan, const plan::Stage &stage,
 
 StageProgram::~StageProgram() = default;
 
+int runtime::countStageSegments(const plan::Plan &plan,
+                                const plan::Stage &stage) {
+  std::map<int64_t, const plan::Channel *> channels;
+  for (const plan::Channel &channel : plan.channels())
+    channels[channel.id()] = &channel;
+  int segments = 1;
+  bool segmentHasWork = false;
+  for (const plan::Op &op : stage.ops()) {
+    if (op.name() != "heterps.recv") {
+      segmentHasWork = true;
+      continue;
+    }
+    auto attr = op.attrs().find("channel");
+    auto it = attr == op.attrs().end() ? channels.end()
+                                       : channels.find(attr->second.i());
+    if (it == channels.end() ||
+        it->second->to_stage() == it->second->from_stage())
+      continue;
+    bool backward = it->second->from_stage() > stage.index();
+    if (backward && segmentHasWork) {
+      ++segments;
+      segmentHasWork = false;
+    }
+    segmentHasWork |= !backward;
+  }
+  return segments;
+}
+
 void StageProgram::run(int segment, Slot &slot, double weight) {
   const StageSegment &seg = segmentList[segment];
   if (slot.values.size() != static_cast<size_t>(planRef.values_size()))
@@ -301,30 +331,111 @@ void StageProgram::applyStep(const std::vector<StageProgram *> &replicas,
       }
       node.accumulated = true;
     }
-    if (!node.accumulated)
-      continue;
-    in.clear();
-    Tensor keys, rows;
+    if (node.accumulated)
+      applyNode(node);
+  }
+}
+
+void StageProgram::applyNode(Node &node) {
+  in.clear();
+  Tensor keys, rows;
+  if (node.deferred == Deferred::Update) {
+    in.push_back(&node.gradient);
+  } else {
+    int64_t k = static_cast<int64_t>(node.pushKeys.size());
+    if (k == 0)
+      return;
+    keys = Tensor::view(DType::I64, {k}, node.pushKeys.data());
+    rows = Tensor::view(DType::F32, {k, node.pushDim}, node.pushRows.data());
+    in.push_back(&keys);
+    in.push_back(&rows);
+    shapes.clear();
+    shapes.push_back(keys.shape());
+    shapes.push_back(rows.shape());
+    node.kernel->prepare(shapes);
+    node.prepared = false;
+  }
+  out.clear();
+  KernelTimer timer(profiling, node.seconds, trace,
+                    opSpan(node.op, traceStep, -1));
+  node.kernel->run(in, out, ctx);
+}
+
+namespace {
+/// A push's keys and rows as one message: [count][dim][keys][rows].
+std::vector<char> packPush(const std::vector<int64_t> &keys,
+                           const std::vector<float> &rows, int64_t dim) {
+  int64_t header[2] = {static_cast<int64_t>(keys.size()), dim};
+  std::vector<char> message(sizeof(header) + keys.size() * sizeof(int64_t) +
+                            rows.size() * sizeof(float));
+  char *p = message.data();
+  std::memcpy(p, header, sizeof(header));
+  p += sizeof(header);
+  std::memcpy(p, keys.data(), keys.size() * sizeof(int64_t));
+  p += keys.size() * sizeof(int64_t);
+  std::memcpy(p, rows.data(), rows.size() * sizeof(float));
+  return message;
+}
+} // namespace
+
+void StageProgram::applyStep(Communicator &replicas) {
+  int pushes = 0;
+  for (auto &nodePointer : nodes) {
+    Node &node = *nodePointer;
     if (node.deferred == Deferred::Update) {
-      in.push_back(&node.gradient);
-    } else {
-      int64_t k = static_cast<int64_t>(node.pushKeys.size());
-      if (k == 0)
-        continue;
-      keys = Tensor::view(DType::I64, {k}, node.pushKeys.data());
-      rows = Tensor::view(DType::F32, {k, node.pushDim}, node.pushRows.data());
-      in.push_back(&keys);
-      in.push_back(&rows);
-      shapes.clear();
-      shapes.push_back(keys.shape());
-      shapes.push_back(rows.shape());
-      node.kernel->prepare(shapes);
-      node.prepared = false;
+      // A replica without micro-batches this step adds zeros.
+      if (!node.accumulated) {
+        TensorType type =
+            fromPlanType(planRef.values(node.op->inputs(0)).type());
+        node.gradient.resize(DType::F32, type.dims);
+        std::fill_n(node.gradient.as<float>(), node.gradient.numElements(),
+                    0.0f);
+      }
+      replicas.allReduceSum(node.gradient.as<float>(),
+                            node.gradient.numElements());
+      applyNode(node);
+      continue;
     }
-    out.clear();
-    KernelTimer timer(profiling, node.seconds, trace,
-                      opSpan(node.op, traceStep, -1));
-    node.kernel->run(in, out, ctx);
+    if (node.deferred != Deferred::Push)
+      continue;
+    std::vector<std::vector<char>> all;
+    replicas.allGather(packPush(node.pushKeys, node.pushRows, node.pushDim),
+                       all);
+    if (pushes++ % replicas.size() != replicas.rank())
+      continue;
+    node.pushKeys.clear();
+    node.pushRows.clear();
+    for (size_t r = 0; r < all.size(); ++r) {
+      const std::vector<char> &m = all[r];
+      int64_t header[2];
+      if (m.size() < sizeof(header))
+        fail() << node.kernel->op().describe() << ": the push of replica " << r
+               << " is " << m.size() << " bytes, shorter than its header";
+      std::memcpy(header, m.data(), sizeof(header));
+      int64_t count = header[0], dim = header[1];
+      if (count < 0 || dim < 0 ||
+          m.size() !=
+              sizeof(header) + static_cast<size_t>(count) *
+                                   (sizeof(int64_t) +
+                                    static_cast<size_t>(dim) * sizeof(float)))
+        fail() << node.kernel->op().describe() << ": the push of replica " << r
+               << " is " << m.size() << " bytes, not " << count
+               << " keys of rows of " << dim;
+      if (count == 0)
+        continue;
+      if (node.pushDim && dim != node.pushDim && !node.pushKeys.empty())
+        fail() << node.kernel->op().describe() << ": replica " << r
+               << " pushes rows of " << dim << ", another of " << node.pushDim;
+      node.pushDim = dim;
+      const char *p = m.data() + sizeof(header);
+      size_t keysAt = node.pushKeys.size(), rowsAt = node.pushRows.size();
+      node.pushKeys.resize(keysAt + count);
+      node.pushRows.resize(rowsAt + count * dim);
+      std::memcpy(node.pushKeys.data() + keysAt, p, count * sizeof(int64_t));
+      std::memcpy(node.pushRows.data() + rowsAt, p + count * sizeof(int64_t),
+                  count * dim * sizeof(float));
+    }
+    applyNode(node);
   }
 }
 

@@ -17,6 +17,7 @@
 #ifndef HETERPS_LIB_RUNTIME_PIPELINE_STAGEPROGRAM_H
 #define HETERPS_LIB_RUNTIME_PIPELINE_STAGEPROGRAM_H
 
+#include "heterps/Runtime/Communicator.h"
 #include "heterps/Runtime/Kernel.h"
 #include "heterps/Runtime/Trace.h"
 #include "heterps/plan.pb.h"
@@ -47,6 +48,9 @@ struct StageSegment {
   size_t firstNode = 0, endNode = 0;
 };
 
+/// The segments StageProgram splits `stage` into, without building it.
+int countStageSegments(const plan::Plan &plan, const plan::Stage &stage);
+
 class StageProgram {
 public:
   StageProgram(const plan::Plan &plan, const plan::Stage &stage,
@@ -75,6 +79,12 @@ public:
   /// step in parallel, each update and push once.
   void applyStep(const std::vector<StageProgram *> &replicas, int share = 0,
                  int shares = 1);
+  /// The same for replicas in other processes, `replicas` being the group
+  /// of this stage's processes: the dense gradients are summed across them
+  /// and every replica applies every update to its own parameters (which
+  /// so stay equal); the pushes are gathered and each replica sends its
+  /// share of them.
+  void applyStep(Communicator &replicas);
 
   /// Times kernels from now on (ProgramOptions::profile).
   void enableProfiling() { profiling = true; }
@@ -89,6 +99,8 @@ public:
 
 private:
   struct Node;
+  /// Runs a deferred update or push on its step's sums.
+  void applyNode(Node &node);
   const plan::Plan &planRef;
   ExecContext ctx;
   std::vector<std::unique_ptr<Node>> nodes;

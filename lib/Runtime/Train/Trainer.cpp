@@ -159,6 +159,7 @@ TrainingSummary Trainer::loop(DataSource *source, DataSource *eval,
         checkpointNow(epoch);
     }
     if (eval) {
+      stepper.synchronize();
       Metrics m = evaluate(*eval);
       log("eval after epoch %lld: %s", static_cast<long long>(epoch + 1),
           metricsText(m).c_str());
