@@ -11,6 +11,12 @@ using namespace heterps::run;
 
 static const char *kUsage = R"(usage: heterps-run PLAN [options]
        heterps-run serve [options]   (a parameter server; serve --help)
+       heterps-run launch PLAN --np=N [options]
+                                     (PS servers and an mpirun job of N
+                                     processes; launch --help)
+       mpirun -np N heterps-run PLAN --ps=... [options]
+                                     (one process of a job: it runs the
+                                     stage replica its rank names)
 
 Executes a plan written by heterps-opt --heterps-emit-plan. A training plan
 (compiled with --heterps-autodiff) trains; --infer runs the forward pass.
@@ -94,6 +100,16 @@ static int64_t toInt(const std::string &key, const std::string &v) {
   if (v.empty() || *end)
     usageError("--" + key + " takes an integer, got '" + v + "'");
   return x;
+}
+
+static const char *const kFlags[] = {"csv-header", "infer", "print-plan",
+                                     "skip-non-finite", "help"};
+
+bool heterps::run::isFlagOption(const std::string &key) {
+  for (const char *flag : kFlags)
+    if (key == flag)
+      return true;
+  return false;
 }
 
 Options heterps::run::parseOptions(int argc, char **argv) {

@@ -60,6 +60,9 @@ struct Options {
 /// exits 2 on a bad option.
 Options parseOptions(int argc, char **argv);
 
+/// Whether --KEY is an option without a value (--csv-header, --infer, ...).
+bool isFlagOption(const std::string &key);
+
 } // namespace heterps::run
 
 #endif // HETERPS_TOOLS_HETERPS_RUN_OPTIONS_H

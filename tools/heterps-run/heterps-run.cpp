@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Launch.h"
 #include "Options.h"
 #include "Serve.h"
 
@@ -331,6 +332,8 @@ static void ensurePassiveOpenMP(char **argv) {
 int main(int argc, char **argv) {
   if (argc > 1 && std::strcmp(argv[1], "serve") == 0)
     return runServe(argc, argv);
+  if (argc > 1 && std::strcmp(argv[1], "launch") == 0)
+    return runLaunch(argc, argv);
   ensurePassiveOpenMP(argv);
   Options o = parseOptions(argc, argv);
   // Under mpirun this process is one of the job's: it runs the worker its

@@ -1,0 +1,336 @@
+//===- Launch.cpp - heterps-run launch: the PS servers and mpirun ---------===//
+//
+// A multi-process job needs a PS service and an mpirun command whose every
+// process gets the servers' addresses. `launch` starts the servers on this
+// machine, waits until each serves, runs mpirun with the workers' command
+// line, and stops the servers when mpirun is done. It starts mpirun, it
+// does not replace it: what mpirun does with hosts, slots and transports is
+// the user's, through --hosts and --mpirun-arg.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Launch.h"
+#include "Options.h"
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <spawn.h>
+#include <string>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+extern char **environ;
+
+using namespace heterps::run;
+
+static const char *kLaunchUsage =
+    R"(usage: heterps-run launch PLAN --np=N [options] [training options]
+
+Runs a training job of N worker processes under mpirun, with the parameter-
+server (PS) service it trains against: starts --ps-shards servers
+(heterps-run serve) on this machine, waits until each serves, then runs
+
+  mpirun -np N [--host HOSTS] heterps-run PLAN --ps=SERVERS [training options]
+
+and stops the servers when mpirun ends; the exit status is mpirun's. Each
+process runs the stage replica its rank names: the plan's stages in order,
+each with its units mapped onto the N processes (every stage gets at least
+one). Both command lines are printed before they run.
+
+Options:
+  --np=N                   worker processes (required)
+  --ps-shards=M            PS servers to start (default 1)
+  --hosts=H1[:SLOTS],...   the machines mpirun starts the workers on
+                           (mpirun --host); the servers then listen on every
+                           interface of this machine
+  --ps-host=HOST           the address the workers reach this machine's
+                           servers at (default 127.0.0.1; with --hosts, this
+                           machine's host name)
+  --ps-checkpoint-dir=DIR  the servers' checkpoint directory (default
+                           ps-checkpoints); the workers' --save and --load
+                           name PS checkpoints in it
+  --mpirun=PATH            the mpirun to run (default: mpirun on PATH)
+  --mpirun-arg=ARG         one more argument for mpirun (repeatable)
+  --dry-run                print the commands and start nothing
+  --help                   this text
+
+Every other option is a training option of heterps-run PLAN (see
+heterps-run --help), given to every worker process; --ps, --max-workers,
+--pipeline=off and --infer are not: the job sets or excludes them. On a
+single machine the workers may outnumber its cores (mpirun --oversubscribe);
+processes are not bound to cores (--bind-to none), so that --threads can
+use them.
+)";
+
+[[noreturn]] static void launchUsageError(const std::string &message) {
+  std::fprintf(stderr,
+               "heterps-run launch: %s\n(see heterps-run launch --help)\n",
+               message.c_str());
+  std::exit(2);
+}
+
+[[noreturn]] static void launchError(const std::string &message) {
+  std::fprintf(stderr, "heterps-run launch: error: %s\n", message.c_str());
+  std::exit(1);
+}
+
+static int positive(const std::string &key, const std::string &v) {
+  char *end = nullptr;
+  long x = std::strtol(v.c_str(), &end, 10);
+  if (v.empty() || *end || x < 1 || x > 1 << 20)
+    launchUsageError("--" + key + " takes a positive count, got '" + v + "'");
+  return static_cast<int>(x);
+}
+
+/// A command line as a shell would take it back.
+static std::string quoted(const std::vector<std::string> &args) {
+  std::string line;
+  for (const std::string &arg : args) {
+    bool plain = !arg.empty() && arg.find_first_not_of(
+                                     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJ"
+                                     "KLMNOPQRSTUVWXYZ0123456789-_=./:,@+%") ==
+                                     std::string::npos;
+    line += line.empty() ? "" : " ";
+    if (plain) {
+      line += arg;
+      continue;
+    }
+    line += "'";
+    for (char c : arg)
+      line += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    line += "'";
+  }
+  return line;
+}
+
+static pid_t spawn(const std::vector<std::string> &args) {
+  std::vector<char *> argv;
+  for (const std::string &arg : args)
+    argv.push_back(const_cast<char *>(arg.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  int error =
+      posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), environ);
+  if (error)
+    launchError("cannot start '" + args[0] + "': " + std::strerror(error));
+  return pid;
+}
+
+/// The process's exit status as a shell gives it (128 + a fatal signal).
+static int waitFor(pid_t pid) {
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR)
+      return 1;
+  if (WIFEXITED(status))
+    return WEXITSTATUS(status);
+  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+static volatile sig_atomic_t mpirunPid = 0;
+
+static void forwardSignal(int sig) {
+  if (mpirunPid > 0)
+    kill(mpirunPid, sig);
+}
+
+int heterps::run::runLaunch(int argc, char **argv) {
+  int np = 0, shards = 1;
+  std::string plan, hosts, psHost, checkpointDir = "ps-checkpoints";
+  std::string mpirun = "mpirun";
+  std::vector<std::string> mpirunArgs, forwarded;
+  bool dryRun = false;
+  std::map<std::string, std::function<void(const std::string &)>> valued{
+      {"np", [&](const std::string &v) { np = positive("np", v); }},
+      {"ps-shards",
+       [&](const std::string &v) { shards = positive("ps-shards", v); }},
+      {"hosts", [&](const std::string &v) { hosts = v; }},
+      {"ps-host", [&](const std::string &v) { psHost = v; }},
+      {"ps-checkpoint-dir", [&](const std::string &v) { checkpointDir = v; }},
+      {"mpirun", [&](const std::string &v) { mpirun = v; }},
+      {"mpirun-arg", [&](const std::string &v) { mpirunArgs.push_back(v); }},
+  };
+  for (int i = 2; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(kLaunchUsage, stdout);
+      return 0;
+    }
+    if (arg == "--dry-run") {
+      dryRun = true;
+      continue;
+    }
+    if (arg.rfind("--", 0) != 0) {
+      if (!plan.empty())
+        launchUsageError("more than one plan file: '" + plan + "' and '" + arg +
+                         "'");
+      plan = arg;
+      continue;
+    }
+    std::string key = arg.substr(2), value;
+    size_t eq = key.find('=');
+    bool hasValue = eq != std::string::npos;
+    if (hasValue) {
+      value = key.substr(eq + 1);
+      key = key.substr(0, eq);
+    }
+    auto it = valued.find(key);
+    if (it == valued.end()) {
+      // A training option, with its value when that is the next argument.
+      forwarded.push_back(arg);
+      if (!hasValue && !isFlagOption(key) && i + 1 < argc)
+        forwarded.push_back(argv[++i]);
+      continue;
+    }
+    if (!hasValue) {
+      if (i + 1 >= argc)
+        launchUsageError("--" + key + " needs a value");
+      value = argv[++i];
+    }
+    it->second(value);
+  }
+  if (plan.empty())
+    launchUsageError("no plan file given");
+  if (np == 0)
+    launchUsageError("--np=N (the worker processes) is required");
+
+  // The workers' options are checked here, before anything starts.
+  std::vector<std::string> check{"heterps-run", plan};
+  check.insert(check.end(), forwarded.begin(), forwarded.end());
+  std::vector<char *> checkArgv;
+  for (std::string &arg : check)
+    checkArgv.push_back(arg.data());
+  Options o =
+      parseOptions(static_cast<int>(checkArgv.size()), checkArgv.data());
+  if (!o.ps.empty())
+    launchUsageError("--ps is set by launch: it starts the servers");
+  if (o.maxWorkers)
+    launchUsageError("--max-workers caps the threads of one process; --np "
+                     "sets the job's workers");
+  if (o.pipeline == "off" || o.infer)
+    launchUsageError("a job of several processes trains pipelined; "
+                     "--pipeline=off and --infer run in one process");
+
+  if (psHost.empty()) {
+    psHost = "127.0.0.1";
+    if (!hosts.empty()) {
+      char name[256] = {};
+      if (gethostname(name, sizeof(name) - 1) != 0)
+        launchError("cannot read this machine's host name; give --ps-host");
+      psHost = name;
+    }
+  }
+  std::string listenHost = hosts.empty() ? "127.0.0.1" : "0.0.0.0";
+  std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+
+  std::vector<std::string> servers;
+  std::vector<pid_t> serverPids;
+  auto stopServers = [&] {
+    for (pid_t pid : serverPids)
+      kill(pid, SIGTERM);
+    for (pid_t pid : serverPids)
+      waitFor(pid);
+    serverPids.clear();
+  };
+  char portDirTemplate[] = "/tmp/heterps-launch-XXXXXX";
+  std::string portDir = portDirTemplate;
+  if (!dryRun) {
+    if (!mkdtemp(portDirTemplate))
+      launchError(std::string("cannot make a scratch directory: ") +
+                  std::strerror(errno));
+    portDir = portDirTemplate;
+    std::filesystem::create_directories(checkpointDir);
+  }
+  for (int s = 0; s < shards; ++s) {
+    std::string portFile = portDir + "/port." + std::to_string(s);
+    std::vector<std::string> command{self,
+                                     "serve",
+                                     "--listen=" + listenHost + ":0",
+                                     "--shard-index=" + std::to_string(s),
+                                     "--shard-count=" + std::to_string(shards),
+                                     "--checkpoint-dir=" + checkpointDir,
+                                     "--port-file=" + portFile};
+    std::printf("launch: PS server %d: %s\n", s, quoted(command).c_str());
+    std::fflush(stdout);
+    if (dryRun) {
+      servers.push_back(psHost + ":PORT" + std::to_string(s));
+      continue;
+    }
+    serverPids.push_back(spawn(command));
+    // The server writes its port once it serves.
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    std::string port;
+    while (port.empty()) {
+      std::ifstream in(portFile);
+      if (in >> port)
+        break;
+      int status = 0;
+      if (waitpid(serverPids.back(), &status, WNOHANG) > 0) {
+        serverPids.pop_back();
+        stopServers();
+        launchError("PS server " + std::to_string(s) +
+                    " exited before it served (see its messages above)");
+      }
+      if (std::chrono::steady_clock::now() > deadline) {
+        stopServers();
+        launchError("PS server " + std::to_string(s) +
+                    " did not serve within 30 s");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    servers.push_back(psHost + ":" + port);
+  }
+  std::string serverList;
+  for (const std::string &server : servers)
+    serverList += (serverList.empty() ? "" : ",") + server;
+
+  std::vector<std::string> command{mpirun, "-np", std::to_string(np)};
+  if (!hosts.empty()) {
+    command.push_back("--host");
+    command.push_back(hosts);
+  } else {
+    command.push_back("--oversubscribe");
+  }
+  command.push_back("--bind-to");
+  command.push_back("none");
+  // Open MPI refuses to run as root without being told: containers do.
+  if (geteuid() == 0)
+    command.push_back("--allow-run-as-root");
+  command.insert(command.end(), mpirunArgs.begin(), mpirunArgs.end());
+  command.push_back(self);
+  command.push_back(plan);
+  command.push_back("--ps=" + serverList);
+  command.insert(command.end(), forwarded.begin(), forwarded.end());
+  std::printf("launch: workers: %s\n", quoted(command).c_str());
+  std::fflush(stdout);
+  if (dryRun)
+    return 0;
+
+  struct sigaction action = {};
+  action.sa_handler = forwardSignal;
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+  mpirunPid = spawn(command);
+  int status = waitFor(mpirunPid);
+  mpirunPid = 0;
+  stopServers();
+  std::filesystem::remove_all(portDir);
+  if (status != 0)
+    std::fprintf(stderr,
+                 "heterps-run launch: the job failed: mpirun exited "
+                 "with status %d\n",
+                 status);
+  else
+    std::printf("launch: the job is done; the PS servers are stopped\n");
+  return status;
+}
