@@ -13,6 +13,7 @@ config.test_exec_root = os.path.join(config.heterps_obj_root, "test")
 config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs"]
 
 config.substitutions.append(("%heterps_src_root", config.heterps_src_root))
+config.substitutions.append(("%heterps_tools_dir", config.heterps_tools_dir))
 
 llvm_config.with_system_environment(["HOME", "TMPDIR"])
 llvm_config.use_default_substitutions()
