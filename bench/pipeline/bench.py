@@ -15,7 +15,9 @@ For each model (the ONNX fixtures of test/Import/ONNX/Inputs) and batch:
   3. run each plan (a stage of k units runs as k replicas, one thread each)
      on the same fixed batch and print the scheduler's predicted samples/s,
      the measured samples/s, and their ratio, and the two-replica run
-     against one worker on one thread.
+     against one worker on one thread. The two-unit plan also runs as a
+     job of two processes (heterps-run launch --np=2, mpirun, one PS
+     server): the same replicas, with the stage's sums over MPI.
 
 A last case runs the CTR fixture scheduled into 2 stages of 2 units on the
 test cluster test/Runtime/Inputs/two-pools.json, pipelined on 2 and on 4
@@ -87,10 +89,13 @@ class Bench:
         units = re.findall(r"stage \d+ on \S+ \(\w+\) x(\d+)", out)
         return (float(m.group(1)) if m else None), [int(u) for u in units]
 
-    def rate(self, plan, inputs, batch, extra):
-        """Best samples/s of --repeat runs of about --seconds each."""
+    def rate(self, plan, inputs, batch, extra, launch=0):
+        """Best samples/s of --repeat runs of about --seconds each; with
+        `launch`, as a job of that many processes."""
         def once(steps):
-            out = run([self.run, plan] + inputs +
+            job = ["launch", f"--np={launch}", "--ps-shards=1",
+                   f"--ps-checkpoint-dir={self.workdir}/ps"] if launch else []
+            out = run([self.run] + job + [plan] + inputs +
                       [f"--batch={batch}", "--log-every=0",
                        f"--steps={steps}"] + extra)
             m = re.search(r"samples in [\d.]+ s: (\d+) samples/s", out)
@@ -157,11 +162,17 @@ def main():
                                plan=f"1 stage x{got[0]}",
                                predicted=predicted, measured=measured,
                                one_worker=one)
+                    job = ""
+                    if got[0] == 2:
+                        row["processes"] = bench.rate(
+                            plan, inputs, batch, [], launch=2)
+                        job = (f"  {row['processes']:.0f} as 2 processes, "
+                               f"{row['processes'] / one:.2f}x")
                     rows.append(row)
                     print(f"{model:5} {batch:5} {row['plan']:14} "
                           f"{predicted:11.0f} {measured:11.0f} "
                           f"{measured / predicted:9.2f} "
-                          f"{measured / one:10.2f}x", flush=True)
+                          f"{measured / one:10.2f}x{job}", flush=True)
         if "ctr" in args.models.split(","):
             batch = 512
             inputs = write_inputs("ctr", batch, workdir)
