@@ -793,11 +793,19 @@ void PipelineExecutor::synchronize() {
       continue;
     int root = impl->stages[owner->second][0]->rank;
     processes->broadcast(param.value.data(), param.value.byteSize(), root);
-    int64_t stateElements = param.state.empty() ? 0 : param.state.numElements();
-    processes->broadcast(&stateElements, sizeof(stateElements), root);
-    if (stateElements != (param.state.empty() ? 0 : param.state.numElements()))
-      param.state.resize(DType::F32, {stateElements});
-    if (stateElements)
+    // The optimizer state's shape (slots x elements), then its values.
+    int64_t shape[2] = {0, 0};
+    if (!param.state.empty()) {
+      shape[0] = param.state.dim(0);
+      shape[1] = param.state.numElements() / std::max<int64_t>(shape[0], 1);
+    }
+    processes->broadcast(shape, sizeof(shape), root);
+    if (shape[0] == 0)
+      param.state = Tensor();
+    else if (param.state.empty() ||
+             param.state.shape() != Shape{shape[0], shape[1]})
+      param.state = Tensor(DType::F32, {shape[0], shape[1]});
+    if (shape[0])
       processes->broadcast(param.state.data(), param.state.byteSize(), root);
     processes->broadcast(&param.steps, sizeof(param.steps), root);
   }
