@@ -1,12 +1,16 @@
 //===- HeterPSTrainingOps.cpp - Backward ops and optimizer updates --------===//
 //
-// Verifiers of the ops that heterps-autodiff writes. Their shapes follow the
-// forward ops they differentiate, so most checks are that the kinds are ones
-// the runtime implements and that the gradient has the forward's type.
+// Verifiers and costs of the ops that heterps-autodiff writes. Their shapes
+// follow the forward ops they differentiate, so most checks are that the
+// kinds are ones the runtime implements and that each gradient has the type
+// of what it is the gradient of. A backward op's cost is the work of the
+// backward pass it computes, as its forward cost; nothing differentiates it
+// again, so its backward cost is zero.
 //
 //===----------------------------------------------------------------------===//
 
 #include "heterps/Dialect/HeterPS/IR/HeterPSOps.h"
+#include "heterps/Dialect/HeterPS/IR/HeterPSShapes.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/StringSwitch.h"
@@ -124,4 +128,232 @@ UpdateParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
                          << " does not match parameter @" << getName()
                          << " of type " << param.getType();
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Shapes of the layer gradients
+//===----------------------------------------------------------------------===//
+
+static bool dimsAgree(int64_t a, int64_t b) {
+  return a == b || ShapedType::isDynamic(a) || ShapedType::isDynamic(b);
+}
+
+/// `grad` must have the type of `of`, whose gradient it is.
+static LogicalResult verifyGradType(Operation *op, StringRef gradName,
+                                    Value grad, StringRef ofName, Value of) {
+  if (grad.getType() != of.getType())
+    return op->emitOpError()
+           << gradName << " type " << grad.getType() << " differs from the "
+           << ofName << " type " << of.getType();
+  return success();
+}
+
+/// `values` has `expected` entries when present.
+static LogicalResult verifyCount(Operation *op, StringRef name,
+                                 std::optional<ArrayRef<int64_t>> values,
+                                 int64_t expected, StringRef what) {
+  if (values && static_cast<int64_t>(values->size()) != expected)
+    return op->emitOpError()
+           << name << " has " << values->size() << " entries, expected "
+           << expected << " (" << what << ")";
+  return success();
+}
+
+LogicalResult SoftmaxGradOp::verify() {
+  return verifyAxis(*this, getAxis(), getResult().getType().getRank());
+}
+
+LogicalResult ConvGradOp::verify() {
+  RankedTensorType input = getInput().getType();
+  RankedTensorType filter = getFilter().getType();
+  int64_t spatial = input.getRank() - 2;
+  if (spatial < 1)
+    return emitOpError() << "input must be N x C x spatial..., got rank "
+                         << input.getRank();
+  if (filter.getRank() != input.getRank() ||
+      getResultGrad().getType().getRank() != input.getRank())
+    return emitOpError() << "filter and result gradient must have the input's "
+                         << "rank " << input.getRank() << ", got "
+                         << filter.getRank() << " and "
+                         << getResultGrad().getType().getRank();
+  if (failed(verifyGradType(*this, "input gradient", getInputGrad(), "input",
+                            getInput())) ||
+      failed(verifyGradType(*this, "filter gradient", getFilterGrad(), "filter",
+                            getFilter())))
+    return failure();
+  RankedTensorType bias = getBiasGrad().getType();
+  int64_t outChannels = filter.getDimSize(0);
+  if (bias.getRank() != 1 || !dimsAgree(bias.getDimSize(0), outChannels))
+    return emitOpError() << "bias gradient must have shape " << outChannels
+                         << " (the filter's first dimension), got "
+                         << formatShape(bias.getShape());
+  if (!dimsAgree(getResultGrad().getType().getDimSize(1), outChannels))
+    return emitOpError() << "result gradient has "
+                         << getResultGrad().getType().getDimSize(1)
+                         << " channels, the filter " << outChannels;
+  int64_t group = getGroup();
+  if (group < 1 ||
+      (!ShapedType::isDynamic(outChannels) && outChannels % group != 0))
+    return emitOpError() << "group " << group << " must be positive and divide "
+                         << "the " << outChannels << " output channels";
+  if (failed(verifyCount(*this, "strides", getStrides(), spatial,
+                         "one per spatial dimension")) ||
+      failed(verifyCount(*this, "dilations", getDilations(), spatial,
+                         "one per spatial dimension")) ||
+      failed(verifyCount(*this, "pads", getPads(), 2 * spatial,
+                         "begins then ends")))
+    return failure();
+  return success();
+}
+
+LogicalResult PoolGradOp::verify() {
+  if (failed(verifyKind(*this, getKind(), {"max", "avg"})))
+    return failure();
+  int64_t spatial = getInput().getType().getRank() - 2;
+  if (spatial < 1)
+    return emitOpError() << "input must be N x C x spatial..., got rank "
+                         << getInput().getType().getRank();
+  if (failed(verifyGradType(*this, "result gradient", getResultGrad(), "result",
+                            getResult())) ||
+      failed(verifyCount(*this, "kernel_shape", getKernelShape(), spatial,
+                         "one per spatial dimension")) ||
+      failed(verifyCount(*this, "strides", getStrides(), spatial,
+                         "one per spatial dimension")) ||
+      failed(verifyCount(*this, "pads", getPads(), 2 * spatial,
+                         "begins then ends")))
+    return failure();
+  for (int64_t k : getKernelShape())
+    if (k < 1)
+      return emitOpError() << "kernel_shape entries must be positive, got "
+                           << k;
+  return success();
+}
+
+LogicalResult BatchNormGradOp::verify() {
+  RankedTensorType input = getInput().getType();
+  if (input.getRank() < 2)
+    return emitOpError() << "input must be N x C x ..., got rank "
+                         << input.getRank();
+  RankedTensorType scale = getScale().getType();
+  if (scale.getRank() != 1 ||
+      !dimsAgree(scale.getDimSize(0), input.getDimSize(1)))
+    return emitOpError() << "scale must have shape " << input.getDimSize(1)
+                         << " (the channels of the input), got "
+                         << formatShape(scale.getShape());
+  if (failed(verifyGradType(*this, "result gradient", getResultGrad(), "input",
+                            getInput())) ||
+      failed(verifyGradType(*this, "input gradient", getInputGrad(), "input",
+                            getInput())) ||
+      failed(verifyGradType(*this, "scale gradient", getScaleGrad(), "scale",
+                            getScale())) ||
+      failed(verifyGradType(*this, "bias gradient", getBiasGrad(), "scale",
+                            getScale())))
+    return failure();
+  return success();
+}
+
+LogicalResult LayerNormGradOp::verify() {
+  RankedTensorType input = getInput().getType();
+  std::optional<int64_t> axis = normalizeAxis(getAxis(), input.getRank());
+  if (!axis)
+    return emitOpError() << "axis " << getAxis()
+                         << " is out of range for a rank-" << input.getRank()
+                         << " input";
+  ArrayRef<int64_t> normalized = input.getShape().drop_front(*axis);
+  ArrayRef<int64_t> scale = getScale().getType().getShape();
+  bool agree = scale.size() == normalized.size();
+  for (size_t i = 0; agree && i < scale.size(); ++i)
+    agree = dimsAgree(scale[i], normalized[i]);
+  if (!agree)
+    return emitOpError() << "scale must have shape " << formatShape(normalized)
+                         << " (the normalised dimensions), got "
+                         << formatShape(scale);
+  if (failed(verifyGradType(*this, "result gradient", getResultGrad(), "input",
+                            getInput())) ||
+      failed(verifyGradType(*this, "input gradient", getInputGrad(), "input",
+                            getInput())) ||
+      failed(verifyGradType(*this, "scale gradient", getScaleGrad(), "scale",
+                            getScale())) ||
+      failed(verifyGradType(*this, "bias gradient", getBiasGrad(), "scale",
+                            getScale())))
+    return failure();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Costs of the backward ops
+//===----------------------------------------------------------------------===//
+
+/// A backward op doing `flops`, touching each operand and result once.
+static OpCost getBackwardOpCost(Operation *op, int64_t batchSize,
+                                double flops) {
+  OpCost cost;
+  cost.forwardFlops = flops;
+  cost.forwardBytes = getOperandAndResultBytes(op, batchSize);
+  return cost;
+}
+
+OpCost UnaryGradOp::getCost(int64_t batchSize) {
+  // The result gradient times the op's derivative: a multiply, plus the
+  // derivative's own arithmetic for the smooth kinds.
+  double perElement = llvm::StringSwitch<double>(getKind())
+                          .Cases({"sigmoid", "tanh"}, 3.0)
+                          .Cases({"log", "sqrt", "exp"}, 2.0)
+                          .Default(1.0);
+  return getBackwardOpCost(
+      *this, batchSize,
+      perElement * getNumElements(getInputGrad().getType(), batchSize));
+}
+
+OpCost SoftmaxGradOp::getCost(int64_t batchSize) {
+  // A product and a sum along the axis, then a multiply-subtract.
+  return getBackwardOpCost(
+      *this, batchSize, 4 * getNumElements(getResult().getType(), batchSize));
+}
+
+OpCost ReduceGradOp::getCost(int64_t batchSize) {
+  return getBackwardOpCost(*this, batchSize,
+                           getNumElements(getInput().getType(), batchSize));
+}
+
+OpCost LossGradOp::getCost(int64_t batchSize) {
+  return getBackwardOpCost(
+      *this, batchSize,
+      3 * getNumElements(getPrediction().getType(), batchSize));
+}
+
+OpCost EmbeddingGradOp::getCost(int64_t batchSize) {
+  // Every key's row is the result gradient's row, scaled for mean.
+  return getBackwardOpCost(*this, batchSize,
+                           getNumElements(getRows().getType(), batchSize));
+}
+
+OpCost ConvGradOp::getCost(int64_t batchSize) {
+  // The input and the filter gradients are each a dot product over the
+  // window per output element; the bias gradient sums the outputs.
+  RankedTensorType filter = getFilter().getType();
+  double window = getNumElements(filter, batchSize) / filter.getDimSize(0);
+  double outputs = getNumElements(getResultGrad().getType(), batchSize);
+  return getBackwardOpCost(*this, batchSize, 4 * outputs * window + outputs);
+}
+
+OpCost PoolGradOp::getCost(int64_t batchSize) {
+  double window = 1;
+  for (int64_t k : getKernelShape())
+    window *= k;
+  return getBackwardOpCost(
+      *this, batchSize,
+      window * getNumElements(getResult().getType(), batchSize));
+}
+
+OpCost BatchNormGradOp::getCost(int64_t batchSize) {
+  // Two reductions over the batch and spatial dimensions, the statistics
+  // again, and the elementwise input gradient.
+  return getBackwardOpCost(
+      *this, batchSize, 10 * getNumElements(getInput().getType(), batchSize));
+}
+
+OpCost LayerNormGradOp::getCost(int64_t batchSize) {
+  return getBackwardOpCost(
+      *this, batchSize, 12 * getNumElements(getInput().getType(), batchSize));
 }

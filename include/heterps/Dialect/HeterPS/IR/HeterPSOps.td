@@ -952,7 +952,7 @@ def HeterPS_ExpandOp : HeterPS_Op<"expand",
 
 def HeterPS_UnaryGradOp : HeterPS_Op<"unary_grad",
     [Pure, AllTypesMatch<["input", "result", "result_grad", "input_grad"]>,
-     HeterPS_CostOpInterface]> {
+     CustomCost]> {
   let summary = "Gradient of an elementwise unary op";
   let description = [{
     The gradient of `input` of the elementwise op `kind` (`relu`, `sigmoid`,
@@ -982,7 +982,7 @@ def HeterPS_UnaryGradOp : HeterPS_Op<"unary_grad",
 
 def HeterPS_SoftmaxGradOp : HeterPS_Op<"softmax_grad",
     [Pure, AllTypesMatch<["result", "result_grad", "input_grad"]>,
-     HeterPS_CostOpInterface]> {
+     CustomCost]> {
   let summary = "Gradient of softmax or log-softmax";
   let description = [{
     From the forward `result` and its gradient: `y * (dy - sum(dy * y))`
@@ -999,6 +999,7 @@ def HeterPS_SoftmaxGradOp : HeterPS_Op<"softmax_grad",
                        DefaultValuedAttr<BoolAttr, "false">:$log);
   let results = (outs HeterPS_FloatTensor:$input_grad);
   let assemblyFormat = "$result `,` $result_grad attr-dict `:` type($result)";
+  let hasVerifier = 1;
 }
 
 def HeterPS_SumToShapeOp : HeterPS_Op<"sum_to_shape",
@@ -1022,7 +1023,7 @@ def HeterPS_SumToShapeOp : HeterPS_Op<"sum_to_shape",
 }
 
 def HeterPS_ReduceGradOp : HeterPS_Op<"reduce_grad",
-    [Pure, AllTypesMatch<["input", "input_grad"]>, HeterPS_CostOpInterface]> {
+    [Pure, AllTypesMatch<["input", "input_grad"]>, CustomCost]> {
   let summary = "Gradient of a reduction";
   let description = [{
     Spreads the gradient of a `sum`, `mean` or `max` reduction over `axes`
@@ -1049,7 +1050,7 @@ def HeterPS_ReduceGradOp : HeterPS_Op<"reduce_grad",
 }
 
 def HeterPS_LossGradOp : HeterPS_Op<"loss_grad",
-    [Pure, HeterPS_CostOpInterface]> {
+    [Pure, CustomCost]> {
   let summary = "Gradient of a loss with respect to its prediction";
   let description = [{
     The gradient of the loss `kind` (`bce`, `mse`, `softmax_ce`, `nll`,
@@ -1080,7 +1081,7 @@ def HeterPS_LossGradOp : HeterPS_Op<"loss_grad",
 }
 
 def HeterPS_EmbeddingGradOp : HeterPS_Op<"embedding_grad",
-    [Pure, HeterPS_CostOpInterface]> {
+    [Pure, CustomCost]> {
   let summary = "Sparse gradient of an embedding lookup: keys and row grads";
   let description = [{
     Flattens the lookup's `ids` into `keys` and gives each key the gradient
@@ -1104,7 +1105,7 @@ def HeterPS_EmbeddingGradOp : HeterPS_Op<"embedding_grad",
 }
 
 def HeterPS_ConvGradOp : HeterPS_Op<"conv_grad",
-    [Pure, HeterPS_CostOpInterface]> {
+    [Pure, CustomCost]> {
   let summary = "Gradients of a convolution: input, filter and bias";
   let description = [{
     With the attributes of the forward `heterps.conv`; the bias gradient has
@@ -1129,10 +1130,11 @@ def HeterPS_ConvGradOp : HeterPS_Op<"conv_grad",
     $input `,` $filter `,` $result_grad attr-dict `:`
     functional-type(operands, results)
   }];
+  let hasVerifier = 1;
 }
 
 def HeterPS_PoolGradOp : HeterPS_Op<"pool_grad",
-    [Pure, AllTypesMatch<["input", "input_grad"]>, HeterPS_CostOpInterface]> {
+    [Pure, AllTypesMatch<["input", "input_grad"]>, CustomCost]> {
   let summary = "Gradient of max or average pooling";
   let description = [{
     With the attributes of the forward pooling op; `kind` is `max` or `avg`.
@@ -1155,10 +1157,11 @@ def HeterPS_PoolGradOp : HeterPS_Op<"pool_grad",
     $kind $input `,` $result `,` $result_grad attr-dict `:`
     functional-type(operands, results)
   }];
+  let hasVerifier = 1;
 }
 
 def HeterPS_BatchNormGradOp : HeterPS_Op<"batch_norm_grad",
-    [Pure, HeterPS_CostOpInterface]> {
+    [Pure, CustomCost]> {
   let summary = "Training-mode gradients of batch normalisation";
   let description = [{
     The gradients of the input, scale and bias; the batch statistics are
@@ -1180,10 +1183,11 @@ def HeterPS_BatchNormGradOp : HeterPS_Op<"batch_norm_grad",
     $input `,` $scale `,` $result_grad attr-dict `:`
     functional-type(operands, results)
   }];
+  let hasVerifier = 1;
 }
 
 def HeterPS_LayerNormGradOp : HeterPS_Op<"layer_norm_grad",
-    [Pure, HeterPS_CostOpInterface]> {
+    [Pure, CustomCost]> {
   let summary = "Gradients of layer normalisation";
   let description = [{
     The gradients of the input, scale and bias over the dimensions `axis` ..
@@ -1206,6 +1210,7 @@ def HeterPS_LayerNormGradOp : HeterPS_Op<"layer_norm_grad",
     $input `,` $scale `,` $result_grad attr-dict `:`
     functional-type(operands, results)
   }];
+  let hasVerifier = 1;
 }
 
 def HeterPS_UpdateParamOp : HeterPS_Op<"update_param",

@@ -1,0 +1,136 @@
+// Every verifier message of the layers' backward ops.
+// RUN: heterps-opt %s -split-input-file -verify-diagnostics
+
+func.func @conv_input_grad_type(%x: tensor<?x3x8x8xf32>, %f: tensor<4x3x3x3xf32>, %dy: tensor<?x4x8x8xf32>) {
+  // expected-error @+1 {{input gradient type 'tensor<?x3x6x6xf32>' differs from the input type 'tensor<?x3x8x8xf32>'}}
+  %dx, %df, %db = heterps.conv_grad %x, %f, %dy : (tensor<?x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<?x4x8x8xf32>) -> (tensor<?x3x6x6xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @conv_bias_grad(%x: tensor<?x3x8x8xf32>, %f: tensor<4x3x3x3xf32>, %dy: tensor<?x4x8x8xf32>) {
+  // expected-error @+1 {{bias gradient must have shape 4 (the filter's first dimension), got 3}}
+  %dx, %df, %db = heterps.conv_grad %x, %f, %dy : (tensor<?x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<?x4x8x8xf32>) -> (tensor<?x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<3xf32>)
+  return
+}
+
+// -----
+
+func.func @conv_result_grad_channels(%x: tensor<?x3x8x8xf32>, %f: tensor<4x3x3x3xf32>, %dy: tensor<?x5x8x8xf32>) {
+  // expected-error @+1 {{result gradient has 5 channels, the filter 4}}
+  %dx, %df, %db = heterps.conv_grad %x, %f, %dy : (tensor<?x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<?x5x8x8xf32>) -> (tensor<?x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @conv_pads(%x: tensor<?x3x8x8xf32>, %f: tensor<4x3x3x3xf32>, %dy: tensor<?x4x8x8xf32>) {
+  // expected-error @+1 {{pads has 2 entries, expected 4 (begins then ends)}}
+  %dx, %df, %db = heterps.conv_grad %x, %f, %dy {pads = array<i64: 1, 1>} : (tensor<?x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<?x4x8x8xf32>) -> (tensor<?x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @conv_group(%x: tensor<?x3x8x8xf32>, %f: tensor<4x3x3x3xf32>, %dy: tensor<?x4x8x8xf32>) {
+  // expected-error @+1 {{group 3 must be positive and divide the 4 output channels}}
+  %dx, %df, %db = heterps.conv_grad %x, %f, %dy {group = 3 : i64} : (tensor<?x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<?x4x8x8xf32>) -> (tensor<?x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @conv_rank(%x: tensor<?x3xf32>, %f: tensor<4x3xf32>, %dy: tensor<?x4xf32>) {
+  // expected-error @+1 {{input must be N x C x spatial..., got rank 2}}
+  %dx, %df, %db = heterps.conv_grad %x, %f, %dy : (tensor<?x3xf32>, tensor<4x3xf32>, tensor<?x4xf32>) -> (tensor<?x3xf32>, tensor<4x3xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @pool_kind(%y: tensor<?x4x8x8xf32>, %p: tensor<?x4x4x4xf32>) {
+  // expected-error @+1 {{unknown kind 'min'; expected one of max, avg}}
+  %d = heterps.pool_grad "min" %y, %p, %p {kernel_shape = array<i64: 2, 2>} : (tensor<?x4x8x8xf32>, tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>) -> tensor<?x4x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @pool_kernel(%y: tensor<?x4x8x8xf32>, %p: tensor<?x4x4x4xf32>) {
+  // expected-error @+1 {{kernel_shape has 1 entries, expected 2 (one per spatial dimension)}}
+  %d = heterps.pool_grad "max" %y, %p, %p {kernel_shape = array<i64: 2>} : (tensor<?x4x8x8xf32>, tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>) -> tensor<?x4x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @pool_kernel_sign(%y: tensor<?x4x8x8xf32>, %p: tensor<?x4x4x4xf32>) {
+  // expected-error @+1 {{kernel_shape entries must be positive, got 0}}
+  %d = heterps.pool_grad "max" %y, %p, %p {kernel_shape = array<i64: 2, 0>} : (tensor<?x4x8x8xf32>, tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>) -> tensor<?x4x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @pool_result_grad(%y: tensor<?x4x8x8xf32>, %p: tensor<?x4x4x4xf32>, %dp: tensor<?x4x2x2xf32>) {
+  // expected-error @+1 {{result gradient type 'tensor<?x4x2x2xf32>' differs from the result type 'tensor<?x4x4x4xf32>'}}
+  %d = heterps.pool_grad "avg" %y, %p, %dp {kernel_shape = array<i64: 2, 2>} : (tensor<?x4x8x8xf32>, tensor<?x4x4x4xf32>, tensor<?x4x2x2xf32>) -> tensor<?x4x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @batch_norm_scale(%y: tensor<?x4x8x8xf32>, %s: tensor<3xf32>) {
+  // expected-error @+1 {{scale must have shape 4 (the channels of the input), got 3}}
+  %a, %b, %c = heterps.batch_norm_grad %y, %s, %y : (tensor<?x4x8x8xf32>, tensor<3xf32>, tensor<?x4x8x8xf32>) -> (tensor<?x4x8x8xf32>, tensor<3xf32>, tensor<3xf32>)
+  return
+}
+
+// -----
+
+func.func @batch_norm_scale_grad(%y: tensor<?x4x8x8xf32>, %s: tensor<4xf32>) {
+  // expected-error @+1 {{scale gradient type 'tensor<4xf64>' differs from the scale type 'tensor<4xf32>'}}
+  %a, %b, %c = heterps.batch_norm_grad %y, %s, %y : (tensor<?x4x8x8xf32>, tensor<4xf32>, tensor<?x4x8x8xf32>) -> (tensor<?x4x8x8xf32>, tensor<4xf64>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @batch_norm_rank(%y: tensor<?xf32>, %s: tensor<4xf32>) {
+  // expected-error @+1 {{input must be N x C x ..., got rank 1}}
+  %a, %b, %c = heterps.batch_norm_grad %y, %s, %y : (tensor<?xf32>, tensor<4xf32>, tensor<?xf32>) -> (tensor<?xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @layer_norm_axis(%h: tensor<?x64xf32>, %s: tensor<64xf32>) {
+  // expected-error @+1 {{axis 2 is out of range for a rank-2 input}}
+  %a, %b, %c = heterps.layer_norm_grad %h, %s, %h {axis = 2 : i64} : (tensor<?x64xf32>, tensor<64xf32>, tensor<?x64xf32>) -> (tensor<?x64xf32>, tensor<64xf32>, tensor<64xf32>)
+  return
+}
+
+// -----
+
+func.func @layer_norm_scale(%h: tensor<?x64xf32>, %s: tensor<32xf32>) {
+  // expected-error @+1 {{scale must have shape 64 (the normalised dimensions), got 32}}
+  %a, %b, %c = heterps.layer_norm_grad %h, %s, %h : (tensor<?x64xf32>, tensor<32xf32>, tensor<?x64xf32>) -> (tensor<?x64xf32>, tensor<32xf32>, tensor<32xf32>)
+  return
+}
+
+// -----
+
+func.func @layer_norm_input_grad(%h: tensor<?x64xf32>, %s: tensor<64xf32>) {
+  // expected-error @+1 {{input gradient type 'tensor<?x32xf32>' differs from the input type 'tensor<?x64xf32>'}}
+  %a, %b, %c = heterps.layer_norm_grad %h, %s, %h : (tensor<?x64xf32>, tensor<64xf32>, tensor<?x64xf32>) -> (tensor<?x32xf32>, tensor<64xf32>, tensor<64xf32>)
+  return
+}
+
+// -----
+
+func.func @softmax_axis(%h: tensor<?x64xf32>) {
+  // expected-error @+1 {{axis 3 is out of range for a rank-2 input}}
+  %d = heterps.softmax_grad %h, %h {axis = 3 : i64} : tensor<?x64xf32>
+  return
+}
