@@ -113,16 +113,19 @@ static std::string quoted(const std::vector<std::string> &args) {
   return line;
 }
 
-static pid_t spawn(const std::vector<std::string> &args) {
+/// Starts `args`; on failure sets `error` and returns -1.
+static pid_t spawn(const std::vector<std::string> &args, std::string &error) {
   std::vector<char *> argv;
   for (const std::string &arg : args)
     argv.push_back(const_cast<char *>(arg.c_str()));
   argv.push_back(nullptr);
   pid_t pid = 0;
-  int error =
+  int code =
       posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), environ);
-  if (error)
-    launchError("cannot start '" + args[0] + "': " + std::strerror(error));
+  if (code) {
+    error = "cannot start '" + args[0] + "': " + std::strerror(code);
+    return -1;
+  }
   return pid;
 }
 
@@ -266,7 +269,13 @@ int heterps::run::runLaunch(int argc, char **argv) {
       servers.push_back(psHost + ":PORT" + std::to_string(s));
       continue;
     }
-    serverPids.push_back(spawn(command));
+    std::string error;
+    pid_t pid = spawn(command, error);
+    if (pid < 0) {
+      stopServers();
+      launchError(error);
+    }
+    serverPids.push_back(pid);
     // The server writes its port once it serves.
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     std::string port;
@@ -320,8 +329,16 @@ int heterps::run::runLaunch(int argc, char **argv) {
   action.sa_handler = forwardSignal;
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
-  mpirunPid = spawn(command);
-  int status = waitFor(mpirunPid);
+  std::string error;
+  pid_t pid = spawn(command, error);
+  if (pid < 0) {
+    stopServers();
+    std::filesystem::remove_all(portDir);
+    launchError(error + " (is Open MPI installed? give its mpirun with "
+                        "--mpirun)");
+  }
+  mpirunPid = pid;
+  int status = waitFor(pid);
   mpirunPid = 0;
   stopServers();
   std::filesystem::remove_all(portDir);
