@@ -22,7 +22,9 @@ Executes a plan written by heterps-opt --heterps-emit-plan. A training plan
 (compiled with --heterps-autodiff) trains; --infer runs the forward pass.
 
 Data:
-  --data=FILE              training data; without it, synthetic CTR data
+  --data=FILES             training data: a file, or a comma-separated list
+                           of files and glob patterns ('day_*.gz') read in
+                           order; without it, synthetic CTR data
   --format=F               criteo | libsvm | csv | idx | synthetic (default:
                            from the file name: .tsv criteo, .svm/.libsvm
                            libsvm, .csv csv, *-idx3-ubyte[.gz] idx)
@@ -57,6 +59,12 @@ Pipeline (plans with several stages, or stages with several units):
                            replicas, each stage gets at least one
   --micro-batches=N        micro-batches per step (default: the plan's, at
                            least one per replica)
+  --data-lanes=N           split the data into N lanes (whole files when
+                           there are enough, else every N-th example);
+                           micro-batch m of a step comes from lane m mod N,
+                           and a process of a job reads only its workers'
+                           lanes (default: 1 in one process; in a job, the
+                           least common multiple of the stages' replicas)
   --profile=FILE           time every op of the training steps and write the
                            times per layer as a profile table for the
                            scheduling passes' profile= option
@@ -208,6 +216,13 @@ Options heterps::run::parseOptions(int argc, char **argv) {
          o.microBatches = toInt("micro-batches", v);
          if (o.microBatches < 1)
            usageError("--micro-batches must be positive, got '" + v + "'");
+       }},
+      {"data-lanes",
+       [&](const std::string &v) {
+         o.dataLanes = toInt("data-lanes", v);
+         if (o.dataLanes < 1 || o.dataLanes > 4096)
+           usageError("--data-lanes takes a count from 1 to 4096, got '" + v +
+                      "'");
        }},
       {"profile", [&](const std::string &v) { o.profile = v; }},
       {"trace", [&](const std::string &v) { o.trace = v; }},

@@ -31,6 +31,9 @@ struct Options {
   std::string pipeline = "auto", schedule = "1f1b";
   int maxWorkers = 0;
   int64_t microBatches = 0;
+  // Data lanes: shards of the data, each read by the workers of its
+  // micro-batches (0: one per replica of the job's widest stage).
+  int64_t dataLanes = 0;
   // Measured op times, written as a scheduler profile table.
   std::string profile, profileResource;
   // A Chrome / Perfetto trace of the training steps.

@@ -31,6 +31,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <unistd.h>
 
@@ -45,6 +46,9 @@ std::string formatOf(const Options &o, const std::string &path) {
     return o.format;
   if (path.empty())
     return "synthetic";
+  // A list of files has the format of its first.
+  if (size_t comma = path.find(','); comma != std::string::npos)
+    return formatOf(o, path.substr(0, comma));
   auto ends = [&](const char *suffix) {
     size_t n = std::strlen(suffix);
     return path.size() >= n && path.compare(path.size() - n, n, suffix) == 0;
@@ -154,6 +158,19 @@ int runInference(const Options &o, Program &program) {
   return 0;
 }
 
+/// The data lanes a run reads by default: one per replica of the job's
+/// widest stage, or as many as every stage's replicas divide (their least
+/// common multiple) when that is not too many, so that each process reads
+/// only its own lanes.
+int64_t defaultDataLanes(const std::vector<int> &replicas) {
+  int64_t lanes = 1, widest = 1;
+  for (int r : replicas) {
+    lanes = std::lcm<int64_t>(lanes, r);
+    widest = std::max<int64_t>(widest, r);
+  }
+  return lanes <= 64 ? lanes : widest;
+}
+
 /// FILE for the process of rank `rank` of a job: FILE.rank-R, before FILE's
 /// extension (trace.json: trace.rank-1.json).
 std::string rankFile(const std::string &file, int rank) {
@@ -224,9 +241,11 @@ void exportTables(const std::string &dir, ps::Client &tables) {
 /// its plan); `program` binds the data and evaluates.
 /// In a job of several processes (`job` set), every process trains; the
 /// first reports, writes the checkpoints, profile and exported tables.
+/// With more than one data lane, the batches come from `lanes`.
 int runTraining(const Options &o, Program &program, StepExecutor &stepper,
                 ParamStore &params, ps::Client &tables,
-                const CheckpointInfo &loaded, Communicator *job) {
+                const CheckpointInfo &loaded, Communicator *job,
+                const LaneLayout &lanes) {
   bool reporter = !job || job->rank() == 0;
   TrainerOptions to;
   to.epochs = o.epochs;
@@ -247,6 +266,7 @@ int runTraining(const Options &o, Program &program, StepExecutor &stepper,
       // process, and the first writes them with the PS's tables.
       stepper.synchronize();
       int64_t step = info.step;
+      info.entries["data-lanes"] = std::to_string(lanes.lanes);
       if (reporter) {
         saveRun(o, params, tables, std::move(info));
         std::printf("saved checkpoint %s at step %lld\n", o.save.c_str(),
@@ -262,7 +282,9 @@ int runTraining(const Options &o, Program &program, StepExecutor &stepper,
   std::vector<Tensor> storage = readInputs(o, program, fixed);
   std::unique_ptr<DataSource> source, evalSource;
   if (o.inputs.empty()) {
-    source = openDataSource(dataOptions(o, trainer.binder(), o.data, true));
+    DataOptions data = dataOptions(o, trainer.binder(), o.data, true);
+    source =
+        lanes.lanes > 1 ? openLaneSource(data, lanes) : openDataSource(data);
     if (!o.evalData.empty())
       evalSource =
           openDataSource(dataOptions(o, trainer.binder(), o.evalData, false));
@@ -364,6 +386,11 @@ int main(int argc, char **argv) {
         fail() << "--infer runs in one process; run it without mpirun";
     }
     plan::Plan p = loadPlan(o.plan);
+    std::vector<int> jobReplicas;
+    if (job)
+      jobReplicas = mapStageReplicas(p, job->size());
+    int64_t lanes =
+        o.dataLanes ? o.dataLanes : (job ? defaultDataLanes(jobReplicas) : 1);
     if (o.printPlan) {
       printPlan(p);
       return 0;
@@ -419,6 +446,12 @@ int main(int argc, char **argv) {
       if (job)
         job->barrier();
       program.setSteps(loaded.step);
+      int64_t written = checkpointCount(loaded, "data-lanes", 1);
+      if (written != lanes)
+        fail() << "checkpoint '" << o.load << "' was written reading "
+               << written << " data lane" << (written == 1 ? "" : "s")
+               << ", this run reads " << lanes
+               << "; resume with --data-lanes=" << written;
       if (reporter)
         std::printf("loaded checkpoint %s at step %lld\n", o.load.c_str(),
                     static_cast<long long>(loaded.step));
@@ -434,6 +467,7 @@ int main(int argc, char **argv) {
       pipelineOptions.microBatches = o.microBatches;
       pipelineOptions.trace = !o.trace.empty();
       pipelineOptions.processes = job.get();
+      pipelineOptions.microBatchMultiple = lanes;
       // Each worker talks to the PS through a client of its own.
       pipelineOptions.tablesPerWorker = [&] {
         auto client = std::make_unique<ps::Client>(connections(), co);
@@ -455,8 +489,26 @@ int main(int argc, char **argv) {
     }
     StepExecutor &stepper =
         pipeline ? static_cast<StepExecutor &>(*pipeline) : program;
-    int status =
-        runTraining(o, program, stepper, params, tables, loaded, job.get());
+    LaneLayout layout;
+    layout.lanes = lanes;
+    layout.microBatches =
+        pipeline ? pipeline->microBatches()
+                 : pipelineMicroBatches(p, {1}, o.microBatches, lanes);
+    layout.read.assign(lanes, !job);
+    if (job) {
+      // The lanes of this process's micro-batches.
+      auto [stage, replica] = pipeline->localWorker();
+      for (int64_t m = replica; m < layout.microBatches;
+           m += jobReplicas[stage])
+        layout.read[m % lanes] = true;
+      layout.allHaveData = [&job](bool mine) {
+        double missing = mine ? 0 : 1;
+        job->allReduceSum(&missing, 1);
+        return missing == 0;
+      };
+    }
+    int status = runTraining(o, program, stepper, params, tables, loaded,
+                             job.get(), layout);
     if (pipeline) {
       std::string summary = pipeline->summary();
       if (reporter)

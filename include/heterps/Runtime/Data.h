@@ -14,8 +14,10 @@
 #include "heterps/Runtime/Tensor.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace heterps::runtime {
 
@@ -30,14 +32,23 @@ struct Batch {
   Tensor dense;
   /// i64 [size, sparseFeatures]; absent (empty) when sparseFeatures is 0.
   Tensor sparse;
+  /// Which rows hold examples read by this process (empty: all): a job's
+  /// processes read only their data lanes, the other rows are zeros.
+  std::vector<char> present;
 };
 
 struct DataOptions {
   /// criteo, libsvm, csv, idx or synthetic.
   std::string format = "synthetic";
   /// The file (criteo, libsvm, csv), or for idx the images file (the labels
-  /// file is found by replacing "images-idx3" with "labels-idx1").
+  /// file is found by replacing "images-idx3" with "labels-idx1"). For the
+  /// text formats, a comma-separated list of files and glob patterns
+  /// ("day_*.gz"), read one after another (a pattern's matches by name).
   std::string path;
+  /// Read only shard `shardIndex` of `shardCount`: with at least as many
+  /// files as shards, file i belongs to shard i mod shardCount; otherwise
+  /// example r of the whole stream belongs to shard r mod shardCount.
+  int64_t shardIndex = 0, shardCount = 1;
   /// Feature counts the model expects; readers check them against the file.
   int64_t denseFeatures = 0;
   int64_t sparseFeatures = 0;
@@ -76,6 +87,33 @@ public:
 /// Opens the reader for `options.format`; wraps it in a background reader
 /// with a shuffle buffer as the options ask.
 std::unique_ptr<DataSource> openDataSource(const DataOptions &options);
+
+/// How a step's batch is assembled from lanes of the data: `lanes` shards
+/// (DataOptions::shardIndex), micro-batch m of a step (split as
+/// MicroBatches.h splits it, `microBatches` asked for) being the next rows
+/// of lane m mod lanes. A process of a job reads only the lanes its worker
+/// uses (`read`, one flag per lane).
+struct LaneLayout {
+  int64_t lanes = 1;
+  int64_t microBatches = 1;
+  std::vector<bool> read;
+  /// Given whether this process has a whole step in every lane it reads,
+  /// whether every process of the job has (a collective); unset: this
+  /// process alone decides.
+  std::function<bool(bool)> allHaveData;
+};
+
+/// Opens a source per lane read (shard l of `layout.lanes`, its shuffle
+/// seeded with the lane) and joins them into the steps' batches. A step
+/// ends the epoch when any lane of any process has fewer rows than its
+/// share: the lanes stay in step.
+std::unique_ptr<DataSource> openLaneSource(const DataOptions &options,
+                                           LaneLayout layout);
+
+/// The files a data path names: its comma-separated entries, each glob
+/// pattern replaced by its matches sorted by name. Throws naming a pattern
+/// that matches nothing.
+std::vector<std::string> expandDataPaths(const std::string &spec);
 
 /// The sparse ids of the criteo reader: categorical column `column` (0 for C1
 /// to 25 for C26) with the hash `value` (its 8 hex digits), and the column

@@ -16,7 +16,9 @@ namespace heterps::runtime {
 class Metrics {
 public:
   void addLoss(double loss, int64_t samples);
-  void add(const Tensor &prediction, const Tensor &label);
+  /// Rows whose `present` flag is 0 are left out (empty: every row).
+  void add(const Tensor &prediction, const Tensor &label,
+           const std::vector<char> &present = {});
   void reset();
 
   double meanLoss() const { return samples ? lossSum / samples : 0.0; }

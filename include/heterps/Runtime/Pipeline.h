@@ -58,6 +58,9 @@ struct PipelineOptions {
   int maxWorkers = 0;
   /// Micro-batches per step; 0: the plan's, at least one per replica.
   int64_t microBatches = 0;
+  /// The micro-batches are rounded up to a multiple of this (the data
+  /// lanes, which take micro-batches in turn).
+  int64_t microBatchMultiple = 1;
   /// Gives each worker its own connection to the tables (a PS client of
   /// its own, as a worker process has), so that workers do not queue on one
   /// client; without it every worker uses the executor's `tables`.
@@ -154,6 +157,18 @@ private:
 /// True when the plan asks for more than one worker: several stages, or a
 /// stage with several units.
 bool needsPipeline(const plan::Plan &plan);
+
+/// The replicas each stage of `plan` gets from `workers` workers: one each,
+/// then one at a time to the stage with the most units per replica, never
+/// more than its units (so possibly fewer workers in all).
+std::vector<int> mapStageReplicas(const plan::Plan &plan, int workers);
+
+/// The micro-batches per step the executor runs: `asked` (0: the plan's),
+/// at least the widest stage's replicas, rounded up to a multiple of
+/// `multiple`.
+int64_t pipelineMicroBatches(const plan::Plan &plan,
+                             const std::vector<int> &replicas, int64_t asked,
+                             int64_t multiple = 1);
 
 } // namespace heterps::runtime
 

@@ -7,22 +7,65 @@ using namespace heterps::runtime::data;
 
 DataSource::~DataSource() = default;
 
+/// The reader of one file (or of the synthetic stream).
+static std::unique_ptr<DataSource> openReader(const DataOptions &options) {
+  if (options.format == "criteo")
+    return openCriteo(options);
+  if (options.format == "libsvm")
+    return openLibSVM(options);
+  if (options.format == "csv")
+    return openCSV(options);
+  if (options.format == "idx")
+    return openIDX(options);
+  if (options.format == "synthetic")
+    return openSynthetic(options);
+  fail() << "unknown data format '" << options.format
+         << "' (expected criteo, libsvm, csv, idx or synthetic)";
+}
+
 std::unique_ptr<DataSource>
 heterps::runtime::openDataSource(const DataOptions &options) {
+  int64_t index = options.shardIndex, count = options.shardCount;
+  if (count < 1 || index < 0 || index >= count)
+    fail() << "data shard " << index << " of " << count << " does not exist";
   std::unique_ptr<DataSource> source;
-  if (options.format == "criteo")
-    source = openCriteo(options);
-  else if (options.format == "libsvm")
-    source = openLibSVM(options);
-  else if (options.format == "csv")
-    source = openCSV(options);
-  else if (options.format == "idx")
-    source = openIDX(options);
-  else if (options.format == "synthetic")
-    source = openSynthetic(options);
-  else
-    fail() << "unknown data format '" << options.format
-           << "' (expected criteo, libsvm, csv, idx or synthetic)";
+  // Shards of whole files when there are enough files, else of examples.
+  bool byExample = count > 1;
+  if (options.format == "synthetic") {
+    source = openReader(options);
+  } else {
+    std::vector<std::string> paths = expandDataPaths(options.path);
+    if (options.format == "idx" && paths.size() != 1)
+      fail() << "idx data is one images file; '" << options.path << "' names "
+             << paths.size();
+    std::vector<std::string> mine;
+    if (count > 1 && paths.size() >= static_cast<size_t>(count)) {
+      for (size_t i = index; i < paths.size(); i += count)
+        mine.push_back(paths[i]);
+      byExample = false;
+    } else {
+      mine = paths;
+    }
+    if (mine.size() == 1 && paths.size() == 1) {
+      source = openReader(options);
+    } else {
+      std::vector<std::unique_ptr<DataSource>> files;
+      for (const std::string &path : mine) {
+        DataOptions one = options;
+        one.path = path;
+        files.push_back(openReader(one));
+      }
+      std::string description = options.format + " " + options.path + " (" +
+                                std::to_string(mine.size()) + " file" +
+                                (mine.size() == 1 ? "" : "s");
+      if (mine.size() != paths.size())
+        description += " of " + std::to_string(paths.size()) + ": files " +
+                       std::to_string(index) + " mod " + std::to_string(count);
+      source = openFileList(std::move(files), description + ")");
+    }
+  }
+  if (byExample)
+    source = wrapShard(std::move(source), index, count);
   if (options.shuffleBuffer < 0)
     fail() << source->describe() << ": shuffle buffer must be >= 0, got "
            << options.shuffleBuffer;

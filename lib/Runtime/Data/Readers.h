@@ -34,6 +34,13 @@ std::unique_ptr<DataSource> openSynthetic(const DataOptions &options);
 std::unique_ptr<DataSource> wrapShuffle(std::unique_ptr<DataSource> inner,
                                         int64_t bufferExamples, uint64_t seed);
 std::unique_ptr<DataSource> wrapPrefetch(std::unique_ptr<DataSource> inner);
+/// Keeps example r of `inner` when r mod count == index.
+std::unique_ptr<DataSource> wrapShard(std::unique_ptr<DataSource> inner,
+                                      int64_t index, int64_t count);
+/// Reads `files` one after another.
+std::unique_ptr<DataSource>
+openFileList(std::vector<std::unique_ptr<DataSource>> files,
+             std::string description);
 
 /// Reads a text file line by line through zlib, so gzip-compressed files
 /// (Criteo's day_N.gz) read like plain ones.

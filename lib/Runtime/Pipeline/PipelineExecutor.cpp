@@ -22,6 +22,7 @@
 #include "StageProgram.h"
 
 #include "heterps/Runtime/Error.h"
+#include "heterps/Runtime/MicroBatches.h"
 #include "heterps/Runtime/PlanTypes.h"
 #include "heterps/Runtime/Trace.h"
 
@@ -60,6 +61,39 @@ bool runtime::needsPipeline(const plan::Plan &plan) {
     if (stage.units() > 1)
       return true;
   return false;
+}
+
+std::vector<int> runtime::mapStageReplicas(const plan::Plan &plan,
+                                           int workers) {
+  int numStages = plan.stages_size();
+  std::vector<int> replicas(numStages, 1);
+  for (int used = numStages; used < workers; ++used) {
+    int best = -1;
+    double bestLoad = 0;
+    for (int s = 0; s < numStages; ++s) {
+      int64_t units = std::max<int64_t>(plan.stages(s).units(), 1);
+      double load = static_cast<double>(units) / replicas[s];
+      if (replicas[s] < units && load > bestLoad) {
+        best = s;
+        bestLoad = load;
+      }
+    }
+    if (best < 0)
+      break;
+    ++replicas[best];
+  }
+  return replicas;
+}
+
+int64_t runtime::pipelineMicroBatches(const plan::Plan &plan,
+                                      const std::vector<int> &replicas,
+                                      int64_t asked, int64_t multiple) {
+  int64_t count =
+      asked > 0 ? asked : std::max<int64_t>(plan.micro_batches(), 1);
+  for (int r : replicas)
+    count = std::max<int64_t>(count, r);
+  multiple = std::max<int64_t>(multiple, 1);
+  return (count + multiple - 1) / multiple * multiple;
 }
 
 namespace {
@@ -610,24 +644,10 @@ PipelineExecutor::PipelineExecutor(const plan::Plan &plan, ParamStore &params,
     fail() << "the job has " << processes->size() << " process"
            << (processes->size() == 1 ? "" : "es") << " and the plan "
            << numStages << " stages; every stage needs a process of its own";
-  std::vector<int> replicas(numStages, 1);
-  int workers = numStages;
-  while (workers < cap) {
-    int best = -1;
-    double bestLoad = 0;
-    for (int s = 0; s < numStages; ++s) {
-      int64_t units = std::max<int64_t>(plan.stages(s).units(), 1);
-      double load = static_cast<double>(units) / replicas[s];
-      if (replicas[s] < units && load > bestLoad) {
-        best = s;
-        bestLoad = load;
-      }
-    }
-    if (best < 0)
-      break;
-    ++replicas[best];
-    ++workers;
-  }
+  std::vector<int> replicas = mapStageReplicas(plan, cap);
+  int workers = 0;
+  for (int r : replicas)
+    workers += r;
   if (processes && workers != processes->size()) {
     int64_t units = 0;
     for (const plan::Stage &stage : plan.stages())
@@ -640,11 +660,11 @@ PipelineExecutor::PipelineExecutor(const plan::Plan &plan, ParamStore &params,
   // A process runs one worker with all its threads.
   impl->threadsPerWorker = processes ? std::max(1, options.threads)
                                      : std::max(1, options.threads / workers);
-  int maxReplicas = *std::max_element(replicas.begin(), replicas.end());
-  microBatchCount = pipeline.microBatches > 0
-                        ? pipeline.microBatches
-                        : std::max<int64_t>(plan.micro_batches(), 1);
-  microBatchCount = std::max<int64_t>(microBatchCount, maxReplicas);
+  if (pipeline.microBatchMultiple < 1)
+    fail() << "micro-batches must come in multiples of a positive count, got "
+           << pipeline.microBatchMultiple;
+  microBatchCount = pipelineMicroBatches(plan, replicas, pipeline.microBatches,
+                                         pipeline.microBatchMultiple);
 
   ExecContext context;
   context.params = &params;
@@ -943,14 +963,14 @@ PipelineExecutor::run(const std::vector<const Tensor *> &inputs, bool training,
               "pipeline splits the batch into micro-batches";
   if (rows == 0)
     fail() << "the batch is empty";
-  int64_t count = std::min<int64_t>(microBatchCount, rows);
+  int64_t count = runtime::microBatchCount(rows, microBatchCount);
   s.microBatches.resize(count);
   s.batchRows = rows;
   int64_t first = 0;
   for (int64_t m = 0; m < count; ++m) {
     MicroBatch &mb = s.microBatches[m];
     mb.firstRow = first;
-    mb.rows = rows / count + (m < rows % count ? 1 : 0);
+    mb.rows = microBatchRows(rows, count, m);
     mb.weight = static_cast<double>(mb.rows) / rows;
     first += mb.rows;
     mb.inputs.resize(inputs.size());

@@ -13,7 +13,8 @@ void Metrics::addLoss(double loss, int64_t n) {
   samples += n;
 }
 
-void Metrics::add(const Tensor &pred, const Tensor &label) {
+void Metrics::add(const Tensor &pred, const Tensor &label,
+                  const std::vector<char> &present) {
   if (pred.dtype() != DType::F32)
     return;
   int64_t n = pred.rank() ? pred.dim(0) : 1;
@@ -24,12 +25,15 @@ void Metrics::add(const Tensor &pred, const Tensor &label) {
   if (label.dtype() == DType::F32 && width == 1 && label.numElements() == n) {
     const float *y = label.as<float>();
     for (int64_t i = 0; i < n; ++i)
-      scores.emplace_back(p[i], y[i]);
+      if (present.empty() || present[i])
+        scores.emplace_back(p[i], y[i]);
     return;
   }
   if (label.dtype() == DType::I64 && label.numElements() == n && width > 1) {
     const int64_t *y = label.as<int64_t>();
     for (int64_t i = 0; i < n; ++i) {
+      if (!present.empty() && !present[i])
+        continue;
       const float *row = p + i * width;
       int64_t best = std::max_element(row, row + width) - row;
       correct += best == y[i];

@@ -136,7 +136,8 @@ TrainingSummary Trainer::loop(DataSource *source, DataSource *eval,
       window.addLoss(summary.lastLoss, n);
       if (res.size() > 1 && inputs.labelIndex() >= 0 &&
           bound[inputs.labelIndex()])
-        window.add(*res[1], *bound[inputs.labelIndex()]);
+        window.add(*res[1], *bound[inputs.labelIndex()],
+                   source ? batch.present : std::vector<char>{});
       ++summary.steps;
       summary.samples += n;
       windowSamples += n;
