@@ -787,6 +787,115 @@ TEST(DataSourceWrapper, Errors) {
   EXPECT_NE(msg.find("batch size"), std::string::npos) << msg;
 }
 
+/// Every example's first dense value, in the order `source` gives them.
+std::vector<float> firstValues(DataSource &source, int64_t batchSize) {
+  std::vector<float> values;
+  Batch b;
+  while (source.next(b, batchSize))
+    for (int64_t r = 0; r < b.size; ++r)
+      values.push_back(b.dense.as<float>()[r * b.dense.dim(1)]);
+  return values;
+}
+
+TEST(DataLanes, ShardsTogetherHoldTheStreamOnce) {
+  DataOptions o = syntheticOptions(1000, 3);
+  std::vector<float> all = firstValues(*openDataSource(o), 64);
+  ASSERT_EQ(all.size(), 1000u);
+  for (int64_t count : {2, 3}) {
+    std::vector<float> joined(all.size(), -1);
+    for (int64_t index = 0; index < count; ++index) {
+      DataOptions shard = o;
+      shard.shardIndex = index;
+      shard.shardCount = count;
+      std::vector<float> mine = firstValues(*openDataSource(shard), 64);
+      for (size_t i = 0; i < mine.size(); ++i)
+        joined[index + i * count] = mine[i];
+    }
+    EXPECT_EQ(joined, all) << count << " shards";
+  }
+  o.shardIndex = 2;
+  o.shardCount = 2;
+  std::string msg = errorOf([&] { openDataSource(o); });
+  EXPECT_NE(msg.find("data shard 2 of 2 does not exist"), std::string::npos)
+      << msg;
+}
+
+TEST(DataLanes, StepsInterleaveTheLanesByMicroBatch) {
+  // 2 lanes, 4 micro-batches of a 10-row step: 3, 3, 2, 2 rows; lane 0
+  // gives micro-batches 0 and 2 (5 rows), lane 1 micro-batches 1 and 3.
+  DataOptions o = syntheticOptions(40, 5);
+  std::vector<float> lane[2];
+  for (int l = 0; l < 2; ++l) {
+    DataOptions shard = o;
+    shard.shardIndex = l;
+    shard.shardCount = 2;
+    lane[l] = firstValues(*openDataSource(shard), 64);
+  }
+  LaneLayout layout;
+  layout.lanes = 2;
+  layout.microBatches = 4;
+  layout.read = {true, true};
+  auto source = openLaneSource(o, layout);
+  Batch b;
+  ASSERT_TRUE(source->next(b, 10));
+  std::vector<float> got;
+  for (int64_t r = 0; r < b.size; ++r)
+    got.push_back(b.dense.as<float>()[r * b.dense.dim(1)]);
+  std::vector<float> expected = {lane[0][0], lane[0][1], lane[0][2], lane[1][0],
+                                 lane[1][1], lane[1][2], lane[0][3], lane[0][4],
+                                 lane[1][3], lane[1][4]};
+  EXPECT_EQ(got, expected);
+  EXPECT_EQ(b.present, std::vector<char>(10, 1));
+  // Lane 1 read elsewhere: its rows are zeros and marked absent.
+  layout.read = {true, false};
+  source = openLaneSource(o, layout);
+  ASSERT_TRUE(source->next(b, 10));
+  EXPECT_EQ(b.present, (std::vector<char>{1, 1, 1, 0, 0, 0, 1, 1, 0, 0}));
+  EXPECT_EQ(b.dense.as<float>()[3 * b.dense.dim(1)], 0.0f);
+  EXPECT_EQ(b.dense.as<float>()[6 * b.dense.dim(1)], lane[0][3]);
+  // Each lane has 20 examples, 5 per step: 4 steps, then the epoch ends.
+  int steps = 1;
+  while (source->next(b, 10))
+    ++steps;
+  EXPECT_EQ(steps, 4);
+  layout.microBatches = 3;
+  std::string msg = errorOf([&] { openLaneSource(o, layout); });
+  EXPECT_NE(msg.find("3 micro-batches per step do not divide into 2 lanes"),
+            std::string::npos)
+      << msg;
+}
+
+TEST(DataFiles, ListsAndPatterns) {
+  fs::path dir = tempDir() / "files";
+  fs::create_directories(dir);
+  for (int f = 0; f < 3; ++f) {
+    std::ofstream out(dir / ("part-" + std::to_string(f) + ".svm"));
+    for (int i = 0; i < 5; ++i)
+      out << (i % 2) << " 1:" << f * 10 + i << "\n";
+  }
+  std::vector<std::string> paths = expandDataPaths(
+      (dir / "part-*.svm").string() + "," + (dir / "part-0.svm").string());
+  ASSERT_EQ(paths.size(), 4u);
+  EXPECT_EQ(fs::path(paths[0]).filename(), "part-0.svm");
+  EXPECT_EQ(fs::path(paths[2]).filename(), "part-2.svm");
+  EXPECT_EQ(fs::path(paths[3]).filename(), "part-0.svm");
+  DataOptions o;
+  o.format = "libsvm";
+  o.prefetch = false;
+  o.denseFeatures = 1;
+  o.path = (dir / "part-*.svm").string();
+  std::vector<float> values = firstValues(*openDataSource(o), 4);
+  EXPECT_EQ(values, (std::vector<float>{0, 1, 2, 3, 4, 10, 11, 12, 13, 14, 20,
+                                        21, 22, 23, 24}));
+  // Files 0 and 2 make shard 0 of 2.
+  o.shardCount = 2;
+  values = firstValues(*openDataSource(o), 4);
+  EXPECT_EQ(values, (std::vector<float>{0, 1, 2, 3, 4, 20, 21, 22, 23, 24}));
+  std::string msg =
+      errorOf([&] { expandDataPaths((dir / "none-*.svm").string()); });
+  EXPECT_NE(msg.find("matches no file"), std::string::npos) << msg;
+}
+
 //===----------------------------------------------------------------------===//
 // TensorProto
 //===----------------------------------------------------------------------===//

@@ -47,7 +47,8 @@ struct DataOptions {
   std::string path;
   /// Read only shard `shardIndex` of `shardCount`: with at least as many
   /// files as shards, file i belongs to shard i mod shardCount; otherwise
-  /// example r of the whole stream belongs to shard r mod shardCount.
+  /// example r of the whole stream belongs to shard r mod shardCount. A
+  /// shard's shuffle is seeded with seed + shardIndex.
   int64_t shardIndex = 0, shardCount = 1;
   /// Feature counts the model expects; readers check them against the file.
   int64_t denseFeatures = 0;
@@ -103,8 +104,8 @@ struct LaneLayout {
   std::function<bool(bool)> allHaveData;
 };
 
-/// Opens a source per lane read (shard l of `layout.lanes`, its shuffle
-/// seeded with the lane) and joins them into the steps' batches. A step
+/// Opens a source per lane read (shard l of `layout.lanes`) and joins them
+/// into the steps' batches. A step
 /// ends the epoch when any lane of any process has fewer rows than its
 /// share: the lanes stay in step.
 std::unique_ptr<DataSource> openLaneSource(const DataOptions &options,

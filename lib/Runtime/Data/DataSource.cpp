@@ -31,6 +31,13 @@ heterps::runtime::openDataSource(const DataOptions &options) {
   std::unique_ptr<DataSource> source;
   // Shards of whole files when there are enough files, else of examples.
   bool byExample = count > 1;
+  if (options.format != "criteo" && options.format != "libsvm" &&
+      options.format != "csv" && options.format != "idx" &&
+      options.format != "synthetic")
+    fail() << "unknown data format '" << options.format
+           << "' (expected criteo, libsvm, csv, idx or synthetic)";
+  if (options.format != "synthetic" && options.path.empty())
+    fail() << options.format << " data needs a file";
   if (options.format == "synthetic") {
     source = openReader(options);
   } else {
@@ -70,10 +77,10 @@ heterps::runtime::openDataSource(const DataOptions &options) {
     fail() << source->describe() << ": shuffle buffer must be >= 0, got "
            << options.shuffleBuffer;
   // The shuffle runs inside the background thread, so it costs the training
-  // loop nothing.
+  // loop nothing. Each shard shuffles in its own order.
   if (options.shuffleBuffer > 0)
-    source =
-        wrapShuffle(std::move(source), options.shuffleBuffer, options.seed);
+    source = wrapShuffle(std::move(source), options.shuffleBuffer,
+                         options.seed + static_cast<uint64_t>(index));
   if (options.prefetch)
     source = wrapPrefetch(std::move(source));
   return source;

@@ -48,7 +48,6 @@ public:
       DataOptions lane = options;
       lane.shardIndex = l;
       lane.shardCount = lanes;
-      lane.seed = options.seed + static_cast<uint64_t>(l);
       sources[l] = openDataSource(lane);
       read += (read.empty() ? "" : ",") + std::to_string(l);
       if (description.empty())
