@@ -41,6 +41,18 @@ public:
               v1::PushResponse *response) override {
     return shard.push(table, keys, n, values, client, seq, assign, response);
   }
+  Status createDense(const v1::DenseTensor &tensor,
+                     const v1::Optimizer &optimizer, bool *created) override {
+    return shard.createDense(tensor, optimizer, created);
+  }
+  Status pullDense(const std::string &name, v1::DenseTensor *tensor) override {
+    return shard.pullDense(name, tensor);
+  }
+  Status pushDense(const std::string &name, const float *grads, size_t n,
+                   uint64_t client, uint64_t seq,
+                   v1::PushResponse *response) override {
+    return shard.pushDense(name, grads, n, client, seq, response);
+  }
   Status checkpoint(const std::string &name, int64_t step) override {
     v1::CheckpointResponse r;
     return shard.checkpoint(name, step, &r);
@@ -491,6 +503,70 @@ void Client::sendPush(int table, const int64_t *keys, int64_t n,
               st);
     }
   });
+}
+
+static const char *optimizerName(runtime::OptimizerConfig::Kind kind) {
+  switch (kind) {
+  case runtime::OptimizerConfig::Kind::SGD:
+    return "sgd";
+  case runtime::OptimizerConfig::Kind::Momentum:
+    return "momentum";
+  case runtime::OptimizerConfig::Kind::Adam:
+    return "adam";
+  case runtime::OptimizerConfig::Kind::Adagrad:
+    return "adagrad";
+  }
+  return "sgd";
+}
+
+bool Client::createDense(const std::string &name, const runtime::Tensor &value,
+                         const runtime::OptimizerConfig &optimizer) {
+  if (value.dtype() != runtime::DType::F32)
+    runtime::fail() << "dense tensor '" << name << "' is " << value.typeString()
+                    << "; the PS keeps f32 tensors";
+  v1::DenseTensor tensor;
+  tensor.set_name(name);
+  for (int64_t d : value.shape())
+    tensor.add_shape(d);
+  tensor.set_values(value.data(), value.byteSize());
+  v1::Optimizer o;
+  o.set_kind(optimizerName(optimizer.kind));
+  o.set_learning_rate(optimizer.learningRate);
+  o.set_momentum(optimizer.momentum);
+  o.set_beta1(optimizer.beta1);
+  o.set_beta2(optimizer.beta2);
+  o.set_epsilon(optimizer.epsilon);
+  o.set_weight_decay(optimizer.weightDecay);
+  size_t s = serverOfName(name, static_cast<uint32_t>(servers.size()));
+  bool created = false;
+  if (Status st = servers[s]->createDense(tensor, o, &created); !st.ok())
+    raise(s, "creating dense tensor '" + name + "'", st);
+  return created;
+}
+
+void Client::pullDense(const std::string &name, runtime::Tensor &value) {
+  size_t s = serverOfName(name, static_cast<uint32_t>(servers.size()));
+  v1::DenseTensor tensor;
+  if (Status st = servers[s]->pullDense(name, &tensor); !st.ok())
+    raise(s, "pulling dense tensor '" + name + "'", st);
+  if (tensor.values().size() != value.byteSize())
+    raise(s, "pulling dense tensor '" + name + "'",
+          Status::error(Code::FailedPrecondition,
+                        "it has " + std::to_string(tensor.values().size()) +
+                            " bytes, this worker's " + value.typeString() +
+                            " " + std::to_string(value.byteSize())));
+  std::memcpy(value.data(), tensor.values().data(), value.byteSize());
+}
+
+void Client::pushDense(const std::string &name, const runtime::Tensor &grad) {
+  size_t s = serverOfName(name, static_cast<uint32_t>(servers.size()));
+  std::lock_guard<std::mutex> order(*pushLocks[s]);
+  v1::PushResponse response;
+  uint64_t seq = nextSeq[s]++;
+  if (Status st = servers[s]->pushDense(name, grad.as<float>(),
+                                        grad.numElements(), id, seq, &response);
+      !st.ok())
+    raise(s, "pushing to dense tensor '" + name + "'", st);
 }
 
 void Client::checkpoint(const std::string &name, int64_t step) {

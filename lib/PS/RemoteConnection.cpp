@@ -99,6 +99,40 @@ public:
     });
   }
 
+  Status createDense(const v1::DenseTensor &tensor,
+                     const v1::Optimizer &optimizer, bool *created) override {
+    v1::CreateDenseRequest request;
+    *request.mutable_tensor() = tensor;
+    *request.mutable_optimizer() = optimizer;
+    v1::CreateDenseResponse response;
+    Status s = call([&](grpc::ClientContext *c) {
+      return stub->CreateDense(c, request, &response);
+    });
+    *created = response.created();
+    return s;
+  }
+
+  Status pullDense(const std::string &name, v1::DenseTensor *tensor) override {
+    v1::PullDenseRequest request;
+    request.set_name(name);
+    return call([&](grpc::ClientContext *c) {
+      return stub->PullDense(c, request, tensor);
+    });
+  }
+
+  Status pushDense(const std::string &name, const float *grads, size_t n,
+                   uint64_t client, uint64_t seq,
+                   v1::PushResponse *response) override {
+    v1::PushDenseRequest request;
+    request.set_name(name);
+    request.set_grads(grads, n * sizeof(float));
+    request.set_client_id(client);
+    request.set_seq(seq);
+    return call([&](grpc::ClientContext *c) {
+      return stub->PushDense(c, request, response);
+    });
+  }
+
   Status checkpoint(const std::string &name, int64_t step) override {
     v1::CheckpointRequest request;
     request.set_name(name);

@@ -59,6 +59,15 @@ Pipeline (plans with several stages, or stages with several units):
                            replicas, each stage gets at least one
   --micro-batches=N        micro-batches per step (default: the plan's, at
                            least one per replica)
+  --sync=S                 sync (default: a stage's replicas sum their
+                           gradients and apply them once per step, as one
+                           worker would) | async (each replica sends its
+                           gradients to the PS, which applies them as they
+                           come; replicas compute with their own copy of
+                           their stage's parameters)
+  --max-staleness=N        with --sync=async, a replica refreshes its copy
+                           from the PS at least every N+1 steps (default 0:
+                           after every step)
   --data-lanes=N           split the data into N lanes (whole files when
                            there are enough, else every N-th example);
                            micro-batch m of a step comes from lane m mod N,
@@ -217,6 +226,19 @@ Options heterps::run::parseOptions(int argc, char **argv) {
          if (o.microBatches < 1)
            usageError("--micro-batches must be positive, got '" + v + "'");
        }},
+      {"sync",
+       [&](const std::string &v) {
+         if (v != "sync" && v != "async")
+           usageError("--sync takes sync or async, got '" + v + "'");
+         o.sync = v;
+       }},
+      {"max-staleness",
+       [&](const std::string &v) {
+         o.maxStaleness = toInt("max-staleness", v);
+         if (o.maxStaleness < 0)
+           usageError("--max-staleness takes a step count >= 0, got '" + v +
+                      "'");
+       }},
       {"data-lanes",
        [&](const std::string &v) {
          o.dataLanes = toInt("data-lanes", v);
@@ -287,6 +309,11 @@ Options heterps::run::parseOptions(int argc, char **argv) {
   }
   if (o.plan.empty())
     usageError("no plan file given");
+  if (o.maxStaleness >= 0 && o.sync != "async")
+    usageError("--max-staleness needs --sync=async");
+  if (o.sync == "async" && o.pipeline == "off")
+    usageError("--sync=async runs a stage's replicas apart; --pipeline=off "
+               "runs one worker");
   if (!o.profileResource.empty() && o.profile.empty())
     usageError("--profile-resource needs --profile=FILE");
   if (o.checkpointEvery < 0 || (o.checkpointEvery && o.save.empty()))

@@ -29,6 +29,9 @@ struct Options {
   // The pipelined executor: auto | on | off, its schedule, the worker cap
   // (0: the hardware threads) and micro-batches per step (0: the plan's).
   std::string pipeline = "auto", schedule = "1f1b";
+  // sync | async, and async's staleness bound in steps (-1: not given).
+  std::string sync = "sync";
+  int64_t maxStaleness = -1;
   int maxWorkers = 0;
   int64_t microBatches = 0;
   // Data lanes: shards of the data, each read by the workers of its

@@ -468,6 +468,8 @@ int main(int argc, char **argv) {
       pipelineOptions.trace = !o.trace.empty();
       pipelineOptions.processes = job.get();
       pipelineOptions.microBatchMultiple = lanes;
+      pipelineOptions.sync = parseSyncMode(o.sync);
+      pipelineOptions.maxStaleness = std::max<int64_t>(o.maxStaleness, 0);
       // Each worker talks to the PS through a client of its own.
       pipelineOptions.tablesPerWorker = [&] {
         auto client = std::make_unique<ps::Client>(connections(), co);

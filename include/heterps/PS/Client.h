@@ -55,6 +55,13 @@ public:
                       uint32_t dim, const float *values, uint64_t client,
                       uint64_t seq, bool assign,
                       v1::PushResponse *response) = 0;
+  virtual Status createDense(const v1::DenseTensor &tensor,
+                             const v1::Optimizer &optimizer, bool *created) = 0;
+  virtual Status pullDense(const std::string &name,
+                           v1::DenseTensor *tensor) = 0;
+  virtual Status pushDense(const std::string &name, const float *grads,
+                           size_t n, uint64_t client, uint64_t seq,
+                           v1::PushResponse *response) = 0;
   virtual Status checkpoint(const std::string &name, int64_t step) = 0;
   virtual Status restore(const std::string &name,
                          v1::RestoreResponse *response) = 0;
@@ -94,6 +101,14 @@ public:
             const float *grads) override;
   /// Writes rows verbatim (initial values), resetting their state.
   void assign(int table, const int64_t *keys, int64_t n, const float *rows);
+
+  /// Dense tensors, each on the server serverOfName() gives; pushes are
+  /// sequenced per server like table pushes, so a retried push is applied
+  /// once.
+  bool createDense(const std::string &name, const runtime::Tensor &value,
+                   const runtime::OptimizerConfig &optimizer) override;
+  void pullDense(const std::string &name, runtime::Tensor &value) override;
+  void pushDense(const std::string &name, const runtime::Tensor &grad) override;
 
   /// Every server writes its part of checkpoint `name`.
   void checkpoint(const std::string &name, int64_t step);

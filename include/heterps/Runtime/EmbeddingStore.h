@@ -45,6 +45,17 @@ public:
   /// `grads` (n x dim); duplicate keys are summed first.
   virtual void push(int table, const int64_t *keys, int64_t n,
                     const float *grads) = 0;
+
+  // Dense tensors that the store keeps and updates (a PS's): the dense
+  // parameters of asynchronous training. A store without them throws.
+  /// Creates tensor `name` with `value` and `optimizer` unless it exists
+  /// (with the same shape); returns whether it was created.
+  virtual bool createDense(const std::string &name, const Tensor &value,
+                           const OptimizerConfig &optimizer);
+  /// Copies tensor `name` into `value` (of its shape).
+  virtual void pullDense(const std::string &name, Tensor &value);
+  /// Applies the tensor's optimizer with gradient `grad`.
+  virtual void pushDense(const std::string &name, const Tensor &grad);
 };
 
 /// The tables of a plan in this process: one dense array per table, a key

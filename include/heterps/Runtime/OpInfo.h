@@ -9,6 +9,7 @@
 #ifndef HETERPS_RUNTIME_OPINFO_H
 #define HETERPS_RUNTIME_OPINFO_H
 
+#include "heterps/Runtime/Optimizer.h"
 #include "heterps/Runtime/Tensor.h"
 
 #include <cstdint>
@@ -58,6 +59,10 @@ private:
   const plan::Op *op;
   std::vector<TensorType> inputs, outputs;
 };
+
+/// The optimizer a heterps.update_param op applies (its kind and
+/// hyper-parameters); throws naming the op for an unknown kind.
+OptimizerConfig updateOptimizerOf(const OpInfo &op);
 
 } // namespace heterps::runtime
 

@@ -47,6 +47,22 @@ enum class PipelineSchedule {
   GPipe,
 };
 
+/// How the replicas of a stage combine their gradients.
+enum class SyncMode {
+  /// Summed across the replicas and applied once per step: a step equals
+  /// one worker's on the whole batch.
+  Sync,
+  /// Each replica sends its own gradients to the tables' store (the PS),
+  /// which applies them as they come; replicas compute with their own copy
+  /// of their stage's parameters, refreshed from the store every
+  /// maxStaleness + 1 steps.
+  Async,
+};
+
+/// Parses "sync" or "async"; throws naming the value otherwise.
+SyncMode parseSyncMode(const std::string &name);
+const char *syncModeName(SyncMode mode);
+
 /// Parses "1f1b" or "gpipe"; throws naming the value otherwise.
 PipelineSchedule parsePipelineSchedule(const std::string &name);
 const char *pipelineScheduleName(PipelineSchedule schedule);
@@ -67,6 +83,10 @@ struct PipelineOptions {
   std::function<std::unique_ptr<EmbeddingStore>()> tablesPerWorker;
   /// Record a span per kernel, segment, send, wait and update (--trace).
   bool trace = false;
+  SyncMode sync = SyncMode::Sync;
+  /// Async: the steps a replica's parameters may miss of the others'
+  /// updates (0: it pulls them after every step).
+  int64_t maxStaleness = 0;
   /// Runs the job as several processes, this one of them: the job's
   /// workers are numbered stage by stage, replica by replica, and this
   /// process runs the worker its rank names (on the thread that calls

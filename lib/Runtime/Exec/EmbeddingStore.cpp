@@ -14,6 +14,21 @@ using namespace heterps::runtime;
 
 EmbeddingStore::~EmbeddingStore() = default;
 
+bool EmbeddingStore::createDense(const std::string &name, const Tensor &,
+                                 const OptimizerConfig &) {
+  fail() << "dense tensor '" << name
+         << "': these tables keep no dense tensors; asynchronous training "
+            "keeps them in a PS service";
+}
+
+void EmbeddingStore::pullDense(const std::string &name, Tensor &) {
+  fail() << "dense tensor '" << name << "': these tables keep none";
+}
+
+void EmbeddingStore::pushDense(const std::string &name, const Tensor &) {
+  fail() << "dense tensor '" << name << "': these tables keep none";
+}
+
 static OptimizerConfig configOf(const plan::Optimizer &o,
                                 const std::string &what) {
   OptimizerConfig c;

@@ -38,16 +38,7 @@ private:
 class UpdateParamKernel : public Kernel {
 public:
   explicit UpdateParamKernel(const OpInfo &op)
-      : Kernel(op), name(op.getString("name")) {
-    config.kind =
-        OptimizerConfig::parseKind(op.getString("kind"), op.describe());
-    config.learningRate = op.getFloat("learning_rate", 0.01);
-    config.momentum = op.getFloat("momentum", 0.0);
-    config.beta1 = op.getFloat("beta1", 0.9);
-    config.beta2 = op.getFloat("beta2", 0.999);
-    config.epsilon = op.getFloat("epsilon", 1e-8);
-    config.weightDecay = op.getFloat("weight_decay", 0.0);
-  }
+      : Kernel(op), name(op.getString("name")), config(updateOptimizerOf(op)) {}
   std::vector<Shape> prepare(const std::vector<Shape> &) override { return {}; }
   void run(const std::vector<const Tensor *> &in, const std::vector<Tensor *> &,
            ExecContext &ctx) override {
@@ -235,6 +226,18 @@ template <typename K> void add(KernelRegistry &r, const std::string &name) {
 } // namespace
 
 namespace heterps::runtime {
+OptimizerConfig updateOptimizerOf(const OpInfo &op) {
+  OptimizerConfig config;
+  config.kind = OptimizerConfig::parseKind(op.getString("kind"), op.describe());
+  config.learningRate = op.getFloat("learning_rate", 0.01);
+  config.momentum = op.getFloat("momentum", 0.0);
+  config.beta1 = op.getFloat("beta1", 0.9);
+  config.beta2 = op.getFloat("beta2", 0.999);
+  config.epsilon = op.getFloat("epsilon", 1e-8);
+  config.weightDecay = op.getFloat("weight_decay", 0.0);
+  return config;
+}
+
 void registerStateKernels(KernelRegistry &r) {
   add<LoadParamKernel>(r, "heterps.load_param");
   add<UpdateParamKernel>(r, "heterps.update_param");

@@ -23,6 +23,7 @@
 
 #include "heterps/Runtime/Error.h"
 #include "heterps/Runtime/MicroBatches.h"
+#include "heterps/Runtime/OpInfo.h"
 #include "heterps/Runtime/PlanTypes.h"
 #include "heterps/Runtime/Trace.h"
 
@@ -40,6 +41,18 @@
 
 using namespace heterps;
 using namespace heterps::runtime;
+
+SyncMode runtime::parseSyncMode(const std::string &name) {
+  if (name == "sync")
+    return SyncMode::Sync;
+  if (name == "async")
+    return SyncMode::Async;
+  fail() << "unknown sync mode '" << name << "'; expected sync or async";
+}
+
+const char *runtime::syncModeName(SyncMode mode) {
+  return mode == SyncMode::Async ? "async" : "sync";
+}
 
 PipelineSchedule runtime::parsePipelineSchedule(const std::string &name) {
   if (name == "1f1b")
@@ -196,6 +209,10 @@ struct Worker {
   int rank = 0;
   /// The worker's own tables client, when the executor was given a factory.
   std::unique_ptr<EmbeddingStore> tables;
+  /// Asynchronous training: the worker's own copy of the parameters, and
+  /// the steps since it last pulled its stage's from the store.
+  std::unique_ptr<ParamStore> params;
+  int64_t stepsSincePull = 0;
   std::unique_ptr<StageProgram> program;
   std::vector<std::unique_ptr<StageProgram::Slot>> slots;
   std::vector<StageProgram::Slot *> freeSlots;
@@ -268,6 +285,9 @@ struct PipelineExecutor::Impl {
   std::map<std::string, int> parameterStage;
   /// The worker run() runs on its own thread.
   Worker *driver = nullptr;
+  /// The parameters and tables the executor was given.
+  ParamStore *mainParams = nullptr;
+  EmbeddingStore *mainTables = nullptr;
 
   explicit Impl(const plan::Plan &plan) : plan(plan) {}
   /// Moves the messages that other processes sent into the inboxes.
@@ -566,6 +586,18 @@ void PipelineExecutor::Impl::runStepCatching(Worker &worker) {
     // or is the last stage), so no lookup of this step sees a push.
     SpanTimer timer(worker.times.updating, worker.trace.get(),
                     spanOf(SpanKind::Update, stepNumber, -1));
+    if (options.sync == SyncMode::Async) {
+      // No waiting for the stage's other replicas: the store applies each
+      // replica's gradients as they come.
+      bool pull = ++worker.stepsSincePull > options.maxStaleness;
+      // Until it pulls, a replica sees its own updates, not the others'.
+      worker.program->pushStepGradients(/*applyLocally=*/!pull);
+      if (pull) {
+        worker.program->pullParameters();
+        worker.stepsSincePull = 0;
+      }
+      return;
+    }
     if (processes) {
       worker.program->applyStep(*stageGroup);
       return;
@@ -693,6 +725,12 @@ PipelineExecutor::PipelineExecutor(const plan::Plan &plan, ParamStore &params,
         worker->tables = pipeline.tablesPerWorker();
         workerContext.tables = worker->tables.get();
       }
+      if (pipeline.sync == SyncMode::Async) {
+        worker->params = std::make_unique<ParamStore>(plan, options.seed);
+        for (auto &[name, param] : params.all())
+          worker->params->get(name).value = param.value.clone();
+        workerContext.params = worker->params.get();
+      }
       worker->program =
           std::make_unique<StageProgram>(plan, stage, kind, workerContext);
       if (options.profile)
@@ -741,10 +779,31 @@ PipelineExecutor::PipelineExecutor(const plan::Plan &plan, ParamStore &params,
         if (worker->local)
           local = worker.get();
     impl->stageGroup = processes->split(local->stage, local->replica);
+  }
+  for (int s = 0; s < numStages; ++s)
+    for (const plan::Op &op : plan.stages(s).ops())
+      if (op.name() == "heterps.update_param")
+        impl->parameterStage[op.attrs().at("name").s()] = s;
+  impl->mainParams = &params;
+  impl->mainTables = &tables;
+  if (pipeline.sync == SyncMode::Async) {
+    if (pipeline.maxStaleness < 0)
+      fail() << "the staleness bound must be non-negative, got "
+             << pipeline.maxStaleness;
+    // The store holds the parameters the stages update; a checkpoint's
+    // (restored into the store) are kept, and every replica starts from
+    // the store's.
     for (int s = 0; s < numStages; ++s)
       for (const plan::Op &op : plan.stages(s).ops())
-        if (op.name() == "heterps.update_param")
-          impl->parameterStage[op.attrs().at("name").s()] = s;
+        if (op.name() == "heterps.update_param") {
+          const std::string &name = op.attrs().at("name").s();
+          tables.createDense(name, params.get(name).value,
+                             updateOptimizerOf(OpInfo(op, {}, {})));
+        }
+    for (auto &stageWorkers : impl->stages)
+      for (auto &worker : stageWorkers)
+        if (worker->local)
+          worker->program->pullParameters();
   }
   // The first local worker runs on the thread that calls run().
   for (auto &stageWorkers : impl->stages)
@@ -803,6 +862,12 @@ void PipelineExecutor::addOpTimes(OpTimes &times) const {
 }
 
 void PipelineExecutor::synchronize() {
+  if (impl->options.sync == SyncMode::Async) {
+    // The store has the current parameters.
+    for (const auto &[name, stage] : impl->parameterStage)
+      impl->mainTables->pullDense(name, impl->mainParams->get(name).value);
+    return;
+  }
   Communicator *processes = impl->processes;
   if (!processes)
     return;
@@ -909,7 +974,10 @@ std::string PipelineExecutor::describe() const {
        << (workers == 1 ? "" : "s") << ", " << microBatchCount << " micro-batch"
        << (microBatchCount == 1 ? "" : "es") << " per step, "
        << pipelineScheduleName(impl->options.schedule) << ", "
-       << impl->threadsPerWorker << " thread"
+       << syncModeName(impl->options.sync);
+  if (impl->options.sync == SyncMode::Async)
+    text << " (staleness " << impl->options.maxStaleness << ")";
+  text << ", " << impl->threadsPerWorker << " thread"
        << (impl->threadsPerWorker == 1 ? "" : "s") << " per worker\n";
   for (const StageMapping &map : stageMapping)
     text << "  stage " << map.stage << " on " << map.resource << " ("

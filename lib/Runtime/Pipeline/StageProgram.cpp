@@ -2,7 +2,9 @@
 
 #include "StageProgram.h"
 
+#include "heterps/Runtime/EmbeddingStore.h"
 #include "heterps/Runtime/Error.h"
+#include "heterps/Runtime/ParamStore.h"
 #include "heterps/Runtime/PlanTypes.h"
 
 #include <algorithm>
@@ -437,6 +439,38 @@ void StageProgram::applyStep(Communicator &replicas) {
     }
     applyNode(node);
   }
+}
+
+void StageProgram::pushStepGradients(bool applyLocally) {
+  for (auto &nodePointer : nodes) {
+    Node &node = *nodePointer;
+    if (!node.accumulated)
+      continue;
+    if (node.deferred == Deferred::Update) {
+      {
+        KernelTimer timer(profiling, node.seconds, trace,
+                          opSpan(node.op, traceStep, -1));
+        ctx.tables->pushDense(node.op->attrs().at("name").s(), node.gradient);
+      }
+      if (applyLocally)
+        applyNode(node);
+    } else if (node.deferred == Deferred::Push) {
+      applyNode(node);
+    }
+  }
+}
+
+std::vector<std::string> StageProgram::updatedParameters() const {
+  std::vector<std::string> names;
+  for (const auto &node : nodes)
+    if (node->deferred == Deferred::Update)
+      names.push_back(node->op->attrs().at("name").s());
+  return names;
+}
+
+void StageProgram::pullParameters() {
+  for (const std::string &name : updatedParameters())
+    ctx.tables->pullDense(name, ctx.params->get(name).value);
 }
 
 void StageProgram::addOpTimes(std::map<const plan::Op *, double> &times) const {

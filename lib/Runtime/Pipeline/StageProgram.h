@@ -85,6 +85,17 @@ public:
   /// so stay equal); the pushes are gathered and each replica sends its
   /// share of them.
   void applyStep(Communicator &replicas);
+  /// Asynchronous training: sends this replica's step gradients to the
+  /// tables' store (dense gradients to its dense tensors, which apply the
+  /// optimizer), without waiting for the other replicas. With
+  /// `applyLocally` the dense updates also go to this replica's own
+  /// parameters, so that it sees its own updates before its next pull.
+  void pushStepGradients(bool applyLocally);
+  /// Copies the current value of every parameter this stage updates from
+  /// the store into this replica's parameters.
+  void pullParameters();
+  /// The names of the parameters this stage updates.
+  std::vector<std::string> updatedParameters() const;
 
   /// Times kernels from now on (ProgramOptions::profile).
   void enableProfiling() { profiling = true; }
