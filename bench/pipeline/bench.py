@@ -19,6 +19,12 @@ For each model (the ONNX fixtures of test/Import/ONNX/Inputs) and batch:
      job of two processes (heterps-run launch --np=2, mpirun, one PS
      server): the same replicas, with the stage's sums over MPI.
 
+Pipelines: the same profile, copied onto a cluster of this machine's cores
+as separate one-unit pools (core-a, core-b, core-c), scheduled at targets
+that one core cannot meet, which the scheduler meets by cutting the model
+into 2 and 3 stages; each plan runs with a thread per stage. The 3-stage
+plan has more stages than this machine has cores.
+
 A last case runs the CTR fixture scheduled into 2 stages of 2 units on the
 test cluster test/Runtime/Inputs/two-pools.json, pipelined on 2 and on 4
 workers, against one worker. Every figure is the best of --repeat runs;
@@ -107,6 +113,41 @@ class Bench:
         return max(once(steps) for _ in range(self.args.repeat))
 
 
+def pools_cluster(workdir, count):
+    """examples/clusters/local.json with its resource split into `count`
+    one-unit pools, and the links between them."""
+    with open(LOCAL) as f:
+        local = json.load(f)
+    base = local["resources"][0]
+    names = ["core-" + "abc"[i] for i in range(count)]
+    cluster = {"name": f"{count}-pools", "resources": [], "links": [],
+               "parameter_server": {"links": []}}
+    link = local["links"][0]
+    ps_link = local["parameter_server"]["links"][0]
+    for i, name in enumerate(names):
+        cluster["resources"].append(dict(base, name=name, units=1))
+        cluster["parameter_server"]["links"].append(
+            dict(ps_link, **{"from": name}))
+        for other in names[i:]:
+            cluster["links"].append(dict(link, **{"from": name, "to": other}))
+    path = os.path.join(workdir, f"pools-{count}.json")
+    with open(path, "w") as f:
+        json.dump(cluster, f)
+    return path, names
+
+
+def profile_for(profile, names, workdir):
+    """The profile's local-cpu times, for each of `names`."""
+    with open(profile) as f:
+        table = json.load(f)
+    ops = [dict(entry, resource=name) for entry in table["ops"]
+           for name in names]
+    path = profile.replace(".json", f"-{len(names)}.json")
+    with open(path, "w") as f:
+        json.dump(dict(table, ops=ops), f)
+    return path
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build", default=os.path.join(SRC, "build"))
@@ -173,6 +214,43 @@ def main():
                           f"{predicted:11.0f} {measured:11.0f} "
                           f"{measured / predicted:9.2f} "
                           f"{measured / one:10.2f}x{job}", flush=True)
+                # Pipelines over one-core pools: targets one core cannot
+                # meet and the stages can.
+                for stages, factors in ((2, (1.6, 1.4, 1.2)),
+                                        (3, (2.2, 1.9, 1.6))):
+                    cluster, names = pools_cluster(workdir, stages)
+                    pooled = profile_for(profile, names, workdir)
+                    plan = None
+                    for factor in factors:
+                        try:
+                            candidate = bench.compile(
+                                model, batch,
+                                f"cluster={cluster} profile={pooled} "
+                                f"solver=dp throughput={factor * single:.0f} "
+                                f"batch={batch} micro-batches={2 * stages}",
+                                name=f"s{stages}")
+                        except RuntimeError:
+                            continue
+                        if len(bench.predicted(candidate)[1]) == stages:
+                            plan = candidate
+                            break
+                    if plan is None:
+                        print(f"{model:5} {batch:5} no {stages}-stage plan "
+                              f"between {factors[-1]} and {factors[0]} x "
+                              f"one core")
+                        continue
+                    predicted, got = bench.predicted(plan)
+                    measured = bench.rate(plan, inputs, batch,
+                                          [f"--max-workers={stages}"])
+                    row = dict(model=model, batch=batch,
+                               plan=f"{stages} stages x1",
+                               predicted=predicted, measured=measured,
+                               one_worker=one)
+                    rows.append(row)
+                    print(f"{model:5} {batch:5} {row['plan']:14} "
+                          f"{predicted:11.0f} {measured:11.0f} "
+                          f"{measured / predicted:9.2f} "
+                          f"{measured / one:10.2f}x", flush=True)
         if "ctr" in args.models.split(","):
             batch = 512
             inputs = write_inputs("ctr", batch, workdir)

@@ -459,7 +459,8 @@ int main(int argc, char **argv) {
     if (o.infer || !program.isTraining())
       return runInference(o, program);
     std::unique_ptr<PipelineExecutor> pipeline;
-    if (job || o.pipeline == "on" ||
+    // Asynchronous training is the pipelined executor's, whatever the plan.
+    if (job || o.pipeline == "on" || o.sync == "async" ||
         (o.pipeline == "auto" && needsPipeline(p))) {
       PipelineOptions pipelineOptions;
       pipelineOptions.schedule = parsePipelineSchedule(o.schedule);
