@@ -227,7 +227,7 @@ def main():
                                 model, batch,
                                 f"cluster={cluster} profile={pooled} "
                                 f"solver=dp throughput={factor * single:.0f} "
-                                f"batch={batch} micro-batches={2 * stages}",
+                                f"batch={batch} micro-batches={4 * stages}",
                                 name=f"s{stages}")
                         except RuntimeError:
                             continue
