@@ -209,6 +209,8 @@ def main():
                             plan, inputs, batch, [], launch=2)
                         job = (f"  {row['processes']:.0f} as 2 processes, "
                                f"{row['processes'] / one:.2f}x")
+                        if model == "ctr":
+                            job += " (tables on a PS server over gRPC)"
                     rows.append(row)
                     print(f"{model:5} {batch:5} {row['plan']:14} "
                           f"{predicted:11.0f} {measured:11.0f} "
