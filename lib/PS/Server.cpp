@@ -178,26 +178,35 @@ std::unique_ptr<Server> Server::start(const ServerOptions &options) {
   auto impl = std::make_unique<Impl>(options);
   if (!options.restore.empty()) {
     v1::RestoreResponse r;
-    Status s = impl->shard.restore(options.restore, &r);
-    if (!s.ok())
+    bool automatic = options.restore == "auto";
+    Status s = impl->shard.restore(automatic ? "latest" : options.restore, &r);
+    if (automatic && s.code == Code::NotFound) {
+      std::printf("PS server %u: no complete checkpoint under '%s'; starting "
+                  "empty\n",
+                  options.shard.index, options.shard.checkpointDir.c_str());
+    } else if (!s.ok())
       runtime::fail() << "PS server " << options.shard.index
                       << ": cannot restore '" << options.restore
                       << "': " << codeName(s.code) << ": " << s.message;
-    std::printf("restored %s at step %lld (%llu rows)\n", r.name().c_str(),
-                static_cast<long long>(r.step()),
-                static_cast<unsigned long long>(r.rows()));
+    else
+      std::printf("restored %s at step %lld (%llu rows)\n", r.name().c_str(),
+                  static_cast<long long>(r.step()),
+                  static_cast<unsigned long long>(r.rows()));
   }
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(),
                            &impl->port);
+  // Without SO_REUSEPORT a port in use is an error, not a second server
+  // sharing its traffic.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.SetMaxReceiveMessageSize(options.maxMessageBytes);
   builder.SetMaxSendMessageSize(options.maxMessageBytes);
   builder.RegisterService(&impl->service);
   impl->server = builder.BuildAndStart();
   if (!impl->server || impl->port == 0)
     runtime::fail() << "cannot listen on '" << options.listen
-                    << "' (address in use or malformed?)";
+                    << "': the address is in use or not this machine's";
   impl->server->GetHealthCheckService()->SetServingStatus(true);
   Impl *raw = impl.get();
   impl->evictor = std::thread([raw] {

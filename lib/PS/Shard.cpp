@@ -19,6 +19,7 @@
 #include <rocksdb/db.h>
 
 #include <algorithm>
+#include <tuple>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -96,6 +97,33 @@ Status toOptimizer(const v1::Optimizer &o, const std::string &what,
   if (!std::isfinite(c->learningRate) || c->learningRate < 0)
     return Status::error(Code::InvalidArgument,
                          what + ": learning rate must be finite and >= 0");
+  if (!std::isfinite(c->momentum) || c->momentum < 0 || c->momentum >= 1)
+    return Status::error(
+        Code::InvalidArgument,
+        str(what, ": momentum must be in [0, 1), got ", c->momentum));
+  if (!std::isfinite(c->weightDecay) || c->weightDecay < 0)
+    return Status::error(Code::InvalidArgument,
+                         str(what,
+                             ": weight decay must be finite and >= 0, "
+                             "got ",
+                             c->weightDecay));
+  // The betas and epsilon matter to Adam (and epsilon to Adagrad): they
+  // divide, so they must be positive and finite.
+  if (c->kind == runtime::OptimizerConfig::Kind::Adam) {
+    for (auto [name, beta] :
+         {std::pair<const char *, double>{"beta1", c->beta1},
+          {"beta2", c->beta2}})
+      if (!std::isfinite(beta) || beta <= 0 || beta >= 1)
+        return Status::error(
+            Code::InvalidArgument,
+            str(what, ": Adam's ", name, " must be in (0, 1), got ", beta));
+  }
+  if ((c->kind == runtime::OptimizerConfig::Kind::Adam ||
+       c->kind == runtime::OptimizerConfig::Kind::Adagrad) &&
+      (!std::isfinite(c->epsilon) || c->epsilon <= 0))
+    return Status::error(
+        Code::InvalidArgument,
+        str(what, ": epsilon must be finite and > 0, got ", c->epsilon));
   return {};
 }
 
@@ -832,9 +860,31 @@ Status Shard::pushDense(const std::string &name, const float *grads, size_t n,
 // Checkpoints
 //===----------------------------------------------------------------------===//
 
+/// Whether `name` is usable as one file or directory name: not empty, not
+/// "." or "..", no "/", NUL or control characters.
+static bool plainFileName(const std::string &name) {
+  if (name.empty() || name == "." || name == "..")
+    return false;
+  for (unsigned char c : name)
+    if (c == '/' || c < 0x20 || c == 0x7f)
+      return false;
+  return true;
+}
+
 Status Shard::resolvePath(const std::string &name, std::string *path) {
   if (name.empty())
     return Status::error(Code::InvalidArgument, "empty checkpoint name");
+  for (unsigned char c : name)
+    if (c < 0x20 || c == 0x7f)
+      return Status::error(Code::InvalidArgument,
+                           "checkpoint name '" + name.substr(0, 64) +
+                               "' contains a control character");
+  if (name == "latest" || name == "auto")
+    return Status::error(Code::InvalidArgument,
+                         "'" + name +
+                             "' names the newest checkpoint on "
+                             "restore; a checkpoint cannot be "
+                             "called that");
   fs::path p(name);
   if (p.is_absolute()) {
     if (!opts.absoluteCheckpointPaths)
@@ -846,13 +896,25 @@ Status Shard::resolvePath(const std::string &name, std::string *path) {
     return {};
   }
   for (const fs::path &part : p)
-    if (part == "..")
-      return Status::error(Code::InvalidArgument,
-                           "checkpoint name '" + name + "' contains '..'");
+    if (part == ".." || part == ".")
+      return Status::error(Code::InvalidArgument, "checkpoint name '" + name +
+                                                      "' contains '" +
+                                                      part.string() + "'");
   if (opts.checkpointDir.empty())
     return Status::error(Code::FailedPrecondition,
                          "PS server " + std::to_string(opts.index) +
                              " has no --checkpoint-dir");
+  // A symbolic link under the checkpoint directory could lead out of it.
+  fs::path at(opts.checkpointDir);
+  for (const fs::path &part : p) {
+    at /= part;
+    std::error_code ec;
+    if (fs::is_symlink(fs::symlink_status(at, ec)))
+      return Status::error(Code::InvalidArgument,
+                           "checkpoint name '" + name + "': '" + at.string() +
+                               "' is a symbolic link, which the server does "
+                               "not follow");
+  }
   *path = (fs::path(opts.checkpointDir) / p).string();
   return {};
 }
@@ -864,25 +926,35 @@ Status ioError(const std::string &what, const std::string &path) {
                        what + " '" + path + "': " + std::strerror(errno));
 }
 
-/// Writes `data` to `path` through a temporary file, fsync and rename.
+/// Writes `data` to `path` through a temporary file, fsync and rename; a
+/// failed write leaves no temporary file behind.
 Status writeFileAtomically(const std::string &path, const std::string &data) {
   std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0644);
   if (fd < 0)
     return ioError("cannot create", tmp);
+  auto failed = [&](const char *what) {
+    Status s = ioError(what, tmp);
+    ::unlink(tmp.c_str());
+    return s;
+  };
   size_t done = 0;
   while (done < data.size()) {
     ssize_t w = ::write(fd, data.data() + done, data.size() - done);
     if (w < 0) {
       ::close(fd);
-      return ioError("cannot write", tmp);
+      return failed("cannot write");
     }
     done += static_cast<size_t>(w);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0)
-    return ioError("cannot sync", tmp);
+  if (::fsync(fd) != 0) {
+    ::close(fd);
+    return failed("cannot sync");
+  }
+  if (::close(fd) != 0)
+    return failed("cannot sync");
   if (::rename(tmp.c_str(), path.c_str()) != 0)
-    return ioError("cannot rename into", path);
+    return failed("cannot rename into place");
   return {};
 }
 
@@ -1105,7 +1177,43 @@ Status Shard::checkpoint(const std::string &name, int64_t step,
   syncDirectory(dir);
   response->set_bytes(bytes + data.size());
   response->set_files(static_cast<uint32_t>(manifest.files_size() + 1));
+  pruneCheckpoints(dir);
   return {};
+}
+
+void Shard::pruneCheckpoints(const std::string &written) {
+  if (opts.keepCheckpoints <= 0 || opts.checkpointDir.empty())
+    return;
+  // Only complete checkpoints count, so a checkpoint other servers are still
+  // writing never makes an older complete one go.
+  // Newest first: the one just written, then by step, then by time.
+  struct Entry {
+    bool justWritten;
+    int64_t step;
+    fs::file_time_type time;
+    fs::path path;
+  };
+  std::vector<Entry> complete;
+  std::error_code ec;
+  for (const fs::directory_entry &e :
+       fs::directory_iterator(opts.checkpointDir, ec)) {
+    std::vector<v1::ShardManifest> ms;
+    if (e.is_symlink() || !e.is_directory() ||
+        !completeManifests(e.path().string(), &ms).ok())
+      continue;
+    std::error_code same;
+    complete.push_back({fs::equivalent(e.path(), written, same),
+                        ms[0].step(), fs::last_write_time(e.path(), same),
+                        e.path()});
+  }
+  std::sort(complete.begin(), complete.end(),
+            [](const Entry &a, const Entry &b) {
+              return std::tie(a.justWritten, a.step, a.time) >
+                     std::tie(b.justWritten, b.step, b.time);
+            });
+  for (size_t i = static_cast<size_t>(opts.keepCheckpoints);
+       i < complete.size(); ++i)
+    fs::remove_all(complete[i].path, ec);
 }
 
 Status Shard::restore(const std::string &name, v1::RestoreResponse *response) {
@@ -1166,6 +1274,13 @@ Status Shard::restore(const std::string &name, v1::RestoreResponse *response) {
     for (const v1::ShardManifest::File &f : m.files()) {
       if (serverOfShard(f.virtual_shard(), opts.count) != opts.index)
         continue;
+      if (!plainFileName(f.name()))
+        return Status::error(Code::FailedPrecondition,
+                             "checkpoint '" + dir +
+                                 "': its manifest names "
+                                 "file '" +
+                                 f.name().substr(0, 64) +
+                                 "', which is not a file in it");
       std::string path = dir + "/" + f.name();
       std::string data;
       if (Status s = readFileRange(path, f.offset(), f.bytes(), &data); !s.ok())

@@ -10,7 +10,10 @@
 #include "heterps/PS/Server.h"
 #include "heterps/Runtime/Error.h"
 
+#include <cerrno>
+#include <climits>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -18,6 +21,7 @@
 #include <functional>
 #include <map>
 #include <pthread.h>
+#include <unistd.h>
 
 using namespace heterps;
 
@@ -39,13 +43,18 @@ Options:
                             every server the same (shared) directory to
                             restore onto a different server count
   --restore=NAME            load checkpoint NAME (a directory under
-                            --checkpoint-dir, or 'latest') before serving
+                            --checkpoint-dir; 'latest': the newest complete
+                            one; 'auto': the newest, or start empty when
+                            there is none) before serving
+  --keep-checkpoints=N      after each checkpoint, delete all but the N
+                            newest complete ones under --checkpoint-dir
+                            (default 0: keep all)
   --port-file=FILE          write the port served on to FILE once serving
   --rocksdb-dir=DIR         RocksDB directory for tables created with
                             storage rocksdb (scratch: cleared at start-up;
                             checkpoints are the durable copy)
   --max-memory=BYTES        refuse new rows beyond this (RESOURCE_EXHAUSTED;
-                            default: no limit)
+                            default: 80% of this machine's memory)
   --max-keys-per-request=N  refuse larger requests (default 4194304)
   --max-message-bytes=N     the largest gRPC message (default 268435456)
   --crash-in-checkpoint=K   fault injection for tests: SIGKILL itself in the
@@ -60,27 +69,63 @@ Options:
   std::exit(2);
 }
 
-static uint64_t toUnsigned(const std::string &key, const std::string &v) {
+/// A whole number in [low, high]; anything else (a sign, a suffix, a value
+/// that would wrap) is a usage error naming the option.
+static uint64_t toUnsigned(const std::string &key, const std::string &v,
+                           uint64_t low, uint64_t high) {
   char *end = nullptr;
+  errno = 0;
   unsigned long long x = std::strtoull(v.c_str(), &end, 10);
-  if (v.empty() || *end || v[0] == '-')
-    serveUsageError("--" + key + " takes a non-negative integer, got '" + v +
-                    "'");
+  if (v.empty() || *end || v[0] == '-' || v[0] == '+' || errno == ERANGE ||
+      x < low || x > high)
+    serveUsageError("--" + key + " takes a whole number from " +
+                    std::to_string(low) + " to " + std::to_string(high) +
+                    ", got '" + v + "'");
   return x;
+}
+
+/// Checks HOST:PORT ([V6]:PORT) with a port from 0 to 65535.
+static void checkListenAddress(const std::string &address) {
+  size_t colon = address.rfind(':');
+  std::string host = colon == std::string::npos ? "" : address.substr(0, colon);
+  std::string port =
+      colon == std::string::npos ? "" : address.substr(colon + 1);
+  bool digits = !port.empty() && port.size() <= 5 &&
+                port.find_first_not_of("0123456789") == std::string::npos;
+  if (host.empty() || !digits || std::stoul(port) > 65535)
+    serveUsageError("--listen takes HOST:PORT with a port from 0 to 65535, "
+                    "got '" +
+                    address + "'");
+}
+
+/// The default memory limit: 80% of this machine's memory.
+static uint64_t defaultMaxMemory() {
+  long pages = ::sysconf(_SC_PHYS_PAGES), pageSize = ::sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || pageSize <= 0)
+    return 0;
+  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(pageSize) / 5 * 4;
 }
 
 int heterps::run::runServe(int argc, char **argv) {
   ps::ServerOptions o;
   std::string portFile;
+  bool maxMemoryGiven = false;
   std::map<std::string, std::function<void(const std::string &)>> valued{
       {"listen", [&](const std::string &v) { o.listen = v; }},
       {"shard-index",
        [&](const std::string &v) {
-         o.shard.index = static_cast<uint32_t>(toUnsigned("shard-index", v));
+         o.shard.index =
+             static_cast<uint32_t>(toUnsigned("shard-index", v, 0, 65535));
        }},
       {"shard-count",
        [&](const std::string &v) {
-         o.shard.count = static_cast<uint32_t>(toUnsigned("shard-count", v));
+         o.shard.count =
+             static_cast<uint32_t>(toUnsigned("shard-count", v, 1, 65536));
+       }},
+      {"keep-checkpoints",
+       [&](const std::string &v) {
+         o.shard.keepCheckpoints =
+             static_cast<int>(toUnsigned("keep-checkpoints", v, 0, 1000000));
        }},
       {"checkpoint-dir",
        [&](const std::string &v) { o.shard.checkpointDir = v; }},
@@ -89,21 +134,24 @@ int heterps::run::runServe(int argc, char **argv) {
       {"port-file", [&](const std::string &v) { portFile = v; }},
       {"max-memory",
        [&](const std::string &v) {
-         o.shard.maxMemoryBytes = toUnsigned("max-memory", v);
+         o.shard.maxMemoryBytes =
+             toUnsigned("max-memory", v, 1 << 20, UINT64_MAX);
+         maxMemoryGiven = true;
        }},
       {"max-keys-per-request",
        [&](const std::string &v) {
-         o.shard.maxKeysPerRequest = toUnsigned("max-keys-per-request", v);
+         o.shard.maxKeysPerRequest =
+             toUnsigned("max-keys-per-request", v, 1, 1ull << 32);
        }},
       {"max-message-bytes",
        [&](const std::string &v) {
-         o.maxMessageBytes =
-             static_cast<int>(toUnsigned("max-message-bytes", v));
+         o.maxMessageBytes = static_cast<int>(
+             toUnsigned("max-message-bytes", v, 4096, INT_MAX));
        }},
       {"crash-in-checkpoint",
        [&](const std::string &v) {
          o.shard.crashInCheckpoint =
-             static_cast<int>(toUnsigned("crash-in-checkpoint", v));
+             static_cast<int>(toUnsigned("crash-in-checkpoint", v, 0, 1000));
        }},
   };
   for (int i = 2; i < argc; ++i) {
@@ -129,12 +177,13 @@ int heterps::run::runServe(int argc, char **argv) {
       serveUsageError("unknown option '" + arg + "'");
     it->second(value);
   }
-  if (o.shard.count == 0 || o.shard.index >= o.shard.count)
+  checkListenAddress(o.listen);
+  if (!maxMemoryGiven)
+    o.shard.maxMemoryBytes = defaultMaxMemory();
+  if (o.shard.index >= o.shard.count)
     serveUsageError("--shard-index must be below --shard-count (got " +
                     std::to_string(o.shard.index) + " of " +
                     std::to_string(o.shard.count) + ")");
-  if (o.maxMessageBytes <= 0)
-    serveUsageError("--max-message-bytes must be positive");
 
   // Signals are taken by sigwait on this thread, not by a handler: gRPC's
   // threads inherit the blocked mask.

@@ -220,6 +220,52 @@ TEST(PSShardTest, BadRequestsGetTheirCodes) {
   EXPECT_EQ(0, std::memcmp(before, after, sizeof(before)));
 }
 
+TEST(PSShardTest, OptimizerSettingsAreValidated) {
+  Shard s({});
+  bool created;
+  auto code = [&](const std::string &kind,
+                  const std::function<void(v1::Optimizer &)> &set) {
+    v1::TableConfig c = tableConfig(7, 2, kind, 0.1);
+    set(*c.mutable_optimizer());
+    Status st = s.createTable(c, &created);
+    return std::make_pair(st.code, st.message);
+  };
+  const double nan = std::nan(""), inf = INFINITY;
+  for (double beta : {0.0, 1.0, nan, inf}) {
+    auto [c, message] =
+        code("adam", [&](v1::Optimizer &o) { o.set_beta1(beta); });
+    EXPECT_EQ(c, Code::InvalidArgument) << beta;
+    EXPECT_NE(message.find("beta1 must be in (0, 1)"), std::string::npos)
+        << message;
+    EXPECT_EQ(code("adam", [&](v1::Optimizer &o) { o.set_beta2(beta); }).first,
+              Code::InvalidArgument)
+        << beta;
+  }
+  for (double eps : {0.0, -1e-8, nan, inf}) {
+    EXPECT_EQ(
+        code("adagrad", [&](v1::Optimizer &o) { o.set_epsilon(eps); }).first,
+        Code::InvalidArgument)
+        << eps;
+    EXPECT_EQ(code("adam", [&](v1::Optimizer &o) { o.set_epsilon(eps); }).first,
+              Code::InvalidArgument)
+        << eps;
+  }
+  for (double decay : {-0.1, nan, inf})
+    EXPECT_EQ(
+        code("sgd", [&](v1::Optimizer &o) { o.set_weight_decay(decay); }).first,
+        Code::InvalidArgument)
+        << decay;
+  for (double momentum : {1.0, -0.5, nan})
+    EXPECT_EQ(
+        code("momentum", [&](v1::Optimizer &o) { o.set_momentum(momentum); })
+            .first,
+        Code::InvalidArgument)
+        << momentum;
+  // SGD does not read the betas: a config without them is fine.
+  EXPECT_EQ(code("sgd", [&](v1::Optimizer &o) { o.set_beta1(0); }).first,
+            Code::OK);
+}
+
 TEST(PSShardTest, NonFiniteRowsCanBeSkipped) {
   Shard s(ShardOptions{});
   bool created;

@@ -77,6 +77,9 @@ struct ShardOptions {
   /// The RocksDB tier of STORAGE_ROCKSDB tables: scratch space, cleared
   /// at start-up (checkpoints are the durable copy).
   std::string rocksdbDir;
+  /// After each checkpoint, keep only this many complete checkpoints under
+  /// checkpointDir, the newest by step (0: keep all).
+  int keepCheckpoints = 0;
   /// Fault injection for tests: the process kills itself (SIGKILL) in its
   /// N-th checkpoint, after the first file (0: never).
   int crashInCheckpoint = 0;
@@ -132,6 +135,8 @@ private:
   };
 
   Status findTable(uint32_t id, Table **table);
+  /// Deletes complete checkpoints beyond options().keepCheckpoints.
+  void pruneCheckpoints(const std::string &written);
   Status findDense(const std::string &name, Dense **dense);
   /// Finds the table, checks the request's size and groups its keys by
   /// virtual shard, refusing keys of virtual shards this server does not
