@@ -5,8 +5,11 @@
 #include "heterps/Plan/PlanFile.h"
 #include "heterps/Runtime/PlanTypes.h"
 
+#include <cctype>
 #include <condition_variable>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <random>
 #include <thread>
 #include <unistd.h>
@@ -610,6 +613,24 @@ v1::TableStatus Client::describe(int table) {
     total.set_disk_rows(total.disk_rows() + s.disk_rows());
   }
   return total;
+}
+
+std::string ps::readCredentialFile(const std::string &path,
+                                   const std::string &what, bool trim) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    runtime::fail() << what << " '" << path << "' cannot be read";
+  std::string data((std::istreambuf_iterator<char>(in)),
+                   std::istreambuf_iterator<char>());
+  if (data.size() > (1u << 20))
+    runtime::fail() << what << " '" << path << "' is larger than 1 MiB";
+  if (trim)
+    while (!data.empty() &&
+           std::isspace(static_cast<unsigned char>(data.back())))
+      data.pop_back();
+  if (data.empty())
+    runtime::fail() << what << " '" << path << "' is empty";
+  return data;
 }
 
 std::vector<std::string> ps::parseServerList(const std::string &list) {

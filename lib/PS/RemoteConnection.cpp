@@ -37,8 +37,18 @@ public:
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 50);
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 500);
     args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 50);
-    channel = grpc::CreateCustomChannel(
-        address, grpc::InsecureChannelCredentials(), args);
+    std::shared_ptr<grpc::ChannelCredentials> credentials =
+        grpc::InsecureChannelCredentials();
+    if (!options.tlsCA.empty()) {
+      grpc::SslCredentialsOptions ssl;
+      ssl.pem_root_certs = options.tlsCA;
+      ssl.pem_private_key = options.tlsKey;
+      ssl.pem_cert_chain = options.tlsCert;
+      credentials = grpc::SslCredentials(ssl);
+      if (!options.tlsServerName.empty())
+        args.SetSslTargetNameOverride(options.tlsServerName);
+    }
+    channel = grpc::CreateCustomChannel(address, credentials, args);
     stub = v1::ParameterServer::NewStub(channel);
   }
 
@@ -186,6 +196,8 @@ private:
     for (;;) {
       grpc::ClientContext context;
       context.set_deadline(std::min(deadline, Clock::now() + attemptTime));
+      if (!opts.token.empty())
+        context.AddMetadata("authorization", "Bearer " + opts.token);
       // Wait for a restarting server's port rather than failing at once.
       context.set_wait_for_ready(true);
       last = rpc(&context);

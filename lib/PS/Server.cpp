@@ -26,27 +26,95 @@ grpc::Status invalid(const std::string &message) {
   return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, message);
 }
 
+/// What a call may do: read and train (Pull, Push, dense tensors,
+/// DescribeTable, ServerInfo), or change what the service holds
+/// (CreateTable, CreateDense, Checkpoint, Restore, pushes that assign rows).
+enum class Access { Data, Admin };
+
+/// The tokens a server checks: each call carries "authorization: Bearer
+/// TOKEN". Without an admin token, the token allows admin calls too; the
+/// admin token allows every call.
+class AccessCheck {
+public:
+  AccessCheck(std::string token, std::string adminToken)
+      : token(std::move(token)), adminToken(std::move(adminToken)) {}
+
+  grpc::Status check(grpc::ServerContext *context, Access access) const {
+    if (token.empty() && adminToken.empty())
+      return grpc::Status::OK;
+    std::string given;
+    auto range = context->client_metadata().equal_range("authorization");
+    for (auto it = range.first; it != range.second; ++it) {
+      std::string value(it->second.data(), it->second.size());
+      if (value.rfind("Bearer ", 0) == 0)
+        given = value.substr(7);
+    }
+    bool admin =
+        !adminToken.empty() ? same(given, adminToken) : same(given, token);
+    if (admin)
+      return grpc::Status::OK;
+    if (access == Access::Data && (token.empty() || same(given, token)))
+      return grpc::Status::OK;
+    if (given.empty())
+      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                          "this server needs a token (--ps-token-file)");
+    return grpc::Status(access == Access::Admin && same(given, token)
+                            ? grpc::StatusCode::PERMISSION_DENIED
+                            : grpc::StatusCode::UNAUTHENTICATED,
+                        access == Access::Admin && same(given, token)
+                            ? "this call needs the admin token"
+                            : "the token is not this server's");
+  }
+
+private:
+  /// Compares in time that depends only on the lengths.
+  static bool same(const std::string &a, const std::string &b) {
+    if (a.size() != b.size() || a.empty())
+      return false;
+    unsigned char diff = 0;
+    for (size_t i = 0; i < a.size(); ++i)
+      diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+    return diff == 0;
+  }
+  std::string token, adminToken;
+};
+
 class Service final : public v1::ParameterServer::Service {
 public:
-  explicit Service(Shard &shard) : shard(shard) {}
+  Service(Shard &shard, const ServerOptions &options)
+      : shard(shard), access(options.authToken, options.adminToken) {}
 
-  grpc::Status CreateTable(grpc::ServerContext *,
+  grpc::Status CreateTable(grpc::ServerContext *context,
                            const v1::CreateTableRequest *request,
                            v1::CreateTableResponse *response) override {
+    // Workers "create" their tables at start-up: with the data token that
+    // is allowed where it only checks a table that exists.
+    if (grpc::Status denied = access.check(context, Access::Admin);
+        !denied.ok()) {
+      v1::TableStatus status;
+      if (!access.check(context, Access::Data).ok() ||
+          !shard.describeTable(request->config().table_id(), &status).ok())
+        return denied;
+    }
     bool created = false;
     Status s = shard.createTable(request->config(), &created);
     response->set_created(created);
     return toGrpc(s);
   }
 
-  grpc::Status DescribeTable(grpc::ServerContext *,
+  grpc::Status DescribeTable(grpc::ServerContext *context,
                              const v1::DescribeTableRequest *request,
                              v1::TableStatus *response) override {
+    if (grpc::Status denied = access.check(context, Access::Data); !denied.ok())
+      return denied;
     return toGrpc(shard.describeTable(request->table_id(), response));
   }
 
-  grpc::Status Pull(grpc::ServerContext *, const v1::PullRequest *request,
+  grpc::Status Pull(grpc::ServerContext *context,
+                    const v1::PullRequest *request,
                     v1::PullResponse *response) override {
+    if (grpc::Status denied = access.check(context, Access::Data); !denied.ok())
+      return denied;
     thread_local std::vector<uint64_t> keys;
     uint32_t dim;
     if (grpc::Status s =
@@ -59,8 +127,13 @@ public:
                              reinterpret_cast<float *>(rows->data())));
   }
 
-  grpc::Status Push(grpc::ServerContext *, const v1::PushRequest *request,
+  grpc::Status Push(grpc::ServerContext *context,
+                    const v1::PushRequest *request,
                     v1::PushResponse *response) override {
+    if (grpc::Status denied = access.check(
+            context, (request->assign() ? Access::Admin : Access::Data));
+        !denied.ok())
+      return denied;
     thread_local std::vector<uint64_t> keys;
     thread_local std::vector<float> grads;
     uint32_t dim;
@@ -83,9 +156,16 @@ public:
                              request->assign(), response));
   }
 
-  grpc::Status CreateDense(grpc::ServerContext *,
+  grpc::Status CreateDense(grpc::ServerContext *context,
                            const v1::CreateDenseRequest *request,
                            v1::CreateDenseResponse *response) override {
+    if (grpc::Status denied = access.check(context, Access::Admin);
+        !denied.ok()) {
+      v1::DenseTensor existing;
+      if (!access.check(context, Access::Data).ok() ||
+          !shard.pullDense(request->tensor().name(), &existing).ok())
+        return denied;
+    }
     bool created = false;
     Status s =
         shard.createDense(request->tensor(), request->optimizer(), &created);
@@ -93,15 +173,19 @@ public:
     return toGrpc(s);
   }
 
-  grpc::Status PullDense(grpc::ServerContext *,
+  grpc::Status PullDense(grpc::ServerContext *context,
                          const v1::PullDenseRequest *request,
                          v1::DenseTensor *response) override {
+    if (grpc::Status denied = access.check(context, Access::Data); !denied.ok())
+      return denied;
     return toGrpc(shard.pullDense(request->name(), response));
   }
 
-  grpc::Status PushDense(grpc::ServerContext *,
+  grpc::Status PushDense(grpc::ServerContext *context,
                          const v1::PushDenseRequest *request,
                          v1::PushResponse *response) override {
+    if (grpc::Status denied = access.check(context, Access::Data); !denied.ok())
+      return denied;
     if (request->grads().size() % sizeof(float))
       return invalid("dense tensor '" + request->name() + "': gradient of " +
                      std::to_string(request->grads().size()) +
@@ -113,19 +197,29 @@ public:
                                   response));
   }
 
-  grpc::Status Checkpoint(grpc::ServerContext *,
+  grpc::Status Checkpoint(grpc::ServerContext *context,
                           const v1::CheckpointRequest *request,
                           v1::CheckpointResponse *response) override {
+    if (grpc::Status denied = access.check(context, Access::Admin);
+        !denied.ok())
+      return denied;
     return toGrpc(shard.checkpoint(request->name(), request->step(), response));
   }
 
-  grpc::Status Restore(grpc::ServerContext *, const v1::RestoreRequest *request,
+  grpc::Status Restore(grpc::ServerContext *context,
+                       const v1::RestoreRequest *request,
                        v1::RestoreResponse *response) override {
+    if (grpc::Status denied = access.check(context, Access::Admin);
+        !denied.ok())
+      return denied;
     return toGrpc(shard.restore(request->name(), response));
   }
 
-  grpc::Status ServerInfo(grpc::ServerContext *, const v1::ServerInfoRequest *,
+  grpc::Status ServerInfo(grpc::ServerContext *context,
+                          const v1::ServerInfoRequest *,
                           v1::ServerInfoResponse *response) override {
+    if (grpc::Status denied = access.check(context, Access::Data); !denied.ok())
+      return denied;
     shard.info(response);
     return grpc::Status::OK;
   }
@@ -154,12 +248,13 @@ private:
   }
 
   Shard &shard;
+  AccessCheck access;
 };
 
 } // namespace
 
 struct Server::Impl {
-  explicit Impl(const ServerOptions &o) : shard(o.shard), service(shard) {}
+  explicit Impl(const ServerOptions &o) : shard(o.shard), service(shard, o) {}
   Shard shard;
   Service service;
   std::unique_ptr<grpc::Server> server;
@@ -195,8 +290,23 @@ std::unique_ptr<Server> Server::start(const ServerOptions &options) {
   }
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(),
-                           &impl->port);
+  std::shared_ptr<grpc::ServerCredentials> credentials =
+      grpc::InsecureServerCredentials();
+  if (!options.tlsCert.empty() || !options.tlsKey.empty()) {
+    if (options.tlsCert.empty() || options.tlsKey.empty())
+      runtime::fail() << "TLS needs both a certificate and its key";
+    grpc::SslServerCredentialsOptions ssl(
+        options.tlsClientCA.empty()
+            ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+            : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+    ssl.pem_root_certs = options.tlsClientCA;
+    ssl.pem_key_cert_pairs.push_back({options.tlsKey, options.tlsCert});
+    credentials = grpc::SslServerCredentials(ssl);
+  } else if (!options.tlsClientCA.empty()) {
+    runtime::fail() << "client certificates (a client CA) need TLS: give the "
+                       "server's certificate and key";
+  }
+  builder.AddListeningPort(options.listen, credentials, &impl->port);
   // Without SO_REUSEPORT a port in use is an error, not a second server
   // sharing its traffic.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);

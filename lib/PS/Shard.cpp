@@ -19,7 +19,6 @@
 #include <rocksdb/db.h>
 
 #include <algorithm>
-#include <tuple>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -28,6 +27,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 #include <unistd.h>
 
 using namespace heterps;
@@ -63,6 +63,10 @@ const char *ps::codeName(Code code) {
     return "INTERNAL";
   case Code::Unavailable:
     return "UNAVAILABLE";
+  case Code::PermissionDenied:
+    return "PERMISSION_DENIED";
+  case Code::Unauthenticated:
+    return "UNAUTHENTICATED";
   }
   return "UNKNOWN";
 }
@@ -1202,9 +1206,8 @@ void Shard::pruneCheckpoints(const std::string &written) {
         !completeManifests(e.path().string(), &ms).ok())
       continue;
     std::error_code same;
-    complete.push_back({fs::equivalent(e.path(), written, same),
-                        ms[0].step(), fs::last_write_time(e.path(), same),
-                        e.path()});
+    complete.push_back({fs::equivalent(e.path(), written, same), ms[0].step(),
+                        fs::last_write_time(e.path(), same), e.path()});
   }
   std::sort(complete.begin(), complete.end(),
             [](const Entry &a, const Entry &b) {

@@ -40,6 +40,13 @@ Commands:
 Common:
   --ps=HOST:PORT,...        the servers, in shard order
   --deadline=SECONDS        per call, retries included (default 10)
+  --tls-ca=FILE             talk TLS to servers whose certificates this CA
+                            signed
+  --tls-cert=FILE, --tls-key=FILE
+                            a client certificate and key (mutual TLS)
+  --tls-server-name=NAME    check certificates against NAME
+  --token-file=FILE         send this token with every call (admin commands:
+                            the admin token)
 )";
 
 [[noreturn]] static void usage(const std::string &message) {
@@ -110,6 +117,37 @@ int main(int argc, char **argv) {
   }
   if (a.command.empty())
     usage("no command given");
+  static const char *kOptions[] = {"admit-min-count",
+                                   "cache-rows",
+                                   "deadline",
+                                   "dim",
+                                   "expect",
+                                   "id",
+                                   "init",
+                                   "keys",
+                                   "lr",
+                                   "name",
+                                   "optimizer",
+                                   "out",
+                                   "ps",
+                                   "repeat",
+                                   "seed",
+                                   "skip-non-finite",
+                                   "step",
+                                   "storage",
+                                   "table",
+                                   "tls-ca",
+                                   "tls-cert",
+                                   "tls-key",
+                                   "tls-server-name",
+                                   "token-file",
+                                   "ttl-seconds",
+                                   "value",
+                                   "vocab"};
+  for (const auto &[key, value] : a.values)
+    if (std::none_of(std::begin(kOptions), std::end(kOptions),
+                     [&](const char *o) { return key == o; }))
+      usage("unknown option '--" + key + "'");
   static const char *kCommands[] = {"info", "create-table", "push-constant",
                                     "pull", "checkpoint",   "restore"};
   if (std::none_of(std::begin(kCommands), std::end(kCommands),
@@ -118,6 +156,15 @@ int main(int argc, char **argv) {
   try {
     ClientOptions o;
     o.deadlineSeconds = number("deadline", a.get("deadline", "10"));
+    if (a.values.count("tls-ca"))
+      o.tlsCA = readCredentialFile(a.need("tls-ca"), "--tls-ca");
+    if (a.values.count("tls-cert"))
+      o.tlsCert = readCredentialFile(a.need("tls-cert"), "--tls-cert");
+    if (a.values.count("tls-key"))
+      o.tlsKey = readCredentialFile(a.need("tls-key"), "--tls-key");
+    o.tlsServerName = a.get("tls-server-name", "");
+    if (a.values.count("token-file"))
+      o.token = readCredentialFile(a.need("token-file"), "--token-file", true);
     std::vector<std::unique_ptr<Connection>> servers;
     for (const std::string &address : parseServerList(a.need("ps")))
       servers.push_back(connectRemote(address, o));

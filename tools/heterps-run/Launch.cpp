@@ -66,7 +66,8 @@ Options:
 
 Every other option is a training option of heterps-run PLAN (see
 heterps-run --help), given to every worker process; --ps, --max-workers,
---pipeline=off and --infer are not: the job sets or excludes them. On a
+--pipeline=off and --infer are not: the job sets or excludes them. With
+--ps-token-file, the servers require that token (--auth-token-file). On a
 single machine the workers may outnumber its cores (mpirun --oversubscribe);
 processes are not bound to cores (--bind-to none), so that --threads can
 use them.
@@ -207,16 +208,19 @@ int heterps::run::runLaunch(int argc, char **argv) {
   if (np == 0)
     launchUsageError("--np=N (the worker processes) is required");
 
-  // The workers' options are checked here, before anything starts.
+  for (const std::string &arg : forwarded)
+    if (arg == "--ps" || arg.rfind("--ps=", 0) == 0)
+      launchUsageError("--ps is set by launch: it starts the servers");
+  // The workers' options are checked here, before anything starts (with
+  // the --ps they will get).
   std::vector<std::string> check{"heterps-run", plan};
   check.insert(check.end(), forwarded.begin(), forwarded.end());
+  check.push_back("--ps=127.0.0.1:1");
   std::vector<char *> checkArgv;
   for (std::string &arg : check)
     checkArgv.push_back(arg.data());
   Options o =
       parseOptions(static_cast<int>(checkArgv.size()), checkArgv.data());
-  if (!o.ps.empty())
-    launchUsageError("--ps is set by launch: it starts the servers");
   if (o.maxWorkers)
     launchUsageError("--max-workers caps the threads of one process; --np "
                      "sets the job's workers");
@@ -263,6 +267,10 @@ int heterps::run::runLaunch(int argc, char **argv) {
                                      "--shard-count=" + std::to_string(shards),
                                      "--checkpoint-dir=" + checkpointDir,
                                      "--port-file=" + portFile};
+    // The workers' token is the servers'.
+    if (!o.psTokenFile.empty())
+      command.push_back("--auth-token-file=" +
+                        std::filesystem::absolute(o.psTokenFile).string());
     std::printf("launch: PS server %d: %s\n", s, quoted(command).c_str());
     std::fflush(stdout);
     if (dryRun) {

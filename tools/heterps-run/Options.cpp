@@ -87,6 +87,15 @@ Embedding tables (a parameter-server service; without --ps, embedded):
   --ps=HOST:PORT,...       the PS servers (heterps-run serve), in shard order
   --ps-deadline=SECONDS    a PS call fails with UNAVAILABLE after this long,
                            retries included (default 10)
+  --ps-tls-ca=FILE         talk TLS to the servers, whose certificates this
+                           CA (PEM) signed
+  --ps-tls-cert=FILE, --ps-tls-key=FILE
+                           this worker's certificate and key, for servers
+                           that require client certificates
+  --ps-tls-server-name=N   check the servers' certificates against N
+                           instead of each address's host
+  --ps-token-file=FILE     send this token (the file's first line) with
+                           every PS call
   --export-tables=DIR      at the end, write each table with a vocabulary as
                            DIR/table.<name>.pb (vocab x dim TensorProto)
   --table-storage=S        memory (default) | rocksdb: rows beyond
@@ -179,6 +188,12 @@ Options heterps::run::parseOptions(int argc, char **argv) {
                       v + "'");
        }},
       {"export-tables", [&](const std::string &v) { o.exportTables = v; }},
+      {"ps-tls-ca", [&](const std::string &v) { o.psTlsCA = v; }},
+      {"ps-tls-cert", [&](const std::string &v) { o.psTlsCert = v; }},
+      {"ps-tls-key", [&](const std::string &v) { o.psTlsKey = v; }},
+      {"ps-tls-server-name",
+       [&](const std::string &v) { o.psTlsServerName = v; }},
+      {"ps-token-file", [&](const std::string &v) { o.psTokenFile = v; }},
       {"table-storage",
        [&](const std::string &v) {
          if (v != "memory" && v != "rocksdb")
@@ -319,6 +334,18 @@ Options heterps::run::parseOptions(int argc, char **argv) {
   if (o.checkpointEvery < 0 || (o.checkpointEvery && o.save.empty()))
     usageError("--checkpoint-every takes a positive step count and needs "
                "--save");
+  if ((!o.psTlsCA.empty() || !o.psTlsCert.empty() || !o.psTlsKey.empty() ||
+       !o.psTokenFile.empty() || !o.psTlsServerName.empty()) &&
+      o.ps.empty())
+    usageError("--ps-tls-* and --ps-token-file are for PS servers given "
+               "with --ps");
+  if ((!o.psTlsCert.empty() || !o.psTlsKey.empty() ||
+       !o.psTlsServerName.empty()) &&
+      o.psTlsCA.empty())
+    usageError("--ps-tls-cert, --ps-tls-key and --ps-tls-server-name need "
+               "--ps-tls-ca");
+  if (o.psTlsCert.empty() != o.psTlsKey.empty())
+    usageError("--ps-tls-cert and --ps-tls-key go together");
   if (o.tablesOnDisk && o.ps.empty() && o.rocksdbDir.empty())
     usageError("--table-storage=rocksdb on the embedded server needs "
                "--rocksdb-dir");

@@ -45,6 +45,8 @@ struct Options {
   // deadline of a call, and where to export the bounded tables.
   std::string ps;
   double psDeadline = 10;
+  // TLS and the token of the PS servers' calls (files).
+  std::string psTlsCA, psTlsCert, psTlsKey, psTlsServerName, psTokenFile;
   std::string exportTables;
   // Tables kept in RocksDB beyond a cache of rows, and the embedded
   // server's RocksDB directory.

@@ -7,6 +7,7 @@
 
 #include "Serve.h"
 
+#include "heterps/PS/Client.h"
 #include "heterps/PS/Server.h"
 #include "heterps/Runtime/Error.h"
 
@@ -50,6 +51,17 @@ Options:
                             newest complete ones under --checkpoint-dir
                             (default 0: keep all)
   --port-file=FILE          write the port served on to FILE once serving
+  --tls-cert=FILE           serve TLS with this certificate chain (PEM) ...
+  --tls-key=FILE            ... and its private key (PEM)
+  --tls-ca=FILE             require client certificates signed by this CA
+                            (mutual TLS)
+  --auth-token-file=FILE    every call must carry this token (the file's
+                            first line); otherwise UNAUTHENTICATED
+  --admin-token-file=FILE   CreateTable, CreateDense, Checkpoint, Restore and
+                            assigning pushes need this token instead
+                            (PERMISSION_DENIED with the other); a server
+                            listening beyond loopback without TLS and a
+                            token warns at start-up
   --rocksdb-dir=DIR         RocksDB directory for tables created with
                             storage rocksdb (scratch: cleared at start-up;
                             checkpoints are the durable copy)
@@ -108,7 +120,7 @@ static uint64_t defaultMaxMemory() {
 
 int heterps::run::runServe(int argc, char **argv) {
   ps::ServerOptions o;
-  std::string portFile;
+  std::string portFile, tlsCert, tlsKey, tlsCA, tokenFile, adminTokenFile;
   bool maxMemoryGiven = false;
   std::map<std::string, std::function<void(const std::string &)>> valued{
       {"listen", [&](const std::string &v) { o.listen = v; }},
@@ -132,6 +144,11 @@ int heterps::run::runServe(int argc, char **argv) {
       {"restore", [&](const std::string &v) { o.restore = v; }},
       {"rocksdb-dir", [&](const std::string &v) { o.shard.rocksdbDir = v; }},
       {"port-file", [&](const std::string &v) { portFile = v; }},
+      {"tls-cert", [&](const std::string &v) { tlsCert = v; }},
+      {"tls-key", [&](const std::string &v) { tlsKey = v; }},
+      {"tls-ca", [&](const std::string &v) { tlsCA = v; }},
+      {"auth-token-file", [&](const std::string &v) { tokenFile = v; }},
+      {"admin-token-file", [&](const std::string &v) { adminTokenFile = v; }},
       {"max-memory",
        [&](const std::string &v) {
          o.shard.maxMemoryBytes =
@@ -193,6 +210,31 @@ int heterps::run::runServe(int argc, char **argv) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   try {
+    if (!tlsCert.empty())
+      o.tlsCert = ps::readCredentialFile(tlsCert, "--tls-cert");
+    if (!tlsKey.empty())
+      o.tlsKey = ps::readCredentialFile(tlsKey, "--tls-key");
+    if (!tlsCA.empty())
+      o.tlsClientCA = ps::readCredentialFile(tlsCA, "--tls-ca");
+    if (!tokenFile.empty())
+      o.authToken =
+          ps::readCredentialFile(tokenFile, "--auth-token-file", true);
+    if (!adminTokenFile.empty())
+      o.adminToken =
+          ps::readCredentialFile(adminTokenFile, "--admin-token-file", true);
+    std::string host = o.listen.substr(0, o.listen.rfind(':'));
+    bool loopback = host == "127.0.0.1" || host == "localhost" ||
+                    host == "[::1]" || host.rfind("127.", 0) == 0;
+    if (!loopback && (o.tlsCert.empty() || o.authToken.empty()))
+      std::fprintf(stderr,
+                   "heterps-run serve: warning: listening on %s without %s: "
+                   "anyone who reaches the port can read and overwrite rows "
+                   "and restore checkpoints (see --tls-cert and "
+                   "--auth-token-file)\n",
+                   o.listen.c_str(),
+                   o.tlsCert.empty() && o.authToken.empty() ? "TLS or a token"
+                   : o.tlsCert.empty()                      ? "TLS"
+                                                            : "a token");
     std::unique_ptr<ps::Server> server = ps::Server::start(o);
     std::printf("PS server %u of %u serving on port %d\n", o.shard.index,
                 o.shard.count, server->port());

@@ -398,6 +398,15 @@ int main(int argc, char **argv) {
     ParamStore params(p, o.seed);
     ps::ClientOptions co;
     co.deadlineSeconds = o.psDeadline;
+    if (!o.psTlsCA.empty())
+      co.tlsCA = ps::readCredentialFile(o.psTlsCA, "--ps-tls-ca");
+    if (!o.psTlsCert.empty())
+      co.tlsCert = ps::readCredentialFile(o.psTlsCert, "--ps-tls-cert");
+    if (!o.psTlsKey.empty())
+      co.tlsKey = ps::readCredentialFile(o.psTlsKey, "--ps-tls-key");
+    co.tlsServerName = o.psTlsServerName;
+    if (!o.psTokenFile.empty())
+      co.token = ps::readCredentialFile(o.psTokenFile, "--ps-token-file", true);
     std::unique_ptr<ps::Shard> embedded;
     if (o.ps.empty()) {
       ps::ShardOptions so;

@@ -39,7 +39,23 @@ struct ClientOptions {
   size_t maxKeysPerRequest = 1 << 16;
   /// 0: a random id.
   uint64_t clientId = 0;
+  /// TLS: the CA that signed the servers' certificates (PEM; empty: no
+  /// TLS), and this client's certificate and key for servers that require
+  /// them.
+  std::string tlsCA, tlsCert, tlsKey;
+  /// The name the servers' certificates are checked against (empty: the
+  /// host of each address).
+  std::string tlsServerName;
+  /// The token sent with every call (empty: none).
+  std::string token;
 };
+
+/// The contents of a certificate, key or token file, for ClientOptions and
+/// ServerOptions: throws naming the file and `what` when it cannot be read,
+/// is empty or is larger than 1 MiB. With `trim`, trailing whitespace (a
+/// token file's newline) is dropped.
+std::string readCredentialFile(const std::string &path, const std::string &what,
+                               bool trim = false);
 
 /// One server as the client sees it.
 class Connection {

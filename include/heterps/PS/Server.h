@@ -23,8 +23,17 @@ struct ServerOptions {
   ShardOptions shard;
   /// The largest request gRPC accepts, in bytes.
   int maxMessageBytes = 256 << 20;
-  /// A checkpoint to load before serving ("latest" for the newest).
+  /// A checkpoint to load before serving ("latest" for the newest, "auto"
+  /// for the newest or none).
   std::string restore;
+  /// TLS: the server's certificate chain and private key (PEM), and the CA
+  /// that client certificates must be signed by (mutual TLS; empty: no
+  /// client certificates).
+  std::string tlsCert, tlsKey, tlsClientCA;
+  /// Tokens every call must carry (empty: none); admin calls (CreateTable,
+  /// CreateDense, Checkpoint, Restore, assigning pushes) need `adminToken`
+  /// when it is set.
+  std::string authToken, adminToken;
 };
 
 class Server {

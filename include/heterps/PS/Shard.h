@@ -46,10 +46,12 @@ enum class Code {
   InvalidArgument = 3,
   NotFound = 5,
   AlreadyExists = 6,
+  PermissionDenied = 7,
   ResourceExhausted = 8,
   FailedPrecondition = 9,
   Internal = 13,
   Unavailable = 14,
+  Unauthenticated = 16,
 };
 
 struct Status {
