@@ -44,6 +44,19 @@ public:
               v1::PushResponse *response) override {
     return shard.push(table, keys, n, values, client, seq, assign, response);
   }
+  Status pullMany(const std::vector<KeyRows> &parts) override {
+    for (const KeyRows &p : parts)
+      if (Status s = shard.pull(p.table, p.keys, p.n, p.rows); !s.ok())
+        return s;
+    return {};
+  }
+  Status pushMany(const std::vector<KeyRows> &parts, uint64_t client,
+                  uint64_t seq, v1::PushResponse *response) override {
+    std::vector<Shard::PushPart> pushes;
+    for (const KeyRows &p : parts)
+      pushes.push_back({p.table, p.keys, p.n, p.rows, false});
+    return shard.pushMany(pushes, client, seq, response);
+  }
   Status createDense(const v1::DenseTensor &tensor,
                      const v1::Optimizer &optimizer, bool *created) override {
     return shard.createDense(tensor, optimizer, created);
@@ -316,9 +329,14 @@ int Client::tableId(const std::string &name) const {
 }
 
 template <typename Fn> void Client::forEachServer(Fn &&fn) {
+  forEachServerIf([&](size_t i) { return !serverKeys[i].empty(); }, fn);
+}
+
+template <typename Busy, typename Fn>
+void Client::forEachServerIf(Busy &&hasWork, Fn &&fn) {
   size_t busy = 0, last = 0;
   for (size_t i = 0; i < servers.size(); ++i)
-    if (!serverKeys[i].empty()) {
+    if (hasWork(i)) {
       ++busy;
       last = i;
     }
@@ -330,14 +348,14 @@ template <typename Fn> void Client::forEachServer(Fn &&fn) {
       return;
     }
     for (size_t i = 0; i < servers.size(); ++i)
-      if (!serverKeys[i].empty())
+      if (hasWork(i))
         fn(i);
     return;
   }
   // Errors are rethrown on the caller's thread, the first server's first.
   errors.assign(servers.size(), nullptr);
   auto guarded = [&](size_t i) {
-    if (serverKeys[i].empty())
+    if (!hasWork(i))
       return;
     try {
       fn(i);
@@ -506,6 +524,164 @@ void Client::sendPush(int table, const int64_t *keys, int64_t n,
               st);
     }
   });
+}
+
+struct Client::ManyScratch {
+  /// One table of the request, its keys deduplicated and split by server.
+  struct Split {
+    size_t dim = 0;
+    std::vector<uint64_t> unique;
+    std::vector<uint32_t> position;
+    std::vector<std::vector<uint64_t>> keys;  // per server
+    std::vector<std::vector<uint32_t>> slots; // per server: unique index
+    std::vector<std::vector<float>> rows;     // per server
+    std::vector<float> uniqueRows;
+  };
+  std::vector<Split> tables;
+  /// Per server, its requests: each at most maxKeysPerRequest keys.
+  std::vector<std::vector<std::vector<KeyRows>>> requests;
+
+  void split(const runtime::TableInfo &info, uint64_t vocab,
+             const int64_t *keys, int64_t n, size_t servers, Split &out) {
+    DedupTable &d = tlsDedup;
+    d.reset(static_cast<size_t>(n));
+    out.dim = static_cast<size_t>(info.dim);
+    out.unique.clear();
+    out.position.resize(n);
+    out.keys.resize(servers);
+    out.slots.resize(servers);
+    out.rows.resize(servers);
+    for (size_t s = 0; s < servers; ++s) {
+      out.keys[s].clear();
+      out.slots[s].clear();
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      uint64_t key = static_cast<uint64_t>(keys[i]);
+      if (vocab)
+        key %= vocab;
+      bool inserted;
+      uint32_t u =
+          d.find(key, static_cast<uint32_t>(out.unique.size()), &inserted);
+      out.position[i] = u;
+      if (inserted) {
+        out.unique.push_back(key);
+        size_t server =
+            servers == 1 ? 0 : serverOfShard(virtualShardOf(key), servers);
+        out.keys[server].push_back(key);
+        out.slots[server].push_back(u);
+      }
+    }
+  }
+
+  /// Cuts each server's tables into requests of at most `maxKeys` keys.
+  void plan(const std::vector<uint32_t> &tableIds, size_t servers,
+            size_t maxKeys) {
+    requests.assign(servers, {});
+    for (size_t s = 0; s < servers; ++s) {
+      size_t room = 0;
+      for (size_t i = 0; i < tables.size(); ++i) {
+        Split &t = tables[i];
+        std::vector<uint64_t> &k = t.keys[s];
+        t.rows[s].resize(k.size() * t.dim);
+        for (size_t at = 0; at < k.size();) {
+          if (room == 0) {
+            requests[s].emplace_back();
+            room = maxKeys;
+          }
+          size_t m = std::min(room, k.size() - at);
+          requests[s].back().push_back(
+              {tableIds[i], static_cast<uint32_t>(t.dim), k.data() + at, m,
+               t.rows[s].data() + at * t.dim});
+          at += m;
+          room -= m;
+        }
+      }
+    }
+  }
+};
+
+void Client::pullMany(const std::vector<runtime::TablePull> &pulls) {
+  if (pulls.empty())
+    return;
+  std::lock_guard<std::mutex> lock(callMutex);
+  if (!many)
+    many = std::make_unique<ManyScratch>();
+  ManyScratch &m = *many;
+  m.tables.resize(pulls.size());
+  std::vector<uint32_t> ids;
+  for (size_t i = 0; i < pulls.size(); ++i) {
+    const Table &t = get(pulls[i].table);
+    m.split(t.info, t.vocab, pulls[i].keys, pulls[i].n, servers.size(),
+            m.tables[i]);
+    ids.push_back(static_cast<uint32_t>(pulls[i].table));
+  }
+  m.plan(ids, servers.size(), opts.maxKeysPerRequest);
+  forEachServerIf(
+      [&](size_t s) { return !m.requests[s].empty(); },
+      [&](size_t s) {
+        for (const std::vector<KeyRows> &request : m.requests[s])
+          if (Status st = servers[s]->pullMany(request); !st.ok())
+            raise(s, "pulling " + std::to_string(pulls.size()) + " tables", st);
+      });
+  for (size_t i = 0; i < pulls.size(); ++i) {
+    ManyScratch::Split &t = m.tables[i];
+    t.uniqueRows.resize(t.unique.size() * t.dim);
+    for (size_t s = 0; s < servers.size(); ++s)
+      for (size_t j = 0; j < t.slots[s].size(); ++j)
+        std::memcpy(t.uniqueRows.data() + t.slots[s][j] * t.dim,
+                    t.rows[s].data() + j * t.dim, t.dim * sizeof(float));
+    for (int64_t k = 0; k < pulls[i].n; ++k)
+      std::memcpy(pulls[i].rows + k * t.dim,
+                  t.uniqueRows.data() + t.position[k] * t.dim,
+                  t.dim * sizeof(float));
+  }
+}
+
+void Client::pushMany(const std::vector<runtime::TablePush> &pushes) {
+  if (pushes.empty())
+    return;
+  std::lock_guard<std::mutex> lock(callMutex);
+  if (!many)
+    many = std::make_unique<ManyScratch>();
+  ManyScratch &m = *many;
+  m.tables.resize(pushes.size());
+  std::vector<uint32_t> ids;
+  for (size_t i = 0; i < pushes.size(); ++i) {
+    const Table &t = get(pushes[i].table);
+    ManyScratch::Split &split = m.tables[i];
+    m.split(t.info, t.vocab, pushes[i].keys, pushes[i].n, servers.size(),
+            split);
+    ids.push_back(static_cast<uint32_t>(pushes[i].table));
+    // Duplicate keys are summed here, so each goes to its server once.
+    size_t dim = split.dim;
+    split.uniqueRows.assign(split.unique.size() * dim, 0.0f);
+    for (int64_t k = 0; k < pushes[i].n; ++k) {
+      float *dst = split.uniqueRows.data() + split.position[k] * dim;
+      const float *src = pushes[i].grads + k * dim;
+      for (size_t j = 0; j < dim; ++j)
+        dst[j] += src[j];
+    }
+  }
+  m.plan(ids, servers.size(), opts.maxKeysPerRequest);
+  for (ManyScratch::Split &t : m.tables)
+    for (size_t s = 0; s < servers.size(); ++s)
+      for (size_t j = 0; j < t.slots[s].size(); ++j)
+        std::memcpy(t.rows[s].data() + j * t.dim,
+                    t.uniqueRows.data() + t.slots[s][j] * t.dim,
+                    t.dim * sizeof(float));
+  forEachServerIf(
+      [&](size_t s) { return !m.requests[s].empty(); },
+      [&](size_t s) {
+        std::lock_guard<std::mutex> order(*pushLocks[s]);
+        for (const std::vector<KeyRows> &request : m.requests[s]) {
+          v1::PushResponse response;
+          uint64_t seq = nextSeq[s]++;
+          if (Status st = servers[s]->pushMany(request, id, seq, &response);
+              !st.ok())
+            raise(s, "pushing to " + std::to_string(pushes.size()) + " tables",
+                  st);
+        }
+      });
 }
 
 static const char *optimizerName(runtime::OptimizerConfig::Kind kind) {

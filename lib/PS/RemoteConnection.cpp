@@ -109,6 +109,56 @@ public:
     });
   }
 
+  Status pullMany(const std::vector<KeyRows> &parts) override {
+    v1::PullManyRequest &request = pullManyRequest;
+    request.clear_pulls();
+    for (const KeyRows &p : parts) {
+      v1::PullRequest *pull = request.add_pulls();
+      pull->set_table_id(p.table);
+      pull->set_keys(p.keys, p.n * sizeof(uint64_t));
+    }
+    v1::PullManyResponse &response = pullManyResponse;
+    Status s = call([&](grpc::ClientContext *c) {
+      response.Clear();
+      return stub->PullMany(c, request, &response);
+    });
+    if (!s.ok())
+      return s;
+    if (response.pulls_size() != static_cast<int>(parts.size()))
+      return Status::error(
+          Code::Internal,
+          "the server answered " + std::to_string(response.pulls_size()) +
+              " tables' rows for " + std::to_string(parts.size()));
+    for (size_t i = 0; i < parts.size(); ++i) {
+      const std::string &rows = response.pulls(static_cast<int>(i)).rows();
+      if (rows.size() != parts[i].n * parts[i].dim * sizeof(float))
+        return Status::error(
+            Code::Internal,
+            "the server answered " + std::to_string(rows.size()) +
+                " bytes of rows of table " + std::to_string(parts[i].table) +
+                " for " + std::to_string(parts[i].n) + " keys");
+      std::memcpy(parts[i].rows, rows.data(), rows.size());
+    }
+    return {};
+  }
+
+  Status pushMany(const std::vector<KeyRows> &parts, uint64_t client,
+                  uint64_t seq, v1::PushResponse *response) override {
+    v1::PushManyRequest &request = pushManyRequest;
+    request.clear_pushes();
+    for (const KeyRows &p : parts) {
+      v1::PushRequest *push = request.add_pushes();
+      push->set_table_id(p.table);
+      push->set_keys(p.keys, p.n * sizeof(uint64_t));
+      push->set_grads(p.rows, p.n * p.dim * sizeof(float));
+    }
+    request.set_client_id(client);
+    request.set_seq(seq);
+    return call([&](grpc::ClientContext *c) {
+      return stub->PushMany(c, request, response);
+    });
+  }
+
   Status createDense(const v1::DenseTensor &tensor,
                      const v1::Optimizer &optimizer, bool *created) override {
     v1::CreateDenseRequest request;
@@ -237,6 +287,9 @@ private:
   v1::PullRequest pullRequest;
   v1::PullResponse pullResponse;
   v1::PushRequest pushRequest;
+  v1::PullManyRequest pullManyRequest;
+  v1::PullManyResponse pullManyResponse;
+  v1::PushManyRequest pushManyRequest;
 };
 
 } // namespace

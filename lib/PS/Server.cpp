@@ -156,6 +156,67 @@ public:
                              request->assign(), response));
   }
 
+  grpc::Status PullMany(grpc::ServerContext *context,
+                        const v1::PullManyRequest *request,
+                        v1::PullManyResponse *response) override {
+    if (grpc::Status denied = access.check(context, Access::Data); !denied.ok())
+      return denied;
+    thread_local std::vector<uint64_t> keys;
+    for (const v1::PullRequest &pull : request->pulls()) {
+      uint32_t dim;
+      if (grpc::Status s = decodeKeys(pull.table_id(), pull.keys(), keys, &dim);
+          !s.ok())
+        return s;
+      std::string *rows = response->add_pulls()->mutable_rows();
+      rows->resize(keys.size() * dim * sizeof(float));
+      if (Status s = shard.pull(pull.table_id(), keys.data(), keys.size(),
+                                reinterpret_cast<float *>(rows->data()));
+          !s.ok())
+        return toGrpc(s);
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status PushMany(grpc::ServerContext *context,
+                        const v1::PushManyRequest *request,
+                        v1::PushResponse *response) override {
+    bool assign = false;
+    for (const v1::PushRequest &push : request->pushes())
+      assign |= push.assign();
+    if (grpc::Status denied =
+            access.check(context, assign ? Access::Admin : Access::Data);
+        !denied.ok())
+      return denied;
+    thread_local std::vector<std::vector<uint64_t>> keys;
+    thread_local std::vector<std::vector<float>> values;
+    size_t count = request->pushes_size();
+    if (keys.size() < count) {
+      keys.resize(count);
+      values.resize(count);
+    }
+    std::vector<Shard::PushPart> parts(count);
+    for (size_t i = 0; i < count; ++i) {
+      const v1::PushRequest &push = request->pushes(i);
+      uint32_t dim;
+      if (grpc::Status s =
+              decodeKeys(push.table_id(), push.keys(), keys[i], &dim);
+          !s.ok())
+        return s;
+      size_t want = keys[i].size() * dim * sizeof(float);
+      if (push.grads().size() != want)
+        return invalid("table " + std::to_string(push.table_id()) + ": " +
+                       std::to_string(keys[i].size()) + " keys of dimension " +
+                       std::to_string(dim) + " need " + std::to_string(want) +
+                       " bytes, got " + std::to_string(push.grads().size()));
+      values[i].resize(keys[i].size() * dim);
+      std::memcpy(values[i].data(), push.grads().data(), want);
+      parts[i] = {push.table_id(), keys[i].data(), keys[i].size(),
+                  values[i].data(), push.assign()};
+    }
+    return toGrpc(
+        shard.pushMany(parts, request->client_id(), request->seq(), response));
+  }
+
   grpc::Status CreateDense(grpc::ServerContext *context,
                            const v1::CreateDenseRequest *request,
                            v1::CreateDenseResponse *response) override {

@@ -623,6 +623,40 @@ Status Shard::push(uint32_t table, const uint64_t *keys, size_t n,
   return s;
 }
 
+Status Shard::pushMany(const std::vector<PushPart> &parts, uint64_t client,
+                       uint64_t seq, v1::PushResponse *response) {
+  std::shared_lock<std::shared_mutex> lock(tablesMutex);
+  Table *t;
+  Grouping *g;
+  // Every part is checked before any is applied.
+  for (const PushPart &p : parts)
+    if (Status s = checkRequest(p.table, p.keys, p.n, &t, &g); !s.ok())
+      return s;
+  std::unique_lock<std::mutex> sequence;
+  ClientSeq *c = nullptr;
+  if (client) {
+    c = &clientSeq(client);
+    sequence = std::unique_lock<std::mutex>(c->mutex);
+    if (seq <= c->last) {
+      response->set_duplicate(true);
+      for (const PushPart &p : parts)
+        if (checkRequest(p.table, p.keys, p.n, &t, &g).ok())
+          ++t->duplicatePushes;
+      return {};
+    }
+  }
+  for (const PushPart &p : parts) {
+    if (Status s = checkRequest(p.table, p.keys, p.n, &t, &g); !s.ok())
+      return s;
+    if (Status s = applyPush(*t, *g, p.keys, p.n, p.values, p.assign, response);
+        !s.ok())
+      return s;
+  }
+  if (c)
+    c->last = seq;
+  return {};
+}
+
 Status Shard::applyPush(Table &t, const Grouping &g, const uint64_t *keys,
                         size_t n, const float *values, bool assign,
                         v1::PushResponse *response) {

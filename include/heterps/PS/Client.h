@@ -57,6 +57,15 @@ struct ClientOptions {
 std::string readCredentialFile(const std::string &path, const std::string &what,
                                bool trim = false);
 
+/// One table's keys (and rows) in a request of several tables.
+struct KeyRows {
+  uint32_t table = 0, dim = 0;
+  const uint64_t *keys = nullptr;
+  size_t n = 0;
+  /// Pulls write n x dim rows here; pushes read their values from here.
+  float *rows = nullptr;
+};
+
 /// One server as the client sees it.
 class Connection {
 public:
@@ -71,6 +80,9 @@ public:
                       uint32_t dim, const float *values, uint64_t client,
                       uint64_t seq, bool assign,
                       v1::PushResponse *response) = 0;
+  virtual Status pullMany(const std::vector<KeyRows> &parts) = 0;
+  virtual Status pushMany(const std::vector<KeyRows> &parts, uint64_t client,
+                          uint64_t seq, v1::PushResponse *response) = 0;
   virtual Status createDense(const v1::DenseTensor &tensor,
                              const v1::Optimizer &optimizer, bool *created) = 0;
   virtual Status pullDense(const std::string &name,
@@ -115,6 +127,10 @@ public:
   void pull(int table, const int64_t *keys, int64_t n, float *rows) override;
   void push(int table, const int64_t *keys, int64_t n,
             const float *grads) override;
+  /// One request per server for all the tables: the keys of each table are
+  /// deduplicated (pushes summed) and split by server first.
+  void pullMany(const std::vector<runtime::TablePull> &pulls) override;
+  void pushMany(const std::vector<runtime::TablePush> &pushes) override;
   /// Writes rows verbatim (initial values), resetting their state.
   void assign(int table, const int64_t *keys, int64_t n, const float *rows);
 
@@ -144,6 +160,12 @@ private:
   const Table &get(int id) const;
   /// Runs fn(server) for every server with work, in parallel.
   template <typename Fn> void forEachServer(Fn &&fn);
+  /// The same for the servers `busy(server)` says have work.
+  template <typename Busy, typename Fn>
+  void forEachServerIf(Busy &&busy, Fn &&fn);
+  /// The tables of a pullMany or pushMany, split by server.
+  struct ManyScratch;
+  std::unique_ptr<ManyScratch> many;
   /// Dedups `keys` into `unique` (with `position[i]` the unique index of
   /// key i) and splits the unique keys by server.
   void partition(const Table &t, const int64_t *keys, int64_t n);

@@ -27,7 +27,7 @@
 namespace heterps::ps {
 
 /// The protocol's minor version (the major one is the package, v1).
-constexpr uint32_t kProtocolVersion = 1;
+constexpr uint32_t kProtocolVersion = 2;
 /// Keys hash into this many virtual shards; checkpoints hold one file per
 /// table and virtual shard, so they restore onto any server count.
 constexpr uint32_t kVirtualShards = 64;
@@ -107,6 +107,18 @@ public:
   Status push(uint32_t table, const uint64_t *keys, size_t n,
               const float *values, uint64_t client, uint64_t seq, bool assign,
               v1::PushResponse *response);
+
+  /// One push of several tables, applied at most once per (client, seq)
+  /// as a whole (client 0: not deduplicated).
+  struct PushPart {
+    uint32_t table = 0;
+    const uint64_t *keys = nullptr;
+    size_t n = 0;
+    const float *values = nullptr;
+    bool assign = false;
+  };
+  Status pushMany(const std::vector<PushPart> &parts, uint64_t client,
+                  uint64_t seq, v1::PushResponse *response);
 
   Status createDense(const v1::DenseTensor &tensor,
                      const v1::Optimizer &optimizer, bool *created);

@@ -32,6 +32,22 @@ struct TableInfo {
   int64_t dim = 0;
 };
 
+/// A table's part of a request of several tables.
+struct TablePull {
+  int table = 0;
+  const int64_t *keys = nullptr;
+  int64_t n = 0;
+  /// n x dim, written.
+  float *rows = nullptr;
+};
+struct TablePush {
+  int table = 0;
+  const int64_t *keys = nullptr;
+  int64_t n = 0;
+  /// n x dim gradients.
+  const float *grads = nullptr;
+};
+
 class EmbeddingStore {
 public:
   virtual ~EmbeddingStore();
@@ -45,6 +61,10 @@ public:
   /// `grads` (n x dim); duplicate keys are summed first.
   virtual void push(int table, const int64_t *keys, int64_t n,
                     const float *grads) = 0;
+  /// Several tables' pulls or pushes at once: a remote store sends them in
+  /// one request per server. By default, one call per table.
+  virtual void pullMany(const std::vector<TablePull> &pulls);
+  virtual void pushMany(const std::vector<TablePush> &pushes);
 
   // Dense tensors that the store keeps and updates (a PS's): the dense
   // parameters of asynchronous training. A store without them throws.

@@ -31,6 +31,7 @@ const char *deviceKindName(DeviceKind kind);
 
 class EmbeddingStore;
 class ParamStore;
+class TableBatch;
 
 /// What a kernel may touch besides its operands.
 struct ExecContext {
@@ -46,6 +47,9 @@ struct ExecContext {
   int threads = 1;
   /// Device-specific state (the oneDNN engine and stream for the CPU).
   void *device = nullptr;
+  /// The step's pulled rows and collected pushes (null: kernels call the
+  /// tables themselves).
+  TableBatch *batch = nullptr;
 };
 
 class Kernel {

@@ -33,6 +33,7 @@ public:
   OpInfo(const plan::Op &op, std::vector<TensorType> inputTypes,
          std::vector<TensorType> outputTypes);
 
+  const plan::Op &planOp() const { return *op; }
   const std::string &name() const;
   const std::string &location() const;
   /// "heterps.gemm at loc(...)", for messages.

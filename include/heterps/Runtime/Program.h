@@ -15,6 +15,7 @@
 #include "heterps/Runtime/EmbeddingStore.h"
 #include "heterps/Runtime/Kernel.h"
 #include "heterps/Runtime/ParamStore.h"
+#include "heterps/Runtime/TableBatch.h"
 #include "heterps/Runtime/Trace.h"
 #include "heterps/plan.pb.h"
 
@@ -111,6 +112,9 @@ private:
 
   const plan::Plan &planRef;
   ExecContext context;
+  /// The step's table traffic: the lookups of plan inputs pulled at once,
+  /// the pushes sent at once.
+  std::unique_ptr<TableBatch> batch;
   std::vector<std::unique_ptr<Node>> nodes;
   std::vector<int> aliasOf;
   std::vector<std::unique_ptr<MemoryPlan>> plans;

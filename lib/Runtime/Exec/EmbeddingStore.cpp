@@ -14,6 +14,16 @@ using namespace heterps::runtime;
 
 EmbeddingStore::~EmbeddingStore() = default;
 
+void EmbeddingStore::pullMany(const std::vector<TablePull> &pulls) {
+  for (const TablePull &p : pulls)
+    pull(p.table, p.keys, p.n, p.rows);
+}
+
+void EmbeddingStore::pushMany(const std::vector<TablePush> &pushes) {
+  for (const TablePush &p : pushes)
+    push(p.table, p.keys, p.n, p.grads);
+}
+
 bool EmbeddingStore::createDense(const std::string &name, const Tensor &,
                                  const OptimizerConfig &) {
   fail() << "dense tensor '" << name

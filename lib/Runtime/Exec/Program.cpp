@@ -32,7 +32,16 @@ struct Program::MemoryPlan {
   std::vector<Shape> inputShapes;
   std::vector<Node *> active;
   std::vector<Tensor> values;
+  /// The lookups whose ids are plan inputs, with their tables: their rows
+  /// are pulled together before the step.
+  std::vector<std::pair<Node *, int>> prefetch;
 };
+
+/// Whether `op` reads rows of a table by the ids of its first operand.
+static bool isTableLookup(const plan::Op &op) {
+  return op.name() == "heterps.embedding_lookup" ||
+         op.name() == "heterps.ps_pull";
+}
 
 static bool hasSideEffect(const std::string &name) {
   return name == "heterps.update_param" || name == "heterps.ps_push" ||
@@ -69,6 +78,8 @@ Program::Program(const plan::Plan &plan, ParamStore &params,
     : planRef(plan), profiling(options.profile) {
   context.params = &params;
   context.tables = &tables;
+  batch = std::make_unique<TableBatch>();
+  context.batch = batch.get();
   context.seed = options.seed;
   context.threads = options.threads;
   omp_set_num_threads(std::max(1, options.threads));
@@ -288,6 +299,14 @@ Program::MemoryPlan &Program::planFor(const std::vector<const Tensor *> &inputs,
     mp->values[id] = Tensor::view(t.dtype(), t.shape(), nullptr);
     defined[id] = true;
   }
+  for (Node *node : mp->active)
+    if (isTableLookup(*node->op) && !node->inputs.empty() &&
+        defined[node->inputs[0]]) {
+      auto table = node->op->attrs().find("table");
+      if (table != node->op->attrs().end())
+        mp->prefetch.push_back(
+            {node, context.tables->tableId(table->second.s())});
+    }
   std::vector<Shape> shapes;
   for (Node *node : mp->active) {
     shapes.clear();
@@ -337,6 +356,11 @@ Program::run(const std::vector<const Tensor *> &inputs, bool training,
   context.training = training;
   if (training)
     ++context.step;
+  batch->clearPulls();
+  for (auto [node, table] : mp.prefetch)
+    batch->addPull(node->op, table, mp.values[node->inputs[0]]);
+  batch->pull(*context.tables);
+  batch->collectingPushes = training;
   std::vector<const Tensor *> &in = inScratch;
   std::vector<Tensor *> &out = outScratch;
   for (Node *node : mp.active) {
@@ -362,6 +386,9 @@ Program::run(const std::vector<const Tensor *> &inputs, bool training,
       node->kernel->run(in, out, context);
     }
   }
+  if (training)
+    batch->push(*context.tables);
+  batch->collectingPushes = false;
   results.clear();
   for (int o : outputs)
     results.push_back(&mp.values[resolve(planRef.outputs(o))]);

@@ -10,6 +10,7 @@
 #include "heterps/Runtime/Error.h"
 #include "heterps/Runtime/Kernel.h"
 #include "heterps/Runtime/ParamStore.h"
+#include "heterps/Runtime/TableBatch.h"
 
 #include <cstring>
 
@@ -115,16 +116,24 @@ public:
   void run(const std::vector<const Tensor *> &in,
            const std::vector<Tensor *> &res, ExecContext &ctx) override {
     int id = tableOf(ctx);
-    const int64_t *keys = keysOf(*in[0], keyScratch);
     int64_t n = in[0]->numElements();
+    const float *pulled =
+        ctx.batch ? ctx.batch->rowsFor(&info.planOp()) : nullptr;
     if (combiner == Combiner::None) {
-      ctx.tables->pull(id, keys, n, res[0]->as<float>());
+      if (pulled)
+        std::memcpy(res[0]->data(), pulled, n * dim * sizeof(float));
+      else
+        ctx.tables->pull(id, keysOf(*in[0], keyScratch), n,
+                         res[0]->as<float>());
       return;
     }
-    if (scratch.rank() != 2 || scratch.dim(0) != n || scratch.dim(1) != dim)
-      scratch.resize(DType::F32, {n, dim});
-    ctx.tables->pull(id, keys, n, scratch.as<float>());
-    const float *rows = scratch.as<float>();
+    const float *rows = pulled;
+    if (!rows) {
+      if (scratch.rank() != 2 || scratch.dim(0) != n || scratch.dim(1) != dim)
+        scratch.resize(DType::F32, {n, dim});
+      ctx.tables->pull(id, keysOf(*in[0], keyScratch), n, scratch.as<float>());
+      rows = scratch.as<float>();
+    }
     float *out = res[0]->as<float>();
     int64_t bags = bag ? n / bag : 0;
     float scale = combiner == Combiner::Mean && bag ? 1.0f / bag : 1.0f;
@@ -187,8 +196,14 @@ public:
   }
   void run(const std::vector<const Tensor *> &in,
            const std::vector<Tensor *> &res, ExecContext &ctx) override {
-    ctx.tables->pull(tableOf(ctx), keysOf(*in[0], keyScratch),
-                     in[0]->numElements(), res[0]->as<float>());
+    int id = tableOf(ctx);
+    int64_t n = in[0]->numElements();
+    if (const float *pulled =
+            ctx.batch ? ctx.batch->rowsFor(&info.planOp()) : nullptr) {
+      std::memcpy(res[0]->data(), pulled, n * dim * sizeof(float));
+      return;
+    }
+    ctx.tables->pull(id, keysOf(*in[0], keyScratch), n, res[0]->as<float>());
   }
 
 private:
@@ -210,6 +225,11 @@ public:
     if (in[1]->dim(1) != dim)
       fail() << info.describe() << ": table " << id << " '" << tableName
              << "' has dim " << dim << ", the gradients " << in[1]->dim(1);
+    if (ctx.batch && ctx.batch->collectingPushes) {
+      ctx.batch->addPush(id, keysOf(*in[0], keyScratch), in[0]->numElements(),
+                         dim, in[1]->as<float>());
+      return;
+    }
     ctx.tables->push(id, keysOf(*in[0], keyScratch), in[0]->numElements(),
                      in[1]->as<float>());
   }

@@ -178,6 +178,23 @@ StageProgram::StageProgram(const plan::Plan &plan, const plan::Stage &stage,
     segmentHasWork = true;
   }
 
+  // Lookups whose ids come from before their segment: prefetched.
+  for (StageSegment &segment : segmentList) {
+    std::set<int> produced;
+    for (size_t n = segment.firstNode; n < segment.endNode; ++n) {
+      const plan::Op &op = *nodes[n]->op;
+      if ((op.name() == "heterps.embedding_lookup" ||
+           op.name() == "heterps.ps_pull") &&
+          !nodes[n]->inputs.empty() && !produced.count(nodes[n]->inputs[0]) &&
+          op.attrs().count("table"))
+        segment.prefetch.push_back(n);
+      for (int id : nodes[n]->outputs)
+        produced.insert(id);
+    }
+  }
+  tableIds.assign(nodes.size(), -1);
+  ctx.batch = &batch;
+
   // The plan outputs this stage computes, in the segment that computes them.
   for (int o = 0; o < plan.outputs_size(); ++o) {
     int value = resolve(plan.outputs(o));
@@ -229,6 +246,17 @@ void StageProgram::run(int segment, Slot &slot, double weight) {
   if (slot.values.size() != static_cast<size_t>(planRef.values_size()))
     slot.values.resize(planRef.values_size());
   float w = static_cast<float>(weight);
+  batch.clearPulls();
+  for (size_t n : seg.prefetch) {
+    const Tensor &ids = slot.values[nodes[n]->inputs[0]];
+    if (ids.dtype() == DType::Invalid)
+      fail() << nodes[n]->kernel->op().describe() << ": operand value "
+             << nodes[n]->inputs[0] << " is not computed before it";
+    if (tableIds[n] < 0)
+      tableIds[n] = ctx.tables->tableId(nodes[n]->op->attrs().at("table").s());
+    batch.addPull(nodes[n]->op, tableIds[n], ids);
+  }
+  batch.pull(*ctx.tables);
   for (size_t n = seg.firstNode; n < seg.endNode; ++n) {
     Node &node = *nodes[n];
     in.clear();
@@ -303,8 +331,14 @@ void StageProgram::beginStep() {
   }
 }
 
+void StageProgram::flushPushes() {
+  batch.push(*ctx.tables);
+  batch.collectingPushes = false;
+}
+
 void StageProgram::applyStep(const std::vector<StageProgram *> &replicas,
                              int share, int shares) {
+  batch.collectingPushes = true;
   int deferred = 0;
   for (size_t n = 0; n < nodes.size(); ++n) {
     Node &node = *nodes[n];
@@ -336,6 +370,7 @@ void StageProgram::applyStep(const std::vector<StageProgram *> &replicas,
     if (node.accumulated)
       applyNode(node);
   }
+  flushPushes();
 }
 
 void StageProgram::applyNode(Node &node) {
@@ -381,6 +416,7 @@ std::vector<char> packPush(const std::vector<int64_t> &keys,
 } // namespace
 
 void StageProgram::applyStep(Communicator &replicas) {
+  batch.collectingPushes = true;
   int pushes = 0;
   for (auto &nodePointer : nodes) {
     Node &node = *nodePointer;
@@ -439,9 +475,11 @@ void StageProgram::applyStep(Communicator &replicas) {
     }
     applyNode(node);
   }
+  flushPushes();
 }
 
 void StageProgram::pushStepGradients(bool applyLocally) {
+  batch.collectingPushes = true;
   for (auto &nodePointer : nodes) {
     Node &node = *nodePointer;
     if (!node.accumulated)
@@ -458,6 +496,7 @@ void StageProgram::pushStepGradients(bool applyLocally) {
       applyNode(node);
     }
   }
+  flushPushes();
 }
 
 std::vector<std::string> StageProgram::updatedParameters() const {

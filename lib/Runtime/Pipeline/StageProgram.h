@@ -19,6 +19,7 @@
 
 #include "heterps/Runtime/Communicator.h"
 #include "heterps/Runtime/Kernel.h"
+#include "heterps/Runtime/TableBatch.h"
 #include "heterps/Runtime/Trace.h"
 #include "heterps/plan.pb.h"
 
@@ -46,6 +47,9 @@ struct StageSegment {
   std::vector<ChannelPoint> recvs, sends;
   std::vector<ProgramPoint> inputs, outputs;
   size_t firstNode = 0, endNode = 0;
+  /// The table lookups whose ids the segment does not compute: their rows
+  /// are pulled together before it runs.
+  std::vector<size_t> prefetch;
 };
 
 /// The segments StageProgram splits `stage` into, without building it.
@@ -114,6 +118,12 @@ private:
   void applyNode(Node &node);
   const plan::Plan &planRef;
   ExecContext ctx;
+  /// The segment's pulls and the step's pushes, in one request each.
+  TableBatch batch;
+  /// Per node, the store's id of its table (-1: not resolved yet).
+  std::vector<int> tableIds;
+  /// Sends the pushes the step's deferred ops left in `batch`.
+  void flushPushes();
   std::vector<std::unique_ptr<Node>> nodes;
   std::vector<StageSegment> segmentList;
   bool profiling = false;

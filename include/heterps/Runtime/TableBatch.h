@@ -1,0 +1,67 @@
+//===- TableBatch.h - A step's table traffic in few requests ----*- C++ -*-===//
+//
+// A step of a CTR model looks up and pushes to many tables; a PS service
+// answers each call over the network. The executors gather a step's table
+// traffic here: the rows of every lookup whose ids are known before the
+// step (or segment) runs are pulled in one pullMany, which a PS client
+// sends as one request per server, and the step's pushes are collected and
+// sent in one pushMany after it. The kernels read their rows from here and
+// leave their pushes here.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HETERPS_RUNTIME_TABLEBATCH_H
+#define HETERPS_RUNTIME_TABLEBATCH_H
+
+#include "heterps/Runtime/EmbeddingStore.h"
+#include "heterps/Runtime/Tensor.h"
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+namespace heterps::plan {
+class Op;
+} // namespace heterps::plan
+
+namespace heterps::runtime {
+
+class TableBatch {
+public:
+  /// Forgets the rows of the last pull.
+  void clearPulls();
+  /// Asks for the rows of `ids` (i32 or i64) of table `table`, for `op`.
+  void addPull(const plan::Op *op, int table, const Tensor &ids);
+  /// Pulls every row asked for since clearPulls(), in one pullMany.
+  void pull(EmbeddingStore &store);
+  /// The rows pulled for `op` (one per id, in order), or null.
+  const float *rowsFor(const plan::Op *op) const;
+
+  /// While set, kernels leave their pushes here instead of sending them.
+  bool collectingPushes = false;
+  /// Keeps a push of `n` keys and n x dim gradients.
+  void addPush(int table, const int64_t *keys, int64_t n, int64_t dim,
+               const float *grads);
+  /// Sends the pushes kept, in one pushMany, and forgets them.
+  void push(EmbeddingStore &store);
+
+private:
+  struct Pull {
+    int table = 0;
+    std::vector<int64_t> keys;
+    std::vector<float> rows;
+  };
+  std::map<const plan::Op *, Pull> pulls;
+  std::vector<const plan::Op *> order;
+  struct Push {
+    int table = 0;
+    std::vector<int64_t> keys;
+    std::vector<float> grads;
+  };
+  std::vector<Push> pushes;
+  size_t pushCount = 0;
+};
+
+} // namespace heterps::runtime
+
+#endif // HETERPS_RUNTIME_TABLEBATCH_H
