@@ -52,7 +52,7 @@ public:
   }
   Status pushMany(const std::vector<KeyRows> &parts, uint64_t client,
                   uint64_t seq, v1::PushResponse *response) override {
-    std::vector<Shard::PushPart> pushes;
+    pushes.clear();
     for (const KeyRows &p : parts)
       pushes.push_back({p.table, p.keys, p.n, p.rows, false});
     return shard.pushMany(pushes, client, seq, response);
@@ -84,6 +84,8 @@ public:
 
 private:
   Shard &shard;
+  // Kept between calls (one call at a time per server).
+  std::vector<Shard::PushPart> pushes;
 };
 
 } // namespace
@@ -538,8 +540,11 @@ struct Client::ManyScratch {
     std::vector<float> uniqueRows;
   };
   std::vector<Split> tables;
-  /// Per server, its requests: each at most maxKeysPerRequest keys.
+  std::vector<uint32_t> ids;
+  /// Per server, its requests (the first used[s]): each at most
+  /// maxKeysPerRequest keys. The vectors are kept between calls.
   std::vector<std::vector<std::vector<KeyRows>>> requests;
+  std::vector<size_t> used;
 
   void split(const runtime::TableInfo &info, uint64_t vocab,
              const int64_t *keys, int64_t n, size_t servers, Split &out) {
@@ -574,9 +579,9 @@ struct Client::ManyScratch {
   }
 
   /// Cuts each server's tables into requests of at most `maxKeys` keys.
-  void plan(const std::vector<uint32_t> &tableIds, size_t servers,
-            size_t maxKeys) {
-    requests.assign(servers, {});
+  void plan(size_t servers, size_t maxKeys) {
+    requests.resize(servers);
+    used.assign(servers, 0);
     for (size_t s = 0; s < servers; ++s) {
       size_t room = 0;
       for (size_t i = 0; i < tables.size(); ++i) {
@@ -585,12 +590,14 @@ struct Client::ManyScratch {
         t.rows[s].resize(k.size() * t.dim);
         for (size_t at = 0; at < k.size();) {
           if (room == 0) {
-            requests[s].emplace_back();
+            if (used[s] == requests[s].size())
+              requests[s].emplace_back();
+            requests[s][used[s]++].clear();
             room = maxKeys;
           }
           size_t m = std::min(room, k.size() - at);
-          requests[s].back().push_back(
-              {tableIds[i], static_cast<uint32_t>(t.dim), k.data() + at, m,
+          requests[s][used[s] - 1].push_back(
+              {ids[i], static_cast<uint32_t>(t.dim), k.data() + at, m,
                t.rows[s].data() + at * t.dim});
           at += m;
           room -= m;
@@ -608,19 +615,19 @@ void Client::pullMany(const std::vector<runtime::TablePull> &pulls) {
     many = std::make_unique<ManyScratch>();
   ManyScratch &m = *many;
   m.tables.resize(pulls.size());
-  std::vector<uint32_t> ids;
+  m.ids.clear();
   for (size_t i = 0; i < pulls.size(); ++i) {
     const Table &t = get(pulls[i].table);
     m.split(t.info, t.vocab, pulls[i].keys, pulls[i].n, servers.size(),
             m.tables[i]);
-    ids.push_back(static_cast<uint32_t>(pulls[i].table));
+    m.ids.push_back(static_cast<uint32_t>(pulls[i].table));
   }
-  m.plan(ids, servers.size(), opts.maxKeysPerRequest);
+  m.plan(servers.size(), opts.maxKeysPerRequest);
   forEachServerIf(
-      [&](size_t s) { return !m.requests[s].empty(); },
+      [&](size_t s) { return m.used[s] > 0; },
       [&](size_t s) {
-        for (const std::vector<KeyRows> &request : m.requests[s])
-          if (Status st = servers[s]->pullMany(request); !st.ok())
+        for (size_t r = 0; r < m.used[s]; ++r)
+          if (Status st = servers[s]->pullMany(m.requests[s][r]); !st.ok())
             raise(s, "pulling " + std::to_string(pulls.size()) + " tables", st);
       });
   for (size_t i = 0; i < pulls.size(); ++i) {
@@ -645,13 +652,13 @@ void Client::pushMany(const std::vector<runtime::TablePush> &pushes) {
     many = std::make_unique<ManyScratch>();
   ManyScratch &m = *many;
   m.tables.resize(pushes.size());
-  std::vector<uint32_t> ids;
+  m.ids.clear();
   for (size_t i = 0; i < pushes.size(); ++i) {
     const Table &t = get(pushes[i].table);
     ManyScratch::Split &split = m.tables[i];
     m.split(t.info, t.vocab, pushes[i].keys, pushes[i].n, servers.size(),
             split);
-    ids.push_back(static_cast<uint32_t>(pushes[i].table));
+    m.ids.push_back(static_cast<uint32_t>(pushes[i].table));
     // Duplicate keys are summed here, so each goes to its server once.
     size_t dim = split.dim;
     split.uniqueRows.assign(split.unique.size() * dim, 0.0f);
@@ -662,7 +669,7 @@ void Client::pushMany(const std::vector<runtime::TablePush> &pushes) {
         dst[j] += src[j];
     }
   }
-  m.plan(ids, servers.size(), opts.maxKeysPerRequest);
+  m.plan(servers.size(), opts.maxKeysPerRequest);
   for (ManyScratch::Split &t : m.tables)
     for (size_t s = 0; s < servers.size(); ++s)
       for (size_t j = 0; j < t.slots[s].size(); ++j)
@@ -670,13 +677,14 @@ void Client::pushMany(const std::vector<runtime::TablePush> &pushes) {
                     t.uniqueRows.data() + t.slots[s][j] * t.dim,
                     t.dim * sizeof(float));
   forEachServerIf(
-      [&](size_t s) { return !m.requests[s].empty(); },
+      [&](size_t s) { return m.used[s] > 0; },
       [&](size_t s) {
         std::lock_guard<std::mutex> order(*pushLocks[s]);
-        for (const std::vector<KeyRows> &request : m.requests[s]) {
+        for (size_t r = 0; r < m.used[s]; ++r) {
           v1::PushResponse response;
           uint64_t seq = nextSeq[s]++;
-          if (Status st = servers[s]->pushMany(request, id, seq, &response);
+          if (Status st =
+                  servers[s]->pushMany(m.requests[s][r], id, seq, &response);
               !st.ok())
             raise(s, "pushing to " + std::to_string(pushes.size()) + " tables",
                   st);

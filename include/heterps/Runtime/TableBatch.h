@@ -60,6 +60,9 @@ private:
   };
   std::vector<Push> pushes;
   size_t pushCount = 0;
+  // The requests, kept so that a steady-state step does not allocate.
+  std::vector<TablePull> pullRequests;
+  std::vector<TablePush> pushRequests;
 };
 
 } // namespace heterps::runtime

@@ -32,14 +32,14 @@ void TableBatch::addPull(const plan::Op *op, int table, const Tensor &ids) {
 void TableBatch::pull(EmbeddingStore &store) {
   if (order.empty())
     return;
-  std::vector<TablePull> requests;
+  pullRequests.clear();
   for (const plan::Op *op : order) {
     Pull &pull = pulls[op];
     int64_t n = static_cast<int64_t>(pull.keys.size());
     pull.rows.resize(n * store.table(pull.table).dim);
-    requests.push_back({pull.table, pull.keys.data(), n, pull.rows.data()});
+    pullRequests.push_back({pull.table, pull.keys.data(), n, pull.rows.data()});
   }
-  store.pullMany(requests);
+  store.pullMany(pullRequests);
 }
 
 const float *TableBatch::rowsFor(const plan::Op *op) const {
@@ -62,11 +62,11 @@ void TableBatch::addPush(int table, const int64_t *keys, int64_t n, int64_t dim,
 void TableBatch::push(EmbeddingStore &store) {
   if (pushCount == 0)
     return;
-  std::vector<TablePush> requests;
+  pushRequests.clear();
   for (size_t i = 0; i < pushCount; ++i)
-    requests.push_back({pushes[i].table, pushes[i].keys.data(),
-                        static_cast<int64_t>(pushes[i].keys.size()),
-                        pushes[i].grads.data()});
+    pushRequests.push_back({pushes[i].table, pushes[i].keys.data(),
+                            static_cast<int64_t>(pushes[i].keys.size()),
+                            pushes[i].grads.data()});
   pushCount = 0;
-  store.pushMany(requests);
+  store.pushMany(pushRequests);
 }
