@@ -451,6 +451,79 @@ TEST(PSServiceTest, ExactSumsOverGrpc) {
   exactSums([&] { return cluster.client(); });
 }
 
+/// Several tables pulled and pushed in one request per server end where
+/// one call per table does: three tables (one with a vocabulary), keys with
+/// duplicates, over gRPC to 2 servers, against the same calls made one table
+/// at a time on another 2 servers.
+TEST(PSServiceTest, ManyTablesInOneRequestEqualOneCallPerTable) {
+  Cluster many(2), single(2);
+  std::unique_ptr<Client> a = many.client(), b = single.client();
+  for (Client *c : {a.get(), b.get()}) {
+    c->connect();
+    for (uint32_t id : {0u, 1u, 2u}) {
+      v1::TableConfig config = tableConfig(id, 2 + id, "adagrad", 0.1, 0.5);
+      if (id == 1)
+        config.set_vocab(50);
+      c->createTable(config);
+    }
+  }
+  std::mt19937_64 rng(9);
+  for (int step = 0; step < 5; ++step) {
+    std::vector<std::vector<int64_t>> keys(3);
+    std::vector<std::vector<float>> grads(3), rowsA(3), rowsB(3);
+    std::vector<runtime::TablePull> pulls;
+    std::vector<runtime::TablePush> pushes;
+    for (int t = 0; t < 3; ++t) {
+      for (int i = 0; i < 300; ++i)
+        keys[t].push_back(static_cast<int64_t>(rng() % 200));
+      int dim = 2 + t;
+      for (size_t i = 0; i < keys[t].size() * dim; ++i)
+        grads[t].push_back(static_cast<float>(rng() % 100) / 100 - 0.5f);
+      rowsA[t].resize(keys[t].size() * dim);
+      rowsB[t].resize(keys[t].size() * dim);
+      pulls.push_back({t, keys[t].data(), 300, rowsA[t].data()});
+      pushes.push_back({t, keys[t].data(), 300, grads[t].data()});
+    }
+    a->pullMany(pulls);
+    for (int t = 0; t < 3; ++t)
+      b->pull(t, keys[t].data(), 300, rowsB[t].data());
+    for (int t = 0; t < 3; ++t)
+      EXPECT_EQ(rowsA[t], rowsB[t]) << "table " << t << " step " << step;
+    a->pushMany(pushes);
+    for (int t = 0; t < 3; ++t)
+      b->push(t, keys[t].data(), 300, grads[t].data());
+  }
+}
+
+TEST(PSShardTest, PushOfSeveralTablesIsAppliedOnceAsAWhole) {
+  Shard s(ShardOptions{});
+  bool created;
+  ASSERT_TRUE(s.createTable(tableConfig(0, 1, "sgd", 1.0, 1.0), &created).ok());
+  ASSERT_TRUE(s.createTable(tableConfig(1, 2, "sgd", 1.0, 1.0), &created).ok());
+  uint64_t k0 = 3, k1 = 4;
+  float g0[1] = {0.5f}, g1[2] = {0.25f, 0.125f};
+  std::vector<Shard::PushPart> parts = {{0, &k0, 1, g0, false},
+                                        {1, &k1, 1, g1, false}};
+  v1::PushResponse first, retry;
+  ASSERT_TRUE(s.pushMany(parts, 42, 7, &first).ok());
+  ASSERT_TRUE(s.pushMany(parts, 42, 7, &retry).ok());
+  EXPECT_FALSE(first.duplicate());
+  EXPECT_TRUE(retry.duplicate());
+  float r0[1], r1[2];
+  ASSERT_TRUE(s.pull(0, &k0, 1, r0).ok());
+  ASSERT_TRUE(s.pull(1, &k1, 1, r1).ok());
+  EXPECT_EQ(r0[0], 0.5f);
+  EXPECT_EQ(r1[0], 0.75f);
+  EXPECT_EQ(r1[1], 0.875f);
+  // A bad part applies nothing.
+  uint64_t bad = 5;
+  parts.push_back({9, &bad, 1, g0, false});
+  v1::PushResponse refused;
+  EXPECT_EQ(s.pushMany(parts, 42, 8, &refused).code, Code::NotFound);
+  ASSERT_TRUE(s.pull(0, &k0, 1, r0).ok());
+  EXPECT_EQ(r0[0], 0.5f);
+}
+
 TEST(PSServiceTest, ClientChecksTheServerList) {
   Cluster cluster(2);
   ClientOptions o;
