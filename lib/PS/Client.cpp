@@ -81,6 +81,10 @@ public:
     shard.info(response);
     return {};
   }
+  Status metrics(std::string *) override {
+    return Status::error(Code::FailedPrecondition,
+                         "the embedded server keeps no call metrics");
+  }
 
 private:
   Shard &shard;

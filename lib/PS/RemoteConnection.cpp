@@ -226,6 +226,16 @@ public:
     });
   }
 
+  Status metrics(std::string *text) override {
+    v1::MetricsRequest request;
+    v1::MetricsResponse response;
+    Status s = call([&](grpc::ClientContext *c) {
+      return stub->Metrics(c, request, &response);
+    });
+    *text = response.text();
+    return s;
+  }
+
 private:
   /// Calls `rpc` until it succeeds, fails with a code other than
   /// UNAVAILABLE, or the deadline (the options' times `scale`) passes. An

@@ -8,9 +8,11 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <sstream>
 #include <thread>
 
 using namespace heterps;
@@ -84,9 +86,9 @@ public:
   Service(Shard &shard, const ServerOptions &options)
       : shard(shard), access(options.authToken, options.adminToken) {}
 
-  grpc::Status CreateTable(grpc::ServerContext *context,
-                           const v1::CreateTableRequest *request,
-                           v1::CreateTableResponse *response) override {
+  grpc::Status handleCreateTable(grpc::ServerContext *context,
+                                 const v1::CreateTableRequest *request,
+                                 v1::CreateTableResponse *response) {
     // Workers "create" their tables at start-up: with the data token that
     // is allowed where it only checks a table that exists.
     if (grpc::Status denied = access.check(context, Access::Admin);
@@ -102,17 +104,17 @@ public:
     return toGrpc(s);
   }
 
-  grpc::Status DescribeTable(grpc::ServerContext *context,
-                             const v1::DescribeTableRequest *request,
-                             v1::TableStatus *response) override {
+  grpc::Status handleDescribeTable(grpc::ServerContext *context,
+                                   const v1::DescribeTableRequest *request,
+                                   v1::TableStatus *response) {
     if (grpc::Status denied = access.check(context, Access::Data); !denied.ok())
       return denied;
     return toGrpc(shard.describeTable(request->table_id(), response));
   }
 
-  grpc::Status Pull(grpc::ServerContext *context,
-                    const v1::PullRequest *request,
-                    v1::PullResponse *response) override {
+  grpc::Status handlePull(grpc::ServerContext *context,
+                          const v1::PullRequest *request,
+                          v1::PullResponse *response) {
     if (grpc::Status denied = access.check(context, Access::Data); !denied.ok())
       return denied;
     thread_local std::vector<uint64_t> keys;
@@ -127,9 +129,9 @@ public:
                              reinterpret_cast<float *>(rows->data())));
   }
 
-  grpc::Status Push(grpc::ServerContext *context,
-                    const v1::PushRequest *request,
-                    v1::PushResponse *response) override {
+  grpc::Status handlePush(grpc::ServerContext *context,
+                          const v1::PushRequest *request,
+                          v1::PushResponse *response) {
     if (grpc::Status denied = access.check(
             context, (request->assign() ? Access::Admin : Access::Data));
         !denied.ok())
@@ -156,9 +158,9 @@ public:
                              request->assign(), response));
   }
 
-  grpc::Status PullMany(grpc::ServerContext *context,
-                        const v1::PullManyRequest *request,
-                        v1::PullManyResponse *response) override {
+  grpc::Status handlePullMany(grpc::ServerContext *context,
+                              const v1::PullManyRequest *request,
+                              v1::PullManyResponse *response) {
     if (grpc::Status denied = access.check(context, Access::Data); !denied.ok())
       return denied;
     thread_local std::vector<uint64_t> keys;
@@ -177,9 +179,9 @@ public:
     return grpc::Status::OK;
   }
 
-  grpc::Status PushMany(grpc::ServerContext *context,
-                        const v1::PushManyRequest *request,
-                        v1::PushResponse *response) override {
+  grpc::Status handlePushMany(grpc::ServerContext *context,
+                              const v1::PushManyRequest *request,
+                              v1::PushResponse *response) {
     bool assign = false;
     for (const v1::PushRequest &push : request->pushes())
       assign |= push.assign();
@@ -217,9 +219,9 @@ public:
         shard.pushMany(parts, request->client_id(), request->seq(), response));
   }
 
-  grpc::Status CreateDense(grpc::ServerContext *context,
-                           const v1::CreateDenseRequest *request,
-                           v1::CreateDenseResponse *response) override {
+  grpc::Status handleCreateDense(grpc::ServerContext *context,
+                                 const v1::CreateDenseRequest *request,
+                                 v1::CreateDenseResponse *response) {
     if (grpc::Status denied = access.check(context, Access::Admin);
         !denied.ok()) {
       v1::DenseTensor existing;
@@ -234,17 +236,17 @@ public:
     return toGrpc(s);
   }
 
-  grpc::Status PullDense(grpc::ServerContext *context,
-                         const v1::PullDenseRequest *request,
-                         v1::DenseTensor *response) override {
+  grpc::Status handlePullDense(grpc::ServerContext *context,
+                               const v1::PullDenseRequest *request,
+                               v1::DenseTensor *response) {
     if (grpc::Status denied = access.check(context, Access::Data); !denied.ok())
       return denied;
     return toGrpc(shard.pullDense(request->name(), response));
   }
 
-  grpc::Status PushDense(grpc::ServerContext *context,
-                         const v1::PushDenseRequest *request,
-                         v1::PushResponse *response) override {
+  grpc::Status handlePushDense(grpc::ServerContext *context,
+                               const v1::PushDenseRequest *request,
+                               v1::PushResponse *response) {
     if (grpc::Status denied = access.check(context, Access::Data); !denied.ok())
       return denied;
     if (request->grads().size() % sizeof(float))
@@ -258,34 +260,271 @@ public:
                                   response));
   }
 
-  grpc::Status Checkpoint(grpc::ServerContext *context,
-                          const v1::CheckpointRequest *request,
-                          v1::CheckpointResponse *response) override {
+  grpc::Status handleCheckpoint(grpc::ServerContext *context,
+                                const v1::CheckpointRequest *request,
+                                v1::CheckpointResponse *response) {
     if (grpc::Status denied = access.check(context, Access::Admin);
         !denied.ok())
       return denied;
     return toGrpc(shard.checkpoint(request->name(), request->step(), response));
   }
 
-  grpc::Status Restore(grpc::ServerContext *context,
-                       const v1::RestoreRequest *request,
-                       v1::RestoreResponse *response) override {
+  grpc::Status handleRestore(grpc::ServerContext *context,
+                             const v1::RestoreRequest *request,
+                             v1::RestoreResponse *response) {
     if (grpc::Status denied = access.check(context, Access::Admin);
         !denied.ok())
       return denied;
     return toGrpc(shard.restore(request->name(), response));
   }
 
-  grpc::Status ServerInfo(grpc::ServerContext *context,
-                          const v1::ServerInfoRequest *,
-                          v1::ServerInfoResponse *response) override {
+  grpc::Status handleServerInfo(grpc::ServerContext *context,
+                                const v1::ServerInfoRequest *,
+                                v1::ServerInfoResponse *response) {
     if (grpc::Status denied = access.check(context, Access::Data); !denied.ok())
       return denied;
     shard.info(response);
     return grpc::Status::OK;
   }
 
+  // The calls, each timed into its method's histogram.
+  grpc::Status CreateTable(grpc::ServerContext *context,
+                           const v1::CreateTableRequest *request,
+                           v1::CreateTableResponse *response) override {
+    return timed(Method::CreateTable,
+                 [&] { return handleCreateTable(context, request, response); });
+  }
+
+  grpc::Status DescribeTable(grpc::ServerContext *context,
+                             const v1::DescribeTableRequest *request,
+                             v1::TableStatus *response) override {
+    return timed(Method::DescribeTable, [&] {
+      return handleDescribeTable(context, request, response);
+    });
+  }
+
+  grpc::Status Pull(grpc::ServerContext *context,
+                    const v1::PullRequest *request,
+                    v1::PullResponse *response) override {
+    pulledKeys += request->keys().size() / sizeof(uint64_t);
+    return timed(Method::Pull,
+                 [&] { return handlePull(context, request, response); });
+  }
+
+  grpc::Status Push(grpc::ServerContext *context,
+                    const v1::PushRequest *request,
+                    v1::PushResponse *response) override {
+    pushedKeys += request->keys().size() / sizeof(uint64_t);
+    return timed(Method::Push,
+                 [&] { return handlePush(context, request, response); });
+  }
+
+  grpc::Status PullMany(grpc::ServerContext *context,
+                        const v1::PullManyRequest *request,
+                        v1::PullManyResponse *response) override {
+    for (const v1::PullRequest &pull : request->pulls())
+      pulledKeys += pull.keys().size() / sizeof(uint64_t);
+    return timed(Method::PullMany,
+                 [&] { return handlePullMany(context, request, response); });
+  }
+
+  grpc::Status PushMany(grpc::ServerContext *context,
+                        const v1::PushManyRequest *request,
+                        v1::PushResponse *response) override {
+    for (const v1::PushRequest &push : request->pushes())
+      pushedKeys += push.keys().size() / sizeof(uint64_t);
+    return timed(Method::PushMany,
+                 [&] { return handlePushMany(context, request, response); });
+  }
+
+  grpc::Status CreateDense(grpc::ServerContext *context,
+                           const v1::CreateDenseRequest *request,
+                           v1::CreateDenseResponse *response) override {
+    return timed(Method::CreateDense,
+                 [&] { return handleCreateDense(context, request, response); });
+  }
+
+  grpc::Status PullDense(grpc::ServerContext *context,
+                         const v1::PullDenseRequest *request,
+                         v1::DenseTensor *response) override {
+    return timed(Method::PullDense,
+                 [&] { return handlePullDense(context, request, response); });
+  }
+
+  grpc::Status PushDense(grpc::ServerContext *context,
+                         const v1::PushDenseRequest *request,
+                         v1::PushResponse *response) override {
+    return timed(Method::PushDense,
+                 [&] { return handlePushDense(context, request, response); });
+  }
+
+  grpc::Status Checkpoint(grpc::ServerContext *context,
+                          const v1::CheckpointRequest *request,
+                          v1::CheckpointResponse *response) override {
+    return timed(Method::Checkpoint,
+                 [&] { return handleCheckpoint(context, request, response); });
+  }
+
+  grpc::Status Restore(grpc::ServerContext *context,
+                       const v1::RestoreRequest *request,
+                       v1::RestoreResponse *response) override {
+    return timed(Method::Restore,
+                 [&] { return handleRestore(context, request, response); });
+  }
+
+  grpc::Status ServerInfo(grpc::ServerContext *context,
+                          const v1::ServerInfoRequest *request,
+                          v1::ServerInfoResponse *response) override {
+    return timed(Method::ServerInfo,
+                 [&] { return handleServerInfo(context, request, response); });
+  }
+
+  grpc::Status Metrics(grpc::ServerContext *context, const v1::MetricsRequest *,
+                       v1::MetricsResponse *response) override {
+    return timed(Method::Metrics, [&] {
+      if (grpc::Status denied = access.check(context, Access::Data);
+          !denied.ok())
+        return denied;
+      response->set_text(metricsText());
+      return grpc::Status::OK;
+    });
+  }
+
 private:
+  enum class Method {
+    CreateTable,
+    DescribeTable,
+    Pull,
+    Push,
+    PullMany,
+    PushMany,
+    CreateDense,
+    PullDense,
+    PushDense,
+    Checkpoint,
+    Restore,
+    ServerInfo,
+    Metrics,
+    Count
+  };
+  static constexpr const char *kMethodNames[] = {
+      "CreateTable", "DescribeTable", "Pull",      "Push",      "PullMany",
+      "PushMany",    "CreateDense",   "PullDense", "PushDense", "Checkpoint",
+      "Restore",     "ServerInfo",    "Metrics"};
+  /// Upper bounds of the latency histogram's buckets, in seconds.
+  static constexpr double kBuckets[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025,
+                                        0.005,  0.01,    0.025,  0.05,  0.1,
+                                        0.25,   0.5,     1,      2.5,   10};
+  static constexpr size_t kNumBuckets = sizeof(kBuckets) / sizeof(double);
+  struct MethodStats {
+    std::atomic<uint64_t> calls{0}, errors{0}, nanos{0};
+    std::atomic<uint64_t> buckets[kNumBuckets + 1] = {};
+  };
+  MethodStats stats[static_cast<size_t>(Method::Count)];
+
+  template <typename Fn> grpc::Status timed(Method method, Fn &&fn) {
+    auto start = std::chrono::steady_clock::now();
+    grpc::Status status = fn();
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    MethodStats &m = stats[static_cast<size_t>(method)];
+    ++m.calls;
+    if (!status.ok())
+      ++m.errors;
+    m.nanos += static_cast<uint64_t>(seconds * 1e9);
+    size_t b = 0;
+    while (b < kNumBuckets && seconds > kBuckets[b])
+      ++b;
+    ++m.buckets[b];
+    return status;
+  }
+
+  /// The server's metrics in Prometheus's text format.
+  std::string metricsText() {
+    std::ostringstream out;
+    auto label = [](const std::string &value) {
+      std::string escaped;
+      for (char c : value) {
+        if (c == '\\' || c == '"')
+          escaped += '\\';
+        if (c == '\n') {
+          escaped += "\\n";
+          continue;
+        }
+        escaped += c;
+      }
+      return escaped;
+    };
+    out << "# HELP heterps_ps_rpc_seconds Time to answer a call.\n"
+           "# TYPE heterps_ps_rpc_seconds histogram\n";
+    for (size_t m = 0; m < static_cast<size_t>(Method::Count); ++m) {
+      const MethodStats &st = stats[m];
+      uint64_t cumulative = 0;
+      for (size_t b = 0; b <= kNumBuckets; ++b) {
+        cumulative += st.buckets[b];
+        out << "heterps_ps_rpc_seconds_bucket{method=\"" << kMethodNames[m]
+            << "\",le=\"";
+        if (b == kNumBuckets)
+          out << "+Inf";
+        else
+          out << kBuckets[b];
+        out << "\"} " << cumulative << "\n";
+      }
+      out << "heterps_ps_rpc_seconds_sum{method=\"" << kMethodNames[m] << "\"} "
+          << st.nanos * 1e-9 << "\n";
+      out << "heterps_ps_rpc_seconds_count{method=\"" << kMethodNames[m]
+          << "\"} " << st.calls << "\n";
+    }
+    out << "# HELP heterps_ps_rpc_errors_total Calls answered with an "
+           "error.\n# TYPE heterps_ps_rpc_errors_total counter\n";
+    for (size_t m = 0; m < static_cast<size_t>(Method::Count); ++m)
+      out << "heterps_ps_rpc_errors_total{method=\"" << kMethodNames[m]
+          << "\"} " << stats[m].errors << "\n";
+    out << "# HELP heterps_ps_pulled_keys_total Keys pulled.\n"
+           "# TYPE heterps_ps_pulled_keys_total counter\n"
+           "heterps_ps_pulled_keys_total "
+        << pulledKeys << "\n";
+    out << "# HELP heterps_ps_pushed_keys_total Keys pushed.\n"
+           "# TYPE heterps_ps_pushed_keys_total counter\n"
+           "heterps_ps_pushed_keys_total "
+        << pushedKeys << "\n";
+    v1::ServerInfoResponse info;
+    shard.info(&info);
+    out << "# HELP heterps_ps_memory_bytes Bytes of rows in memory.\n"
+           "# TYPE heterps_ps_memory_bytes gauge\n"
+           "heterps_ps_memory_bytes "
+        << info.memory_bytes() << "\n";
+    struct Family {
+      const char *name, *type, *help;
+      uint64_t (*get)(const v1::TableStatus &);
+    };
+    const Family families[] = {
+        {"heterps_ps_rows", "gauge", "Rows of a table on this server.",
+         [](const v1::TableStatus &t) { return uint64_t(t.rows()); }},
+        {"heterps_ps_pushes_applied_total", "counter",
+         "Pushes applied to a table.",
+         [](const v1::TableStatus &t) { return uint64_t(t.pushes_applied()); }},
+        {"heterps_ps_duplicate_pushes_total", "counter",
+         "Repeated pushes recognised and not applied.",
+         [](const v1::TableStatus &t) {
+           return uint64_t(t.duplicate_pushes());
+         }},
+        {"heterps_ps_evicted_rows_total", "counter",
+         "Rows evicted by a table's TTL.",
+         [](const v1::TableStatus &t) { return uint64_t(t.evicted_rows()); }},
+    };
+    for (const Family &f : families) {
+      out << "# HELP " << f.name << " " << f.help << "\n# TYPE " << f.name
+          << " " << f.type << "\n";
+      for (const v1::TableStatus &t : info.tables())
+        out << f.name << "{table=\"" << label(t.config().name()) << "\"} "
+            << f.get(t) << "\n";
+    }
+    return out.str();
+  }
+
+  std::atomic<uint64_t> pulledKeys{0}, pushedKeys{0};
   /// The keys of a request (little-endian uint64 bytes) and the dimension
   /// of its table, checked before anything is allocated for the rows.
   grpc::Status decodeKeys(uint32_t table, const std::string &bytes,

@@ -34,6 +34,9 @@ Commands:
   pull                      read rows: --table=N --keys=FIRST:COUNT[:STRIDE]
       [--out=FILE.pb]       write them as a COUNT x dim TensorProto
       [--expect=VALUE]      exit 1 unless every element equals VALUE exactly
+  metrics                   each server's metrics (Prometheus text format:
+                            calls, errors and latency per method, keys
+                            pulled and pushed, rows and pushes per table)
   checkpoint NAME [--step=S]  every server writes checkpoint NAME
   restore NAME              every server loads NAME ('latest': the newest)
 
@@ -148,8 +151,9 @@ int main(int argc, char **argv) {
     if (std::none_of(std::begin(kOptions), std::end(kOptions),
                      [&](const char *o) { return key == o; }))
       usage("unknown option '--" + key + "'");
-  static const char *kCommands[] = {"info", "create-table", "push-constant",
-                                    "pull", "checkpoint",   "restore"};
+  static const char *kCommands[] = {"info",          "metrics", "create-table",
+                                    "push-constant", "pull",    "checkpoint",
+                                    "restore"};
   if (std::none_of(std::begin(kCommands), std::end(kCommands),
                    [&](const char *c) { return a.command == c; }))
     usage("unknown command '" + a.command + "'");
@@ -179,6 +183,18 @@ int main(int argc, char **argv) {
       client.createTable(s.config());
       return static_cast<int>(id);
     };
+
+    if (a.command == "metrics") {
+      for (const std::string &address : parseServerList(a.need("ps"))) {
+        std::unique_ptr<Connection> c = connectRemote(address, o);
+        std::string text;
+        Status s = c->metrics(&text);
+        if (!s.ok())
+          throw PSError(s.code, address + ": " + s.message);
+        std::printf("# server %s\n%s", address.c_str(), text.c_str());
+      }
+      return 0;
+    }
 
     if (a.command == "info") {
       for (const std::string &address : parseServerList(a.need("ps"))) {

@@ -94,6 +94,8 @@ public:
   virtual Status restore(const std::string &name,
                          v1::RestoreResponse *response) = 0;
   virtual Status info(v1::ServerInfoResponse *response) = 0;
+  /// The server's metrics in Prometheus's text format.
+  virtual Status metrics(std::string *text) = 0;
 };
 
 /// Calls `shard` in this process.
