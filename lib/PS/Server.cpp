@@ -2,6 +2,8 @@
 
 #include "heterps/PS/Server.h"
 
+#include "heterps/PS/Log.h"
+
 #include "heterps/Runtime/Error.h"
 #include "heterps/ps.grpc.pb.h"
 
@@ -576,17 +578,19 @@ std::unique_ptr<Server> Server::start(const ServerOptions &options) {
     bool automatic = options.restore == "auto";
     Status s = impl->shard.restore(automatic ? "latest" : options.restore, &r);
     if (automatic && s.code == Code::NotFound) {
-      std::printf("PS server %u: no complete checkpoint under '%s'; starting "
-                  "empty\n",
-                  options.shard.index, options.shard.checkpointDir.c_str());
+      log(LogLevel::Info, "PS server " + std::to_string(options.shard.index) +
+                              ": no complete checkpoint under '" +
+                              options.shard.checkpointDir +
+                              "'; starting empty");
     } else if (!s.ok())
       runtime::fail() << "PS server " << options.shard.index
                       << ": cannot restore '" << options.restore
                       << "': " << codeName(s.code) << ": " << s.message;
     else
-      std::printf("restored %s at step %lld (%llu rows)\n", r.name().c_str(),
-                  static_cast<long long>(r.step()),
-                  static_cast<unsigned long long>(r.rows()));
+      log(LogLevel::Info, "PS server " + std::to_string(options.shard.index) +
+                              ": restored " + r.name() + " at step " +
+                              std::to_string(r.step()) + " (" +
+                              std::to_string(r.rows()) + " rows)");
   }
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;

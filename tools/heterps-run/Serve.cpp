@@ -8,6 +8,7 @@
 #include "Serve.h"
 
 #include "heterps/PS/Client.h"
+#include "heterps/PS/Log.h"
 #include "heterps/PS/Server.h"
 #include "heterps/Runtime/Error.h"
 
@@ -51,6 +52,9 @@ Options:
                             newest complete ones under --checkpoint-dir
                             (default 0: keep all)
   --port-file=FILE          write the port served on to FILE once serving
+  --log-file=FILE           append the log (timestamped lines with a level,
+                            gRPC's messages included) to FILE instead of
+                            standard output
   --tls-cert=FILE           serve TLS with this certificate chain (PEM) ...
   --tls-key=FILE            ... and its private key (PEM)
   --tls-ca=FILE             require client certificates signed by this CA
@@ -120,7 +124,8 @@ static uint64_t defaultMaxMemory() {
 
 int heterps::run::runServe(int argc, char **argv) {
   ps::ServerOptions o;
-  std::string portFile, tlsCert, tlsKey, tlsCA, tokenFile, adminTokenFile;
+  std::string portFile, tlsCert, tlsKey, tlsCA, tokenFile, adminTokenFile,
+      logFile;
   bool maxMemoryGiven = false;
   std::map<std::string, std::function<void(const std::string &)>> valued{
       {"listen", [&](const std::string &v) { o.listen = v; }},
@@ -144,6 +149,7 @@ int heterps::run::runServe(int argc, char **argv) {
       {"restore", [&](const std::string &v) { o.restore = v; }},
       {"rocksdb-dir", [&](const std::string &v) { o.shard.rocksdbDir = v; }},
       {"port-file", [&](const std::string &v) { portFile = v; }},
+      {"log-file", [&](const std::string &v) { logFile = v; }},
       {"tls-cert", [&](const std::string &v) { tlsCert = v; }},
       {"tls-key", [&](const std::string &v) { tlsKey = v; }},
       {"tls-ca", [&](const std::string &v) { tlsCA = v; }},
@@ -210,6 +216,9 @@ int heterps::run::runServe(int argc, char **argv) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   try {
+    if (!logFile.empty())
+      ps::setLogFile(logFile);
+    ps::routeGrpcLog();
     if (!tlsCert.empty())
       o.tlsCert = ps::readCredentialFile(tlsCert, "--tls-cert");
     if (!tlsKey.empty())
@@ -226,19 +235,19 @@ int heterps::run::runServe(int argc, char **argv) {
     bool loopback = host == "127.0.0.1" || host == "localhost" ||
                     host == "[::1]" || host.rfind("127.", 0) == 0;
     if (!loopback && (o.tlsCert.empty() || o.authToken.empty()))
-      std::fprintf(stderr,
-                   "heterps-run serve: warning: listening on %s without %s: "
-                   "anyone who reaches the port can read and overwrite rows "
-                   "and restore checkpoints (see --tls-cert and "
-                   "--auth-token-file)\n",
-                   o.listen.c_str(),
-                   o.tlsCert.empty() && o.authToken.empty() ? "TLS or a token"
+      ps::log(ps::LogLevel::Warning,
+              "listening on " + o.listen + " without " +
+                  (o.tlsCert.empty() && o.authToken.empty() ? "TLS or a token"
                    : o.tlsCert.empty()                      ? "TLS"
-                                                            : "a token");
+                                                            : "a token") +
+                  ": anyone who reaches the port can read and overwrite "
+                  "rows and restore checkpoints (see --tls-cert and "
+                  "--auth-token-file)");
     std::unique_ptr<ps::Server> server = ps::Server::start(o);
-    std::printf("PS server %u of %u serving on port %d\n", o.shard.index,
-                o.shard.count, server->port());
-    std::fflush(stdout);
+    ps::log(ps::LogLevel::Info, "PS server " + std::to_string(o.shard.index) +
+                                    " of " + std::to_string(o.shard.count) +
+                                    " serving on port " +
+                                    std::to_string(server->port()));
     if (!portFile.empty()) {
       std::string tmp = portFile + ".tmp";
       {
@@ -251,8 +260,9 @@ int heterps::run::runServe(int argc, char **argv) {
     }
     int sig = 0;
     sigwait(&signals, &sig);
-    std::printf("PS server %u: signal %d, shutting down\n", o.shard.index, sig);
-    std::fflush(stdout);
+    ps::log(ps::LogLevel::Info, "PS server " + std::to_string(o.shard.index) +
+                                    ": signal " + std::to_string(sig) +
+                                    ", shutting down");
     server->shutdown();
     return 0;
   } catch (const std::exception &e) {

@@ -55,5 +55,5 @@ echo "worker exit status $status"
 grep -o 'writing checkpoint .ckC.step-100. on PS server 0 .*: UNAVAILABLE' "$T/trainC.err" || cat "$T/trainC.err"
 echo "worker checkpoint at step $(sed -n 's/^step //p' "$T/ckC/MANIFEST")"
 start_server e 0 1 "$T/ps2" --restore=latest
-sed -n 's/^\(restored\) .*\/\(ckC[^ ]*\) \(at step [0-9]*\).*/\1 \2 \3/p' "$T/server.e.log"
+sed -n 's/^.* INFO PS server [0-9]*: \(restored\) .*\/\(ckC[^ ]*\) \(at step [0-9]*\).*/\1 \2 \3/p' "$T/server.e.log"
 train --load="$T/ckC" --steps=10 --ps="$(addresses e)" | grep -E '^loaded'
