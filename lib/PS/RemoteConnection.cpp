@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "heterps/PS/Client.h"
+#include "heterps/PS/Wire.h"
+#include "heterps/Runtime/Error.h"
 
 #include "heterps/ps.grpc.pb.h"
 
@@ -29,6 +31,9 @@ class RemoteConnection : public Connection {
 public:
   RemoteConnection(const std::string &address, const ClientOptions &options)
       : addr(address), opts(options) {
+    if (!parseWire(options.wire, &wire))
+      runtime::fail() << "unknown PS wire format '" << options.wire
+                      << "'; expected f32, f16 or bf16";
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(256 << 20);
     args.SetMaxSendMessageSize(256 << 20);
@@ -78,19 +83,19 @@ public:
     v1::PullRequest &request = pullRequest;
     request.set_table_id(table);
     request.set_keys(keys, n * sizeof(uint64_t));
+    request.set_wire(wire);
     v1::PullResponse &response = pullResponse;
     Status s = call([&](grpc::ClientContext *c) {
       return stub->Pull(c, request, &response);
     });
     if (!s.ok())
       return s;
-    if (response.rows().size() != n * dim * sizeof(float))
+    if (!decodeFloats(wire, response.rows(), n * dim, rows))
       return Status::error(Code::Internal,
                            "the server answered " +
                                std::to_string(response.rows().size()) +
                                " bytes of rows for " + std::to_string(n) +
                                " keys of dimension " + std::to_string(dim));
-    std::memcpy(rows, response.rows().data(), response.rows().size());
     return {};
   }
 
@@ -100,7 +105,8 @@ public:
     v1::PushRequest &request = pushRequest;
     request.set_table_id(table);
     request.set_keys(keys, n * sizeof(uint64_t));
-    request.set_grads(values, n * dim * sizeof(float));
+    encodeFloats(wire, values, n * dim, request.mutable_grads());
+    request.set_wire(wire);
     request.set_client_id(client);
     request.set_seq(seq);
     request.set_assign(assign);
@@ -116,6 +122,7 @@ public:
       v1::PullRequest *pull = request.add_pulls();
       pull->set_table_id(p.table);
       pull->set_keys(p.keys, p.n * sizeof(uint64_t));
+      pull->set_wire(wire);
     }
     v1::PullManyResponse &response = pullManyResponse;
     Status s = call([&](grpc::ClientContext *c) {
@@ -131,13 +138,12 @@ public:
               " tables' rows for " + std::to_string(parts.size()));
     for (size_t i = 0; i < parts.size(); ++i) {
       const std::string &rows = response.pulls(static_cast<int>(i)).rows();
-      if (rows.size() != parts[i].n * parts[i].dim * sizeof(float))
+      if (!decodeFloats(wire, rows, parts[i].n * parts[i].dim, parts[i].rows))
         return Status::error(
             Code::Internal,
             "the server answered " + std::to_string(rows.size()) +
                 " bytes of rows of table " + std::to_string(parts[i].table) +
                 " for " + std::to_string(parts[i].n) + " keys");
-      std::memcpy(parts[i].rows, rows.data(), rows.size());
     }
     return {};
   }
@@ -150,7 +156,8 @@ public:
       v1::PushRequest *push = request.add_pushes();
       push->set_table_id(p.table);
       push->set_keys(p.keys, p.n * sizeof(uint64_t));
-      push->set_grads(p.rows, p.n * p.dim * sizeof(float));
+      encodeFloats(wire, p.rows, p.n * p.dim, push->mutable_grads());
+      push->set_wire(wire);
     }
     request.set_client_id(client);
     request.set_seq(seq);
@@ -294,6 +301,7 @@ private:
   std::unique_ptr<v1::ParameterServer::Stub> stub;
   // Reused request and response messages (the client serializes calls to
   // one server).
+  v1::Wire wire = v1::WIRE_F32;
   v1::PullRequest pullRequest;
   v1::PullResponse pullResponse;
   v1::PushRequest pushRequest;

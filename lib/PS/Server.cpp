@@ -3,6 +3,7 @@
 #include "heterps/PS/Server.h"
 
 #include "heterps/PS/Log.h"
+#include "heterps/PS/Wire.h"
 
 #include "heterps/Runtime/Error.h"
 #include "heterps/ps.grpc.pb.h"
@@ -125,10 +126,8 @@ public:
             decodeKeys(request->table_id(), request->keys(), keys, &dim);
         !s.ok())
       return s;
-    std::string *rows = response->mutable_rows();
-    rows->resize(keys.size() * dim * sizeof(float));
-    return toGrpc(shard.pull(request->table_id(), keys.data(), keys.size(),
-                             reinterpret_cast<float *>(rows->data())));
+    return pullRows(request->table_id(), keys, dim, request->wire(),
+                    response->mutable_rows());
   }
 
   grpc::Status handlePush(grpc::ServerContext *context,
@@ -145,16 +144,9 @@ public:
             decodeKeys(request->table_id(), request->keys(), keys, &dim);
         !s.ok())
       return s;
-    size_t want = keys.size() * dim * sizeof(float);
-    if (request->grads().size() != want)
-      return invalid("table " + std::to_string(request->table_id()) + ": " +
-                     std::to_string(keys.size()) + " keys of dimension " +
-                     std::to_string(dim) + " need " + std::to_string(want) +
-                     " bytes of " +
-                     (request->assign() ? "values" : "gradients") + ", got " +
-                     std::to_string(request->grads().size()));
-    grads.resize(keys.size() * dim);
-    std::memcpy(grads.data(), request->grads().data(), want);
+    if (grpc::Status s = decodeValues(*request, keys.size(), dim, grads);
+        !s.ok())
+      return s;
     return toGrpc(shard.push(request->table_id(), keys.data(), keys.size(),
                              grads.data(), request->client_id(), request->seq(),
                              request->assign(), response));
@@ -171,12 +163,10 @@ public:
       if (grpc::Status s = decodeKeys(pull.table_id(), pull.keys(), keys, &dim);
           !s.ok())
         return s;
-      std::string *rows = response->add_pulls()->mutable_rows();
-      rows->resize(keys.size() * dim * sizeof(float));
-      if (Status s = shard.pull(pull.table_id(), keys.data(), keys.size(),
-                                reinterpret_cast<float *>(rows->data()));
+      if (grpc::Status s = pullRows(pull.table_id(), keys, dim, pull.wire(),
+                                    response->add_pulls()->mutable_rows());
           !s.ok())
-        return toGrpc(s);
+        return s;
     }
     return grpc::Status::OK;
   }
@@ -206,14 +196,9 @@ public:
               decodeKeys(push.table_id(), push.keys(), keys[i], &dim);
           !s.ok())
         return s;
-      size_t want = keys[i].size() * dim * sizeof(float);
-      if (push.grads().size() != want)
-        return invalid("table " + std::to_string(push.table_id()) + ": " +
-                       std::to_string(keys[i].size()) + " keys of dimension " +
-                       std::to_string(dim) + " need " + std::to_string(want) +
-                       " bytes, got " + std::to_string(push.grads().size()));
-      values[i].resize(keys[i].size() * dim);
-      std::memcpy(values[i].data(), push.grads().data(), want);
+      if (grpc::Status s = decodeValues(push, keys[i].size(), dim, values[i]);
+          !s.ok())
+        return s;
       parts[i] = {push.table_id(), keys[i].data(), keys[i].size(),
                   values[i].data(), push.assign()};
     }
@@ -527,6 +512,45 @@ private:
   }
 
   std::atomic<uint64_t> pulledKeys{0}, pushedKeys{0};
+  /// The rows of `keys` as `wire`'s bytes in `out`.
+  grpc::Status pullRows(uint32_t table, const std::vector<uint64_t> &keys,
+                        uint32_t dim, int wire, std::string *out) {
+    if (!v1::Wire_IsValid(wire))
+      return invalid("table " + std::to_string(table) +
+                     ": unknown wire format " + std::to_string(wire));
+    size_t count = keys.size() * dim;
+    if (wire == v1::WIRE_F32) {
+      out->resize(count * sizeof(float));
+      return toGrpc(shard.pull(table, keys.data(), keys.size(),
+                               reinterpret_cast<float *>(out->data())));
+    }
+    thread_local std::vector<float> rows;
+    rows.resize(count);
+    if (Status s = shard.pull(table, keys.data(), keys.size(), rows.data());
+        !s.ok())
+      return toGrpc(s);
+    encodeFloats(static_cast<v1::Wire>(wire), rows.data(), count, out);
+    return grpc::Status::OK;
+  }
+
+  /// A push's gradients (or values) as f32, checked against its keys.
+  grpc::Status decodeValues(const v1::PushRequest &push, size_t keys,
+                            uint32_t dim, std::vector<float> &values) {
+    if (!v1::Wire_IsValid(push.wire()))
+      return invalid("table " + std::to_string(push.table_id()) +
+                     ": unknown wire format " + std::to_string(push.wire()));
+    v1::Wire wire = static_cast<v1::Wire>(push.wire());
+    values.resize(keys * dim);
+    if (!decodeFloats(wire, push.grads(), keys * dim, values.data()))
+      return invalid("table " + std::to_string(push.table_id()) + ": " +
+                     std::to_string(keys) + " keys of dimension " +
+                     std::to_string(dim) + " need " +
+                     std::to_string(wireBytes(wire, keys * dim)) +
+                     " bytes of " + (push.assign() ? "values" : "gradients") +
+                     ", got " + std::to_string(push.grads().size()));
+    return grpc::Status::OK;
+  }
+
   /// The keys of a request (little-endian uint64 bytes) and the dimension
   /// of its table, checked before anything is allocated for the rows.
   grpc::Status decodeKeys(uint32_t table, const std::string &bytes,

@@ -50,6 +50,8 @@ Common:
   --tls-server-name=NAME    check certificates against NAME
   --token-file=FILE         send this token with every call (admin commands:
                             the admin token)
+  --wire=W                  f32 (default) | f16 | bf16: rows and values on
+                            the wire
 )";
 
 [[noreturn]] static void usage(const std::string &message) {
@@ -146,7 +148,8 @@ int main(int argc, char **argv) {
                                    "token-file",
                                    "ttl-seconds",
                                    "value",
-                                   "vocab"};
+                                   "vocab",
+                                   "wire"};
   for (const auto &[key, value] : a.values)
     if (std::none_of(std::begin(kOptions), std::end(kOptions),
                      [&](const char *o) { return key == o; }))
@@ -167,6 +170,7 @@ int main(int argc, char **argv) {
     if (a.values.count("tls-key"))
       o.tlsKey = readCredentialFile(a.need("tls-key"), "--tls-key");
     o.tlsServerName = a.get("tls-server-name", "");
+    o.wire = a.get("wire", "f32");
     if (a.values.count("token-file"))
       o.token = readCredentialFile(a.need("token-file"), "--token-file", true);
     std::vector<std::unique_ptr<Connection>> servers;

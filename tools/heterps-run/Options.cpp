@@ -96,6 +96,10 @@ Embedding tables (a parameter-server service; without --ps, embedded):
                            instead of each address's host
   --ps-token-file=FILE     send this token (the file's first line) with
                            every PS call
+  --ps-wire=W              f32 (default) | f16 | bf16: rows and gradients
+                           travel to the PS servers as 16-bit floats, half
+                           the bytes (f16: within +-65504; bf16: f32's
+                           range, 8 bits of mantissa)
   --export-tables=DIR      at the end, write each table with a vocabulary as
                            DIR/table.<name>.pb (vocab x dim TensorProto)
   --table-storage=S        memory (default) | rocksdb: rows beyond
@@ -194,6 +198,12 @@ Options heterps::run::parseOptions(int argc, char **argv) {
       {"ps-tls-server-name",
        [&](const std::string &v) { o.psTlsServerName = v; }},
       {"ps-token-file", [&](const std::string &v) { o.psTokenFile = v; }},
+      {"ps-wire",
+       [&](const std::string &v) {
+         if (v != "f32" && v != "f16" && v != "bf16")
+           usageError("--ps-wire takes f32, f16 or bf16, got '" + v + "'");
+         o.psWire = v;
+       }},
       {"table-storage",
        [&](const std::string &v) {
          if (v != "memory" && v != "rocksdb")
@@ -335,10 +345,11 @@ Options heterps::run::parseOptions(int argc, char **argv) {
     usageError("--checkpoint-every takes a positive step count and needs "
                "--save");
   if ((!o.psTlsCA.empty() || !o.psTlsCert.empty() || !o.psTlsKey.empty() ||
-       !o.psTokenFile.empty() || !o.psTlsServerName.empty()) &&
+       !o.psTokenFile.empty() || !o.psTlsServerName.empty() ||
+       o.psWire != "f32") &&
       o.ps.empty())
-    usageError("--ps-tls-* and --ps-token-file are for PS servers given "
-               "with --ps");
+    usageError("--ps-tls-*, --ps-token-file and --ps-wire are for PS servers "
+               "given with --ps");
   if ((!o.psTlsCert.empty() || !o.psTlsKey.empty() ||
        !o.psTlsServerName.empty()) &&
       o.psTlsCA.empty())

@@ -47,6 +47,8 @@ struct Options {
   double psDeadline = 10;
   // TLS and the token of the PS servers' calls (files).
   std::string psTlsCA, psTlsCert, psTlsKey, psTlsServerName, psTokenFile;
+  // How rows and gradients travel to the PS: f32 | f16 | bf16.
+  std::string psWire = "f32";
   std::string exportTables;
   // Tables kept in RocksDB beyond a cache of rows, and the embedded
   // server's RocksDB directory.

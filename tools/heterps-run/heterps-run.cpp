@@ -405,6 +405,7 @@ int main(int argc, char **argv) {
     if (!o.psTlsKey.empty())
       co.tlsKey = ps::readCredentialFile(o.psTlsKey, "--ps-tls-key");
     co.tlsServerName = o.psTlsServerName;
+    co.wire = o.psWire;
     if (!o.psTokenFile.empty())
       co.token = ps::readCredentialFile(o.psTokenFile, "--ps-token-file", true);
     std::unique_ptr<ps::Shard> embedded;

@@ -48,6 +48,8 @@ struct ClientOptions {
   std::string tlsServerName;
   /// The token sent with every call (empty: none).
   std::string token;
+  /// How rows and gradients travel: "f32", "f16" or "bf16" (Wire.h).
+  std::string wire = "f32";
 };
 
 /// The contents of a certificate, key or token file, for ClientOptions and

@@ -6,9 +6,9 @@ T=$1 RUN=$2 PS=$3
 source "$(dirname "$0")/cluster.sh"
 start_server m 0 1 "$T/ck"
 ADDR=$(addresses m)
-"$PS" create-table --id=1 --dim=4 --ps="$ADDR" >/dev/null
+"$PS" create-table --id=1 --dim=4 --lr=1 --ps="$ADDR" >/dev/null
 "$PS" push-constant --table=1 --keys=0:100 --value=0.5 --repeat=3 --ps="$ADDR" >/dev/null
-"$PS" pull --table=1 --keys=0:100 --expect=-0.5 --ps="$ADDR" >/dev/null
+"$PS" pull --table=1 --keys=0:100 --expect=-1.5 --ps="$ADDR"
 "$PS" pull --table=7 --keys=0:1 --ps="$ADDR" >/dev/null 2>&1
 "$PS" metrics --ps="$ADDR" > "$T/metrics.txt"
 echo "metrics exit status $?"
@@ -47,3 +47,12 @@ for line in open(sys.argv[1]):
         last[key] = value
 print("format", "OK" if ok else "FAIL")
 PY
+# Rows as 16-bit floats on the wire: the values pulled are the same where
+# they are representable.
+"$PS" push-constant --table=1 --keys=0:100 --value=0.25 --wire=f16 --ps="$ADDR" >/dev/null
+"$PS" pull --table=1 --keys=0:100 --expect=-1.75 --wire=bf16 --ps="$ADDR"
+echo "bf16 pull exit status $?"
+"$PS" pull --table=1 --keys=0:100 --expect=-1.75 --wire=f16 --ps="$ADDR"
+echo "f16 pull exit status $?"
+"$PS" pull --table=1 --keys=0:1 --wire=fp8 --ps="$ADDR" 2>&1
+exit 0

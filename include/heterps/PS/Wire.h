@@ -1,0 +1,41 @@
+//===- Wire.h - Rows on the wire: f32, f16 or bf16 --------------*- C++ -*-===//
+//
+// Rows and gradients may travel as 16-bit floats (`--ps-wire=f16|bf16`),
+// halving the bytes of a pull or push; servers and workers compute in f32.
+// f16 keeps 11 bits of mantissa within +-65504 (larger values become
+// infinite, which a push rejects or skips as non-finite); bf16 keeps f32's
+// range with 8 bits of mantissa. Both round to nearest, ties to even.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HETERPS_PS_WIRE_H
+#define HETERPS_PS_WIRE_H
+
+#include "heterps/ps.pb.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace heterps::ps {
+
+uint16_t floatToHalf(float value);
+float halfToFloat(uint16_t bits);
+uint16_t floatToBFloat16(float value);
+float bfloat16ToFloat(uint16_t bits);
+
+/// Bytes of `count` floats in `wire`'s format.
+size_t wireBytes(v1::Wire wire, size_t count);
+/// `count` floats as `wire`'s bytes, into `out` (resized).
+void encodeFloats(v1::Wire wire, const float *values, size_t count,
+                  std::string *out);
+/// Decodes `bytes` into `count` floats; false when its size is not
+/// wireBytes(wire, count).
+bool decodeFloats(v1::Wire wire, const std::string &bytes, size_t count,
+                  float *values);
+/// "f32", "f16" or "bf16" as a Wire; false for anything else.
+bool parseWire(const std::string &name, v1::Wire *wire);
+
+} // namespace heterps::ps
+
+#endif // HETERPS_PS_WIRE_H
