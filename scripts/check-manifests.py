@@ -96,6 +96,7 @@ def main():
     services, statefulsets = named("Service"), named("StatefulSet")
     claims = set(named("PersistentVolumeClaim"))
     configmaps = set(named("ConfigMap"))
+    secrets = set(named("Secret"))
     if kustomization:
         kfile, k = kustomization
         for resource in k.get("resources") or []:
@@ -104,6 +105,8 @@ def main():
                                 (kfile, resource))
         for generator in k.get("configMapGenerator") or []:
             configmaps.add(generator.get("name"))
+        for generator in k.get("secretGenerator") or []:
+            secrets.add(generator.get("name"))
 
     for name, (f, sts) in statefulsets.items():
         service = sts["spec"].get("serviceName")
@@ -128,6 +131,10 @@ def main():
                                     "manifests'" % (f, label,
                                                     volume["configMap"].get(
                                                         "name")))
+                secret = (volume.get("secret") or {}).get("secretName")
+                if secret is not None and secret not in secrets:
+                    problems.append("%s: %s: Secret %s is not one of the "
+                                    "manifests'" % (f, label, secret))
                 claim = (volume.get("persistentVolumeClaim") or {}).get(
                     "claimName")
                 if claim is not None and claim not in claims:
