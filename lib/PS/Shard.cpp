@@ -597,6 +597,21 @@ Shard::ClientSeq &Shard::clientSeq(uint64_t client) {
   return *c;
 }
 
+/// A known client's sequence numbers grow one request at a time (retries
+/// repeat one); a request that jumps far ahead is refused, so that one
+/// forged sequence number cannot make the client's later pushes look like
+/// repeats. A client the server has not seen (a restarted server) may
+/// start anywhere.
+static Status checkSequence(uint64_t client, uint64_t last, uint64_t seq) {
+  constexpr uint64_t kMaxStep = uint64_t(1) << 20;
+  if (last && seq > last && seq - last > kMaxStep)
+    return Status::error(Code::InvalidArgument,
+                         str("client ", client, ": sequence number ", seq,
+                             " jumps ", seq - last, " past its last, ", last,
+                             " (at most ", kMaxStep, ")"));
+  return {};
+}
+
 Status Shard::push(uint32_t table, const uint64_t *keys, size_t n,
                    const float *values, uint64_t client, uint64_t seq,
                    bool assign, v1::PushResponse *response) {
@@ -617,6 +632,8 @@ Status Shard::push(uint32_t table, const uint64_t *keys, size_t n,
     ++t->duplicatePushes;
     return {};
   }
+  if (Status s = checkSequence(client, c.last, seq); !s.ok())
+    return s;
   Status s = applyPush(*t, *g, keys, n, values, assign, response);
   if (s.ok())
     c.last = seq;
@@ -644,6 +661,8 @@ Status Shard::pushMany(const std::vector<PushPart> &parts, uint64_t client,
           ++t->duplicatePushes;
       return {};
     }
+    if (Status s = checkSequence(client, c->last, seq); !s.ok())
+      return s;
   }
   for (const PushPart &p : parts) {
     if (Status s = checkRequest(p.table, p.keys, p.n, &t, &g); !s.ok())
@@ -885,6 +904,8 @@ Status Shard::pushDense(const std::string &name, const float *grads, size_t n,
       response->set_duplicate(true);
       return {};
     }
+    if (Status s = checkSequence(client, c.last, seq); !s.ok())
+      return s;
     c.last = seq;
   }
   std::lock_guard<std::mutex> l(d->mutex);

@@ -155,6 +155,14 @@ TEST(PSShardTest, ExactlyOncePerClientAndSequence) {
   ASSERT_TRUE(s.pull(0, &key, 1, row).ok());
   EXPECT_EQ(row[0], 1.0f - 2 * 0.5f);
   EXPECT_EQ(row[1], 1.0f - 2 * 0.25f);
+  // A forged jump cannot silence client 42: it is refused, and the
+  // client's next request still counts.
+  v1::PushResponse forged, next;
+  Status jump = s.push(0, &key, 1, grad, 42, uint64_t(1) << 62, false, &forged);
+  EXPECT_EQ(jump.code, Code::InvalidArgument);
+  EXPECT_NE(jump.message.find("jumps"), std::string::npos) << jump.message;
+  ASSERT_TRUE(s.push(0, &key, 1, grad, 42, 2, false, &next).ok());
+  EXPECT_FALSE(next.duplicate());
 }
 
 TEST(PSShardTest, DuplicateKeysInOnePushAreOneStep) {
