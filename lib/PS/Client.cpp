@@ -812,10 +812,13 @@ std::string ps::readCredentialFile(const std::string &path,
                    std::istreambuf_iterator<char>());
   if (data.size() > (1u << 20))
     runtime::fail() << what << " '" << path << "' is larger than 1 MiB";
-  if (trim)
+  if (trim) {
+    // A token is the file's first line.
+    data = data.substr(0, data.find('\n'));
     while (!data.empty() &&
            std::isspace(static_cast<unsigned char>(data.back())))
       data.pop_back();
+  }
   if (data.empty())
     runtime::fail() << what << " '" << path << "' is empty";
   return data;

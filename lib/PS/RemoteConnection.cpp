@@ -34,6 +34,7 @@ public:
     if (!parseWire(options.wire, &wire))
       runtime::fail() << "unknown PS wire format '" << options.wire
                       << "'; expected f32, f16 or bf16";
+    pushWire = wire == v1::WIRE_F16 ? v1::WIRE_BF16 : wire;
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(256 << 20);
     args.SetMaxSendMessageSize(256 << 20);
@@ -105,8 +106,8 @@ public:
     v1::PushRequest &request = pushRequest;
     request.set_table_id(table);
     request.set_keys(keys, n * sizeof(uint64_t));
-    encodeFloats(wire, values, n * dim, request.mutable_grads());
-    request.set_wire(wire);
+    encodeFloats(pushWire, values, n * dim, request.mutable_grads());
+    request.set_wire(pushWire);
     request.set_client_id(client);
     request.set_seq(seq);
     request.set_assign(assign);
@@ -156,8 +157,8 @@ public:
       v1::PushRequest *push = request.add_pushes();
       push->set_table_id(p.table);
       push->set_keys(p.keys, p.n * sizeof(uint64_t));
-      encodeFloats(wire, p.rows, p.n * p.dim, push->mutable_grads());
-      push->set_wire(wire);
+      encodeFloats(pushWire, p.rows, p.n * p.dim, push->mutable_grads());
+      push->set_wire(pushWire);
     }
     request.set_client_id(client);
     request.set_seq(seq);
@@ -301,7 +302,10 @@ private:
   std::unique_ptr<v1::ParameterServer::Stub> stub;
   // Reused request and response messages (the client serializes calls to
   // one server).
-  v1::Wire wire = v1::WIRE_F32;
+  /// Rows pulled travel as `wire`; pushes as `pushWire`, which is bf16 for
+  /// f16: gradients are small (scaled by 1/batch) and f16 would round
+  /// many of them to zero.
+  v1::Wire wire = v1::WIRE_F32, pushWire = v1::WIRE_F32;
   v1::PullRequest pullRequest;
   v1::PullResponse pullResponse;
   v1::PushRequest pushRequest;

@@ -157,6 +157,8 @@ public:
                               v1::PullManyResponse *response) {
     if (grpc::Status denied = access.check(context, Access::Data); !denied.ok())
       return denied;
+    if (grpc::Status s = checkTotalKeys(request->pulls()); !s.ok())
+      return s;
     thread_local std::vector<uint64_t> keys;
     for (const v1::PullRequest &pull : request->pulls()) {
       uint32_t dim;
@@ -181,6 +183,8 @@ public:
             access.check(context, assign ? Access::Admin : Access::Data);
         !denied.ok())
       return denied;
+    if (grpc::Status s = checkTotalKeys(request->pushes()); !s.ok())
+      return s;
     thread_local std::vector<std::vector<uint64_t>> keys;
     thread_local std::vector<std::vector<float>> values;
     size_t count = request->pushes_size();
@@ -512,6 +516,22 @@ private:
   }
 
   std::atomic<uint64_t> pulledKeys{0}, pushedKeys{0};
+  /// A request of several tables carries at most the server's keys per
+  /// request in all, so that one call cannot make it allocate rows for
+  /// many times that.
+  template <typename Parts> grpc::Status checkTotalKeys(const Parts &parts) {
+    uint64_t total = 0;
+    for (const auto &part : parts)
+      total += part.keys().size() / sizeof(uint64_t);
+    if (total > shard.options().maxKeysPerRequest)
+      return grpc::Status(
+          grpc::StatusCode::RESOURCE_EXHAUSTED,
+          std::to_string(total) + " keys in one request of " +
+              std::to_string(parts.size()) + " tables; this server takes " +
+              std::to_string(shard.options().maxKeysPerRequest));
+    return grpc::Status::OK;
+  }
+
   /// The rows of `keys` as `wire`'s bytes in `out`.
   grpc::Status pullRows(uint32_t table, const std::vector<uint64_t> &keys,
                         uint32_t dim, int wire, std::string *out) {

@@ -664,12 +664,21 @@ Status Shard::pushMany(const std::vector<PushPart> &parts, uint64_t client,
     if (Status s = checkSequence(client, c->last, seq); !s.ok())
       return s;
   }
-  for (const PushPart &p : parts) {
-    if (Status s = checkRequest(p.table, p.keys, p.n, &t, &g); !s.ok())
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const PushPart &p = parts[i];
+    Status s = checkRequest(p.table, p.keys, p.n, &t, &g);
+    if (s.ok())
+      s = applyPush(*t, *g, p.keys, p.n, p.values, p.assign, response);
+    if (!s.ok()) {
+      // Parts before this one are applied: a retry of the request must
+      // not apply them again.
+      if (c && i > 0)
+        c->last = seq;
+      if (i > 0)
+        s.message += str(" (the push's first ", i, " of ", parts.size(),
+                         " tables were applied)");
       return s;
-    if (Status s = applyPush(*t, *g, p.keys, p.n, p.values, p.assign, response);
-        !s.ok())
-      return s;
+    }
   }
   if (c)
     c->last = seq;
@@ -835,7 +844,7 @@ Status Shard::createDense(const v1::DenseTensor &tensor,
                          str("dense tensor '", name, "': ", n,
                              " elements need ", n * 4, " bytes of values, got ",
                              tensor.values().size()));
-  auto d = std::make_unique<Dense>();
+  auto d = std::make_shared<Dense>();
   if (Status s =
           toOptimizer(optimizer, "dense tensor '" + name + "'", &d->optimizer);
       !s.ok())
@@ -859,18 +868,18 @@ Status Shard::createDense(const v1::DenseTensor &tensor,
   return {};
 }
 
-Status Shard::findDense(const std::string &name, Dense **d) {
+Status Shard::findDense(const std::string &name, std::shared_ptr<Dense> *d) {
   std::lock_guard<std::mutex> lock(denseMutex);
   auto it = dense.find(name);
   if (it == dense.end())
     return Status::error(Code::NotFound, str("no dense tensor '", name,
                                              "' on PS server ", opts.index));
-  *d = it->second.get();
+  *d = it->second;
   return {};
 }
 
 Status Shard::pullDense(const std::string &name, v1::DenseTensor *tensor) {
-  Dense *d;
+  std::shared_ptr<Dense> d;
   if (Status s = findDense(name, &d); !s.ok())
     return s;
   std::lock_guard<std::mutex> l(d->mutex);
@@ -884,7 +893,7 @@ Status Shard::pullDense(const std::string &name, v1::DenseTensor *tensor) {
 Status Shard::pushDense(const std::string &name, const float *grads, size_t n,
                         uint64_t client, uint64_t seq,
                         v1::PushResponse *response) {
-  Dense *d;
+  std::shared_ptr<Dense> d;
   if (Status s = findDense(name, &d); !s.ok())
     return s;
   if (n != d->value.size())
@@ -1128,6 +1137,16 @@ Status Shard::checkpoint(const std::string &name, int64_t step,
   std::string dir;
   if (Status s = resolvePath(name, &dir); !s.ok())
     return s;
+  if (Status s = writeCheckpoint(dir, step, response); !s.ok())
+    return s;
+  // Old checkpoints go after the locks are released: deleting them may
+  // take long on network storage, and requests need not wait for it.
+  pruneCheckpoints(dir);
+  return {};
+}
+
+Status Shard::writeCheckpoint(const std::string &dir, int64_t step,
+                              v1::CheckpointResponse *response) {
   std::lock_guard<std::mutex> m(maintenanceMutex);
   // The writer lock stops every request, so the files of all tables are
   // one consistent state.
@@ -1236,7 +1255,6 @@ Status Shard::checkpoint(const std::string &name, int64_t step,
   syncDirectory(dir);
   response->set_bytes(bytes + data.size());
   response->set_files(static_cast<uint32_t>(manifest.files_size() + 1));
-  pruneCheckpoints(dir);
   return {};
 }
 
@@ -1245,7 +1263,9 @@ void Shard::pruneCheckpoints(const std::string &written) {
     return;
   // Only complete checkpoints count, so a checkpoint other servers are still
   // writing never makes an older complete one go.
-  // Newest first: the one just written, then by step, then by time.
+  // Newest first: the one just written, then by when it was written (a
+  // resumed or new run's checkpoints may have lower steps than an old
+  // run's).
   struct Entry {
     bool justWritten;
     int64_t step;
@@ -1266,8 +1286,8 @@ void Shard::pruneCheckpoints(const std::string &written) {
   }
   std::sort(complete.begin(), complete.end(),
             [](const Entry &a, const Entry &b) {
-              return std::tie(a.justWritten, a.step, a.time) >
-                     std::tie(b.justWritten, b.step, b.time);
+              return std::tie(a.justWritten, a.time, a.step) >
+                     std::tie(b.justWritten, b.time, b.step);
             });
   for (size_t i = static_cast<size_t>(opts.keepCheckpoints);
        i < complete.size(); ++i)

@@ -142,8 +142,12 @@ static int waitFor(pid_t pid) {
 }
 
 static volatile sig_atomic_t mpirunPid = 0;
+static volatile sig_atomic_t interrupted = 0;
 
+/// SIGINT and SIGTERM go on to mpirun once it runs; before, launch stops
+/// the servers it has started and exits.
 static void forwardSignal(int sig) {
+  interrupted = sig;
   if (mpirunPid > 0)
     kill(mpirunPid, sig);
 }
@@ -242,6 +246,10 @@ int heterps::run::runLaunch(int argc, char **argv) {
 
   std::vector<std::string> servers;
   std::vector<pid_t> serverPids;
+  struct sigaction action = {};
+  action.sa_handler = forwardSignal;
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
   auto stopServers = [&] {
     for (pid_t pid : serverPids)
       kill(pid, SIGTERM);
@@ -251,11 +259,21 @@ int heterps::run::runLaunch(int argc, char **argv) {
   };
   char portDirTemplate[] = "/tmp/heterps-launch-XXXXXX";
   std::string portDir = portDirTemplate;
+  bool madePortDir = false;
+  // Every way out after the first server starts stops the servers and
+  // removes the scratch directory.
+  auto giveUp = [&](const std::string &message) {
+    stopServers();
+    if (madePortDir)
+      std::filesystem::remove_all(portDir);
+    launchError(message);
+  };
   if (!dryRun) {
     if (!mkdtemp(portDirTemplate))
       launchError(std::string("cannot make a scratch directory: ") +
                   std::strerror(errno));
     portDir = portDirTemplate;
+    madePortDir = true;
     std::filesystem::create_directories(checkpointDir);
   }
   for (int s = 0; s < shards; ++s) {
@@ -279,10 +297,8 @@ int heterps::run::runLaunch(int argc, char **argv) {
     }
     std::string error;
     pid_t pid = spawn(command, error);
-    if (pid < 0) {
-      stopServers();
-      launchError(error);
-    }
+    if (pid < 0)
+      giveUp(error);
     serverPids.push_back(pid);
     // The server writes its port once it serves.
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
@@ -294,15 +310,15 @@ int heterps::run::runLaunch(int argc, char **argv) {
       int status = 0;
       if (waitpid(serverPids.back(), &status, WNOHANG) > 0) {
         serverPids.pop_back();
-        stopServers();
-        launchError("PS server " + std::to_string(s) +
-                    " exited before it served (see its messages above)");
+        giveUp("PS server " + std::to_string(s) +
+               " exited before it served (see its messages above)");
       }
       if (std::chrono::steady_clock::now() > deadline) {
-        stopServers();
-        launchError("PS server " + std::to_string(s) +
-                    " did not serve within 30 s");
+        giveUp("PS server " + std::to_string(s) + " did not serve within 30 s");
       }
+      if (interrupted)
+        giveUp("interrupted by signal " + std::to_string(interrupted) +
+               " while the servers started; they are stopped");
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     servers.push_back(psHost + ":" + port);
@@ -333,19 +349,16 @@ int heterps::run::runLaunch(int argc, char **argv) {
   if (dryRun)
     return 0;
 
-  struct sigaction action = {};
-  action.sa_handler = forwardSignal;
-  sigaction(SIGINT, &action, nullptr);
-  sigaction(SIGTERM, &action, nullptr);
   std::string error;
   pid_t pid = spawn(command, error);
   if (pid < 0) {
-    stopServers();
-    std::filesystem::remove_all(portDir);
-    launchError(error + " (is Open MPI installed? give its mpirun with "
-                        "--mpirun)");
+    giveUp(error + " (is Open MPI installed? give its mpirun with "
+                   "--mpirun)");
   }
   mpirunPid = pid;
+  // A signal that came between the servers and mpirun goes on to it.
+  if (interrupted)
+    kill(pid, interrupted);
   int status = waitFor(pid);
   mpirunPid = 0;
   stopServers();

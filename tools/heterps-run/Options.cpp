@@ -98,8 +98,9 @@ Embedding tables (a parameter-server service; without --ps, embedded):
                            every PS call
   --ps-wire=W              f32 (default) | f16 | bf16: rows and gradients
                            travel to the PS servers as 16-bit floats, half
-                           the bytes (f16: within +-65504; bf16: f32's
-                           range, 8 bits of mantissa)
+                           the bytes (f16: rows as f16, gradients as bf16;
+                           bf16: both bf16, f32's range with 8 bits of
+                           mantissa)
   --export-tables=DIR      at the end, write each table with a vocabulary as
                            DIR/table.<name>.pb (vocab x dim TensorProto)
   --table-storage=S        memory (default) | rocksdb: rows beyond

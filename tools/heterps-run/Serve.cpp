@@ -70,7 +70,9 @@ Options:
                             storage rocksdb (scratch: cleared at start-up;
                             checkpoints are the durable copy)
   --max-memory=BYTES        refuse new rows beyond this (RESOURCE_EXHAUSTED;
-                            default: 80% of this machine's memory)
+                            default: 80% of this machine's or container's
+                            memory; 0: no limit). Servers sharing a machine
+                            should split it between them
   --max-keys-per-request=N  refuse larger requests (default 4194304)
   --max-message-bytes=N     the largest gRPC message (default 268435456)
   --crash-in-checkpoint=K   fault injection for tests: SIGKILL itself in the
@@ -114,12 +116,23 @@ static void checkListenAddress(const std::string &address) {
                     address + "'");
 }
 
-/// The default memory limit: 80% of this machine's memory.
+/// The default memory limit: 80% of the memory this process may use, the
+/// machine's or its container's (cgroup v2 memory.max or v1
+/// memory.limit_in_bytes), whichever is smaller.
 static uint64_t defaultMaxMemory() {
   long pages = ::sysconf(_SC_PHYS_PAGES), pageSize = ::sysconf(_SC_PAGE_SIZE);
-  if (pages <= 0 || pageSize <= 0)
-    return 0;
-  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(pageSize) / 5 * 4;
+  uint64_t limit =
+      pages > 0 && pageSize > 0
+          ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(pageSize)
+          : 0;
+  for (const char *file : {"/sys/fs/cgroup/memory.max",
+                           "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
+    std::ifstream in(file);
+    unsigned long long bytes = 0;
+    if (in >> bytes && bytes > 0 && (limit == 0 || bytes < limit))
+      limit = bytes;
+  }
+  return limit / 5 * 4;
 }
 
 int heterps::run::runServe(int argc, char **argv) {
@@ -157,8 +170,7 @@ int heterps::run::runServe(int argc, char **argv) {
       {"admin-token-file", [&](const std::string &v) { adminTokenFile = v; }},
       {"max-memory",
        [&](const std::string &v) {
-         o.shard.maxMemoryBytes =
-             toUnsigned("max-memory", v, 1 << 20, UINT64_MAX);
+         o.shard.maxMemoryBytes = toUnsigned("max-memory", v, 0, UINT64_MAX);
          maxMemoryGiven = true;
        }},
       {"max-keys-per-request",

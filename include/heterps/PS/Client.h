@@ -54,8 +54,8 @@ struct ClientOptions {
 
 /// The contents of a certificate, key or token file, for ClientOptions and
 /// ServerOptions: throws naming the file and `what` when it cannot be read,
-/// is empty or is larger than 1 MiB. With `trim`, trailing whitespace (a
-/// token file's newline) is dropped.
+/// is empty or is larger than 1 MiB. With `trim`, the first line without
+/// its trailing whitespace (a token).
 std::string readCredentialFile(const std::string &path, const std::string &what,
                                bool trim = false);
 

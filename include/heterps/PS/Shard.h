@@ -109,7 +109,10 @@ public:
               v1::PushResponse *response);
 
   /// One push of several tables, applied at most once per (client, seq)
-  /// as a whole (client 0: not deduplicated).
+  /// (client 0: not deduplicated). Every part is checked before any is
+  /// applied; a part that fails while applying (the memory limit, a
+  /// non-finite gradient) leaves the parts before it applied, and the
+  /// request counts as done.
   struct PushPart {
     uint32_t table = 0;
     const uint64_t *keys = nullptr;
@@ -149,9 +152,14 @@ private:
   };
 
   Status findTable(uint32_t id, Table **table);
+  /// Writes this server's part of a checkpoint into `dir`.
+  Status writeCheckpoint(const std::string &dir, int64_t step,
+                         v1::CheckpointResponse *response);
   /// Deletes complete checkpoints beyond options().keepCheckpoints.
   void pruneCheckpoints(const std::string &written);
-  Status findDense(const std::string &name, Dense **dense);
+  /// The tensor, held so that a restore replacing the map meanwhile does
+  /// not free it under a running pull or push.
+  Status findDense(const std::string &name, std::shared_ptr<Dense> *dense);
   /// Finds the table, checks the request's size and groups its keys by
   /// virtual shard, refusing keys of virtual shards this server does not
   /// own.
@@ -177,7 +185,7 @@ private:
   std::shared_mutex tablesMutex;
   std::map<uint32_t, std::unique_ptr<Table>> tables;
   std::mutex denseMutex;
-  std::map<std::string, std::unique_ptr<Dense>> dense;
+  std::map<std::string, std::shared_ptr<Dense>> dense;
   std::mutex clientsMutex;
   std::unordered_map<uint64_t, std::unique_ptr<ClientSeq>> clients;
   std::atomic<uint64_t> memory{0};

@@ -2,9 +2,10 @@
 //
 // Rows and gradients may travel as 16-bit floats (`--ps-wire=f16|bf16`),
 // halving the bytes of a pull or push; servers and workers compute in f32.
-// f16 keeps 11 bits of mantissa within +-65504 (larger values become
-// infinite, which a push rejects or skips as non-finite); bf16 keeps f32's
-// range with 8 bits of mantissa. Both round to nearest, ties to even.
+// f16 keeps 11 bits of mantissa within +-65504 and loses values below
+// about 6e-5 to subnormals and zero; bf16 keeps f32's range with 8 bits of
+// mantissa. Both round to nearest, ties to even. With f16, clients send
+// pushes (small gradients) as bf16.
 //
 //===----------------------------------------------------------------------===//
 

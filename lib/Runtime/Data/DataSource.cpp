@@ -54,7 +54,10 @@ heterps::runtime::openDataSource(const DataOptions &options) {
       mine = paths;
     }
     if (mine.size() == 1 && paths.size() == 1) {
-      source = openReader(options);
+      // A pattern that matches one file reads that file.
+      DataOptions one = options;
+      one.path = paths[0];
+      source = openReader(one);
     } else {
       std::vector<std::unique_ptr<DataSource>> files;
       for (const std::string &path : mine) {

@@ -27,6 +27,9 @@ ADDR=$(addresses tls)
 ps_call() { "$PS" "$@" --ps="$ADDR" --deadline=2 2>&1; echo "exit status $?"; }
 echo "--- TLS and the token"
 ps_call info --tls-ca=ca.pem --token-file=token | sed 's/[0-9]* bytes of rows/N bytes of rows/'
+echo "--- a token file's first line is the token"
+printf 'worker-secret\r\n# issued 2026-12-03\n' > token-with-comment
+ps_call info --tls-ca=ca.pem --token-file=token-with-comment | tail -1
 echo "--- no token"
 ps_call info --tls-ca=ca.pem
 echo "--- a wrong token"
