@@ -2,6 +2,7 @@
 
 #include "heterps/Plan/PlanFile.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -99,9 +100,76 @@ bool heterps::plan::writePlanFile(const Plan &plan, const std::string &path,
 std::string heterps::plan::verifyPlan(const Plan &plan) {
   std::ostringstream err;
   int numValues = plan.values_size();
-  for (int i = 0; i < numValues; ++i)
-    if (plan.values(i).id() != i) {
-      err << "value " << i << " has id " << plan.values(i).id();
+  for (int i = 0; i < numValues; ++i) {
+    const Value &value = plan.values(i);
+    if (value.id() != i) {
+      err << "value " << i << " has id " << value.id();
+      return err.str();
+    }
+    // Every type the executor allocates: a known element type, dimensions
+    // of -1 (the batch) or sizes, and a bounded rank.
+    const TensorType &type = value.type();
+    if (type.dtype() <= DT_INVALID || !DataType_IsValid(type.dtype())) {
+      err << "value " << i << " ('" << value.name() << "') has element type "
+          << static_cast<int>(type.dtype());
+      return err.str();
+    }
+    if (type.dims_size() > 8) {
+      err << "value " << i << " ('" << value.name() << "') has rank "
+          << type.dims_size() << "; at most 8";
+      return err.str();
+    }
+    for (int64_t d : type.dims())
+      if (d < -1 || d > (int64_t(1) << 40)) {
+        err << "value " << i << " ('" << value.name() << "') has dimension "
+            << d;
+        return err.str();
+      }
+  }
+  if (plan.outputs_size() == 0)
+    return "the plan has no outputs";
+  if (plan.micro_batches() < 0 || plan.micro_batches() > 65536) {
+    err << "the plan asks for " << plan.micro_batches()
+        << " micro-batches; expected 0 to 65536";
+    return err.str();
+  }
+  if (plan.batch_size() < 0) {
+    err << "the plan's batch size is " << plan.batch_size();
+    return err.str();
+  }
+  if (plan.has_training()) {
+    const Training &training = plan.training();
+    if (training.loss_output() < 0 ||
+        training.loss_output() >= plan.outputs_size()) {
+      err << "the loss is output " << training.loss_output()
+          << " of a plan with " << plan.outputs_size() << " outputs";
+      return err.str();
+    }
+    for (int id : training.label_inputs())
+      if (std::find(plan.inputs().begin(), plan.inputs().end(), id) ==
+          plan.inputs().end()) {
+        err << "label value " << id << " is not an input of the plan";
+        return err.str();
+      }
+  }
+  for (int s = 0; s < plan.stages_size(); ++s) {
+    const Stage &stage = plan.stages(s);
+    if (stage.kind() != "cpu" && stage.kind() != "gpu") {
+      err << "stage " << s << " has kind '" << stage.kind()
+          << "'; expected cpu or gpu";
+      return err.str();
+    }
+    if (stage.units() < 0 || stage.units() > (int64_t(1) << 20)) {
+      err << "stage " << s << " has " << stage.units() << " units";
+      return err.str();
+    }
+  }
+  for (const Channel &c : plan.channels())
+    if (c.from_stage() < 0 || c.from_stage() >= plan.stages_size() ||
+        c.to_stage() < 0 || c.to_stage() >= plan.stages_size()) {
+      err << "channel " << c.id() << " goes from stage " << c.from_stage()
+          << " to stage " << c.to_stage() << " of a plan with "
+          << plan.stages_size() << " stages";
       return err.str();
     }
   std::vector<bool> defined(numValues, false);

@@ -1,0 +1,63 @@
+"""Writes a copy of a plan file with one field changed, as a corrupted or
+hostile plan would have it.
+
+usage: corrupt-plan.py PROTO_DIR PLAN OUT MUTATION
+MUTATION is one of: dtype=N (the first input's element type), no-outputs,
+loss-output=N, stage-kind=K, units=N, micro-batches=N, batch=N,
+channel-to=N, rank=N (the first input's rank), dim=N (its first dimension),
+label=N (a label input id).
+"""
+import importlib
+import os
+import subprocess
+import sys
+import tempfile
+
+
+def main():
+    proto_dir, plan_path, out_path, mutation = sys.argv[1:5]
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run(["protoc", f"--proto_path={proto_dir}",
+                        f"--python_out={tmp}",
+                        os.path.join(proto_dir, "heterps", "plan.proto")],
+                       check=True)
+        sys.path.insert(0, tmp)
+        plan_pb2 = importlib.import_module("heterps.plan_pb2")
+    data = open(plan_path, "rb").read()
+    header, body = data[:12], data[12:]
+    plan = plan_pb2.Plan()
+    plan.ParseFromString(body)
+    key, _, value = mutation.partition("=")
+    first = plan.values[plan.inputs[0]].type
+    if key == "dtype":
+        first.dtype = int(value)
+    elif key == "no-outputs":
+        del plan.outputs[:]
+    elif key == "loss-output":
+        plan.training.loss_output = int(value)
+    elif key == "stage-kind":
+        plan.stages[0].kind = value
+    elif key == "units":
+        plan.stages[0].units = int(value)
+    elif key == "micro-batches":
+        plan.micro_batches = int(value)
+    elif key == "batch":
+        plan.batch_size = int(value)
+    elif key == "channel-to":
+        plan.channels[0].to_stage = int(value)
+    elif key == "rank":
+        del first.dims[:]
+        first.dims.extend([2] * int(value))
+    elif key == "dim":
+        first.dims[0] = int(value)
+    elif key == "label":
+        del plan.training.label_inputs[:]
+        plan.training.label_inputs.append(int(value))
+    else:
+        sys.exit("unknown mutation " + mutation)
+    with open(out_path, "wb") as f:
+        f.write(header + plan.SerializeToString())
+
+
+if __name__ == "__main__":
+    main()
