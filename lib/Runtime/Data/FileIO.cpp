@@ -10,6 +10,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 using namespace heterps::runtime;
@@ -17,12 +20,28 @@ using namespace heterps::runtime::data;
 
 static constexpr size_t kBufferBytes = 1 << 20;
 
+/// Opens a regular file only: a device (/dev/zero) would be read without
+/// end, and a FIFO would block the reader for good. The open does not
+/// block on a FIFO (O_NONBLOCK), so it is refused at once.
 static gzFile openGz(const std::string &path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
+    fail() << path << ": cannot open: " << std::strerror(errno);
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    fail() << path
+           << ": not a regular file (a device, FIFO or directory); data "
+              "must be read from files";
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   errno = 0;
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (!f)
+  gzFile f = gzdopen(fd, "rb");
+  if (!f) {
+    ::close(fd);
     fail() << path << ": cannot open: "
            << (errno ? std::strerror(errno) : "out of memory");
+  }
   gzbuffer(f, kBufferBytes);
   return f;
 }
