@@ -236,6 +236,10 @@ void Client::connect() {
 }
 
 void Client::createTable(const v1::TableConfig &config) {
+  // The client indexes its tables by id.
+  if (config.table_id() >= kMaxTables)
+    runtime::fail() << "table id " << config.table_id()
+                    << " is out of range; ids go from 0 to " << kMaxTables - 1;
   for (size_t i = 0; i < servers.size(); ++i) {
     bool created;
     if (Status s = servers[i]->createTable(config, &created); !s.ok())

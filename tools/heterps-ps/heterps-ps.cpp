@@ -11,6 +11,7 @@
 #include "heterps/Runtime/Data.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -79,8 +80,8 @@ struct Args {
 double number(const std::string &key, const std::string &v) {
   char *end = nullptr;
   double x = std::strtod(v.c_str(), &end);
-  if (v.empty() || *end)
-    usage("--" + key + " takes a number, got '" + v + "'");
+  if (v.empty() || *end || !std::isfinite(x))
+    usage("--" + key + " takes a finite number, got '" + v + "'");
   return x;
 }
 
@@ -182,7 +183,13 @@ int main(int argc, char **argv) {
     // The client learns a table's dimension and vocabulary from the
     // servers (creating it again with its own configuration is a no-op).
     auto tableOf = [&]() {
-      uint32_t id = static_cast<uint32_t>(number("table", a.need("table")));
+      double given = number("table", a.need("table"));
+      if (!(given >= 0 && given < Client::kMaxTables) ||
+          given != std::floor(given))
+        usage("--table takes a table id from 0 to " +
+              std::to_string(Client::kMaxTables - 1) + ", got '" +
+              a.need("table") + "'");
+      uint32_t id = static_cast<uint32_t>(given);
       v1::TableStatus s = client.describe(static_cast<int>(id));
       client.createTable(s.config());
       return static_cast<int>(id);
@@ -230,7 +237,12 @@ int main(int argc, char **argv) {
     }
     if (a.command == "create-table") {
       v1::TableConfig c;
-      c.set_table_id(static_cast<uint32_t>(number("id", a.need("id"))));
+      double id = number("id", a.need("id"));
+      if (!(id >= 0 && id < Client::kMaxTables) || id != std::floor(id))
+        usage("--id takes a table id from 0 to " +
+              std::to_string(Client::kMaxTables - 1) + ", got '" +
+              a.need("id") + "'");
+      c.set_table_id(static_cast<uint32_t>(id));
       c.set_name(a.get("name", "table" + std::to_string(c.table_id())));
       c.set_dim(static_cast<uint32_t>(number("dim", a.need("dim"))));
       c.set_vocab(static_cast<uint64_t>(number("vocab", a.get("vocab", "0"))));

@@ -108,6 +108,8 @@ std::unique_ptr<Connection> connectRemote(const std::string &address,
 
 class Client : public runtime::EmbeddingStore {
 public:
+  /// Table ids go from 0 to kMaxTables - 1.
+  static constexpr uint32_t kMaxTables = 1 << 16;
   /// `servers[i]` must be the server of shard index i; connect() checks.
   Client(std::vector<std::unique_ptr<Connection>> servers,
          ClientOptions options = {});

@@ -55,4 +55,8 @@ echo "bf16 pull exit status $?"
 "$PS" pull --table=1 --keys=0:100 --expect=-1.75 --wire=f16 --ps="$ADDR"
 echo "f16 pull exit status $?"
 "$PS" pull --table=1 --keys=0:1 --wire=fp8 --ps="$ADDR" 2>&1
+# Ids that would wrap are refused before they reach a server.
+"$PS" pull --table=4294967295 --keys=0:1 --ps="$ADDR" 2>&1
+"$PS" create-table --id=4294967295 --dim=2 --ps="$ADDR" 2>&1
+"$PS" info --deadline=nan --ps="$ADDR" 2>&1
 exit 0
