@@ -317,6 +317,26 @@ FailureOr<std::string> Importer::readExternal(const onnx::TensorProto &t) {
                        << "' of tensor '" << t.name()
                        << "' must be relative to the model's directory";
   SmallString<256> path(baseDir);
+  // Every component under the model's directory is a plain directory or,
+  // last, a regular file: a symbolic link could lead out of the directory,
+  // and a device or FIFO could be read without end or block for good.
+  SmallString<256> at(baseDir);
+  for (auto part = llvm::sys::path::begin(location),
+            end = llvm::sys::path::end(location);
+       part != end; ++part) {
+    llvm::sys::path::append(at, *part);
+    llvm::sys::fs::file_status status;
+    if (llvm::sys::fs::status(at, status, /*Follow=*/false))
+      break; // A missing file is reported by the read below.
+    bool last = std::next(part) == end;
+    if (llvm::sys::fs::is_symlink_file(status) ||
+        (last ? !llvm::sys::fs::is_regular_file(status)
+              : !llvm::sys::fs::is_directory(status)))
+      return fileError() << sourceName << ": external data '" << at
+                         << "' of tensor '" << t.name()
+                         << "' is not a regular file in the model's directory "
+                            "(symbolic links, devices and FIFOs are refused)";
+  }
   llvm::sys::path::append(path, location);
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
   if (!buffer)
@@ -325,7 +345,7 @@ FailureOr<std::string> Importer::readExternal(const onnx::TensorProto &t) {
                        << "': " << buffer.getError().message();
   StringRef data = (*buffer)->getBuffer();
   if (offset < 0 || offset > (int64_t)data.size() ||
-      (length >= 0 && offset + length > (int64_t)data.size()))
+      (length >= 0 && length > (int64_t)data.size() - offset))
     return fileError() << sourceName << ": external data of tensor '"
                        << t.name() << "' (offset " << offset << ", length "
                        << length << ") lies outside '" << path << "' of "
