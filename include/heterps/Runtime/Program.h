@@ -123,6 +123,8 @@ private:
   TraceThread *trace = nullptr;
   // Per-run scratch, kept so that a step does not allocate.
   std::vector<const Tensor *> inScratch, results;
+  /// The outputs of an inference on a batch of no rows.
+  std::vector<Tensor> emptyResults;
   std::vector<Tensor *> outScratch;
 };
 

@@ -345,6 +345,33 @@ Program::run(const std::vector<const Tensor *> &inputs, bool training,
   if (training && !isTraining())
     fail() << "the plan is not a training step; compile it with "
               "--heterps-autodiff";
+  // A batch of no rows runs no kernel (oneDNN divides by the rows):
+  // inference answers outputs of no rows, a training step is an error.
+  for (int i = 0; i < planRef.inputs_size(); ++i) {
+    TensorType type = inputType(i);
+    if (!inputs[i] || type.dims.empty() || type.dims[0] >= 0 ||
+        inputs[i]->rank() == 0 || inputs[i]->dim(0) != 0)
+      continue;
+    if (training)
+      fail() << "input '" << inputName(i)
+             << "' has no rows; a training step needs at least one example";
+    emptyResults.resize(outputs.size());
+    results.clear();
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      TensorType out =
+          fromPlanType(planRef.values(planRef.outputs(outputs[k])).type());
+      for (size_t d = 0; d < out.dims.size(); ++d)
+        if (out.dims[d] < 0 && d > 0)
+          fail() << "output '" << outputName(outputs[k])
+                 << "' has a dynamic dimension besides the batch; an empty "
+                    "batch gives it no shape";
+      if (!out.dims.empty())
+        out.dims[0] = 0;
+      emptyResults[k].resize(out.dtype, out.dims);
+      results.push_back(&emptyResults[k]);
+    }
+    return results;
+  }
   MemoryPlan &mp = planFor(inputs, training, outputs);
   for (int i = 0; i < planRef.inputs_size(); ++i) {
     int id = resolve(planRef.inputs(i));
