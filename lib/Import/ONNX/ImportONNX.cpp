@@ -1849,10 +1849,29 @@ FailureOr<OwningOpRef<ModuleOp>> Importer::run(StringRef bytes) {
     return fileError() << sourceName << ": the ONNX checker rejects the model: "
                        << StringRef(what).trim();
   }
-  for (const onnx::OperatorSetIdProto &o : model.opset_import())
-    if (o.domain().empty() || o.domain() == "ai.onnx")
-      opset = o.version();
+  bool defaultDomain = false;
+  for (const onnx::OperatorSetIdProto &o : model.opset_import()) {
+    if (!o.domain().empty() && o.domain() != "ai.onnx")
+      continue;
+    if (defaultDomain)
+      return fileError() << sourceName
+                         << ": the model imports the default ONNX domain "
+                            "twice (opsets "
+                         << opset << " and " << o.version() << ")";
+    defaultDomain = true;
+    opset = o.version();
+  }
+  // The importer knows the ops' rules up to opset 18 (ReduceMean's axes
+  // became an input there); a newer opset may have changed them.
+  if (!defaultDomain || opset < 1 || opset > 18)
+    return fileError() << sourceName << ": the model uses opset " << opset
+                       << " of the default ONNX domain; HeterPS imports "
+                          "opsets 1 to 18";
   const onnx::GraphProto &graph = model.graph();
+  if (graph.output_size() == 0)
+    return fileError() << sourceName
+                       << ": the graph has no outputs; there is nothing to "
+                          "compute";
 
   OwningOpRef<ModuleOp> owned = ModuleOp::create(fileLoc());
   module = *owned;
