@@ -1296,6 +1296,15 @@ LogicalResult Importer::convertConvPool(StringRef op) {
   Ints strides = intsAttr("strides").value_or(Ints(spatial, 1));
   Ints dilations = intsAttr("dilations").value_or(Ints(spatial, 1));
   Ints pads = intsAttr("pads").value_or(Ints(2 * spatial, 0));
+  // Sizes beyond 2^20 are no model's: they would overflow the shapes they
+  // make.
+  for (auto [name, values] :
+       {std::pair<const char *, const Ints *>{"strides", &strides},
+        {"dilations", &dilations},
+        {"pads", &pads}})
+    for (int64_t v : *values)
+      if (v < 0 || v > (int64_t(1) << 20))
+        return nodeError() << name << " has " << v << "; expected 0 to 1048576";
   if (op != "Conv" && llvm::any_of(dilations, [](int64_t d) { return d != 1; }))
     return nodeError() << "dilated pooling is not supported";
   std::string autoPad = stringAttr("auto_pad", "NOTSET");
@@ -1680,6 +1689,9 @@ LogicalResult Importer::importNode(const onnx::NodeProto &n) {
         return failure();
       c = *cv;
     }
+    for (const char *flag : {"transA", "transB"})
+      if (int64_t v = intAttr(flag, 0); v != 0 && v != 1)
+        return nodeError() << flag << " is " << v << "; it must be 0 or 1";
     return emit(make<GemmOp>(*a, *bm, c, b.getBoolAttr(intAttr("transA", 0)),
                              b.getBoolAttr(intAttr("transB", 0)),
                              b.getF32FloatAttr(floatAttr("alpha", 1.0f)),
