@@ -1949,6 +1949,42 @@ FailureOr<OwningOpRef<ModuleOp>> Importer::run(StringRef bytes) {
       return failure();
     results.push_back(*v);
   }
+  // A declared output type is a promise about the computation: one that
+  // differs from what the nodes compute is a broken model.
+  for (auto [i, out] : llvm::enumerate(graph.output())) {
+    if (!out.type().has_tensor_type())
+      continue;
+    const onnx::TypeProto::Tensor &declared = out.type().tensor_type();
+    auto computed = dyn_cast<RankedTensorType>(results[i].getType());
+    if (!computed)
+      continue;
+    if (declared.elem_type() != 0) {
+      FailureOr<Type> type = elementType(declared.elem_type(),
+                                         "graph output '" + out.name() + "'");
+      if (failed(type))
+        return failure();
+      if (*type != computed.getElementType())
+        return fileError() << sourceName << ": graph output '" << out.name()
+                           << "' is declared " << *type
+                           << ", the graph computes " << computed;
+    }
+    if (!declared.has_shape())
+      continue;
+    const onnx::TensorShapeProto &shape = declared.shape();
+    if (shape.dim_size() != computed.getRank())
+      return fileError() << sourceName << ": graph output '" << out.name()
+                         << "' is declared of rank " << shape.dim_size()
+                         << ", the graph computes " << computed;
+    for (int d = 0; d < shape.dim_size(); ++d) {
+      int64_t size = computed.getDimSize(d);
+      if (shape.dim(d).has_dim_value() && shape.dim(d).dim_value() > 0 &&
+          !ShapedType::isDynamic(size) && size != shape.dim(d).dim_value())
+        return fileError() << sourceName << ": graph output '" << out.name()
+                           << "' is declared with dimension " << d << " of "
+                           << shape.dim(d).dim_value()
+                           << ", the graph computes " << computed;
+    }
+  }
   b.setInsertionPointToEnd(entry);
   func::ReturnOp::create(b, fileLoc(), results);
   func.setFunctionType(
