@@ -348,8 +348,9 @@ Program::run(const std::vector<const Tensor *> &inputs, bool training,
   // A batch of no rows runs no kernel (oneDNN divides by the rows):
   // inference answers outputs of no rows, a training step is an error.
   for (int i = 0; i < planRef.inputs_size(); ++i) {
-    TensorType type = inputType(i);
-    if (!inputs[i] || type.dims.empty() || type.dims[0] >= 0 ||
+    // Read from the plan in place: a step must not allocate.
+    const plan::TensorType &type = planRef.values(planRef.inputs(i)).type();
+    if (!inputs[i] || type.dims_size() == 0 || type.dims(0) >= 0 ||
         inputs[i]->rank() == 0 || inputs[i]->dim(0) != 0)
       continue;
     if (training)
