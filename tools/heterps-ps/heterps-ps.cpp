@@ -85,6 +85,16 @@ double number(const std::string &key, const std::string &v) {
   return x;
 }
 
+/// --KEY as a table id (0 to Client::kMaxTables - 1).
+uint32_t tableIdOption(const Args &a, const std::string &key) {
+  double id = number(key, a.need(key));
+  if (!(id >= 0 && id < Client::kMaxTables) || id != std::floor(id))
+    usage("--" + key + " takes a table id from 0 to " +
+          std::to_string(Client::kMaxTables - 1) + ", got '" + a.need(key) +
+          "'");
+  return static_cast<uint32_t>(id);
+}
+
 /// FIRST:COUNT[:STRIDE] as a list of keys.
 std::vector<int64_t> keyRange(const std::string &spec) {
   long long first = 0, count = 0, stride = 1;
@@ -183,13 +193,7 @@ int main(int argc, char **argv) {
     // The client learns a table's dimension and vocabulary from the
     // servers (creating it again with its own configuration is a no-op).
     auto tableOf = [&]() {
-      double given = number("table", a.need("table"));
-      if (!(given >= 0 && given < Client::kMaxTables) ||
-          given != std::floor(given))
-        usage("--table takes a table id from 0 to " +
-              std::to_string(Client::kMaxTables - 1) + ", got '" +
-              a.need("table") + "'");
-      uint32_t id = static_cast<uint32_t>(given);
+      uint32_t id = tableIdOption(a, "table");
       v1::TableStatus s = client.describe(static_cast<int>(id));
       client.createTable(s.config());
       return static_cast<int>(id);
@@ -237,12 +241,7 @@ int main(int argc, char **argv) {
     }
     if (a.command == "create-table") {
       v1::TableConfig c;
-      double id = number("id", a.need("id"));
-      if (!(id >= 0 && id < Client::kMaxTables) || id != std::floor(id))
-        usage("--id takes a table id from 0 to " +
-              std::to_string(Client::kMaxTables - 1) + ", got '" +
-              a.need("id") + "'");
-      c.set_table_id(static_cast<uint32_t>(id));
+      c.set_table_id(tableIdOption(a, "id"));
       c.set_name(a.get("name", "table" + std::to_string(c.table_id())));
       c.set_dim(static_cast<uint32_t>(number("dim", a.need("dim"))));
       c.set_vocab(static_cast<uint64_t>(number("vocab", a.get("vocab", "0"))));

@@ -17,20 +17,6 @@ using namespace mlir::heterps;
 // Helpers
 //===----------------------------------------------------------------------===//
 
-/// Two dimensions agree when equal or when either is dynamic.
-static bool dimsAgree(int64_t a, int64_t b) {
-  return a == b || ShapedType::isDynamic(a) || ShapedType::isDynamic(b);
-}
-
-static bool shapesAgree(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
-  if (a.size() != b.size())
-    return false;
-  for (auto [x, y] : llvm::zip_equal(a, b))
-    if (!dimsAgree(x, y))
-      return false;
-  return true;
-}
-
 static int64_t mulDims(int64_t a, int64_t b) {
   if (ShapedType::isDynamic(a) || ShapedType::isDynamic(b))
     return ShapedType::kDynamic;

@@ -27,6 +27,19 @@ std::string mlir::heterps::formatShape(ArrayRef<int64_t> shape) {
   return text;
 }
 
+bool mlir::heterps::dimsAgree(int64_t a, int64_t b) {
+  return a == b || ShapedType::isDynamic(a) || ShapedType::isDynamic(b);
+}
+
+bool mlir::heterps::shapesAgree(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
+  if (a.size() != b.size())
+    return false;
+  for (auto [x, y] : llvm::zip_equal(a, b))
+    if (!dimsAgree(x, y))
+      return false;
+  return true;
+}
+
 std::optional<int64_t> mlir::heterps::normalizeAxis(int64_t axis,
                                                     int64_t rank) {
   if (axis < -rank || axis >= rank)

@@ -134,10 +134,6 @@ UpdateParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 // Shapes of the layer gradients
 //===----------------------------------------------------------------------===//
 
-static bool dimsAgree(int64_t a, int64_t b) {
-  return a == b || ShapedType::isDynamic(a) || ShapedType::isDynamic(b);
-}
-
 /// `grad` must have the type of `of`, whose gradient it is.
 static LogicalResult verifyGradType(Operation *op, StringRef gradName,
                                     Value grad, StringRef ofName, Value of) {
@@ -229,6 +225,21 @@ LogicalResult PoolGradOp::verify() {
   return success();
 }
 
+/// A normalisation's gradients have the types of what they are the
+/// gradients of: the input's, and the scale's for scale and bias.
+template <typename OpTy> static LogicalResult verifyNormGradTypes(OpTy op) {
+  if (failed(verifyGradType(op, "result gradient", op.getResultGrad(), "input",
+                            op.getInput())) ||
+      failed(verifyGradType(op, "input gradient", op.getInputGrad(), "input",
+                            op.getInput())) ||
+      failed(verifyGradType(op, "scale gradient", op.getScaleGrad(), "scale",
+                            op.getScale())) ||
+      failed(verifyGradType(op, "bias gradient", op.getBiasGrad(), "scale",
+                            op.getScale())))
+    return failure();
+  return success();
+}
+
 LogicalResult BatchNormGradOp::verify() {
   RankedTensorType input = getInput().getType();
   if (input.getRank() < 2)
@@ -240,16 +251,7 @@ LogicalResult BatchNormGradOp::verify() {
     return emitOpError() << "scale must have shape " << input.getDimSize(1)
                          << " (the channels of the input), got "
                          << formatShape(scale.getShape());
-  if (failed(verifyGradType(*this, "result gradient", getResultGrad(), "input",
-                            getInput())) ||
-      failed(verifyGradType(*this, "input gradient", getInputGrad(), "input",
-                            getInput())) ||
-      failed(verifyGradType(*this, "scale gradient", getScaleGrad(), "scale",
-                            getScale())) ||
-      failed(verifyGradType(*this, "bias gradient", getBiasGrad(), "scale",
-                            getScale())))
-    return failure();
-  return success();
+  return verifyNormGradTypes(*this);
 }
 
 LogicalResult LayerNormGradOp::verify() {
@@ -261,23 +263,11 @@ LogicalResult LayerNormGradOp::verify() {
                          << " input";
   ArrayRef<int64_t> normalized = input.getShape().drop_front(*axis);
   ArrayRef<int64_t> scale = getScale().getType().getShape();
-  bool agree = scale.size() == normalized.size();
-  for (size_t i = 0; agree && i < scale.size(); ++i)
-    agree = dimsAgree(scale[i], normalized[i]);
-  if (!agree)
+  if (!shapesAgree(scale, normalized))
     return emitOpError() << "scale must have shape " << formatShape(normalized)
                          << " (the normalised dimensions), got "
                          << formatShape(scale);
-  if (failed(verifyGradType(*this, "result gradient", getResultGrad(), "input",
-                            getInput())) ||
-      failed(verifyGradType(*this, "input gradient", getInputGrad(), "input",
-                            getInput())) ||
-      failed(verifyGradType(*this, "scale gradient", getScaleGrad(), "scale",
-                            getScale())) ||
-      failed(verifyGradType(*this, "bias gradient", getBiasGrad(), "scale",
-                            getScale())))
-    return failure();
-  return success();
+  return verifyNormGradTypes(*this);
 }
 
 //===----------------------------------------------------------------------===//

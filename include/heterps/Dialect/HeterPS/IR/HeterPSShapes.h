@@ -19,6 +19,11 @@
 namespace mlir {
 namespace heterps {
 
+/// Two dimensions agree when equal or when either is dynamic.
+bool dimsAgree(int64_t a, int64_t b);
+/// Shapes of one rank whose dimensions agree.
+bool shapesAgree(ArrayRef<int64_t> a, ArrayRef<int64_t> b);
+
 /// Formats a shape as `4x?x8` (`scalar` for rank 0).
 std::string formatShape(ArrayRef<int64_t> shape);
 
