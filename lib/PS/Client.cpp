@@ -750,7 +750,8 @@ void Client::pullDense(const std::string &name, runtime::Tensor &value) {
                         "it has " + std::to_string(tensor.values().size()) +
                             " bytes, this worker's " + value.typeString() +
                             " " + std::to_string(value.byteSize())));
-  std::memcpy(value.data(), tensor.values().data(), value.byteSize());
+  if (value.byteSize())
+    std::memcpy(value.data(), tensor.values().data(), value.byteSize());
 }
 
 void Client::pushDense(const std::string &name, const runtime::Tensor &grad) {

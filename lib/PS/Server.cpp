@@ -245,7 +245,9 @@ public:
                      std::to_string(request->grads().size()) +
                      " bytes, not a multiple of 4 (little-endian f32)");
     std::vector<float> grads(request->grads().size() / sizeof(float));
-    std::memcpy(grads.data(), request->grads().data(), request->grads().size());
+    if (!grads.empty())
+      std::memcpy(grads.data(), request->grads().data(),
+                  request->grads().size());
     return toGrpc(shard.pushDense(request->name(), grads.data(), grads.size(),
                                   request->client_id(), request->seq(),
                                   response));
@@ -589,7 +591,9 @@ private:
               " keys in one request, the limit is " +
               std::to_string(shard.options().maxKeysPerRequest));
     keys.resize(n);
-    std::memcpy(keys.data(), bytes.data(), bytes.size());
+    // An empty request has no buffers: memcpy must not see their nulls.
+    if (!bytes.empty())
+      std::memcpy(keys.data(), bytes.data(), bytes.size());
     return grpc::Status::OK;
   }
 

@@ -852,7 +852,8 @@ Status Shard::createDense(const v1::DenseTensor &tensor,
   d->optimizerProto = optimizer;
   d->shape.assign(tensor.shape().begin(), tensor.shape().end());
   d->value.resize(n);
-  std::memcpy(d->value.data(), tensor.values().data(), n * sizeof(float));
+  if (n)
+    std::memcpy(d->value.data(), tensor.values().data(), n * sizeof(float));
   d->state.assign(n * d->optimizer.stateSlots(), 0.0f);
   std::lock_guard<std::mutex> lock(denseMutex);
   if (auto it = dense.find(name); it != dense.end()) {
@@ -1440,7 +1441,9 @@ Status Shard::restore(const std::string &name, v1::RestoreResponse *response) {
         return Status::error(Code::FailedPrecondition,
                              "dense state of '" + value.name() +
                                  "' does not match its tensor");
-      std::memcpy(d.state.data(), state.values().data(), state.values().size());
+      if (!state.values().empty())
+        std::memcpy(d.state.data(), state.values().data(),
+                    state.values().size());
       d.steps = state.shape_size() ? state.shape(0) : 0;
     }
   }

@@ -91,7 +91,8 @@ void ps::encodeFloats(v1::Wire wire, const float *values, size_t count,
                       std::string *out) {
   out->resize(wireBytes(wire, count));
   if (wire == v1::WIRE_F32) {
-    std::memcpy(out->data(), values, count * 4);
+    if (count)
+      std::memcpy(out->data(), values, count * 4);
     return;
   }
   char *p = out->data();
@@ -107,7 +108,8 @@ bool ps::decodeFloats(v1::Wire wire, const std::string &bytes, size_t count,
   if (bytes.size() != wireBytes(wire, count))
     return false;
   if (wire == v1::WIRE_F32) {
-    std::memcpy(values, bytes.data(), bytes.size());
+    if (count)
+      std::memcpy(values, bytes.data(), bytes.size());
     return true;
   }
   const char *p = bytes.data();
