@@ -124,20 +124,30 @@ Tensor heterps::runtime::readTensorProto(const std::string &path,
     fail() << path << ": TensorProto '" << proto.name()
            << "': unsupported data type " << onnxTypeName(proto.data_type());
   Shape shape;
+  // The element count, checked before anything is allocated: dimensions
+  // whose product overflows, or that promise more than the file holds, are
+  // refused.
+  int64_t elements = 1;
   for (int64_t d : proto.dims()) {
     if (d < 0)
       fail() << path << ": TensorProto '" << proto.name()
              << "': negative dimension " << d;
+    if (d > 0 && elements > (int64_t(1) << 40) / d)
+      fail() << path << ": TensorProto '" << proto.name()
+             << "': its dimensions make more than 2^40 elements";
+    elements *= d;
     shape.push_back(d);
   }
+  uint64_t dataBytes = static_cast<uint64_t>(elements) * dtypeSize(dtype);
+  if (proto.has_raw_data() && proto.raw_data().size() != dataBytes)
+    fail() << path << ": TensorProto '" << proto.name()
+           << "' raw_data: expected " << dataBytes << " bytes ("
+           << Tensor::view(dtype, shape, nullptr).typeString() << "), found "
+           << proto.raw_data().size();
   Tensor t(dtype, shape);
 
   if (proto.has_raw_data()) {
     const std::string &raw = proto.raw_data();
-    if (raw.size() != t.byteSize())
-      fail() << path << ": TensorProto '" << proto.name()
-             << "' raw_data: expected " << t.byteSize() << " bytes ("
-             << t.typeString() << "), found " << raw.size();
     if (!raw.empty())
       std::memcpy(t.data(), raw.data(), raw.size());
   } else {
