@@ -1,6 +1,7 @@
 //===- WireTest.cpp - Rows as f16 and bf16 on the wire --------------------===//
 
 #include "heterps/PS/Wire.h"
+#include "heterps/Runtime/Tensor.h"
 
 #include <gtest/gtest.h>
 
@@ -9,6 +10,22 @@
 #include <vector>
 
 using namespace heterps::ps;
+
+namespace {
+// The runtime's conversions, as the wire uses them.
+uint16_t floatToHalf(float v) {
+  return heterps::runtime::floatToHalf(v, false);
+}
+float halfToFloat(uint16_t h) {
+  return heterps::runtime::halfToFloat(h, false);
+}
+uint16_t floatToBFloat16(float v) {
+  return heterps::runtime::floatToHalf(v, true);
+}
+float bfloat16ToFloat(uint16_t h) {
+  return heterps::runtime::halfToFloat(h, true);
+}
+} // namespace
 
 namespace {
 

@@ -4,8 +4,9 @@
 // halving the bytes of a pull or push; servers and workers compute in f32.
 // f16 keeps 11 bits of mantissa within +-65504 and loses values below
 // about 6e-5 to subnormals and zero; bf16 keeps f32's range with 8 bits of
-// mantissa. Both round to nearest, ties to even. With f16, clients send
-// pushes (small gradients) as bf16.
+// mantissa. Both round to nearest, ties to even (the runtime's
+// floatToHalf and halfToFloat convert). With f16, clients send pushes
+// (small gradients) as bf16.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,11 +20,6 @@
 #include <string>
 
 namespace heterps::ps {
-
-uint16_t floatToHalf(float value);
-float halfToFloat(uint16_t bits);
-uint16_t floatToBFloat16(float value);
-float bfloat16ToFloat(uint16_t bits);
 
 /// Bytes of `count` floats in `wire`'s format.
 size_t wireBytes(v1::Wire wire, size_t count);
