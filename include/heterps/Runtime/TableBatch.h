@@ -26,6 +26,10 @@ class Op;
 
 namespace heterps::runtime {
 
+/// Whether `op` reads rows of a table by the ids of its first operand
+/// (heterps.embedding_lookup, heterps.ps_pull): what a batch can pull.
+bool readsTableRows(const plan::Op &op);
+
 class TableBatch {
 public:
   /// Forgets the rows of the last pull.

@@ -37,12 +37,6 @@ struct Program::MemoryPlan {
   std::vector<std::pair<Node *, int>> prefetch;
 };
 
-/// Whether `op` reads rows of a table by the ids of its first operand.
-static bool isTableLookup(const plan::Op &op) {
-  return op.name() == "heterps.embedding_lookup" ||
-         op.name() == "heterps.ps_pull";
-}
-
 static bool hasSideEffect(const std::string &name) {
   return name == "heterps.update_param" || name == "heterps.ps_push" ||
          name == "heterps.send";
@@ -300,7 +294,7 @@ Program::MemoryPlan &Program::planFor(const std::vector<const Tensor *> &inputs,
     defined[id] = true;
   }
   for (Node *node : mp->active)
-    if (isTableLookup(*node->op) && !node->inputs.empty() &&
+    if (readsTableRows(*node->op) && !node->inputs.empty() &&
         defined[node->inputs[0]]) {
       auto table = node->op->attrs().find("table");
       if (table != node->op->attrs().end())

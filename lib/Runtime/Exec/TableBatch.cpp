@@ -3,9 +3,15 @@
 #include "heterps/Runtime/TableBatch.h"
 
 #include "heterps/Runtime/Error.h"
+#include "heterps/plan.pb.h"
 
 using namespace heterps;
 using namespace heterps::runtime;
+
+bool runtime::readsTableRows(const plan::Op &op) {
+  return op.name() == "heterps.embedding_lookup" ||
+         op.name() == "heterps.ps_pull";
+}
 
 void TableBatch::clearPulls() {
   // The buffers are kept for the next step.

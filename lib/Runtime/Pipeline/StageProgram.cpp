@@ -183,10 +183,8 @@ StageProgram::StageProgram(const plan::Plan &plan, const plan::Stage &stage,
     std::set<int> produced;
     for (size_t n = segment.firstNode; n < segment.endNode; ++n) {
       const plan::Op &op = *nodes[n]->op;
-      if ((op.name() == "heterps.embedding_lookup" ||
-           op.name() == "heterps.ps_pull") &&
-          !nodes[n]->inputs.empty() && !produced.count(nodes[n]->inputs[0]) &&
-          op.attrs().count("table"))
+      if (readsTableRows(op) && !nodes[n]->inputs.empty() &&
+          !produced.count(nodes[n]->inputs[0]) && op.attrs().count("table"))
         segment.prefetch.push_back(n);
       for (int id : nodes[n]->outputs)
         produced.insert(id);
