@@ -615,21 +615,27 @@ struct Client::ManyScratch {
   }
 };
 
+template <typename Request>
+Client::ManyScratch &Client::splitMany(const std::vector<Request> &requests) {
+  if (!many)
+    many = std::make_unique<ManyScratch>();
+  ManyScratch &m = *many;
+  m.tables.resize(requests.size());
+  m.ids.clear();
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const Table &t = get(requests[i].table);
+    m.split(t.info, t.vocab, requests[i].keys, requests[i].n, servers.size(),
+            m.tables[i]);
+    m.ids.push_back(static_cast<uint32_t>(requests[i].table));
+  }
+  return m;
+}
+
 void Client::pullMany(const std::vector<runtime::TablePull> &pulls) {
   if (pulls.empty())
     return;
   std::lock_guard<std::mutex> lock(callMutex);
-  if (!many)
-    many = std::make_unique<ManyScratch>();
-  ManyScratch &m = *many;
-  m.tables.resize(pulls.size());
-  m.ids.clear();
-  for (size_t i = 0; i < pulls.size(); ++i) {
-    const Table &t = get(pulls[i].table);
-    m.split(t.info, t.vocab, pulls[i].keys, pulls[i].n, servers.size(),
-            m.tables[i]);
-    m.ids.push_back(static_cast<uint32_t>(pulls[i].table));
-  }
+  ManyScratch &m = splitMany(pulls);
   m.plan(servers.size(), opts.maxKeysPerRequest);
   forEachServerIf(
       [&](size_t s) { return m.used[s] > 0; },
@@ -656,18 +662,10 @@ void Client::pushMany(const std::vector<runtime::TablePush> &pushes) {
   if (pushes.empty())
     return;
   std::lock_guard<std::mutex> lock(callMutex);
-  if (!many)
-    many = std::make_unique<ManyScratch>();
-  ManyScratch &m = *many;
-  m.tables.resize(pushes.size());
-  m.ids.clear();
+  ManyScratch &m = splitMany(pushes);
+  // Duplicate keys are summed here, so each goes to its server once.
   for (size_t i = 0; i < pushes.size(); ++i) {
-    const Table &t = get(pushes[i].table);
     ManyScratch::Split &split = m.tables[i];
-    m.split(t.info, t.vocab, pushes[i].keys, pushes[i].n, servers.size(),
-            split);
-    m.ids.push_back(static_cast<uint32_t>(pushes[i].table));
-    // Duplicate keys are summed here, so each goes to its server once.
     size_t dim = split.dim;
     split.uniqueRows.assign(split.unique.size() * dim, 0.0f);
     for (int64_t k = 0; k < pushes[i].n; ++k) {

@@ -172,6 +172,10 @@ private:
   /// The tables of a pullMany or pushMany, split by server.
   struct ManyScratch;
   std::unique_ptr<ManyScratch> many;
+  /// Splits each table of `requests` (TablePull or TablePush) by server
+  /// into the kept scratch.
+  template <typename Request>
+  ManyScratch &splitMany(const std::vector<Request> &requests);
   /// Dedups `keys` into `unique` (with `position[i]` the unique index of
   /// key i) and splits the unique keys by server.
   void partition(const Table &t, const int64_t *keys, int64_t n);

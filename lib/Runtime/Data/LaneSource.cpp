@@ -67,7 +67,7 @@ public:
     int64_t lanes = layout.lanes;
     int64_t count = microBatchCount(batchSize, layout.microBatches);
     // Each lane's rows: the micro-batches that are its own.
-    std::vector<int64_t> laneRows(lanes, 0);
+    laneRows.assign(lanes, 0);
     for (int64_t m = 0; m < count; ++m)
       laneRows[m % lanes] += microBatchRows(batchSize, count, m);
     bool full = true;
@@ -97,7 +97,7 @@ public:
     }
     shapeLike(batch, *shape, batchSize);
     batch.present.assign(batchSize, 0);
-    std::vector<int64_t> taken(lanes, 0);
+    taken.assign(lanes, 0);
     int64_t row = 0;
     for (int64_t m = 0; m < count; ++m) {
       int64_t l = m % lanes, rows = microBatchRows(batchSize, count, m);
@@ -128,6 +128,8 @@ private:
   std::vector<std::unique_ptr<DataSource>> sources;
   std::vector<Batch> parts;
   std::string description;
+  // Per step: each lane's rows, and how many of them are laid out.
+  std::vector<int64_t> laneRows, taken;
 };
 
 } // namespace
