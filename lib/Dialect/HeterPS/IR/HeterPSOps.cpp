@@ -469,21 +469,11 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
 //===----------------------------------------------------------------------===//
 
 LogicalResult BatchNormOp::verify() {
-  RankedTensorType input = getInput().getType();
-  if (input.getRank() < 2)
-    return emitOpError() << "input must be N x C x ..., got rank "
-                         << input.getRank();
-  int64_t channels = input.getDimSize(1);
-  const char *names[] = {"scale", "bias", "mean", "variance"};
-  Value values[] = {getScale(), getBias(), getMean(), getVariance()};
-  for (auto [name, value] : llvm::zip_equal(names, values)) {
-    RankedTensorType type = tensorOf(value);
-    if (type.getRank() != 1 || !dimsAgree(type.getDimSize(0), channels))
-      return emitOpError() << name << " must have shape " << channels
-                           << " (the channels of the input), got "
-                           << formatShape(type.getShape());
-  }
-  return success();
+  return verifyBatchNormOperands(*this, getInput().getType(),
+                                 {{"scale", getScale()},
+                                  {"bias", getBias()},
+                                  {"mean", getMean()},
+                                  {"variance", getVariance()}});
 }
 
 OpCost BatchNormOp::getCost(int64_t batchSize) {

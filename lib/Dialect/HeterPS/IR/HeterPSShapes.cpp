@@ -40,6 +40,23 @@ bool mlir::heterps::shapesAgree(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
   return true;
 }
 
+LogicalResult mlir::heterps::verifyBatchNormOperands(
+    Operation *op, RankedTensorType input,
+    ArrayRef<std::pair<StringRef, Value>> perChannel) {
+  if (input.getRank() < 2)
+    return op->emitOpError()
+           << "input must be N x C x ..., got rank " << input.getRank();
+  int64_t channels = input.getDimSize(1);
+  for (auto [name, value] : perChannel) {
+    auto type = cast<RankedTensorType>(value.getType());
+    if (type.getRank() != 1 || !dimsAgree(type.getDimSize(0), channels))
+      return op->emitOpError() << name << " must have shape " << channels
+                               << " (the channels of the input), got "
+                               << formatShape(type.getShape());
+  }
+  return success();
+}
+
 std::optional<int64_t> mlir::heterps::normalizeAxis(int64_t axis,
                                                     int64_t rank) {
   if (axis < -rank || axis >= rank)

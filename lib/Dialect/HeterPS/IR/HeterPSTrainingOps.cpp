@@ -241,16 +241,9 @@ template <typename OpTy> static LogicalResult verifyNormGradTypes(OpTy op) {
 }
 
 LogicalResult BatchNormGradOp::verify() {
-  RankedTensorType input = getInput().getType();
-  if (input.getRank() < 2)
-    return emitOpError() << "input must be N x C x ..., got rank "
-                         << input.getRank();
-  RankedTensorType scale = getScale().getType();
-  if (scale.getRank() != 1 ||
-      !dimsAgree(scale.getDimSize(0), input.getDimSize(1)))
-    return emitOpError() << "scale must have shape " << input.getDimSize(1)
-                         << " (the channels of the input), got "
-                         << formatShape(scale.getShape());
+  if (failed(verifyBatchNormOperands(*this, getInput().getType(),
+                                     {{"scale", getScale()}})))
+    return failure();
   return verifyNormGradTypes(*this);
 }
 

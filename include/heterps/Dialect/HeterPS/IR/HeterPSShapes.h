@@ -24,6 +24,12 @@ bool dimsAgree(int64_t a, int64_t b);
 /// Shapes of one rank whose dimensions agree.
 bool shapesAgree(ArrayRef<int64_t> a, ArrayRef<int64_t> b);
 
+/// Batch normalisation's operands: `input` is N x C x ..., and each of
+/// `perChannel` (name, value) has shape C.
+LogicalResult
+verifyBatchNormOperands(Operation *op, RankedTensorType input,
+                        ArrayRef<std::pair<StringRef, Value>> perChannel);
+
 /// Formats a shape as `4x?x8` (`scalar` for rank 0).
 std::string formatShape(ArrayRef<int64_t> shape);
 
