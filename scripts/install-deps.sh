@@ -15,6 +15,9 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc librocksdb-dev zlib1g-dev
   # Multi-process jobs: mpirun and the MPI library heterps-run links.
   openmpi-bin libopenmpi-dev
+  # The fuzz targets (scripts/fuzz.sh): clang with libFuzzer and the
+  # sanitizer runtimes of LLVM 22.
+  clang-22 libclang-rt-22-dev libomp-22-dev
   # Tests and benchmarks.
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-numpy python3-onnx libonnx-testdata python3-yaml

@@ -688,6 +688,10 @@ std::unique_ptr<Server> Server::start(const ServerOptions &options) {
 int Server::port() const { return impl->port; }
 Shard &Server::shard() { return impl->shard; }
 
+std::shared_ptr<grpc::Channel> Server::inProcessChannel() {
+  return impl->server->InProcessChannel(grpc::ChannelArguments());
+}
+
 void Server::shutdown(double graceSeconds) {
   {
     std::lock_guard<std::mutex> lock(impl->mutex);

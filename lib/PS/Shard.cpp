@@ -1189,12 +1189,13 @@ Status Shard::writeCheckpoint(const std::string &dir, int64_t step,
       append(data, t->dim);
       append(data, static_cast<uint32_t>(t->slots));
       append(data, static_cast<uint64_t>(p.index.size()));
+      size_t stride = t->stride;
       p.index.forEach([&](uint64_t key, uint32_t slot) {
         append(data, key);
         append(data, p.steps[slot]);
         data.append(
-            reinterpret_cast<const char *>(p.data.data() + slot * t->stride),
-            t->stride * sizeof(float));
+            reinterpret_cast<const char *>(p.data.data() + slot * stride),
+            stride * sizeof(float));
       });
       if (t->onDisk && p.diskRows) {
         // The rows in RocksDB follow those in memory: same layout, the
@@ -1351,6 +1352,12 @@ Status Shard::restore(const std::string &name, v1::RestoreResponse *response) {
   uint64_t rows = 0;
   for (const v1::ShardManifest &m : manifests) {
     for (const v1::ShardManifest::File &f : m.files()) {
+      if (f.virtual_shard() >= kVirtualShards)
+        return Status::error(Code::FailedPrecondition,
+                             str("checkpoint '", dir,
+                                 "': its manifest names "
+                                 "virtual shard ",
+                                 f.virtual_shard(), " of ", kVirtualShards));
       if (serverOfShard(f.virtual_shard(), opts.count) != opts.index)
         continue;
       if (!plainFileName(f.name()))
@@ -1383,8 +1390,11 @@ Status Shard::restore(const std::string &name, v1::RestoreResponse *response) {
       std::memcpy(header, data.data() + 8, sizeof(header));
       std::memcpy(&count, data.data() + 8 + sizeof(header), 8);
       size_t rowBytes = 16 + t->stride * sizeof(float);
-      if (header[3] != t->dim || header[4] != static_cast<uint32_t>(t->slots) ||
-          data.size() != 8 + sizeof(header) + 8 + count * rowBytes)
+      size_t body = data.size() - (8 + sizeof(header) + 8);
+      // Compared by division: a count near 2^64 times rowBytes wraps.
+      if (header[1] != f.table_id() || header[2] != f.virtual_shard() ||
+          header[3] != t->dim || header[4] != static_cast<uint32_t>(t->slots) ||
+          body % rowBytes != 0 || count != body / rowBytes)
         return Status::error(Code::FailedPrecondition,
                              "'" + path + "' does not match its table");
       Table::Part &p = *t->parts[f.virtual_shard()];
@@ -1444,6 +1454,11 @@ Status Shard::restore(const std::string &name, v1::RestoreResponse *response) {
       if (!state.values().empty())
         std::memcpy(d.state.data(), state.values().data(),
                     state.values().size());
+      if (state.shape_size() > 1 ||
+          (state.shape_size() == 1 && state.shape(0) < 0))
+        return Status::error(Code::FailedPrecondition,
+                             "dense state of '" + value.name() +
+                                 "' has a malformed step count");
       d.steps = state.shape_size() ? state.shape(0) : 0;
     }
   }

@@ -91,13 +91,8 @@ heterps::schedule::parseCluster(llvm::StringRef text,
     if (llvm::Error error = reader.number(*object, "price_per_hour", path,
                                           type.pricePerHour, true))
       return error;
-    double units = 0;
-    if (llvm::Error error = reader.number(*object, "units", path, units, true))
+    if (llvm::Error error = reader.count(*object, "units", path, type.units))
       return error;
-    if (units != std::floor(units))
-      return reader.error(path + ".units", "expected a whole number, got " +
-                                               std::to_string(units));
-    type.units = static_cast<int64_t>(units);
     // Dispatching an op costs a few microseconds on a CPU thread pool and a
     // kernel launch on a GPU.
     type.opOverheadUs = type.kind == ResourceKind::CPU ? 2.0 : 6.0;

@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <numeric>
 #include <random>
+#include <tuple>
 
 using namespace heterps::schedule;
 
@@ -65,8 +67,20 @@ heterps::schedule::solveGenetic(const CostModel &model,
     evaluate(population[i]);
   }
 
-  auto byFitness = [](const Individual &a, const Individual &b) {
-    return a.fitness < b.fitness;
+  // The order std::stable_sort gives (fitness, then position), from
+  // std::sort: stable_sort's temporary buffer is deprecated in C++17.
+  std::vector<int> order(size);
+  std::vector<Individual> sorted;
+  auto sortByFitness = [&] {
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(), [&](int a, int b) {
+      return std::tie(population[a].fitness, a) <
+             std::tie(population[b].fitness, b);
+    });
+    sorted.clear();
+    for (int i : order)
+      sorted.push_back(std::move(population[i]));
+    population.swap(sorted);
   };
   auto tournament = [&]() -> const Individual & {
     const Individual &a = population[random.below(size)];
@@ -77,7 +91,7 @@ heterps::schedule::solveGenetic(const CostModel &model,
                   std::chrono::duration<double>(options.timeBudgetSeconds);
   int elite = std::max(1, size / 10);
   for (int generation = 0; generation < options.generations; ++generation) {
-    std::stable_sort(population.begin(), population.end(), byFitness);
+    sortByFitness();
     std::vector<Individual> next(population.begin(),
                                  population.begin() + elite);
     while (static_cast<int>(next.size()) < size) {
@@ -115,7 +129,10 @@ heterps::schedule::solveGenetic(const CostModel &model,
       break;
   }
   const Individual &best =
-      *std::min_element(population.begin(), population.end(), byFitness);
+      *std::min_element(population.begin(), population.end(),
+                        [](const Individual &a, const Individual &b) {
+                          return a.fitness < b.fitness;
+                        });
   result.assignment = best.genes;
   result.evaluation = model.evaluate(best.genes);
   return result;

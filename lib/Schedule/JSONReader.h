@@ -69,6 +69,25 @@ public:
     return llvm::Error::success();
   }
 
+  /// A positive whole number `key` of `object`, at most `max` (a count: of
+  /// units, of samples in a batch).
+  llvm::Error count(const llvm::json::Object &object, llvm::StringRef key,
+                    const std::string &path, int64_t &out,
+                    int64_t max = int64_t(1) << 40) {
+    double number = 0;
+    if (llvm::Error e = this->number(object, key, path, number, true))
+      return e;
+    std::string where = path + "." + key.str();
+    if (number != std::floor(number))
+      return error(where,
+                   "expected a whole number, got " + std::to_string(number));
+    if (number > static_cast<double>(max))
+      return error(where, "expected at most " + std::to_string(max) + ", got " +
+                              std::to_string(number));
+    out = static_cast<int64_t>(number);
+    return llvm::Error::success();
+  }
+
 private:
   std::string fileName;
 };

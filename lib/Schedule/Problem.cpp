@@ -64,10 +64,9 @@ heterps::schedule::parseProfileTable(llvm::StringRef text,
   if (!top)
     return reader.error("$", "a profile table is a JSON object");
   ProfileTable table;
-  double batch = 0;
-  if (llvm::Error error = reader.number(*top, "batch_size", "$", batch, true))
+  if (llvm::Error error =
+          reader.count(*top, "batch_size", "$", table.batchSize))
     return error;
-  table.batchSize = static_cast<int64_t>(batch);
   const Array *ops = top->getArray("ops");
   if (!ops)
     return reader.error("$.ops", "expected an array of measurements");

@@ -74,6 +74,16 @@ TEST(ClusterTest, ErrorsNameTheFileAndThePath) {
       errorOf(parseCluster(replaced("\"units\": 4", "\"units\": 0"), "c.json")),
       "c.json: $.resources[1].units: expected a positive number, got "
       "0.000000");
+  // A count too big for 64 bits was converted to an integer before.
+  EXPECT_EQ(
+      errorOf(
+          parseCluster(replaced("\"units\": 4", "\"units\": 1e300"), "c.json")),
+      "c.json: $.resources[1].units: expected at most 1099511627776, got " +
+          std::to_string(1e300));
+  EXPECT_EQ(
+      errorOf(
+          parseCluster(replaced("\"units\": 4", "\"units\": 2.5"), "c.json")),
+      "c.json: $.resources[1].units: expected a whole number, got 2.500000");
   EXPECT_EQ(errorOf(parseCluster(replaced("\"kind\": \"gpu\"", "\"kind\": "
                                                                "\"tpu\""),
                                  "c.json")),

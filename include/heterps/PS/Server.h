@@ -15,6 +15,10 @@
 #include <memory>
 #include <string>
 
+namespace grpc {
+class Channel;
+}
+
 namespace heterps::ps {
 
 struct ServerOptions {
@@ -45,6 +49,10 @@ public:
 
   int port() const;
   Shard &shard();
+  /// A channel to this server inside the process (no socket, no TLS; the
+  /// tokens are still checked): every call passes the server's decoding
+  /// and checks as a remote one does. The fuzz target of the PS uses it.
+  std::shared_ptr<grpc::Channel> inProcessChannel();
   /// Stops accepting calls, lets running ones finish (up to `graceSeconds`)
   /// and returns.
   void shutdown(double graceSeconds = 5);

@@ -12,6 +12,7 @@
 
 #include "heterps/Import/ONNX/ImportONNX.h"
 #include "heterps/Dialect/HeterPS/IR/HeterPSOps.h"
+#include "heterps/Support/CheckedMath.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -37,7 +38,13 @@ using namespace mlir::heterps;
 namespace {
 
 using Ints = SmallVector<int64_t>;
+using ::heterps::checkedMul;
+using ::heterps::checkedProduct;
+
 constexpr int64_t kDyn = ShapedType::kDynamic;
+/// The most elements the importer computes at import time (shape
+/// arithmetic, small constants); larger results stay ops.
+constexpr int64_t kMaxFoldedElements = int64_t(1) << 20;
 
 /// A tensor whose value is known while importing.
 struct Known {
@@ -51,11 +58,9 @@ struct Known {
   bool initializer = false;
 
   bool isFloat() const { return isa<FloatType>(elementType); }
+  /// The element count: every Known holds all of its elements.
   int64_t size() const {
-    int64_t n = 1;
-    for (int64_t d : shape)
-      n *= d;
-    return n;
+    return static_cast<int64_t>(isFloat() ? floats.size() : ints.size());
   }
   bool complete() const { return !llvm::is_contained(ints, kDyn); }
   double at(int64_t i) const { return isFloat() ? floats[i] : ints[i]; }
@@ -365,7 +370,13 @@ FailureOr<Known> Importer::readTensor(const onnx::TensorProto &t) {
   k.elementType = *type;
   for (int64_t d : t.dims())
     k.shape.push_back(d);
-  int64_t n = k.size();
+  std::optional<int64_t> elements = checkedProduct(k.shape);
+  if (!elements || *elements > (int64_t(1) << 40))
+    return fileError() << sourceName << ": tensor '" << t.name()
+                       << "' has dimensions " << formatShape(k.shape)
+                       << ", which are negative or hold more than 2^40 "
+                          "elements";
+  int64_t n = *elements;
 
   std::string raw;
   bool hasRaw = t.has_raw_data();
@@ -638,12 +649,16 @@ static std::optional<Known> foldBinary(StringRef op, const Known &x,
       return std::nullopt;
     out.push_back(std::max(xs[d], ys[d]));
   }
+  // Folding is for shape arithmetic; a broadcast that would build a large
+  // constant stays an op.
+  std::optional<int64_t> n = checkedProduct(out);
+  if (!n || *n > kMaxFoldedElements)
+    return std::nullopt;
   Known r;
   r.shape = out;
   r.elementType = x.elementType;
   Ints os = stridesOf(out), xst = stridesOf(xs), yst = stridesOf(ys);
-  int64_t n = r.size();
-  for (int64_t e = 0; e < n; ++e) {
+  for (int64_t e = 0; e < *n; ++e) {
     int64_t xi = 0, yi = 0, rem = e;
     for (size_t d = 0; d < rank; ++d) {
       int64_t c = rem / os[d];
@@ -824,8 +839,14 @@ LogicalResult Importer::convertReshapeLike(StringRef op) {
     int64_t outer = 1, inner = 1;
     for (int64_t d = 0; d < rank; ++d) {
       int64_t &p = d < axis ? outer : inner;
-      p = ShapedType::isDynamic(in[d]) || ShapedType::isDynamic(p) ? kDyn
-                                                                   : p * in[d];
+      if (ShapedType::isDynamic(in[d]) || ShapedType::isDynamic(p)) {
+        p = kDyn;
+      } else if (std::optional<int64_t> q = checkedMul(p, in[d])) {
+        p = *q;
+      } else {
+        return nodeError() << "flattening " << formatShape(in)
+                           << " overflows a 64-bit size";
+      }
     }
     out = {outer, inner};
   } else if (op == "Unsqueeze" || op == "Squeeze") {
@@ -909,24 +930,34 @@ LogicalResult Importer::convertReshapeLike(StringRef op) {
       out.push_back(s);
     }
     if (inferAt >= 0) {
-      int64_t inProd = 1, outProd = 1;
+      std::optional<int64_t> inProd = 1, outProd = 1;
       bool inDyn = false, outDyn = false;
       for (int64_t s : in)
-        ShapedType::isDynamic(s) ? void(inDyn = true) : void(inProd *= s);
+        if (ShapedType::isDynamic(s))
+          inDyn = true;
+        else if (inProd)
+          inProd = checkedMul(*inProd, s);
       for (size_t d = 0; d < out.size(); ++d)
-        if ((int64_t)d != inferAt)
-          ShapedType::isDynamic(out[d]) ? void(outDyn = true)
-                                        : void(outProd *= out[d]);
+        if ((int64_t)d == inferAt)
+          continue;
+        else if (ShapedType::isDynamic(out[d]))
+          outDyn = true;
+        else if (outProd)
+          outProd = checkedMul(*outProd, out[d]);
       if (inDyn && !outDyn)
         out[inferAt] = kDyn; // -1 absorbs the batch.
-      else if (outProd == 0 || inProd % outProd != 0)
+      else if (!inProd || !outProd || *outProd == 0 || *inProd % *outProd != 0)
         return nodeError() << "cannot reshape " << formatShape(in) << " to "
                            << formatShape(shape);
       else
-        out[inferAt] = inProd / outProd;
+        out[inferAt] = *inProd / *outProd;
     }
   }
   if (k) {
+    std::optional<int64_t> n = checkedProduct(out);
+    if (!n || *n != k->size())
+      return nodeError() << "cannot reshape " << formatShape(in) << " ("
+                         << k->size() << " elements) to " << formatShape(out);
     setKnown(reshaped(*k, out));
     return success();
   }
@@ -1092,7 +1123,8 @@ LogicalResult Importer::convertSlice() {
     r.shape.push_back(picks[d].size());
   }
   Ints strides = stridesOf(k->shape);
-  int64_t n = r.size();
+  // At most the input's elements: every dimension picks at most its size.
+  int64_t n = checkedProduct(r.shape).value_or(0);
   Ints outStrides = stridesOf(r.shape);
   for (int64_t e = 0; e < n; ++e) {
     int64_t src = 0, rem = e;
@@ -1743,10 +1775,14 @@ LogicalResult Importer::importNode(const onnx::NodeProto &n) {
       RankedTensorType type = typeOf(*x);
       if (!type.hasStaticShape())
         return nodeError() << "the mask output needs a static shape";
+      std::optional<int64_t> elements = checkedProduct(type.getShape());
+      if (!elements || *elements > kMaxFoldedElements)
+        return nodeError() << "the mask output of Dropout has more than "
+                           << kMaxFoldedElements << " elements";
       Known mask;
       mask.elementType = b.getI1Type();
       mask.shape.assign(type.getShape().begin(), type.getShape().end());
-      mask.ints.assign(mask.size(), 1);
+      mask.ints.assign(*elements, 1);
       setKnown(mask, 1);
     }
     return success();

@@ -270,6 +270,14 @@ func.func @reshape_count(%x: tensor<?x4x3xf32>) {
 
 // -----
 
+func.func @reshape_overflow(%x: tensor<?x4xf32>) {
+  // expected-error @+1 {{has more elements than a 64-bit size holds (?x4 to ?x4611686018427387904x4)}}
+  %y = heterps.reshape %x : (tensor<?x4xf32>) -> tensor<?x4611686018427387904x4xf32>
+  return
+}
+
+// -----
+
 func.func @transpose_perm(%x: tensor<?x4xf32>) {
   // expected-error @+2 {{failed to infer returned types}}
   // expected-error @+1 {{'heterps.transpose' op perm [0, 0] is not a permutation of the 2 dimensions of the input}}

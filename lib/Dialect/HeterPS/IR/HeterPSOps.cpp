@@ -2,6 +2,7 @@
 
 #include "heterps/Dialect/HeterPS/IR/HeterPSOps.h"
 #include "heterps/Dialect/HeterPS/IR/HeterPSPlacement.h"
+#include "heterps/Support/CheckedMath.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -387,14 +388,15 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
 // ReshapeOp
 //===----------------------------------------------------------------------===//
 
-/// The product of the static dimensions and the number of dynamic ones.
+/// The product of the static dimensions (-1 when it does not fit in 64
+/// bits) and the number of dynamic ones.
 static std::pair<int64_t, int64_t> staticProduct(ArrayRef<int64_t> shape) {
   int64_t product = 1, dynamic = 0;
   for (int64_t dim : shape) {
     if (ShapedType::isDynamic(dim))
       ++dynamic;
-    else
-      product *= dim;
+    else if (product >= 0)
+      product = ::heterps::checkedMul(product, dim).value_or(-1);
   }
   return {product, dynamic};
 }
@@ -416,6 +418,10 @@ LogicalResult ReshapeOp::verify() {
     return emitOpError() << "cannot reshape " << formatShape(input.getShape())
                          << " to " << formatShape(result.getShape())
                          << ": the batch dimension must stay dynamic";
+  if (inProduct < 0 || outProduct < 0)
+    return emitOpError() << "has more elements than a 64-bit size holds ("
+                         << formatShape(input.getShape()) << " to "
+                         << formatShape(result.getShape()) << ")";
   if (inProduct != outProduct)
     return emitOpError() << "changes the number of elements"
                          << (inDynamic ? " per sample" : "") << " from "
