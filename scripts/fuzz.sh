@@ -28,8 +28,16 @@ fi
 # RTTI, which the LLVM-style libraries are built without.
 flags="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined"
 flags+=" -fno-sanitize=vptr -fno-omit-frame-pointer -gline-tables-only"
+# OpenMP: GCC's runtime, which oneDNN uses too (clang's libomp would be a
+# second one in the process, and its package puts a libgomp.so.1 beside
+# libMLIR that the GCC build would then load). Clang only calls it here.
+gcc_dir=$(dirname "$(g++ -print-libgcc-file-name)")
+omp="-fopenmp=libgomp -idirafter $gcc_dir/include"
 cmake -G Ninja -S "$root" -B "$build_dir" \
   -DCMAKE_BUILD_TYPE=Release \
+  -DOpenMP_C_FLAGS="$omp" -DOpenMP_CXX_FLAGS="$omp" \
+  -DOpenMP_C_LIB_NAMES=gomp -DOpenMP_CXX_LIB_NAMES=gomp \
+  -DOpenMP_gomp_LIBRARY="$gcc_dir/libgomp.so" \
   -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
   -DHETERPS_ENABLE_CUDA=OFF -DHETERPS_FUZZ=ON \
   -DHETERPS_FUZZ_SECONDS="$seconds" \

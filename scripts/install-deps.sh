@@ -17,7 +17,7 @@ packages=(
   openmpi-bin libopenmpi-dev
   # The fuzz targets (scripts/fuzz.sh): clang with libFuzzer and the
   # sanitizer runtimes of LLVM 22.
-  clang-22 libclang-rt-22-dev libomp-22-dev
+  clang-22 libclang-rt-22-dev
   # Tests and benchmarks.
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-numpy python3-onnx libonnx-testdata python3-yaml

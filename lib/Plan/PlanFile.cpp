@@ -1,6 +1,7 @@
 //===- PlanFile.cpp - Reading and writing plan files ----------------------===//
 
 #include "heterps/Plan/PlanFile.h"
+#include "heterps/Plan/OpSignatures.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -206,6 +207,33 @@ std::string heterps::plan::verifyPlan(const Plan &plan) {
   std::map<int64_t, int> sends, recvs;
   for (const Stage &stage : plan.stages()) {
     for (const Op &op : stage.ops()) {
+      const OpSignature *signature = findOpSignature(op.name());
+      if (!signature) {
+        err << "op '" << op.name() << "' at " << op.location() << " in stage "
+            << stage.index() << " is not an op of the plan format";
+        return err.str();
+      }
+      int operands = op.inputs_size();
+      if (operands < signature->minOperands ||
+          (signature->maxOperands >= 0 && operands > signature->maxOperands)) {
+        err << op.name() << " at " << op.location() << " in stage "
+            << stage.index() << " has " << operands << " operand"
+            << (operands == 1 ? "" : "s") << ", expected ";
+        if (signature->maxOperands == signature->minOperands)
+          err << signature->minOperands;
+        else if (signature->maxOperands < 0)
+          err << "at least " << signature->minOperands;
+        else
+          err << signature->minOperands << " to " << signature->maxOperands;
+        return err.str();
+      }
+      if (op.outputs_size() != signature->results) {
+        err << op.name() << " at " << op.location() << " in stage "
+            << stage.index() << " has " << op.outputs_size() << " result"
+            << (op.outputs_size() == 1 ? "" : "s") << ", expected "
+            << signature->results;
+        return err.str();
+      }
       for (int id : op.inputs()) {
         if (!checkId(id, ("an operand of " + op.name()).c_str()))
           return err.str();

@@ -5,7 +5,10 @@ usage: corrupt-plan.py PROTO_DIR PLAN OUT MUTATION
 MUTATION is one of: dtype=N (the first input's element type), no-outputs,
 loss-output=N, stage-kind=K, units=N, micro-batches=N, batch=N,
 channel-to=N, rank=N (the first input's rank), dim=N (its first dimension),
-label=N (a label input id).
+label=N (a label input id), drop-operand=OP (the last operand of the
+first op named OP), extra-operand=OP (its first operand once more),
+drop-result=OP, attr-kind=OP:KEY (attribute KEY of the first OP becomes a
+string), drop-attr=OP:KEY, op-name=OP:NAME (the first OP renamed).
 """
 import importlib
 import os
@@ -53,6 +56,23 @@ def main():
     elif key == "label":
         del plan.training.label_inputs[:]
         plan.training.label_inputs.append(int(value))
+    elif key in ("drop-operand", "extra-operand", "drop-result", "attr-kind",
+                 "drop-attr", "op-name"):
+        name, _, attr = value.partition(":")
+        op = next(o for s in plan.stages for o in s.ops
+                  if o.name == "heterps." + name)
+        if key == "drop-operand":
+            del op.inputs[-1]
+        elif key == "extra-operand":
+            op.inputs.append(op.inputs[0])
+        elif key == "drop-result":
+            del op.outputs[-1]
+        elif key == "attr-kind":
+            op.attrs[attr].s = "x"
+        elif key == "op-name":
+            op.name = attr
+        else:
+            del op.attrs[attr]
     else:
         sys.exit("unknown mutation " + mutation)
     with open(out_path, "wb") as f:

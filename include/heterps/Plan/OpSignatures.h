@@ -1,0 +1,32 @@
+//===- OpSignatures.h - The ops a plan may hold -----------------*- C++ -*-===//
+//
+// Every op of the plan format with the operand and result counts the
+// runtime's kernels rely on (the HeterPS dialect's ODS declares the same:
+// the plan emitter verifies each plan it writes against this table).
+// verifyPlan refuses an op that is not here or has other counts, so a
+// kernel never indexes an operand that a corrupt plan left out.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HETERPS_PLAN_OPSIGNATURES_H
+#define HETERPS_PLAN_OPSIGNATURES_H
+
+#include <string>
+
+namespace heterps::plan {
+
+struct OpSignature {
+  const char *name;
+  /// Operands: at least minOperands, at most maxOperands (-1: any number,
+  /// for variadic ops).
+  int minOperands, maxOperands;
+  int results;
+};
+
+/// The signature of op `name` ("heterps.gemm"), or null when the plan
+/// format has no such op.
+const OpSignature *findOpSignature(const std::string &name);
+
+} // namespace heterps::plan
+
+#endif // HETERPS_PLAN_OPSIGNATURES_H
