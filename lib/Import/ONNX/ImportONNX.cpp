@@ -1032,6 +1032,20 @@ LogicalResult Importer::convertGather() {
   FailureOr<Value> x = input(0), ids = input(1);
   if (failed(x) || failed(ids))
     return failure();
+  // Constant indices are checked against the data's extent here, naming
+  // the node; the runtime checks the others as it gathers.
+  ArrayRef<int64_t> dataShape = typeOf(*x).getShape();
+  std::optional<int64_t> a =
+      normalizeAxis(axis, static_cast<int64_t>(dataShape.size()));
+  if (!a)
+    return nodeError() << "axis " << axis << " is out of range for rank "
+                       << dataShape.size();
+  if (const Known *k = known(1);
+      k && !k->isFloat() && !ShapedType::isDynamic(dataShape[*a]))
+    for (int64_t i : k->ints)
+      if (i != kDyn && (i < -dataShape[*a] || i >= dataShape[*a]))
+        return nodeError() << "index " << i << " is out of range for "
+                           << dataShape[*a] << " entries along axis " << *a;
   return emit(make<GatherOp>(*x, *ids, b.getI64IntegerAttr(axis)));
 }
 
