@@ -1329,6 +1329,10 @@ LogicalResult Importer::convertConvPool(StringRef op) {
       return failure();
     filter = *w;
     auto ws = typeOf(filter).getShape();
+    if (ws.size() != type.getShape().size())
+      return nodeError() << "the filter " << formatShape(ws)
+                         << " must have the input's rank " << type.getRank()
+                         << " (input " << formatShape(type.getShape()) << ")";
     kernel.assign(ws.begin() + 2, ws.end());
   } else if (op != "GlobalAveragePool") {
     kernel = intsAttr("kernel_shape").value_or(Ints());
@@ -1342,6 +1346,16 @@ LogicalResult Importer::convertConvPool(StringRef op) {
   Ints strides = intsAttr("strides").value_or(Ints(spatial, 1));
   Ints dilations = intsAttr("dilations").value_or(Ints(spatial, 1));
   Ints pads = intsAttr("pads").value_or(Ints(2 * spatial, 0));
+  for (auto [name, values, size] :
+       {std::tuple<const char *, const Ints *, int64_t>{"kernel_shape", &kernel,
+                                                        spatial},
+        {"strides", &strides, spatial},
+        {"dilations", &dilations, spatial},
+        {"pads", &pads, 2 * spatial}})
+    if (static_cast<int64_t>(values->size()) != size)
+      return nodeError() << name << " has " << values->size()
+                         << " values; expected " << size << " for " << spatial
+                         << " spatial dimension" << (spatial == 1 ? "" : "s");
   // Sizes beyond 2^20 are no model's: they would overflow the shapes they
   // make.
   for (auto [name, values] :
