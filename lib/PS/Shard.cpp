@@ -98,36 +98,8 @@ Status toOptimizer(const v1::Optimizer &o, const std::string &what,
   c->beta2 = o.beta2();
   c->epsilon = o.epsilon();
   c->weightDecay = o.weight_decay();
-  if (!std::isfinite(c->learningRate) || c->learningRate < 0)
-    return Status::error(Code::InvalidArgument,
-                         what + ": learning rate must be finite and >= 0");
-  if (!std::isfinite(c->momentum) || c->momentum < 0 || c->momentum >= 1)
-    return Status::error(
-        Code::InvalidArgument,
-        str(what, ": momentum must be in [0, 1), got ", c->momentum));
-  if (!std::isfinite(c->weightDecay) || c->weightDecay < 0)
-    return Status::error(Code::InvalidArgument,
-                         str(what,
-                             ": weight decay must be finite and >= 0, "
-                             "got ",
-                             c->weightDecay));
-  // The betas and epsilon matter to Adam (and epsilon to Adagrad): they
-  // divide, so they must be positive and finite.
-  if (c->kind == runtime::OptimizerConfig::Kind::Adam) {
-    for (auto [name, beta] :
-         {std::pair<const char *, double>{"beta1", c->beta1},
-          {"beta2", c->beta2}})
-      if (!std::isfinite(beta) || beta <= 0 || beta >= 1)
-        return Status::error(
-            Code::InvalidArgument,
-            str(what, ": Adam's ", name, " must be in (0, 1), got ", beta));
-  }
-  if ((c->kind == runtime::OptimizerConfig::Kind::Adam ||
-       c->kind == runtime::OptimizerConfig::Kind::Adagrad) &&
-      (!std::isfinite(c->epsilon) || c->epsilon <= 0))
-    return Status::error(
-        Code::InvalidArgument,
-        str(what, ": epsilon must be finite and > 0, got ", c->epsilon));
+  if (std::string problem = c->problem(); !problem.empty())
+    return Status::error(Code::InvalidArgument, what + ": " + problem);
   return {};
 }
 

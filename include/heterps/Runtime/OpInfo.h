@@ -48,6 +48,7 @@ public:
   int64_t getInt(const std::string &key, int64_t dflt) const;
   int64_t getInt(const std::string &key) const;
   double getFloat(const std::string &key, double dflt) const;
+  double getFloat(const std::string &key) const;
   bool getBool(const std::string &key, bool dflt) const;
   std::string getString(const std::string &key, const std::string &dflt) const;
   std::string getString(const std::string &key) const;

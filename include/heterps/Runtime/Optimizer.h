@@ -26,6 +26,10 @@ struct OptimizerConfig {
   static Kind parseKind(const std::string &kind, const std::string &what);
   /// Slots of state per element: 0 (SGD), 1 (momentum, Adagrad), 2 (Adam).
   int stateSlots() const;
+  /// What is wrong with the hyperparameters (a negative or non-finite
+  /// learning rate, momentum outside [0, 1), Adam's betas outside (0, 1),
+  /// a non-positive epsilon where it divides), or "" when nothing is.
+  std::string problem() const;
 };
 
 /// Applies one update to `n` elements of `w` with gradient `g`. `state`

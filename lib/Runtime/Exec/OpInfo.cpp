@@ -88,6 +88,12 @@ double OpInfo::getFloat(const std::string &key, double dflt) const {
   wrongKind(*this, key, *a, "a float");
 }
 
+double OpInfo::getFloat(const std::string &key) const {
+  if (!has(key))
+    fail() << describe() << ": missing float attribute '" << key << "'";
+  return getFloat(key, 0);
+}
+
 bool OpInfo::getBool(const std::string &key, bool dflt) const {
   const plan::Attribute *a = lookup(*op, key);
   if (!a)

@@ -5,6 +5,7 @@
 #include "heterps/Runtime/Error.h"
 
 #include <cmath>
+#include <sstream>
 
 using namespace heterps::runtime;
 
@@ -81,4 +82,26 @@ void heterps::runtime::applyUpdate(const OptimizerConfig &c, float *w,
     return;
   }
   }
+}
+
+std::string OptimizerConfig::problem() const {
+  std::ostringstream os;
+  if (!std::isfinite(learningRate) || learningRate < 0)
+    os << "learning rate must be finite and >= 0, got " << learningRate;
+  else if (!std::isfinite(momentum) || momentum < 0 || momentum >= 1)
+    os << "momentum must be in [0, 1), got " << momentum;
+  else if (!std::isfinite(weightDecay) || weightDecay < 0)
+    os << "weight decay must be finite and >= 0, got " << weightDecay;
+  // The betas and epsilon matter to Adam (and epsilon to Adagrad): they
+  // divide, so they must be positive and finite.
+  else if (kind == Kind::Adam &&
+           (!std::isfinite(beta1) || beta1 <= 0 || beta1 >= 1))
+    os << "Adam's beta1 must be in (0, 1), got " << beta1;
+  else if (kind == Kind::Adam &&
+           (!std::isfinite(beta2) || beta2 <= 0 || beta2 >= 1))
+    os << "Adam's beta2 must be in (0, 1), got " << beta2;
+  else if ((kind == Kind::Adam || kind == Kind::Adagrad) &&
+           (!std::isfinite(epsilon) || epsilon <= 0))
+    os << "epsilon must be finite and > 0, got " << epsilon;
+  return os.str();
 }

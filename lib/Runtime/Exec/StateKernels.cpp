@@ -249,12 +249,14 @@ namespace heterps::runtime {
 OptimizerConfig updateOptimizerOf(const OpInfo &op) {
   OptimizerConfig config;
   config.kind = OptimizerConfig::parseKind(op.getString("kind"), op.describe());
-  config.learningRate = op.getFloat("learning_rate", 0.01);
+  config.learningRate = op.getFloat("learning_rate");
   config.momentum = op.getFloat("momentum", 0.0);
   config.beta1 = op.getFloat("beta1", 0.9);
   config.beta2 = op.getFloat("beta2", 0.999);
   config.epsilon = op.getFloat("epsilon", 1e-8);
   config.weightDecay = op.getFloat("weight_decay", 0.0);
+  if (std::string problem = config.problem(); !problem.empty())
+    fail() << op.describe() << ": " << problem;
   return config;
 }
 

@@ -8,7 +8,8 @@ channel-to=N, rank=N (the first input's rank), dim=N (its first dimension),
 label=N (a label input id), drop-operand=OP (the last operand of the
 first op named OP), extra-operand=OP (its first operand once more),
 drop-result=OP, attr-kind=OP:KEY (attribute KEY of the first OP becomes a
-string), drop-attr=OP:KEY, op-name=OP:NAME (the first OP renamed).
+string), drop-attr=OP:KEY, op-name=OP:NAME (the first OP renamed),
+float-attr=OP:KEY:VALUE.
 """
 import importlib
 import os
@@ -57,8 +58,9 @@ def main():
         del plan.training.label_inputs[:]
         plan.training.label_inputs.append(int(value))
     elif key in ("drop-operand", "extra-operand", "drop-result", "attr-kind",
-                 "drop-attr", "op-name"):
+                 "drop-attr", "op-name", "float-attr"):
         name, _, attr = value.partition(":")
+        attr, _, number = attr.partition(":")
         op = next(o for s in plan.stages for o in s.ops
                   if o.name == "heterps." + name)
         if key == "drop-operand":
@@ -71,6 +73,8 @@ def main():
             op.attrs[attr].s = "x"
         elif key == "op-name":
             op.name = attr
+        elif key == "float-attr":
+            op.attrs[attr].f = float(number)
         else:
             del op.attrs[attr]
     else:
