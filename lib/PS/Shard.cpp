@@ -15,6 +15,7 @@
 #include "heterps/Runtime/Hash.h"
 #include "heterps/Runtime/Optimizer.h"
 #include "heterps/Runtime/ParamStore.h"
+#include "heterps/Support/CheckedMath.h"
 
 #include <rocksdb/db.h>
 
@@ -804,13 +805,13 @@ Status Shard::createDense(const v1::DenseTensor &tensor,
                          str("dense tensor '", name, "' belongs to PS server ",
                              serverOfName(name, opts.count), " of ",
                              opts.count));
-  int64_t n = 1;
-  for (int64_t d : tensor.shape()) {
-    if (d < 0 || d > (int64_t(1) << 32))
-      return Status::error(Code::InvalidArgument,
-                           str("dense tensor '", name, "': bad dimension ", d));
-    n *= d;
-  }
+  std::optional<int64_t> elements = checkedProduct(tensor.shape());
+  if (!elements || *elements > (int64_t(1) << 36))
+    return Status::error(Code::InvalidArgument,
+                         str("dense tensor '", name,
+                             "': its dimensions are negative or make more "
+                             "than 2^36 elements"));
+  size_t n = static_cast<size_t>(*elements);
   if (tensor.values().size() != static_cast<size_t>(n) * sizeof(float))
     return Status::error(Code::InvalidArgument,
                          str("dense tensor '", name, "': ", n,

@@ -2,6 +2,7 @@
 
 #include "heterps/Plan/PlanFile.h"
 #include "heterps/Plan/OpSignatures.h"
+#include "heterps/Support/CheckedMath.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -120,12 +121,22 @@ std::string heterps::plan::verifyPlan(const Plan &plan) {
           << type.dims_size() << "; at most 8";
       return err.str();
     }
-    for (int64_t d : type.dims())
+    int64_t elements = 1;
+    for (int64_t d : type.dims()) {
       if (d < -1 || d > (int64_t(1) << 40)) {
         err << "value " << i << " ('" << value.name() << "') has dimension "
             << d;
         return err.str();
       }
+      // Per sample where the dimension is the batch.
+      std::optional<int64_t> next = checkedMul(elements, d < 0 ? 1 : d);
+      if (!next || *next > (int64_t(1) << 40)) {
+        err << "value " << i << " ('" << value.name()
+            << "') has more than 2^40 elements";
+        return err.str();
+      }
+      elements = *next;
+    }
   }
   if (plan.outputs_size() == 0)
     return "the plan has no outputs";

@@ -78,7 +78,9 @@ bool heterps::runtime::isFloat(DType t) {
 int64_t heterps::runtime::numElements(const Shape &shape) {
   int64_t n = 1;
   for (int64_t d : shape)
-    n *= d;
+    if (__builtin_mul_overflow(n, d, &n))
+      fail() << "a tensor of shape " << shapeString(shape)
+             << " has more elements than 64 bits count";
   return n;
 }
 
