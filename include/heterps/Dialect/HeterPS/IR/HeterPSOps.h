@@ -17,6 +17,20 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+namespace mlir::heterps {
+/// The dense parameters: load_param reads them and update_param writes
+/// them, so CSE keeps a load after an update apart from one before it.
+struct ParameterResource
+    : public SideEffects::Resource::Base<ParameterResource> {
+  StringRef getName() final { return "heterps::Parameter"; }
+};
+/// The random stream dropout draws its mask from in training: two dropouts
+/// of one value are two draws.
+struct RandomResource : public SideEffects::Resource::Base<RandomResource> {
+  StringRef getName() final { return "heterps::Random"; }
+};
+} // namespace mlir::heterps
+
 #define GET_OP_CLASSES
 #include "heterps/Dialect/HeterPS/IR/HeterPSOps.h.inc"
 

@@ -86,8 +86,14 @@ def HeterPS_EmbeddingTableOp : HeterPS_Op<"embedding_table", [Symbol]> {
   let hasVerifier = 1;
 }
 
+// What the stateful ops touch, so that CSE and DCE see them: the dense
+// parameters (load_param reads, update_param writes) and the random stream
+// dropout draws from.
+def HeterPS_ParameterResource : Resource<"::mlir::heterps::ParameterResource">;
+def HeterPS_RandomResource : Resource<"::mlir::heterps::RandomResource">;
+
 def HeterPS_LoadParamOp : HeterPS_Op<"load_param",
-    [Pure, CustomCost,
+    [MemoryEffects<[MemRead<HeterPS_ParameterResource>]>, CustomCost,
      DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "Reads a dense parameter";
   let description = [{
@@ -233,11 +239,15 @@ def HeterPS_MulOp : HeterPS_BinaryOp<"mul", "Elementwise multiplication">;
 def HeterPS_DivOp : HeterPS_BinaryOp<"div", "Elementwise division">;
 def HeterPS_PowOp : HeterPS_BinaryOp<"pow", "Elementwise power">;
 
-// `flops` is the cost of one element, forward.
+// `flops` is the cost of one element, forward. `effects` replaces Pure for
+// the ops that have some.
 class HeterPS_UnaryOp<string mnemonic, string opSummary, string flops,
                       dag extraArgs = (ins),
-                      Type tensorType = HeterPS_FloatTensor>
-    : HeterPS_Op<mnemonic, [Pure, SameOperandsAndResultType, CustomCost]> {
+                      Type tensorType = HeterPS_FloatTensor,
+                      list<Trait> effects = [Pure]>
+    : HeterPS_Op<mnemonic, !listconcat(effects,
+                                       [SameOperandsAndResultType,
+                                        CustomCost])> {
   let summary = opSummary;
   let description = [{
     Elementwise; the result has the type of the input.
@@ -276,7 +286,9 @@ def HeterPS_ClipOp : HeterPS_UnaryOp<"clip",
 }
 def HeterPS_DropoutOp : HeterPS_UnaryOp<"dropout",
     "Zeroes elements with probability `ratio` in training, scaling the rest",
-    "2.0", (ins DefaultValuedAttr<F32Attr, "0.5f">:$ratio)> {
+    "2.0", (ins DefaultValuedAttr<F32Attr, "0.5f">:$ratio), HeterPS_FloatTensor,
+    [MemoryEffects<[MemRead<HeterPS_RandomResource>,
+                    MemWrite<HeterPS_RandomResource>]>]> {
   let hasVerifier = 1;
 }
 
@@ -1214,7 +1226,9 @@ def HeterPS_LayerNormGradOp : HeterPS_Op<"layer_norm_grad",
 }
 
 def HeterPS_UpdateParamOp : HeterPS_Op<"update_param",
-    [DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    [MemoryEffects<[MemRead<HeterPS_ParameterResource>,
+                    MemWrite<HeterPS_ParameterResource>]>,
+     DeclareOpInterfaceMethods<SymbolUserOpInterface>,
      HeterPS_CostOpInterface]> {
   let summary = "Applies an optimizer step to a dense parameter";
   let description = [{
