@@ -1410,6 +1410,13 @@ Status Shard::restore(const std::string &name, v1::RestoreResponse *response) {
       rows += count;
       fresh.memory += count * t->rowBytes();
     }
+    if (m.dense_size() != 2 * m.dense_optimizers_size())
+      return Status::error(Code::FailedPrecondition,
+                           str("checkpoint '", dir, "': its manifest has ",
+                               m.dense_size(), " dense tensors and ",
+                               m.dense_optimizers_size(),
+                               " optimizers; expected two tensors (value "
+                               "and state) per optimizer"));
     for (int i = 0; i + 1 < m.dense_size(); i += 2) {
       const v1::DenseTensor &value = m.dense(i), &state = m.dense(i + 1);
       if (serverOfName(value.name(), opts.count) != opts.index)

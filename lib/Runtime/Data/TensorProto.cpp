@@ -144,6 +144,34 @@ Tensor heterps::runtime::readTensorProto(const std::string &path,
            << "' raw_data: expected " << dataBytes << " bytes ("
            << Tensor::view(dtype, shape, nullptr).typeString() << "), found "
            << proto.raw_data().size();
+  if (!proto.has_raw_data()) {
+    // The typed field must hold every element before the tensor is
+    // allocated: dimensions alone may promise 2^40 elements.
+    int64_t given;
+    switch (dtype) {
+    case DType::F32:
+      given = proto.float_data_size();
+      break;
+    case DType::F64:
+      given = proto.double_data_size();
+      break;
+    case DType::I64:
+      given = proto.int64_data_size();
+      break;
+    case DType::U32:
+    case DType::U64:
+      given = proto.uint64_data_size();
+      break;
+    default:
+      given = proto.int32_data_size();
+      break;
+    }
+    if (given != elements)
+      fail() << path << ": TensorProto '" << proto.name() << "': expected "
+             << elements << " elements ("
+             << Tensor::view(dtype, shape, nullptr).typeString()
+             << "), its data field holds " << given;
+  }
   Tensor t(dtype, shape);
 
   if (proto.has_raw_data()) {
