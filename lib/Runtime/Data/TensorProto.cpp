@@ -148,29 +148,30 @@ Tensor heterps::runtime::readTensorProto(const std::string &path,
     // The typed field must hold every element before the tensor is
     // allocated: dimensions alone may promise 2^40 elements.
     int64_t given;
+    const char *field;
     switch (dtype) {
     case DType::F32:
-      given = proto.float_data_size();
+      given = proto.float_data_size(), field = "float_data";
       break;
     case DType::F64:
-      given = proto.double_data_size();
+      given = proto.double_data_size(), field = "double_data";
       break;
     case DType::I64:
-      given = proto.int64_data_size();
+      given = proto.int64_data_size(), field = "int64_data";
       break;
     case DType::U32:
     case DType::U64:
-      given = proto.uint64_data_size();
+      given = proto.uint64_data_size(), field = "uint64_data";
       break;
     default:
-      given = proto.int32_data_size();
+      given = proto.int32_data_size(), field = "int32_data";
       break;
     }
     if (given != elements)
-      fail() << path << ": TensorProto '" << proto.name() << "': expected "
-             << elements << " elements ("
-             << Tensor::view(dtype, shape, nullptr).typeString()
-             << "), its data field holds " << given;
+      fail() << path << ": TensorProto '" << proto.name() << "' " << field
+             << ": expected " << elements << " elements ("
+             << Tensor::view(dtype, shape, nullptr).typeString() << "), found "
+             << given;
   }
   Tensor t(dtype, shape);
 
