@@ -245,9 +245,30 @@ std::string heterps::plan::verifyPlan(const Plan &plan) {
             << signature->results;
         return err.str();
       }
-      for (int id : op.inputs()) {
+      // The kernels read these operands as one float type.
+      DataType floatType = DT_INVALID;
+      for (int i = 0; i < operands; ++i) {
+        int id = op.inputs(i);
         if (!checkId(id, ("an operand of " + op.name()).c_str()))
           return err.str();
+        if (i < 32 && (signature->floatOperands >> i & 1)) {
+          DataType type = plan.values(id).type().dtype();
+          if (type != F32 && type != F64 && type != F16 && type != BF16) {
+            err << op.name() << " at " << op.location() << " in stage "
+                << stage.index() << ": operand " << i << " has element type "
+                << DataType_Name(type) << ", expected a float type";
+            return err.str();
+          }
+          if (floatType == DT_INVALID)
+            floatType = type;
+          if (type != floatType) {
+            err << op.name() << " at " << op.location() << " in stage "
+                << stage.index() << ": operand " << i << " has element type "
+                << DataType_Name(type) << ", the op's other float operands "
+                << DataType_Name(floatType);
+            return err.str();
+          }
+        }
         if (!defined[id]) {
           err << op.name() << " at " << op.location() << " in stage "
               << stage.index() << " uses value " << id

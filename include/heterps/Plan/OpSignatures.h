@@ -21,6 +21,9 @@ struct OpSignature {
   /// for variadic ops).
   int minOperands, maxOperands;
   int results;
+  /// Bit i set: operand i is a float tensor, of the same float type as
+  /// the op's other such operands (the kernels read them as one type).
+  unsigned floatOperands;
 };
 
 /// The signature of op `name` ("heterps.gemm"), or null when the plan

@@ -89,11 +89,23 @@ protected:
       tableId = ctx.tables->tableId(tableName);
       dim = ctx.tables->table(tableId).dim;
     }
+    // The rows the op's types promise must be the table's: the kernels
+    // copy `dim` floats per row into buffers planned from the types.
+    if (rowDim != dim)
+      fail() << info.describe() << ": table '" << tableName << "' has dim "
+             << dim << ", the op's rows have " << rowDim;
     return tableId;
+  }
+  /// The row width of the op's result type (lookups, pulls).
+  int64_t resultRowDim() const {
+    const Shape &dims = info.outputTypes()[0].dims;
+    if (dims.empty())
+      fail() << info.describe() << ": the result is a scalar";
+    return dims.back();
   }
   std::string tableName;
   int tableId = -1;
-  int64_t dim = 0;
+  int64_t dim = 0, rowDim = -1;
 };
 
 class EmbeddingLookupKernel : public TableKernel {
@@ -101,7 +113,7 @@ public:
   explicit EmbeddingLookupKernel(const OpInfo &op)
       : TableKernel(op), combiner(combinerOf(op)) {}
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
-    int64_t d = info.outputTypes()[0].dims.back();
+    int64_t d = rowDim = resultRowDim();
     Shape out = in[0];
     if (combiner == Combiner::None) {
       out.push_back(d);
@@ -163,9 +175,19 @@ public:
   explicit EmbeddingGradKernel(const OpInfo &op)
       : Kernel(op), combiner(combinerOf(op)) {}
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
+    if (in[1].empty())
+      fail() << info.describe() << ": the gradient is a scalar";
     n = numElements(in[0]);
     dim = in[1].back();
-    bag = combiner == Combiner::None || in[0].empty() ? 1 : in[0].back();
+    bool pooled = combiner != Combiner::None && !in[0].empty();
+    bag = pooled ? in[0].back() : 1;
+    // The gradient has the lookup's shape: one row per id, or per bag.
+    Shape expected(in[0].begin(), in[0].end() - (pooled ? 1 : 0));
+    expected.push_back(dim);
+    if (in[1] != expected)
+      fail() << info.describe() << ": the gradient is " << shapeString(in[1])
+             << ", ids of shape " << shapeString(in[0]) << " need "
+             << shapeString(expected);
     return {{n}, {n, dim}};
   }
   void run(const std::vector<const Tensor *> &in,
@@ -192,7 +214,8 @@ class PSPullKernel : public TableKernel {
 public:
   using TableKernel::TableKernel;
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
-    return {{numElements(in[0]), info.outputTypes()[0].dims.back()}};
+    rowDim = resultRowDim();
+    return {{numElements(in[0]), rowDim}};
   }
   void run(const std::vector<const Tensor *> &in,
            const std::vector<Tensor *> &res, ExecContext &ctx) override {
@@ -217,14 +240,12 @@ public:
     if (in[1].size() != 2 || in[1][0] != numElements(in[0]))
       fail() << info.describe() << ": " << numElements(in[0])
              << " keys but gradients of shape " << shapeString(in[1]);
+    rowDim = in[1][1];
     return {};
   }
   void run(const std::vector<const Tensor *> &in, const std::vector<Tensor *> &,
            ExecContext &ctx) override {
     int id = tableOf(ctx);
-    if (in[1]->dim(1) != dim)
-      fail() << info.describe() << ": table " << id << " '" << tableName
-             << "' has dim " << dim << ", the gradients " << in[1]->dim(1);
     if (ctx.batch && ctx.batch->collectingPushes) {
       ctx.batch->addPush(id, keysOf(*in[0], keyScratch), in[0]->numElements(),
                          dim, in[1]->as<float>());
