@@ -61,6 +61,11 @@ public:
   /// every dynamic dimension of the plan's output types with dimension 0 of
   /// the first input (the batch).
   virtual std::vector<Shape> prepare(const std::vector<Shape> &inputShapes);
+  /// prepare(), then the results checked against the plan's types: as many
+  /// as the op has, each of its rank, with its static dimensions. The
+  /// executors allocate from these shapes, so a kernel that computes
+  /// another shape from attributes a corrupt plan set is an error here.
+  std::vector<Shape> prepareChecked(const std::vector<Shape> &inputShapes);
   virtual void run(const std::vector<const Tensor *> &inputs,
                    const std::vector<Tensor *> &outputs,
                    ExecContext &context) = 0;

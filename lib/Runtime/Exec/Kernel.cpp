@@ -26,6 +26,26 @@ std::vector<Shape> Kernel::prepare(const std::vector<Shape> &inputShapes) {
   return shapes;
 }
 
+std::vector<Shape>
+Kernel::prepareChecked(const std::vector<Shape> &inputShapes) {
+  std::vector<Shape> shapes = prepare(inputShapes);
+  const std::vector<TensorType> &declared = info.outputTypes();
+  if (shapes.size() != declared.size())
+    fail() << info.describe() << ": the kernel gives " << shapes.size()
+           << " results, the plan " << declared.size();
+  for (size_t r = 0; r < shapes.size(); ++r) {
+    const Shape &want = declared[r].dims;
+    bool same = shapes[r].size() == want.size();
+    for (size_t d = 0; same && d < want.size(); ++d)
+      same = shapes[r][d] >= 0 && (want[d] < 0 || want[d] == shapes[r][d]);
+    if (!same)
+      fail() << info.describe() << ": result " << r << " has shape "
+             << shapeString(shapes[r]) << ", the plan's type is "
+             << shapeString(want);
+  }
+  return shapes;
+}
+
 void KernelRegistry::add(const std::string &opName, DeviceKind kind,
                          KernelFactory factory) {
   factories[{opName, kind}] = std::move(factory);

@@ -310,11 +310,7 @@ Program::MemoryPlan &Program::planFor(const std::vector<const Tensor *> &inputs,
                << " is not computed before it";
       shapes.push_back(mp->values[id].shape());
     }
-    std::vector<Shape> outShapes = node->kernel->prepare(shapes);
-    if (outShapes.size() != node->outputs.size())
-      fail() << node->kernel->op().describe() << ": the kernel gives "
-             << outShapes.size() << " results, the plan "
-             << node->outputs.size();
+    std::vector<Shape> outShapes = node->kernel->prepareChecked(shapes);
     for (size_t r = 0; r < node->outputs.size(); ++r) {
       int id = node->outputs[r];
       DType dtype = fromPlanType(planRef.values(id).type().dtype());

@@ -271,11 +271,7 @@ void StageProgram::run(int segment, Slot &slot, double weight) {
       shapes.clear();
       for (const Tensor *t : in)
         shapes.push_back(t->shape());
-      node.outputShapes = node.kernel->prepare(shapes);
-      if (node.outputShapes.size() != node.outputs.size())
-        fail() << node.kernel->op().describe() << ": the kernel gives "
-               << node.outputShapes.size() << " results, the plan "
-               << node.outputs.size();
+      node.outputShapes = node.kernel->prepareChecked(shapes);
       node.preparedShapes = shapes;
       node.prepared = true;
     }
@@ -387,7 +383,7 @@ void StageProgram::applyNode(Node &node) {
     shapes.clear();
     shapes.push_back(keys.shape());
     shapes.push_back(rows.shape());
-    node.kernel->prepare(shapes);
+    node.kernel->prepareChecked(shapes);
     node.prepared = false;
   }
   out.clear();
