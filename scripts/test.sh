@@ -43,9 +43,6 @@ esac
 
 "$root/scripts/install-deps.sh"
 flags="-fsanitize=$sanitize -fno-omit-frame-pointer"
-if [[ $sanitize == *undefined* ]]; then
-  flags+=" -fno-sanitize-recover=undefined"
-fi
 cmake -G Ninja -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DHETERPS_ENABLE_CUDA=OFF -DCMAKE_CXX_FLAGS="$flags" \
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=$sanitize" \
@@ -71,6 +68,7 @@ cmake --build "$build_dir"
 # container overflows inside libMLIR, so those two checks are off. Leaks of
 # process-lifetime singletons (gRPC, MLIR contexts) are not findings.
 export ASAN_OPTIONS="allow_user_poisoning=0:detect_container_overflow=0:detect_leaks=0"
-export UBSAN_OPTIONS="print_stacktrace=1"
+# Undefined behaviour stops the test that reaches it.
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 cd "$build_dir"
 ctest --output-on-failure -j "$(nproc)" "${args[@]}"
