@@ -198,9 +198,19 @@ std::string heterps::plan::verifyPlan(const Plan &plan) {
       return err.str();
     defined[id] = true;
   }
-  std::set<std::string> params, tables;
-  for (const DenseParam &p : plan.params())
-    params.insert(p.name());
+  std::set<std::string> tables;
+  std::map<std::string, const TensorType *> params;
+  for (const DenseParam &p : plan.params()) {
+    std::optional<int64_t> elements = checkedProduct(p.type().dims());
+    if (p.type().dims_size() > 8 || !elements ||
+        *elements > (int64_t(1) << 40)) {
+      err << "parameter '" << p.name()
+          << "' has a rank above 8, a negative dimension or more than 2^40 "
+             "elements";
+      return err.str();
+    }
+    params[p.name()] = &p.type();
+  }
   for (int i = 0; i < plan.tables_size(); ++i) {
     const SparseTable &t = plan.tables(i);
     if (t.id() != i) {
@@ -292,6 +302,18 @@ std::string heterps::plan::verifyPlan(const Plan &plan) {
         err << op.name() << " at " << op.location()
             << " names a parameter that is not in the plan";
         return err.str();
+      }
+      // A load is a view of the parameter: its type is the parameter's.
+      if (op.name() == "heterps.load_param") {
+        const TensorType &declared = *params[name->s()];
+        const TensorType &loaded = plan.values(op.outputs(0)).type();
+        if (declared.dtype() != loaded.dtype() ||
+            !std::equal(declared.dims().begin(), declared.dims().end(),
+                        loaded.dims().begin(), loaded.dims().end())) {
+          err << op.name() << " at " << op.location() << " loads parameter '"
+              << name->s() << "' as another type than the parameter's";
+          return err.str();
+        }
       }
       const Attribute *table = attr("table");
       if ((op.name() == "heterps.embedding_lookup" ||

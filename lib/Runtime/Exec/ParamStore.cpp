@@ -88,6 +88,10 @@ ParamStore::ParamStore(const plan::Plan &plan, uint64_t seed) {
              << dtypeName(type.dtype) << "; the runtime trains f32 parameters";
     if (p.has_value()) {
       param.value = tensorFromData(p.value(), "parameter '" + p.name() + "'");
+      if (param.value.dtype() != type.dtype || param.value.shape() != type.dims)
+        fail() << "parameter '" << p.name() << "': its value is "
+               << param.value.typeString() << ", its type "
+               << Tensor::view(type.dtype, type.dims, nullptr).typeString();
     } else {
       param.value = Tensor(DType::F32, type.dims);
       std::vector<double> args(p.init().args().begin(), p.init().args().end());

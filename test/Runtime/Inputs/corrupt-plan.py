@@ -9,7 +9,8 @@ label=N (a label input id), drop-operand=OP (the last operand of the
 first op named OP), extra-operand=OP (its first operand once more),
 drop-result=OP, attr-kind=OP:KEY (attribute KEY of the first OP becomes a
 string), drop-attr=OP:KEY, op-name=OP:NAME (the first OP renamed),
-float-attr=OP:KEY:VALUE.
+float-attr=OP:KEY:VALUE, param-dim=N (the first parameter's first
+dimension).
 """
 import importlib
 import os
@@ -57,6 +58,8 @@ def main():
     elif key == "label":
         del plan.training.label_inputs[:]
         plan.training.label_inputs.append(int(value))
+    elif key == "param-dim":
+        plan.params[0].type.dims[0] = int(value)
     elif key in ("drop-operand", "extra-operand", "drop-result", "attr-kind",
                  "drop-attr", "op-name", "float-attr"):
         name, _, attr = value.partition(":")
