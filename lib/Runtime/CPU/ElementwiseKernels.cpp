@@ -285,6 +285,7 @@ public:
         eltwise(eltwiseFor(this->kind, backward, alpha, lo, hi)) {}
 
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
+    requireSameShapes(in, info);
     prim = planIsF32(info)
                ? cache.get(in,
                            [&](BoundPrimitive &p) {

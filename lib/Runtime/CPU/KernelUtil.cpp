@@ -37,6 +37,14 @@ std::vector<int64_t> cpu::broadcastStrides(const Shape &in, const Shape &out) {
   return strides;
 }
 
+void cpu::requireSameShapes(const std::vector<Shape> &in, const OpInfo &op) {
+  for (size_t i = 1; i < in.size(); ++i)
+    if (in[i] != in[0])
+      fail() << op.describe() << ": operand " << i << " is "
+             << shapeString(in[i]) << ", operand 0 " << shapeString(in[0])
+             << "; they must have one shape";
+}
+
 int64_t cpu::normalizeAxis(int64_t axis, int64_t rank, const OpInfo &op) {
   int64_t a = axis < 0 ? axis + rank : axis;
   if (a < 0 || a >= std::max<int64_t>(rank, 1))

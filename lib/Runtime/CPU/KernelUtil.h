@@ -109,6 +109,10 @@ void forEachBroadcast(const Shape &out, const std::vector<int64_t> &sa,
   }
 }
 
+/// Fails naming the op unless every operand has the shape of the first (the
+/// elementwise gradients read them index by index).
+void requireSameShapes(const std::vector<Shape> &in, const OpInfo &op);
+
 /// Normalises a possibly negative axis against `rank`, naming the op when it
 /// is out of range.
 int64_t normalizeAxis(int64_t axis, int64_t rank, const OpInfo &op);

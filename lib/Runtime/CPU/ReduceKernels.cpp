@@ -115,6 +115,13 @@ public:
         keepdims(op.getBool("keepdims", true)) {}
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
     plan.init(in[0], axes, keepdims, info);
+    // The result and its gradient are the reduction's: one element per
+    // kept position.
+    for (size_t i : {size_t(1), size_t(2)})
+      if (numElements(in[i]) != numElements(plan.kept))
+        fail() << info.describe() << ": operand " << i << " is "
+               << shapeString(in[i]) << ", reducing " << shapeString(in[0])
+               << " gives " << shapeString(plan.kept);
     prim = kind != "max" && planIsF32(info)
                ? cache.get(in, [&](BoundPrimitive &p) { return build(p); })
                : nullptr;
@@ -242,6 +249,7 @@ public:
       : Kernel(op), axisAttr(op.getInt("axis", -1)), isLog(isLog),
         backward(backward) {}
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
+    requireSameShapes(in, info);
     int axis = static_cast<int>(
         normalizeAxis(axisAttr, static_cast<int64_t>(in[0].size()), info));
     split.init(in[0], axis);
