@@ -8,6 +8,10 @@
 #
 #   scripts/fuzz.sh               # every target, 60 s each
 #   scripts/fuzz.sh 600 -R plan   # the plan target for 10 minutes
+#
+# HETERPS_FUZZ_SEED=N fixes libFuzzer's seed (default 0: a new one each
+# run); CI fixes it, so that its minute replays the mutations a developer's
+# run with that seed made.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -40,7 +44,7 @@ cmake -G Ninja -S "$root" -B "$build_dir" \
   -DOpenMP_gomp_LIBRARY="$gcc_dir/libgomp.so" \
   -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
   -DHETERPS_ENABLE_CUDA=OFF -DHETERPS_FUZZ=ON \
-  -DHETERPS_FUZZ_SECONDS="$seconds" \
+  -DHETERPS_FUZZ_SECONDS="$seconds" -DHETERPS_FUZZ_SEED="${HETERPS_FUZZ_SEED:-0}" \
   -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" >/dev/null
 cmake --build "$build_dir" --target heterps-fuzzers
 cd "$build_dir"
