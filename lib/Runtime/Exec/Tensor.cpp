@@ -3,6 +3,7 @@
 #include "heterps/Runtime/Tensor.h"
 
 #include "heterps/Runtime/Error.h"
+#include "heterps/Support/CheckedMath.h"
 
 #include <cmath>
 #include <cstdlib>
@@ -77,10 +78,13 @@ bool heterps::runtime::isFloat(DType t) {
 
 int64_t heterps::runtime::numElements(const Shape &shape) {
   int64_t n = 1;
-  for (int64_t d : shape)
-    if (__builtin_mul_overflow(n, d, &n))
+  for (int64_t d : shape) {
+    std::optional<int64_t> next = checkedMul(n, d);
+    if (!next)
       fail() << "a tensor of shape " << shapeString(shape)
              << " has more elements than 64 bits count";
+    n = *next;
+  }
   return n;
 }
 

@@ -26,6 +26,7 @@
 #include "heterps/Runtime/OpInfo.h"
 #include "heterps/Runtime/PlanTypes.h"
 #include "heterps/Runtime/Trace.h"
+#include "heterps/Support/CheckedMath.h"
 
 #include <algorithm>
 #include <atomic>
@@ -371,13 +372,11 @@ void PipelineExecutor::Impl::receiveRemote() {
     Shape shape(rank);
     std::memcpy(shape.data(), message.data() + sizeof(header),
                 rank * sizeof(int64_t));
-    int64_t elements = 1;
-    for (int64_t d : shape)
-      if (d < 0 || (d > 0 && elements > INT64_MAX / d))
-        fail() << "channel " << channel.id() << ": a message from process "
-               << from << " has a bad shape";
-      else
-        elements *= d;
+    std::optional<int64_t> product = checkedProduct(shape);
+    if (!product)
+      fail() << "channel " << channel.id() << ": a message from process "
+             << from << " has a bad shape";
+    int64_t elements = *product;
     DType dtype = static_cast<DType>(header[0]);
     TensorType expected = fromPlanType(channel.type());
     if (dtype != expected.dtype ||
