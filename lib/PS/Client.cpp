@@ -51,11 +51,14 @@ public:
     return {};
   }
   Status pushMany(const std::vector<KeyRows> &parts, uint64_t client,
-                  uint64_t seq, v1::PushResponse *response) override {
+                  uint64_t seq, const std::vector<KeyRows> &thenPull,
+                  v1::PushResponse *response) override {
     pushes.clear();
     for (const KeyRows &p : parts)
       pushes.push_back({p.table, p.keys, p.n, p.rows, false});
-    return shard.pushMany(pushes, client, seq, response);
+    if (Status s = shard.pushMany(pushes, client, seq, response); !s.ok())
+      return s;
+    return pullMany(thenPull);
   }
   Status createDense(const v1::DenseTensor &tensor,
                      const v1::Optimizer &optimizer, bool *created) override {
@@ -616,10 +619,11 @@ struct Client::ManyScratch {
 };
 
 template <typename Request>
-Client::ManyScratch &Client::splitMany(const std::vector<Request> &requests) {
-  if (!many)
-    many = std::make_unique<ManyScratch>();
-  ManyScratch &m = *many;
+Client::ManyScratch &Client::splitMany(const std::vector<Request> &requests,
+                                       std::unique_ptr<ManyScratch> &scratch) {
+  if (!scratch)
+    scratch = std::make_unique<ManyScratch>();
+  ManyScratch &m = *scratch;
   m.tables.resize(requests.size());
   m.ids.clear();
   for (size_t i = 0; i < requests.size(); ++i) {
@@ -631,19 +635,8 @@ Client::ManyScratch &Client::splitMany(const std::vector<Request> &requests) {
   return m;
 }
 
-void Client::pullMany(const std::vector<runtime::TablePull> &pulls) {
-  if (pulls.empty())
-    return;
-  std::lock_guard<std::mutex> lock(callMutex);
-  ManyScratch &m = splitMany(pulls);
-  m.plan(servers.size(), opts.maxKeysPerRequest);
-  forEachServerIf(
-      [&](size_t s) { return m.used[s] > 0; },
-      [&](size_t s) {
-        for (size_t r = 0; r < m.used[s]; ++r)
-          if (Status st = servers[s]->pullMany(m.requests[s][r]); !st.ok())
-            raise(s, "pulling " + std::to_string(pulls.size()) + " tables", st);
-      });
+void Client::scatterPulled(const std::vector<runtime::TablePull> &pulls,
+                           ManyScratch &m) {
   for (size_t i = 0; i < pulls.size(); ++i) {
     ManyScratch::Split &t = m.tables[i];
     t.uniqueRows.resize(t.unique.size() * t.dim);
@@ -658,11 +651,34 @@ void Client::pullMany(const std::vector<runtime::TablePull> &pulls) {
   }
 }
 
-void Client::pushMany(const std::vector<runtime::TablePush> &pushes) {
-  if (pushes.empty())
+void Client::pullMany(const std::vector<runtime::TablePull> &pulls) {
+  if (pulls.empty())
     return;
   std::lock_guard<std::mutex> lock(callMutex);
-  ManyScratch &m = splitMany(pushes);
+  ManyScratch &m = splitMany(pulls, many);
+  m.plan(servers.size(), opts.maxKeysPerRequest);
+  forEachServerIf(
+      [&](size_t s) { return m.used[s] > 0; },
+      [&](size_t s) {
+        for (size_t r = 0; r < m.used[s]; ++r)
+          if (Status st = servers[s]->pullMany(m.requests[s][r]); !st.ok())
+            raise(s, "pulling " + std::to_string(pulls.size()) + " tables", st);
+      });
+  scatterPulled(pulls, m);
+}
+
+void Client::pushMany(const std::vector<runtime::TablePush> &pushes) {
+  pushManyThenPull(pushes, {});
+}
+
+void Client::pushManyThenPull(const std::vector<runtime::TablePush> &pushes,
+                              const std::vector<runtime::TablePull> &pulls) {
+  if (pushes.empty()) {
+    pullMany(pulls);
+    return;
+  }
+  std::lock_guard<std::mutex> lock(callMutex);
+  ManyScratch &m = splitMany(pushes, many);
   // Duplicate keys are summed here, so each goes to its server once.
   for (size_t i = 0; i < pushes.size(); ++i) {
     ManyScratch::Split &split = m.tables[i];
@@ -682,20 +698,50 @@ void Client::pushMany(const std::vector<runtime::TablePush> &pushes) {
         std::memcpy(t.rows[s].data() + j * t.dim,
                     t.uniqueRows.data() + t.slots[s][j] * t.dim,
                     t.dim * sizeof(float));
+  // The pulls ride on each server's last push request (after every push
+  // to it is applied), or go alone to a server without pushes.
+  ManyScratch *after = nullptr;
+  if (!pulls.empty()) {
+    after = &splitMany(pulls, thenMany);
+    after->plan(servers.size(), opts.maxKeysPerRequest);
+  }
+  static const std::vector<KeyRows> none;
   forEachServerIf(
-      [&](size_t s) { return m.used[s] > 0; },
+      [&](size_t s) { return m.used[s] > 0 || (after && after->used[s] > 0); },
       [&](size_t s) {
+        size_t pullRequests = after ? after->used[s] : 0;
+        if (m.used[s] == 0) {
+          for (size_t r = 0; r < pullRequests; ++r)
+            if (Status st = servers[s]->pullMany(after->requests[s][r]);
+                !st.ok())
+              raise(s, "pulling " + std::to_string(pulls.size()) + " tables",
+                    st);
+          return;
+        }
         std::lock_guard<std::mutex> order(*pushLocks[s]);
         for (size_t r = 0; r < m.used[s]; ++r) {
+          bool last = r + 1 == m.used[s];
+          // Requests are cut at maxKeysPerRequest keys; pulls beyond the
+          // first request's worth go alone after the pushes.
+          const std::vector<KeyRows> &then =
+              last && pullRequests == 1 ? after->requests[s][0] : none;
           v1::PushResponse response;
           uint64_t seq = nextSeq[s]++;
-          if (Status st =
-                  servers[s]->pushMany(m.requests[s][r], id, seq, &response);
+          if (Status st = servers[s]->pushMany(m.requests[s][r], id, seq, then,
+                                               &response);
               !st.ok())
             raise(s, "pushing to " + std::to_string(pushes.size()) + " tables",
                   st);
         }
+        if (pullRequests > 1)
+          for (size_t r = 0; r < pullRequests; ++r)
+            if (Status st = servers[s]->pullMany(after->requests[s][r]);
+                !st.ok())
+              raise(s, "pulling " + std::to_string(pulls.size()) + " tables",
+                    st);
       });
+  if (after)
+    scatterPulled(pulls, *after);
 }
 
 static const char *optimizerName(runtime::OptimizerConfig::Kind kind) {

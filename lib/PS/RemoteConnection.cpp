@@ -132,25 +132,12 @@ public:
     });
     if (!s.ok())
       return s;
-    if (response.pulls_size() != static_cast<int>(parts.size()))
-      return Status::error(
-          Code::Internal,
-          "the server answered " + std::to_string(response.pulls_size()) +
-              " tables' rows for " + std::to_string(parts.size()));
-    for (size_t i = 0; i < parts.size(); ++i) {
-      const std::string &rows = response.pulls(static_cast<int>(i)).rows();
-      if (!decodeFloats(wire, rows, parts[i].n * parts[i].dim, parts[i].rows))
-        return Status::error(
-            Code::Internal,
-            "the server answered " + std::to_string(rows.size()) +
-                " bytes of rows of table " + std::to_string(parts[i].table) +
-                " for " + std::to_string(parts[i].n) + " keys");
-    }
-    return {};
+    return decodePulled(parts, response.pulls());
   }
 
   Status pushMany(const std::vector<KeyRows> &parts, uint64_t client,
-                  uint64_t seq, v1::PushResponse *response) override {
+                  uint64_t seq, const std::vector<KeyRows> &thenPull,
+                  v1::PushResponse *response) override {
     v1::PushManyRequest &request = pushManyRequest;
     request.clear_pushes();
     for (const KeyRows &p : parts) {
@@ -160,11 +147,22 @@ public:
       encodeFloats(pushWire, p.rows, p.n * p.dim, push->mutable_grads());
       push->set_wire(pushWire);
     }
+    request.clear_then_pull();
+    for (const KeyRows &p : thenPull) {
+      v1::PullRequest *pull = request.add_then_pull();
+      pull->set_table_id(p.table);
+      pull->set_keys(p.keys, p.n * sizeof(uint64_t));
+      pull->set_wire(wire);
+    }
     request.set_client_id(client);
     request.set_seq(seq);
-    return call([&](grpc::ClientContext *c) {
+    Status s = call([&](grpc::ClientContext *c) {
+      response->Clear();
       return stub->PushMany(c, request, response);
     });
+    if (!s.ok())
+      return s;
+    return decodePulled(thenPull, response->pulled());
   }
 
   Status createDense(const v1::DenseTensor &tensor,
@@ -245,6 +243,28 @@ public:
   }
 
 private:
+  /// Writes the rows the server answered for `parts` to their buffers,
+  /// checking that each table's rows have the size asked for.
+  Status decodePulled(
+      const std::vector<KeyRows> &parts,
+      const google::protobuf::RepeatedPtrField<v1::PullResponse> &pulled) {
+    if (pulled.size() != static_cast<int>(parts.size()))
+      return Status::error(Code::Internal, "the server answered " +
+                                               std::to_string(pulled.size()) +
+                                               " tables' rows for " +
+                                               std::to_string(parts.size()));
+    for (size_t i = 0; i < parts.size(); ++i) {
+      const std::string &rows = pulled.Get(static_cast<int>(i)).rows();
+      if (!decodeFloats(wire, rows, parts[i].n * parts[i].dim, parts[i].rows))
+        return Status::error(
+            Code::Internal,
+            "the server answered " + std::to_string(rows.size()) +
+                " bytes of rows of table " + std::to_string(parts[i].table) +
+                " for " + std::to_string(parts[i].n) + " keys");
+    }
+    return {};
+  }
+
   /// Calls `rpc` until it succeeds, fails with a code other than
   /// UNAVAILABLE, or the deadline (the options' times `scale`) passes. An
   /// attempt may take `attemptShare` of the deadline.

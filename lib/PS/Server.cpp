@@ -185,6 +185,8 @@ public:
       return denied;
     if (grpc::Status s = checkTotalKeys(request->pushes()); !s.ok())
       return s;
+    if (grpc::Status s = checkTotalKeys(request->then_pull()); !s.ok())
+      return s;
     thread_local std::vector<std::vector<uint64_t>> keys;
     thread_local std::vector<std::vector<float>> values;
     size_t count = request->pushes_size();
@@ -206,8 +208,37 @@ public:
       parts[i] = {push.table_id(), keys[i].data(), keys[i].size(),
                   values[i].data(), push.assign()};
     }
-    return toGrpc(
-        shard.pushMany(parts, request->client_id(), request->seq(), response));
+    // The rows to answer after the pushes are checked first: a request
+    // that is refused applies nothing.
+    thread_local std::vector<std::vector<uint64_t>> pullKeys;
+    thread_local std::vector<uint32_t> pullDims;
+    size_t pulls = request->then_pull_size();
+    if (pullKeys.size() < pulls)
+      pullKeys.resize(pulls);
+    pullDims.resize(pulls);
+    for (size_t i = 0; i < pulls; ++i) {
+      const v1::PullRequest &pull = request->then_pull(i);
+      if (!v1::Wire_IsValid(pull.wire()))
+        return invalid("table " + std::to_string(pull.table_id()) +
+                       ": unknown wire format " + std::to_string(pull.wire()));
+      if (grpc::Status s = decodeKeys(pull.table_id(), pull.keys(), pullKeys[i],
+                                      &pullDims[i]);
+          !s.ok())
+        return s;
+    }
+    if (Status s = shard.pushMany(parts, request->client_id(), request->seq(),
+                                  response);
+        !s.ok())
+      return toGrpc(s);
+    for (size_t i = 0; i < pulls; ++i) {
+      const v1::PullRequest &pull = request->then_pull(i);
+      if (grpc::Status s =
+              pullRows(pull.table_id(), pullKeys[i], pullDims[i], pull.wire(),
+                       response->add_pulled()->mutable_rows());
+          !s.ok())
+        return s;
+    }
+    return grpc::Status::OK;
   }
 
   grpc::Status handleCreateDense(grpc::ServerContext *context,

@@ -2,6 +2,8 @@
 
 #include "Options.h"
 
+#include "heterps/Runtime/PullAhead.h"
+
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -101,6 +103,10 @@ Embedding tables (a parameter-server service; without --ps, embedded):
                            the bytes (f16: rows as f16, gradients as bf16;
                            bf16: both bf16, f32's range with 8 bits of
                            mantissa)
+  --ps-pull-ahead=M        exact (default with --ps) | stale | off: pull
+                           the next step's rows while a step runs (exact
+                           pulls again the rows the step pushed; stale uses
+                           them up to one step old); one worker only
   --export-tables=DIR      at the end, write each table with a vocabulary as
                            DIR/table.<name>.pb (vocab x dim TensorProto)
   --table-storage=S        memory (default) | rocksdb: rows beyond
@@ -204,6 +210,13 @@ Options heterps::run::parseOptions(int argc, char **argv) {
          if (v != "f32" && v != "f16" && v != "bf16")
            usageError("--ps-wire takes f32, f16 or bf16, got '" + v + "'");
          o.psWire = v;
+       }},
+      {"ps-pull-ahead",
+       [&](const std::string &v) {
+         if (!runtime::parsePullAheadMode(v))
+           usageError("--ps-pull-ahead takes exact, stale or off, got '" + v +
+                      "'");
+         o.psPullAhead = v;
        }},
       {"table-storage",
        [&](const std::string &v) {

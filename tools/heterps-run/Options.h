@@ -49,6 +49,8 @@ struct Options {
   std::string psTlsCA, psTlsCert, psTlsKey, psTlsServerName, psTokenFile;
   // How rows and gradients travel to the PS: f32 | f16 | bf16.
   std::string psWire = "f32";
+  // off | exact | stale; empty: exact with --ps, off with the embedded PS.
+  std::string psPullAhead;
   std::string exportTables;
   // Tables kept in RocksDB beyond a cache of rows, and the embedded
   // server's RocksDB directory.

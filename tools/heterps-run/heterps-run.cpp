@@ -443,6 +443,9 @@ int main(int argc, char **argv) {
     po.threads = o.threads;
     po.seed = o.seed;
     po.profile = !o.profile.empty();
+    po.pullAhead = *parsePullAheadMode(o.psPullAhead.empty()
+                                           ? (o.ps.empty() ? "off" : "exact")
+                                           : o.psPullAhead);
     Program program(p, params, tables, po);
     CheckpointInfo loaded;
     if (!o.load.empty()) {
@@ -472,6 +475,9 @@ int main(int argc, char **argv) {
     // Asynchronous training is the pipelined executor's, whatever the plan.
     if (job || o.pipeline == "on" || o.sync == "async" ||
         (o.pipeline == "auto" && needsPipeline(p))) {
+      if (!o.psPullAhead.empty() && o.psPullAhead != "off")
+        fail() << "--ps-pull-ahead applies to one worker; this run uses the "
+                  "pipelined executor (--pipeline=off runs one worker)";
       PipelineOptions pipelineOptions;
       pipelineOptions.schedule = parsePipelineSchedule(o.schedule);
       pipelineOptions.maxWorkers = o.maxWorkers;
@@ -526,6 +532,13 @@ int main(int argc, char **argv) {
       std::string summary = pipeline->summary();
       if (reporter)
         std::printf("%s", summary.c_str());
+    } else if (const PullAhead *ahead = program.pullAheadState()) {
+      std::printf("pull-ahead (%s): %lld steps used rows pulled ahead, %lld "
+                  "pulls dropped, %lld rows pulled again after pushes\n",
+                  ahead->mode() == PullAheadMode::Exact ? "exact" : "stale",
+                  static_cast<long long>(ahead->batchesTaken()),
+                  static_cast<long long>(ahead->batchesDropped()),
+                  static_cast<long long>(ahead->refreshedRows()));
     }
     if (!o.trace.empty()) {
       // In a job each process writes the trace of its own worker.

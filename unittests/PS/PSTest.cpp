@@ -871,6 +871,95 @@ TEST(PSServiceTest, RepeatedPushesOverGrpcAreDuplicates) {
   EXPECT_EQ(c->describe(0).duplicate_pushes(), 2u);
 }
 
+/// The rows pulled with a push (PushManyRequest.then_pull) are the rows as
+/// the push left them: the same as a pull after it, with requests cut in
+/// several (50 keys each) and keys of a table with a vocabulary.
+TEST(PSServiceTest, PushThenPullAnswersTheRowsAfterThePush) {
+  Cluster cluster(2);
+  ClientOptions o;
+  o.maxKeysPerRequest = 50;
+  std::vector<std::unique_ptr<Connection>> connections;
+  for (const std::string &a : cluster.addresses)
+    connections.push_back(connectRemote(a, o));
+  Client c(std::move(connections), o);
+  c.connect();
+  for (uint32_t id : {0u, 1u}) {
+    v1::TableConfig config = tableConfig(id, 3 + id, "adagrad", 0.1, 0.5);
+    if (id == 1)
+      config.set_vocab(40);
+    c.createTable(config);
+  }
+  std::mt19937_64 rng(5);
+  for (int step = 0; step < 4; ++step) {
+    std::vector<std::vector<int64_t>> keys(2), later(2);
+    std::vector<std::vector<float>> grads(2), with(2), after(2);
+    std::vector<runtime::TablePush> pushes;
+    std::vector<runtime::TablePull> pulls, check;
+    for (int t = 0; t < 2; ++t) {
+      int dim = 3 + t;
+      for (int i = 0; i < 120; ++i) {
+        keys[t].push_back(static_cast<int64_t>(rng() % 100));
+        later[t].push_back(static_cast<int64_t>(rng() % 150));
+      }
+      for (size_t i = 0; i < keys[t].size() * dim; ++i)
+        grads[t].push_back(static_cast<float>(rng() % 100) / 100 - 0.5f);
+      with[t].resize(later[t].size() * dim);
+      after[t].resize(later[t].size() * dim);
+      pushes.push_back({t, keys[t].data(), 120, grads[t].data()});
+      pulls.push_back({t, later[t].data(), 120, with[t].data()});
+      check.push_back({t, later[t].data(), 120, after[t].data()});
+    }
+    c.pushManyThenPull(pushes, pulls);
+    c.pullMany(check);
+    for (int t = 0; t < 2; ++t)
+      EXPECT_EQ(with[t], after[t]) << "table " << t << " step " << step;
+  }
+}
+
+/// A retried push answers its pulls too; a pull of an unknown table
+/// refuses the whole request before the push is applied.
+TEST(PSServiceTest, PushThenPullOverGrpcIsCheckedFirst) {
+  Cluster cluster(1);
+  std::unique_ptr<Client> c = cluster.client();
+  c->createTable(tableConfig(0, 1, "sgd", 1.0, 0.0));
+  auto stub = v1::ParameterServer::NewStub(grpc::CreateChannel(
+      cluster.addresses[0], grpc::InsecureChannelCredentials()));
+  uint64_t key = 4;
+  float grad = 1;
+  v1::PushManyRequest request;
+  v1::PushRequest *push = request.add_pushes();
+  push->set_table_id(0);
+  push->set_keys(&key, 8);
+  push->set_grads(&grad, 4);
+  v1::PullRequest *pull = request.add_then_pull();
+  pull->set_table_id(0);
+  pull->set_keys(&key, 8);
+  request.set_client_id(7);
+  request.set_seq(1);
+  for (int i = 0; i < 2; ++i) {
+    grpc::ClientContext context;
+    v1::PushResponse response;
+    ASSERT_TRUE(stub->PushMany(&context, request, &response).ok());
+    EXPECT_EQ(response.duplicate(), i > 0);
+    ASSERT_EQ(response.pulled_size(), 1);
+    float row;
+    ASSERT_EQ(response.pulled(0).rows().size(), sizeof(row));
+    std::memcpy(&row, response.pulled(0).rows().data(), sizeof(row));
+    EXPECT_EQ(row, -1.0f);
+  }
+  request.set_seq(2);
+  request.mutable_then_pull(0)->set_table_id(3);
+  grpc::ClientContext context;
+  v1::PushResponse response;
+  grpc::Status refused = stub->PushMany(&context, request, &response);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::NOT_FOUND)
+      << refused.error_message();
+  int64_t k = 4;
+  float row;
+  c->pull(0, &k, 1, &row);
+  EXPECT_EQ(row, -1.0f);
+}
+
 TEST(PSShardTest, KeyIndexAgreesWithAStandardMap) {
   // Random inserts, lookups and erases (runs of colliding keys included)
   // against std::unordered_map.

@@ -83,8 +83,11 @@ public:
                       uint64_t seq, bool assign,
                       v1::PushResponse *response) = 0;
   virtual Status pullMany(const std::vector<KeyRows> &parts) = 0;
+  /// Applies `parts`, then (in the same call) writes the rows of
+  /// `thenPull` as they are after the pushes.
   virtual Status pushMany(const std::vector<KeyRows> &parts, uint64_t client,
-                          uint64_t seq, v1::PushResponse *response) = 0;
+                          uint64_t seq, const std::vector<KeyRows> &thenPull,
+                          v1::PushResponse *response) = 0;
   virtual Status createDense(const v1::DenseTensor &tensor,
                              const v1::Optimizer &optimizer, bool *created) = 0;
   virtual Status pullDense(const std::string &name,
@@ -137,6 +140,13 @@ public:
   /// deduplicated (pushes summed) and split by server first.
   void pullMany(const std::vector<runtime::TablePull> &pulls) override;
   void pushMany(const std::vector<runtime::TablePush> &pushes) override;
+  /// The pulls travel in the pushes' requests (PushManyRequest.then_pull):
+  /// no round trip of their own.
+  void pushManyThenPull(const std::vector<runtime::TablePush> &pushes,
+                        const std::vector<runtime::TablePull> &pulls) override;
+  /// Calls are serialized (table calls by one mutex, pushes to a server in
+  /// sequence order).
+  bool takesConcurrentCalls() const override { return true; }
   /// Writes rows verbatim (initial values), resetting their state.
   void assign(int table, const int64_t *keys, int64_t n, const float *rows);
 
@@ -171,11 +181,17 @@ private:
   void forEachServerIf(Busy &&busy, Fn &&fn);
   /// The tables of a pullMany or pushMany, split by server.
   struct ManyScratch;
-  std::unique_ptr<ManyScratch> many;
+  /// The scratch of a call's pushes or pulls, and of the pulls that travel
+  /// with pushes.
+  std::unique_ptr<ManyScratch> many, thenMany;
   /// Splits each table of `requests` (TablePull or TablePush) by server
-  /// into the kept scratch.
+  /// into the scratch `m` (created on first use).
   template <typename Request>
-  ManyScratch &splitMany(const std::vector<Request> &requests);
+  ManyScratch &splitMany(const std::vector<Request> &requests,
+                         std::unique_ptr<ManyScratch> &m);
+  /// Copies the rows a split pull received to its callers' buffers.
+  void scatterPulled(const std::vector<runtime::TablePull> &pulls,
+                     ManyScratch &m);
   /// Dedups `keys` into `unique` (with `position[i]` the unique index of
   /// key i) and splits the unique keys by server.
   void partition(const Table &t, const int64_t *keys, int64_t n);

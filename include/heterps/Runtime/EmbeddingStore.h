@@ -65,6 +65,13 @@ public:
   /// one request per server. By default, one call per table.
   virtual void pullMany(const std::vector<TablePull> &pulls);
   virtual void pushMany(const std::vector<TablePush> &pushes);
+  /// pushMany, then pullMany of rows as the pushes left them; a remote
+  /// store sends both in the same requests.
+  virtual void pushManyThenPull(const std::vector<TablePush> &pushes,
+                                const std::vector<TablePull> &pulls);
+  /// Whether two threads may call the store at once (a pull ahead runs
+  /// beside the step's own calls).
+  virtual bool takesConcurrentCalls() const { return false; }
 
   // Dense tensors that the store keeps and updates (a PS's): the dense
   // parameters of asynchronous training. A store without them throws.

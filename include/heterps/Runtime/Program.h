@@ -15,6 +15,7 @@
 #include "heterps/Runtime/EmbeddingStore.h"
 #include "heterps/Runtime/Kernel.h"
 #include "heterps/Runtime/ParamStore.h"
+#include "heterps/Runtime/PullAhead.h"
 #include "heterps/Runtime/TableBatch.h"
 #include "heterps/Runtime/Trace.h"
 #include "heterps/plan.pb.h"
@@ -34,6 +35,9 @@ struct ProgramOptions {
   uint64_t seed = 1;
   /// Time every kernel of a training step (heterps-run --profile).
   bool profile = false;
+  /// Pull the next training step's rows while a step runs (PullAhead.h;
+  /// heterps-run --ps-pull-ahead).
+  PullAheadMode pullAhead = PullAheadMode::Off;
 };
 
 /// Seconds spent in the kernels of each op of a plan, summed over steps.
@@ -57,6 +61,13 @@ public:
   /// evaluation or a checkpoint); executors whose workers share it have
   /// nothing to do.
   virtual void synchronize() {}
+  /// Whether pullAhead() does anything (the trainer then reads a batch
+  /// ahead).
+  virtual bool pullsAhead() const { return false; }
+  /// The inputs of the training step after the next run(): their table
+  /// rows are pulled while that run computes. The tensors must stay as
+  /// they are until the step that uses them has run.
+  virtual void pullAhead(const std::vector<const Tensor *> &) {}
 };
 
 /// The registry column that runs `stage`: its own kind when this machine
@@ -103,11 +114,24 @@ public:
   /// Number of memory plans built so far (one per input signature).
   size_t memoryPlans() const { return plans.size(); }
 
+  bool pullsAhead() const override { return ahead != nullptr; }
+  void pullAhead(const std::vector<const Tensor *> &inputs) override;
+  /// The pull-ahead's counters, or null when it is off.
+  const PullAhead *pullAheadState() const { return ahead.get(); }
+
 private:
   struct Node;
   struct MemoryPlan;
   MemoryPlan &planFor(const std::vector<const Tensor *> &inputs, bool training,
                       const std::vector<int> &outputs);
+  /// Fills the step's TableBatch with the rows of `mp`'s prefetched
+  /// lookups: the batch pulled ahead when it holds them, else one pull.
+  void pullRows(MemoryPlan &mp);
+  /// Starts pulling the rows of the queued inputs, when they have the
+  /// shapes of `mp` (a training plan).
+  void startPullAhead(MemoryPlan &mp);
+  /// Runs `node` on `values` (a memory plan's, or its pull-ahead's).
+  void runNode(Node &node, std::vector<Tensor> &values, bool training);
   int resolve(int id) const;
 
   const plan::Plan &planRef;
@@ -115,6 +139,12 @@ private:
   /// The step's table traffic: the lookups of plan inputs pulled at once,
   /// the pushes sent at once.
   std::unique_ptr<TableBatch> batch;
+  std::unique_ptr<PullAhead> ahead;
+  /// pullAhead()'s inputs, until the next training run starts their pull.
+  std::vector<const Tensor *> queued;
+  bool haveQueued = false;
+  std::vector<std::pair<const plan::Op *, int>> lookupScratch;
+  std::vector<const Tensor *> idsScratch;
   std::vector<std::unique_ptr<Node>> nodes;
   std::vector<int> aliasOf;
   std::vector<std::unique_ptr<MemoryPlan>> plans;

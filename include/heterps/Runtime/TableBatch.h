@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <map>
+#include <utility>
 #include <vector>
 
 namespace heterps::plan {
@@ -40,20 +41,40 @@ public:
   void pull(EmbeddingStore &store);
   /// The rows pulled for `op` (one per id, in order), or null.
   const float *rowsFor(const plan::Op *op) const;
+  /// The lookups asked for since clearPulls(), in order.
+  const std::vector<const plan::Op *> &pullOps() const { return order; }
+  /// Whether the pull asked for `op` is of table `table` by exactly `ids`.
+  bool holdsPull(const plan::Op *op, int table, const Tensor &ids) const;
+  /// The requests that pull again the rows of this batch's keys in
+  /// `stale` ((table, key mod the table's vocabulary) pairs, sorted) into
+  /// scratch; applyStale() then puts them in place.
+  const std::vector<TablePull> &
+  stalePulls(const EmbeddingStore &store,
+             const std::vector<std::pair<int, uint64_t>> &stale);
+  /// Copies the rows the stalePulls() requests received into the batch;
+  /// returns their number.
+  int64_t applyStale(const EmbeddingStore &store);
 
   /// While set, kernels leave their pushes here instead of sending them.
   bool collectingPushes = false;
   /// Keeps a push of `n` keys and n x dim gradients.
   void addPush(int table, const int64_t *keys, int64_t n, int64_t dim,
                const float *grads);
-  /// Sends the pushes kept, in one pushMany, and forgets them.
-  void push(EmbeddingStore &store);
+  /// Sends the pushes kept, in one pushMany, and forgets them; the rows
+  /// of `thenPull` are pulled after the pushes, in the same requests.
+  void push(EmbeddingStore &store, const std::vector<TablePull> &thenPull = {});
+  /// Appends (table, key mod the table's vocabulary) of every push kept.
+  void pushKeys(const EmbeddingStore &store,
+                std::vector<std::pair<int, uint64_t>> &out) const;
 
 private:
   struct Pull {
     int table = 0;
     std::vector<int64_t> keys;
     std::vector<float> rows;
+    // refresh(): the positions of stale keys, their keys and new rows.
+    std::vector<int64_t> staleAt, staleKeys;
+    std::vector<float> staleRows;
   };
   std::map<const plan::Op *, Pull> pulls;
   std::vector<const plan::Op *> order;
@@ -65,7 +86,7 @@ private:
   std::vector<Push> pushes;
   size_t pushCount = 0;
   // The requests, kept so that a steady-state step does not allocate.
-  std::vector<TablePull> pullRequests;
+  std::vector<TablePull> pullRequests, staleRequests;
   std::vector<TablePush> pushRequests;
 };
 

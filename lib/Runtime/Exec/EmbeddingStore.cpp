@@ -24,6 +24,13 @@ void EmbeddingStore::pushMany(const std::vector<TablePush> &pushes) {
     push(p.table, p.keys, p.n, p.grads);
 }
 
+void EmbeddingStore::pushManyThenPull(const std::vector<TablePush> &pushes,
+                                      const std::vector<TablePull> &pulls) {
+  pushMany(pushes);
+  if (!pulls.empty())
+    pullMany(pulls);
+}
+
 bool EmbeddingStore::createDense(const std::string &name, const Tensor &,
                                  const OptimizerConfig &) {
   fail() << "dense tensor '" << name

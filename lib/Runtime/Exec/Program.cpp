@@ -30,11 +30,17 @@ struct Program::MemoryPlan {
   bool training = false;
   std::vector<int> outputs;
   std::vector<Shape> inputShapes;
+  /// The ops to run, in order: first the `early` ones, which compute
+  /// integer values from the inputs alone (the ids of lookups, such as an
+  /// exported model's `sparse[:, i]`), then the rest.
   std::vector<Node *> active;
+  size_t early = 0;
   std::vector<Tensor> values;
-  /// The lookups whose ids are plan inputs, with their tables: their rows
-  /// are pulled together before the step.
+  /// The lookups whose ids are plan inputs or computed by early ops, with
+  /// their tables: their rows are pulled together before the step.
   std::vector<std::pair<Node *, int>> prefetch;
+  /// The inputs and early values of the step pulled ahead (PullAhead.h).
+  std::vector<Tensor> aheadValues;
 };
 
 static bool hasSideEffect(const std::string &name) {
@@ -167,6 +173,8 @@ Program::Program(const plan::Plan &plan, ParamStore &params,
     for (int id : node->op->outputs())
       node->outputs.push_back(resolve(id));
   }
+  if (options.pullAhead != PullAheadMode::Off && isTraining())
+    ahead = std::make_unique<PullAhead>(tables, options.pullAhead);
 }
 
 Program::~Program() = default;
@@ -293,9 +301,30 @@ Program::MemoryPlan &Program::planFor(const std::vector<const Tensor *> &inputs,
     mp->values[id] = Tensor::view(t.dtype(), t.shape(), nullptr);
     defined[id] = true;
   }
+  // Early ops: no side effect, integer results, operands that are inputs
+  // or early results. Moved to the front, they let the rows of lookups by
+  // computed ids be pulled with the rest before the step.
+  std::vector<bool> known = defined;
+  std::vector<Node *> early, late;
+  for (Node *node : mp->active) {
+    bool isEarly = !node->sideEffect && !node->outputs.empty() &&
+                   !readsTableRows(*node->op);
+    for (int id : node->inputs)
+      isEarly = isEarly && known[id];
+    for (int id : node->outputs)
+      isEarly =
+          isEarly && !isFloat(fromPlanType(planRef.values(id).type().dtype()));
+    if (isEarly)
+      for (int id : node->outputs)
+        known[id] = true;
+    (isEarly ? early : late).push_back(node);
+  }
+  mp->early = early.size();
+  mp->active = early;
+  mp->active.insert(mp->active.end(), late.begin(), late.end());
   for (Node *node : mp->active)
     if (readsTableRows(*node->op) && !node->inputs.empty() &&
-        defined[node->inputs[0]]) {
+        known[node->inputs[0]]) {
       auto table = node->op->attrs().find("table");
       if (table != node->op->attrs().end())
         mp->prefetch.push_back(
@@ -324,6 +353,97 @@ Program::MemoryPlan &Program::planFor(const std::vector<const Tensor *> &inputs,
   current = mp.get();
   plans.push_back(std::move(mp));
   return *current;
+}
+
+void Program::runNode(Node &node, std::vector<Tensor> &values, bool training) {
+  std::vector<const Tensor *> &in = inScratch;
+  std::vector<Tensor *> &out = outScratch;
+  in.clear();
+  out.clear();
+  for (int id : node.inputs)
+    in.push_back(&values[id]);
+  for (int id : node.outputs)
+    out.push_back(&values[id]);
+  if (!(profiling || trace) || !training) {
+    node.kernel->run(in, out, context);
+    return;
+  }
+  auto start = std::chrono::steady_clock::now();
+  node.kernel->run(in, out, context);
+  auto end = std::chrono::steady_clock::now();
+  if (profiling)
+    node.seconds += std::chrono::duration<double>(end - start).count();
+  if (trace) {
+    TraceSpan span;
+    span.op = node.op;
+    span.step = context.step;
+    trace->add(span, start, end);
+  }
+}
+
+void Program::pullRows(MemoryPlan &mp) {
+  if (ahead && ahead->pending()) {
+    lookupScratch.clear();
+    idsScratch.clear();
+    for (auto [node, table] : mp.prefetch) {
+      lookupScratch.push_back({node->op, table});
+      idsScratch.push_back(&mp.values[node->inputs[0]]);
+    }
+    if (ahead->take(batch, lookupScratch, idsScratch)) {
+      context.batch = batch.get();
+      return;
+    }
+  }
+  batch->clearPulls();
+  for (auto [node, table] : mp.prefetch)
+    batch->addPull(node->op, table, mp.values[node->inputs[0]]);
+  batch->pull(*context.tables);
+}
+
+void Program::pullAhead(const std::vector<const Tensor *> &inputs) {
+  if (!ahead)
+    return;
+  queued = inputs;
+  haveQueued = true;
+}
+
+void Program::startPullAhead(MemoryPlan &mp) {
+  // A batch of another shape (an epoch's last) pulls its rows when it runs.
+  if (queued.size() != mp.inputShapes.size())
+    return;
+  for (size_t i = 0; i < queued.size(); ++i)
+    if (queued[i] ? mp.inputShapes[i] != queued[i]->shape()
+                  : !mp.inputShapes[i].empty())
+      return;
+  if (mp.prefetch.empty())
+    return;
+  // The next step's ids: its inputs, and the early ops run on them in
+  // tensors of their own (the step's values are in use).
+  std::vector<Tensor> &values = mp.aheadValues;
+  if (values.empty()) {
+    values.resize(mp.values.size());
+    for (size_t i = 0; i < mp.early; ++i)
+      for (int id : mp.active[i]->outputs)
+        values[id] = mp.active[i]->kernel->outputsAreViews()
+                         ? Tensor::view(mp.values[id].dtype(),
+                                        mp.values[id].shape(), nullptr)
+                         : Tensor(mp.values[id].dtype(), mp.values[id].shape());
+  }
+  for (size_t i = 0; i < queued.size(); ++i)
+    if (queued[i]) {
+      int id = resolve(planRef.inputs(static_cast<int>(i)));
+      values[id].reset(queued[i]->dtype(), queued[i]->shape(),
+                       queued[i]->data());
+    }
+  for (size_t i = 0; i < mp.early; ++i)
+    runNode(*mp.active[i], values, false);
+  lookupScratch.clear();
+  idsScratch.clear();
+  for (auto [node, table] : mp.prefetch) {
+    lookupScratch.push_back({node->op, table});
+    idsScratch.push_back(&values[node->inputs[0]]);
+  }
+  ahead->start(lookupScratch, idsScratch);
 }
 
 const std::vector<const Tensor *> &
@@ -374,38 +494,21 @@ Program::run(const std::vector<const Tensor *> &inputs, bool training,
   context.training = training;
   if (training)
     ++context.step;
-  batch->clearPulls();
-  for (auto [node, table] : mp.prefetch)
-    batch->addPull(node->op, table, mp.values[node->inputs[0]]);
-  batch->pull(*context.tables);
+  for (size_t i = 0; i < mp.early; ++i)
+    runNode(*mp.active[i], mp.values, training);
+  pullRows(mp);
+  if (training && haveQueued)
+    startPullAhead(mp);
+  haveQueued = false;
   batch->collectingPushes = training;
-  std::vector<const Tensor *> &in = inScratch;
-  std::vector<Tensor *> &out = outScratch;
-  for (Node *node : mp.active) {
-    in.clear();
-    out.clear();
-    for (int id : node->inputs)
-      in.push_back(&mp.values[id]);
-    for (int id : node->outputs)
-      out.push_back(&mp.values[id]);
-    if ((profiling || trace) && training) {
-      auto start = std::chrono::steady_clock::now();
-      node->kernel->run(in, out, context);
-      auto end = std::chrono::steady_clock::now();
-      if (profiling)
-        node->seconds += std::chrono::duration<double>(end - start).count();
-      if (trace) {
-        TraceSpan span;
-        span.op = node->op;
-        span.step = context.step;
-        trace->add(span, start, end);
-      }
-    } else {
-      node->kernel->run(in, out, context);
-    }
+  for (size_t i = mp.early; i < mp.active.size(); ++i)
+    runNode(*mp.active[i], mp.values, training);
+  if (training) {
+    if (ahead)
+      ahead->push(*batch);
+    else
+      batch->push(*context.tables);
   }
-  if (training)
-    batch->push(*context.tables);
   batch->collectingPushes = false;
   results.clear();
   for (int o : outputs)

@@ -89,7 +89,15 @@ TrainingSummary Trainer::loop(DataSource *source, DataSource *eval,
   TrainingSummary summary;
   int64_t windowSamples = 0;
   Clock::time_point start = Clock::now(), windowStart = start;
-  Batch batch;
+  // With a pull-ahead the next batch is read before a step runs (two
+  // batches and binders, used in turn): its rows travel while the step
+  // computes.
+  Batch batches[2];
+  InputBinder spare(inputs);
+  InputBinder *binders[2] = {&inputs, &spare};
+  int cur = 0;
+  bool haveAhead = false;
+  bool readAhead = source && stepper.pullsAhead();
   bool done = false;
   // A checkpoint resumes at its position in the data: the epoch (rewinding
   // replays the shuffle of each epoch) and the batches read.
@@ -100,7 +108,7 @@ TrainingSummary Trainer::loop(DataSource *source, DataSource *eval,
       source->rewind();
     for (int64_t b = checkpointCount(resume, "epoch-batches", 0); b > 0;
          --b, ++epochBatches)
-      if (!source->next(batch, batchSize))
+      if (!source->next(batches[0], batchSize))
         fail() << "the checkpoint is " << epochBatches
                << "+ batches into epoch " << firstEpoch + 1
                << ", the data has fewer";
@@ -122,11 +130,20 @@ TrainingSummary Trainer::loop(DataSource *source, DataSource *eval,
       std::vector<const Tensor *> bound;
       int64_t n;
       if (source) {
-        if (!source->next(batch, batchSize))
+        if (haveAhead) {
+          cur ^= 1;
+          haveAhead = false;
+        } else if (!source->next(batches[cur], batchSize)) {
           break;
-        bound = inputs.bind(batch);
-        n = batch.size;
+        }
+        bound = binders[cur]->bind(batches[cur]);
+        n = batches[cur].size;
         ++epochBatches;
+        bool last = options.steps && summary.steps + 1 >= options.steps;
+        if (readAhead && !last && source->next(batches[cur ^ 1], batchSize)) {
+          haveAhead = true;
+          stepper.pullAhead(binders[cur ^ 1]->bind(batches[cur ^ 1]));
+        }
       } else {
         bound = *fixed;
         n = bound[0] && bound[0]->rank() ? bound[0]->dim(0) : 1;
@@ -137,7 +154,7 @@ TrainingSummary Trainer::loop(DataSource *source, DataSource *eval,
       if (res.size() > 1 && inputs.labelIndex() >= 0 &&
           bound[inputs.labelIndex()])
         window.add(*res[1], *bound[inputs.labelIndex()],
-                   source ? batch.present : std::vector<char>{});
+                   source ? batches[cur].present : std::vector<char>{});
       ++summary.steps;
       summary.samples += n;
       windowSamples += n;
