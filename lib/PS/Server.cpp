@@ -12,9 +12,13 @@
 #include <grpcpp/health_check_service_interface.h>
 
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <fstream>
+#include <iterator>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -38,14 +42,24 @@ enum class Access { Data, Admin };
 
 /// The tokens a server checks: each call carries "authorization: Bearer
 /// TOKEN". Without an admin token, the token allows admin calls too; the
-/// admin token allows every call.
+/// admin token allows every call. Worker tokens allow data calls, each as
+/// an identity of its own (1, 2, ...; 0 is the shared token's or none).
 class AccessCheck {
 public:
-  AccessCheck(std::string token, std::string adminToken)
-      : token(std::move(token)), adminToken(std::move(adminToken)) {}
+  AccessCheck(std::string token, std::string adminToken,
+              const std::map<std::string, std::string> &workerTokens)
+      : token(std::move(token)), adminToken(std::move(adminToken)) {
+    for (const auto &[name, workerToken] : workerTokens)
+      workers.push_back(workerToken);
+  }
 
-  grpc::Status check(grpc::ServerContext *context, Access access) const {
-    if (token.empty() && adminToken.empty())
+  bool perWorker() const { return !workers.empty(); }
+
+  grpc::Status check(grpc::ServerContext *context, Access access,
+                     uint32_t *identity = nullptr) const {
+    if (identity)
+      *identity = 0;
+    if (token.empty() && adminToken.empty() && workers.empty())
       return grpc::Status::OK;
     std::string given;
     auto range = context->client_metadata().equal_range("authorization");
@@ -56,17 +70,32 @@ public:
     }
     bool admin =
         !adminToken.empty() ? same(given, adminToken) : same(given, token);
-    if (admin)
+    if (admin) {
+      if (identity)
+        *identity = static_cast<uint32_t>(workers.size()) + 1;
       return grpc::Status::OK;
-    if (access == Access::Data && (token.empty() || same(given, token)))
+    }
+    if (access == Access::Data &&
+        ((token.empty() && workers.empty()) || same(given, token)))
       return grpc::Status::OK;
+    int worker = -1;
+    // Every worker token is compared, so the time says nothing of which.
+    for (size_t i = 0; i < workers.size(); ++i)
+      if (same(given, workers[i]))
+        worker = static_cast<int>(i);
+    if (worker >= 0 && access == Access::Data) {
+      if (identity)
+        *identity = static_cast<uint32_t>(worker) + 1;
+      return grpc::Status::OK;
+    }
     if (given.empty())
       return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                           "this server needs a token (--ps-token-file)");
-    return grpc::Status(access == Access::Admin && same(given, token)
+    bool dataToken = same(given, token) || worker >= 0;
+    return grpc::Status(access == Access::Admin && dataToken
                             ? grpc::StatusCode::PERMISSION_DENIED
                             : grpc::StatusCode::UNAUTHENTICATED,
-                        access == Access::Admin && same(given, token)
+                        access == Access::Admin && dataToken
                             ? "this call needs the admin token"
                             : "the token is not this server's");
   }
@@ -82,12 +111,40 @@ private:
     return diff == 0;
   }
   std::string token, adminToken;
+  std::vector<std::string> workers;
+};
+
+/// With worker tokens, a push's client id counts within its token's
+/// identity: the server keeps sequence numbers per (identity, client id)
+/// under a key of its own, so a worker cannot make another worker's pushes
+/// look like repeats by forging its client id.
+class ClientKeys {
+public:
+  explicit ClientKeys(bool perIdentity) : perIdentity(perIdentity) {}
+  uint64_t key(uint32_t identity, uint64_t client) {
+    // Client 0 is not deduplicated, whoever sends it.
+    if (!perIdentity || client == 0)
+      return client;
+    std::lock_guard<std::mutex> lock(mutex);
+    uint64_t &k = keys[{identity, client}];
+    if (k == 0)
+      k = ++last;
+    return k;
+  }
+
+private:
+  bool perIdentity;
+  std::mutex mutex;
+  std::map<std::pair<uint32_t, uint64_t>, uint64_t> keys;
+  uint64_t last = 0;
 };
 
 class Service final : public v1::ParameterServer::Service {
 public:
   Service(Shard &shard, const ServerOptions &options)
-      : shard(shard), access(options.authToken, options.adminToken) {}
+      : shard(shard),
+        access(options.authToken, options.adminToken, options.workerTokens),
+        clientKeys(access.perWorker()) {}
 
   grpc::Status handleCreateTable(grpc::ServerContext *context,
                                  const v1::CreateTableRequest *request,
@@ -133,8 +190,10 @@ public:
   grpc::Status handlePush(grpc::ServerContext *context,
                           const v1::PushRequest *request,
                           v1::PushResponse *response) {
+    uint32_t identity;
     if (grpc::Status denied = access.check(
-            context, (request->assign() ? Access::Admin : Access::Data));
+            context, (request->assign() ? Access::Admin : Access::Data),
+            &identity);
         !denied.ok())
       return denied;
     thread_local std::vector<uint64_t> keys;
@@ -148,8 +207,9 @@ public:
         !s.ok())
       return s;
     return toGrpc(shard.push(request->table_id(), keys.data(), keys.size(),
-                             grads.data(), request->client_id(), request->seq(),
-                             request->assign(), response));
+                             grads.data(),
+                             clientKeys.key(identity, request->client_id()),
+                             request->seq(), request->assign(), response));
   }
 
   grpc::Status handlePullMany(grpc::ServerContext *context,
@@ -179,8 +239,9 @@ public:
     bool assign = false;
     for (const v1::PushRequest &push : request->pushes())
       assign |= push.assign();
-    if (grpc::Status denied =
-            access.check(context, assign ? Access::Admin : Access::Data);
+    uint32_t identity;
+    if (grpc::Status denied = access.check(
+            context, assign ? Access::Admin : Access::Data, &identity);
         !denied.ok())
       return denied;
     if (grpc::Status s = checkTotalKeys(request->pushes()); !s.ok())
@@ -226,8 +287,9 @@ public:
           !s.ok())
         return s;
     }
-    if (Status s = shard.pushMany(parts, request->client_id(), request->seq(),
-                                  response);
+    if (Status s = shard.pushMany(
+            parts, clientKeys.key(identity, request->client_id()),
+            request->seq(), response);
         !s.ok())
       return toGrpc(s);
     for (size_t i = 0; i < pulls; ++i) {
@@ -269,7 +331,9 @@ public:
   grpc::Status handlePushDense(grpc::ServerContext *context,
                                const v1::PushDenseRequest *request,
                                v1::PushResponse *response) {
-    if (grpc::Status denied = access.check(context, Access::Data); !denied.ok())
+    uint32_t identity;
+    if (grpc::Status denied = access.check(context, Access::Data, &identity);
+        !denied.ok())
       return denied;
     if (request->grads().size() % sizeof(float))
       return invalid("dense tensor '" + request->name() + "': gradient of " +
@@ -279,9 +343,10 @@ public:
     if (!grads.empty())
       std::memcpy(grads.data(), request->grads().data(),
                   request->grads().size());
-    return toGrpc(shard.pushDense(request->name(), grads.data(), grads.size(),
-                                  request->client_id(), request->seq(),
-                                  response));
+    return toGrpc(
+        shard.pushDense(request->name(), grads.data(), grads.size(),
+                        clientKeys.key(identity, request->client_id()),
+                        request->seq(), response));
   }
 
   grpc::Status handleCheckpoint(grpc::ServerContext *context,
@@ -630,6 +695,7 @@ private:
 
   Shard &shard;
   AccessCheck access;
+  ClientKeys clientKeys;
 };
 
 } // namespace
@@ -649,6 +715,53 @@ struct Server::Impl {
 Server::Server(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
 
 Server::~Server() { shutdown(); }
+
+std::map<std::string, std::string>
+ps::readWorkerTokens(const std::string &path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file)
+    runtime::fail() << "--worker-tokens-file '" << path << "' cannot be read";
+  std::string text((std::istreambuf_iterator<char>(file)),
+                   std::istreambuf_iterator<char>());
+  if (text.size() > (1u << 20))
+    runtime::fail() << "--worker-tokens-file '" << path
+                    << "' is larger than 1 MiB";
+  std::istringstream in(text);
+  std::map<std::string, std::string> tokens;
+  std::set<std::string> seen;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    auto bad = [&](const std::string &what) {
+      runtime::fail() << "--worker-tokens-file '" << path << "' line " << number
+                      << ": " << what;
+    };
+    std::istringstream fields(line);
+    std::string name, token, extra;
+    fields >> name;
+    if (name.empty() || name[0] == '#')
+      continue;
+    fields >> token >> extra;
+    if (token.empty() || !extra.empty())
+      bad("expected 'NAME TOKEN'");
+    for (char c : name)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' &&
+          c != '_' && c != '-')
+        bad("worker name '" + name +
+            "' has a character other than letters, digits, '.', '_' and "
+            "'-'");
+    if (token.size() < 16)
+      bad("the token of worker '" + name + "' has " +
+          std::to_string(token.size()) + " characters; at least 16 are needed");
+    if (tokens.count(name))
+      bad("worker '" + name + "' is listed twice");
+    if (!seen.insert(token).second)
+      bad("worker '" + name + "' has the token of another worker");
+    tokens[name] = token;
+  }
+  if (tokens.empty())
+    runtime::fail() << "--worker-tokens-file '" << path << "' names no worker";
+  return tokens;
+}
 
 std::unique_ptr<Server> Server::start(const ServerOptions &options) {
   auto impl = std::make_unique<Impl>(options);

@@ -66,6 +66,10 @@ Options:
                             (PERMISSION_DENIED with the other); a server
                             listening beyond loopback without TLS and a
                             token warns at start-up
+  --worker-tokens-file=FILE a token per worker, a line 'NAME TOKEN' each:
+                            each allows data calls, and a push's client id
+                            counts within its token, so one worker cannot
+                            make another's pushes look like repeats
   --rocksdb-dir=DIR         RocksDB directory for tables created with
                             storage rocksdb (scratch: cleared at start-up;
                             checkpoints are the durable copy)
@@ -138,7 +142,7 @@ static uint64_t defaultMaxMemory() {
 int heterps::run::runServe(int argc, char **argv) {
   ps::ServerOptions o;
   std::string portFile, tlsCert, tlsKey, tlsCA, tokenFile, adminTokenFile,
-      logFile;
+      workerTokensFile, logFile;
   bool maxMemoryGiven = false;
   std::map<std::string, std::function<void(const std::string &)>> valued{
       {"listen", [&](const std::string &v) { o.listen = v; }},
@@ -168,6 +172,8 @@ int heterps::run::runServe(int argc, char **argv) {
       {"tls-ca", [&](const std::string &v) { tlsCA = v; }},
       {"auth-token-file", [&](const std::string &v) { tokenFile = v; }},
       {"admin-token-file", [&](const std::string &v) { adminTokenFile = v; }},
+      {"worker-tokens-file",
+       [&](const std::string &v) { workerTokensFile = v; }},
       {"max-memory",
        [&](const std::string &v) {
          o.shard.maxMemoryBytes = toUnsigned("max-memory", v, 0, UINT64_MAX);
@@ -243,15 +249,25 @@ int heterps::run::runServe(int argc, char **argv) {
     if (!adminTokenFile.empty())
       o.adminToken =
           ps::readCredentialFile(adminTokenFile, "--admin-token-file", true);
+    if (!workerTokensFile.empty()) {
+      o.workerTokens = ps::readWorkerTokens(workerTokensFile);
+      for (const auto &[name, token] : o.workerTokens)
+        if (token == o.authToken || token == o.adminToken)
+          runtime::fail() << "--worker-tokens-file '" << workerTokensFile
+                          << "': worker '" << name << "' has the "
+                          << (token == o.adminToken ? "admin" : "shared")
+                          << " token";
+    }
     std::string host = o.listen.substr(0, o.listen.rfind(':'));
     bool loopback = host == "127.0.0.1" || host == "localhost" ||
                     host == "[::1]" || host.rfind("127.", 0) == 0;
-    if (!loopback && (o.tlsCert.empty() || o.authToken.empty()))
+    bool anyToken = !o.authToken.empty() || !o.workerTokens.empty();
+    if (!loopback && (o.tlsCert.empty() || !anyToken))
       ps::log(ps::LogLevel::Warning,
               "listening on " + o.listen + " without " +
-                  (o.tlsCert.empty() && o.authToken.empty() ? "TLS or a token"
-                   : o.tlsCert.empty()                      ? "TLS"
-                                                            : "a token") +
+                  (o.tlsCert.empty() && !anyToken ? "TLS or a token"
+                   : o.tlsCert.empty()            ? "TLS"
+                                                  : "a token") +
                   ": anyone who reaches the port can read and overwrite "
                   "rows and restore checkpoints (see --tls-cert and "
                   "--auth-token-file)");

@@ -960,6 +960,116 @@ TEST(PSServiceTest, PushThenPullOverGrpcIsCheckedFirst) {
   EXPECT_EQ(row, -1.0f);
 }
 
+/// With a token per worker, a push's client id counts within its token: a
+/// worker that forges another worker's client id and a large sequence
+/// number does not make that worker's next push look like a repeat. Worker
+/// tokens allow data calls, not admin ones; other tokens are refused.
+TEST(PSServiceTest, WorkerTokensBindClientIds) {
+  ServerOptions o;
+  o.listen = "127.0.0.1:0";
+  o.adminToken = "admin-token-0123456789";
+  o.workerTokens = {{"w0", "token-of-worker-zero"},
+                    {"w1", "token-of-worker-one!"}};
+  std::unique_ptr<Server> server = Server::start(o);
+  auto stub = v1::ParameterServer::NewStub(
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(server->port()),
+                          grpc::InsecureChannelCredentials()));
+  auto call = [&](const std::string &token, auto rpc) {
+    grpc::ClientContext context;
+    if (!token.empty())
+      context.AddMetadata("authorization", "Bearer " + token);
+    return rpc(&context);
+  };
+  v1::CreateTableRequest create;
+  *create.mutable_config() = tableConfig(0, 1, "sgd", 1.0, 0.0);
+  v1::CreateTableResponse created;
+  ASSERT_TRUE(call(o.adminToken, [&](grpc::ClientContext *c) {
+                return stub->CreateTable(c, create, &created);
+              }).ok());
+  create.mutable_config()->set_table_id(1);
+  EXPECT_EQ(call("token-of-worker-zero",
+                 [&](grpc::ClientContext *c) {
+                   return stub->CreateTable(c, create, &created);
+                 })
+                .error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  uint64_t key = 4;
+  float grad = 1;
+  auto push = [&](const std::string &token, uint64_t client, uint64_t seq,
+                  v1::PushResponse *response) {
+    v1::PushRequest request;
+    request.set_table_id(0);
+    request.set_keys(&key, 8);
+    request.set_grads(&grad, 4);
+    request.set_client_id(client);
+    request.set_seq(seq);
+    return call(token, [&](grpc::ClientContext *c) {
+      return stub->Push(c, request, response);
+    });
+  };
+  v1::PushResponse response;
+  ASSERT_TRUE(push("token-of-worker-zero", 77, 1, &response).ok());
+  EXPECT_FALSE(response.duplicate());
+  // Worker 1 forges worker 0's client id with a sequence number ahead.
+  ASSERT_TRUE(push("token-of-worker-one!", 77, 1000, &response).ok());
+  EXPECT_FALSE(response.duplicate());
+  ASSERT_TRUE(push("token-of-worker-zero", 77, 2, &response).ok());
+  EXPECT_FALSE(response.duplicate());
+  ASSERT_TRUE(push("token-of-worker-zero", 77, 2, &response).ok());
+  EXPECT_TRUE(response.duplicate());
+  EXPECT_EQ(push("not-a-token-of-this-server", 77, 3, &response).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(push("", 77, 3, &response).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  v1::PullRequest pull;
+  pull.set_table_id(0);
+  pull.set_keys(&key, 8);
+  v1::PullResponse pulled;
+  ASSERT_TRUE(call("token-of-worker-one!", [&](grpc::ClientContext *c) {
+                return stub->Pull(c, pull, &pulled);
+              }).ok());
+  float row;
+  ASSERT_EQ(pulled.rows().size(), sizeof(row));
+  std::memcpy(&row, pulled.rows().data(), sizeof(row));
+  EXPECT_EQ(row, -3.0f); // three pushes applied, one repeat
+  server->shutdown(1);
+}
+
+TEST(PSServiceTest, WorkerTokensFileIsChecked) {
+  std::string dir = ::testing::TempDir();
+  auto write = [&](const std::string &name, const std::string &text) {
+    std::string path = dir + "/" + name;
+    std::ofstream(path) << text;
+    return path;
+  };
+  std::map<std::string, std::string> tokens = readWorkerTokens(
+      write("good.tokens", "# workers\nw0 aaaaaaaaaaaaaaaa\n\nw-1.b "
+                           "bbbbbbbbbbbbbbbb\n"));
+  EXPECT_EQ(tokens.size(), 2u);
+  EXPECT_EQ(tokens["w-1.b"], "bbbbbbbbbbbbbbbb");
+  auto error = [&](const std::string &text) {
+    try {
+      readWorkerTokens(write("bad.tokens", text));
+    } catch (const runtime::RuntimeError &e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(error("w0\n").find("line 1: expected 'NAME TOKEN'"),
+            std::string::npos);
+  EXPECT_NE(error("w0 short\n").find("has 5 characters; at least 16"),
+            std::string::npos);
+  EXPECT_NE(error("w0 aaaaaaaaaaaaaaaa\nw0 bbbbbbbbbbbbbbbb\n")
+                .find("line 2: worker 'w0' is listed twice"),
+            std::string::npos);
+  EXPECT_NE(error("w0 aaaaaaaaaaaaaaaa\nw1 aaaaaaaaaaaaaaaa\n")
+                .find("line 2: worker 'w1' has the token of another worker"),
+            std::string::npos);
+  EXPECT_NE(error("w/0 aaaaaaaaaaaaaaaa\n").find("worker name 'w/0'"),
+            std::string::npos);
+  EXPECT_NE(error("# none\n").find("names no worker"), std::string::npos);
+}
+
 TEST(PSShardTest, KeyIndexAgreesWithAStandardMap) {
   // Random inserts, lookups and erases (runs of colliding keys included)
   // against std::unordered_map.

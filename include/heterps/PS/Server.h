@@ -12,6 +12,7 @@
 
 #include "heterps/PS/Shard.h"
 
+#include <map>
 #include <memory>
 #include <string>
 
@@ -38,7 +39,16 @@ struct ServerOptions {
   /// CreateDense, Checkpoint, Restore, assigning pushes) need `adminToken`
   /// when it is set.
   std::string authToken, adminToken;
+  /// Tokens per worker (name -> token): each allows data calls as an
+  /// identity of its own, and a push's client id counts within it.
+  std::map<std::string, std::string> workerTokens;
 };
+
+/// Reads a worker tokens file: a line `NAME TOKEN` per worker (names of
+/// letters, digits, '.', '_' and '-'; tokens of at least 16 characters,
+/// each once), blank lines and `#` comments skipped. Throws naming the
+/// file and line.
+std::map<std::string, std::string> readWorkerTokens(const std::string &path);
 
 class Server {
 public:

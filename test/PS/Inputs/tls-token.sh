@@ -56,6 +56,27 @@ ps_call info --tls-ca=ca.pem | grep -c 'exit status 1'
 ps_call info --tls-ca=ca.pem --tls-cert=client.pem --tls-key=client.key | tail -1
 stop_servers
 
+echo "--- worker tokens: two workers train, each with its own token"
+printf '# name token\nw0 token-of-worker-zero\nw1 token-of-worker-one!\n' > workers.tokens
+echo "token-of-worker-zero" > w0.token
+echo "token-of-worker-one!" > w1.token
+start_server workers 0 1 "$T/ck3" --worker-tokens-file=workers.tokens \
+  --admin-token-file=admin-token
+ADDR=$(addresses workers)
+# The operator's run creates the plan's tables (an admin call).
+"$RUN" "$PLAN" --steps=1 --log-every=0 --ps="$ADDR" --ps-token-file=admin-token 2>&1 | grep -E 'trained 1 steps|error' | sed 's/ in .*//'
+for w in w0 w1; do
+  "$RUN" "$PLAN" --steps=3 --log-every=0 --ps="$ADDR" --ps-token-file=$w.token 2>&1 | grep -E 'trained 3 steps|error' | sed 's/ in .*//'
+done
+ps_call info --token-file=wrong-token
+stop_servers
+echo "--- a bad worker tokens file"
+printf 'w0 short\n' > short.tokens
+"$RUN" serve --worker-tokens-file=short.tokens 2>&1
+printf 'w0 admin-secret-0123456789\n' > admin.tokens
+echo "admin-secret-0123456789" > long-admin-token
+"$RUN" serve --worker-tokens-file=admin.tokens --admin-token-file=long-admin-token 2>&1
+
 # TEST-NET-1 is no machine's: the warning comes before the bind fails, and
 # nothing listens beyond loopback.
 echo "--- beyond loopback without TLS or a token"
