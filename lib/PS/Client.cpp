@@ -19,6 +19,29 @@ using namespace heterps::ps;
 
 Connection::~Connection() = default;
 
+void Connection::startPull(uint32_t table, const uint64_t *keys, size_t n,
+                           uint32_t dim, float *rows, Done done) {
+  done(pull(table, keys, n, dim, rows), false);
+}
+
+void Connection::startPush(uint32_t table, const uint64_t *keys, size_t n,
+                           uint32_t dim, const float *values, uint64_t client,
+                           uint64_t seq, bool assign,
+                           v1::PushResponse *response, Done done) {
+  done(push(table, keys, n, dim, values, client, seq, assign, response), false);
+}
+
+void Connection::startPullMany(const std::vector<KeyRows> &parts, Done done) {
+  done(pullMany(parts), false);
+}
+
+void Connection::startPushMany(const std::vector<KeyRows> &parts,
+                               uint64_t client, uint64_t seq,
+                               const std::vector<KeyRows> &thenPull,
+                               v1::PushResponse *response, Done done) {
+  done(pushMany(parts, client, seq, thenPull, response), false);
+}
+
 //===----------------------------------------------------------------------===//
 // In-process connection
 //===----------------------------------------------------------------------===//
@@ -105,81 +128,6 @@ std::unique_ptr<Connection> ps::connectLocal(Shard &shard) {
 // Client
 //===----------------------------------------------------------------------===//
 
-/// A callable by reference, without std::function's allocation for
-/// lambdas with many captures (a lookup runs per step).
-class TaskRef {
-public:
-  template <typename Fn>
-  explicit TaskRef(Fn &fn)
-      : object(&fn),
-        call([](void *o, size_t i) { (*static_cast<Fn *>(o))(i); }) {}
-  void operator()(size_t i) const { call(object, i); }
-
-private:
-  void *object;
-  void (*call)(void *, size_t);
-};
-
-/// One thread per server beyond the first, so that a request to N servers
-/// makes N calls at once without starting threads per call.
-struct Client::Pool {
-  explicit Pool(size_t workers) {
-    for (size_t i = 0; i < workers; ++i)
-      threads.emplace_back([this, i] { loop(i + 1); });
-  }
-  ~Pool() {
-    {
-      std::lock_guard<std::mutex> l(mutex);
-      stop = true;
-    }
-    wake.notify_all();
-    for (std::thread &t : threads)
-      t.join();
-  }
-  /// Runs task(0..n-1), index 0 on the caller.
-  void run(size_t n, TaskRef task) {
-    {
-      std::lock_guard<std::mutex> l(mutex);
-      job = &task;
-      jobSize = n;
-      pending = n - 1;
-      ++generation;
-    }
-    wake.notify_all();
-    task(0);
-    std::unique_lock<std::mutex> l(mutex);
-    done.wait(l, [this] { return pending == 0; });
-    job = nullptr;
-  }
-
-private:
-  void loop(size_t index) {
-    uint64_t seen = 0;
-    std::unique_lock<std::mutex> l(mutex);
-    for (;;) {
-      wake.wait(l, [&] { return stop || generation != seen; });
-      if (stop)
-        return;
-      seen = generation;
-      if (index >= jobSize)
-        continue;
-      const TaskRef *task = job;
-      l.unlock();
-      (*task)(index);
-      l.lock();
-      if (--pending == 0)
-        done.notify_all();
-    }
-  }
-  std::vector<std::thread> threads;
-  std::mutex mutex;
-  std::condition_variable wake, done;
-  const TaskRef *job = nullptr;
-  size_t jobSize = 0, pending = 0;
-  uint64_t generation = 0;
-  bool stop = false;
-};
-
 static uint64_t randomClientId() {
   std::random_device rd;
   uint64_t x = (uint64_t(rd()) << 32) ^ rd() ^ (uint64_t(::getpid()) << 17) ^
@@ -201,8 +149,7 @@ Client::Client(std::vector<std::unique_ptr<Connection>> servers,
   serverKeys.resize(n);
   serverSlots.resize(n);
   serverRows.resize(n);
-  if (n > 1)
-    pool = std::make_unique<Pool>(n - 1);
+  responses.resize(n);
 }
 
 Client::~Client() = default;
@@ -341,45 +288,79 @@ int Client::tableId(const std::string &name) const {
   runtime::fail() << "no embedding table '" << name << "' in the PS client";
 }
 
-template <typename Fn> void Client::forEachServer(Fn &&fn) {
-  forEachServerIf([&](size_t i) { return !serverKeys[i].empty(); }, fn);
+template <typename Start, typename Call>
+const std::vector<Status> &Client::fanOut(const std::vector<size_t> &counts,
+                                          Start &&start, Call &&call) {
+  size_t n = servers.size();
+  statuses.assign(n, Status{});
+  resumeAt.assign(n, SIZE_MAX);
+  size_t busy = 0;
+  for (size_t s = 0; s < n; ++s)
+    busy += counts[s] > 0;
+  if (busy <= 1) {
+    // Nothing to overlap (the embedded server always): the calls block
+    // here, and a steady-state step allocates nothing.
+    for (size_t s = 0; s < n; ++s)
+      resumeAt[s] = counts[s] ? 0 : SIZE_MAX;
+  } else {
+    {
+      std::lock_guard<std::mutex> lock(fanMutex);
+      fanPending = busy;
+    }
+    // Each server's next request starts when its last one is answered (a
+    // push's sequence number must follow the last answered one).
+    std::function<void(size_t, size_t)> next = [&](size_t s, size_t r) {
+      start(s, r, [&, s, r](Status status, bool again) {
+        if (status.ok() && r + 1 < counts[s]) {
+          next(s, r + 1);
+          return;
+        }
+        std::lock_guard<std::mutex> lock(fanMutex);
+        if (!status.ok()) {
+          if (again)
+            resumeAt[s] = r;
+          else
+            statuses[s] = std::move(status);
+        }
+        if (--fanPending == 0)
+          fanDone.notify_all();
+      });
+    };
+    for (size_t s = 0; s < n; ++s)
+      if (counts[s] > 0)
+        next(s, 0);
+    std::unique_lock<std::mutex> lock(fanMutex);
+    fanDone.wait(lock, [&] { return fanPending == 0; });
+  }
+  // Retries (a server restarting, a lost answer) wait with backoff here.
+  for (size_t s = 0; s < n; ++s)
+    for (size_t r = resumeAt[s]; r < counts[s]; ++r)
+      if (Status status = call(s, r); !status.ok()) {
+        statuses[s] = std::move(status);
+        break;
+      }
+  return statuses;
 }
 
-template <typename Busy, typename Fn>
-void Client::forEachServerIf(Busy &&hasWork, Fn &&fn) {
-  size_t busy = 0, last = 0;
-  for (size_t i = 0; i < servers.size(); ++i)
-    if (hasWork(i)) {
-      ++busy;
-      last = i;
-    }
-  if (busy == 0)
-    return;
-  if (busy == 1 || !pool) {
-    if (busy == 1) {
-      fn(last);
-      return;
-    }
-    for (size_t i = 0; i < servers.size(); ++i)
-      if (hasWork(i))
-        fn(i);
-    return;
+void Client::lockPushes(const std::vector<size_t> &counts) {
+  pushLocked.assign(servers.size(), 0);
+  seqBase.assign(servers.size(), 0);
+  for (size_t s = 0; s < servers.size(); ++s) {
+    if (counts[s] == 0)
+      continue;
+    pushLocks[s]->lock();
+    pushLocked[s] = 1;
+    seqBase[s] = nextSeq[s];
+    nextSeq[s] += counts[s];
   }
-  // Errors are rethrown on the caller's thread, the first server's first.
-  errors.assign(servers.size(), nullptr);
-  auto guarded = [&](size_t i) {
-    if (!hasWork(i))
-      return;
-    try {
-      fn(i);
-    } catch (...) {
-      errors[i] = std::current_exception();
+}
+
+void Client::unlockPushes() {
+  for (size_t s = 0; s < pushLocked.size(); ++s)
+    if (pushLocked[s]) {
+      pushLocks[s]->unlock();
+      pushLocked[s] = 0;
     }
-  };
-  pool->run(servers.size(), TaskRef(guarded));
-  for (std::exception_ptr &e : errors)
-    if (e)
-      std::rethrow_exception(e);
 }
 
 namespace {
@@ -454,29 +435,59 @@ void Client::pull(int table, const int64_t *keys, int64_t n, float *rows) {
   std::lock_guard<std::mutex> lock(callMutex);
   partition(t, keys, n);
   const size_t dim = static_cast<size_t>(t.info.dim);
-  uniqueRows.resize(unique.size() * dim);
-  forEachServer([&](size_t s) {
+  // With one server its keys are the unique keys, in order: the rows go
+  // straight to their place, and without repeated keys that place is the
+  // caller's buffer.
+  bool direct = servers.size() == 1;
+  bool inPlace = direct && unique.size() == static_cast<size_t>(n);
+  if (!inPlace)
+    uniqueRows.resize(unique.size() * dim);
+  size_t count = servers.size(), chunk = opts.maxKeysPerRequest;
+  serverOut.assign(count, nullptr);
+  requestCounts.assign(count, 0);
+  for (size_t s = 0; s < count; ++s) {
     std::vector<uint64_t> &k = serverKeys[s];
-    // With one server its keys are the unique keys, in order: the rows go
-    // straight to their place.
-    bool direct = servers.size() == 1;
-    std::vector<float> &r = direct ? uniqueRows : serverRows[s];
-    r.resize(k.size() * dim);
-    for (size_t at = 0; at < k.size(); at += opts.maxKeysPerRequest) {
-      size_t m = std::min(opts.maxKeysPerRequest, k.size() - at);
-      if (Status st =
-              servers[s]->pull(table, k.data() + at, m,
-                               static_cast<uint32_t>(dim), r.data() + at * dim);
-          !st.ok())
-        raise(s, "pulling table " + std::to_string(table), st);
+    if (k.empty())
+      continue;
+    if (inPlace) {
+      serverOut[s] = rows;
+    } else {
+      std::vector<float> &buffer = direct ? uniqueRows : serverRows[s];
+      buffer.resize(k.size() * dim);
+      serverOut[s] = buffer.data();
     }
-    if (direct)
-      return;
-    const std::vector<uint32_t> &slots = serverSlots[s];
-    for (size_t j = 0; j < slots.size(); ++j)
-      std::memcpy(uniqueRows.data() + slots[j] * dim, r.data() + j * dim,
-                  dim * sizeof(float));
-  });
+    requestCounts[s] = (k.size() + chunk - 1) / chunk;
+  }
+  auto request = [&](size_t s, size_t r, size_t *m) {
+    size_t at = r * chunk;
+    *m = std::min(chunk, serverKeys[s].size() - at);
+    return at;
+  };
+  raiseFirst(fanOut(
+                 requestCounts,
+                 [&](size_t s, size_t r, Connection::Done done) {
+                   size_t m, at = request(s, r, &m);
+                   servers[s]->startPull(table, serverKeys[s].data() + at, m,
+                                         static_cast<uint32_t>(dim),
+                                         serverOut[s] + at * dim,
+                                         std::move(done));
+                 },
+                 [&](size_t s, size_t r) {
+                   size_t m, at = request(s, r, &m);
+                   return servers[s]->pull(table, serverKeys[s].data() + at, m,
+                                           static_cast<uint32_t>(dim),
+                                           serverOut[s] + at * dim);
+                 }),
+             [&] { return "pulling table " + std::to_string(table); });
+  if (!direct)
+    for (size_t s = 0; s < count; ++s) {
+      const std::vector<uint32_t> &slots = serverSlots[s];
+      for (size_t j = 0; j < slots.size(); ++j)
+        std::memcpy(uniqueRows.data() + slots[j] * dim,
+                    serverRows[s].data() + j * dim, dim * sizeof(float));
+    }
+  if (inPlace)
+    return;
   for (int64_t i = 0; i < n; ++i)
     std::memcpy(rows + i * dim, uniqueRows.data() + position[i] * dim,
                 dim * sizeof(float));
@@ -511,9 +522,14 @@ void Client::sendPush(int table, const int64_t *keys, int64_t n,
       for (size_t j = 0; j < dim; ++j)
         dst[j] += src[j];
   }
-  forEachServer([&](size_t s) {
+  size_t count = servers.size(), chunk = opts.maxKeysPerRequest;
+  bool direct = count == 1;
+  requestCounts.assign(count, 0);
+  serverOut.assign(count, nullptr);
+  for (size_t s = 0; s < count; ++s) {
     std::vector<uint64_t> &k = serverKeys[s];
-    bool direct = servers.size() == 1;
+    if (k.empty())
+      continue;
     std::vector<float> &r = direct ? uniqueRows : serverRows[s];
     if (!direct) {
       r.resize(k.size() * dim);
@@ -522,21 +538,41 @@ void Client::sendPush(int table, const int64_t *keys, int64_t n,
         std::memcpy(r.data() + j * dim, uniqueRows.data() + slots[j] * dim,
                     dim * sizeof(float));
     }
-    std::lock_guard<std::mutex> order(*pushLocks[s]);
-    for (size_t at = 0; at < k.size(); at += opts.maxKeysPerRequest) {
-      size_t m = std::min(opts.maxKeysPerRequest, k.size() - at);
-      v1::PushResponse response;
-      uint64_t seq = nextSeq[s]++;
-      if (Status st = servers[s]->push(
-              table, k.data() + at, m, static_cast<uint32_t>(dim),
-              r.data() + at * dim, id, seq, assign, &response);
-          !st.ok())
-        raise(s,
-              std::string(assign ? "writing rows of" : "pushing to") +
-                  " table " + std::to_string(table),
-              st);
-    }
-  });
+    serverOut[s] = r.data();
+    requestCounts[s] = (k.size() + chunk - 1) / chunk;
+  }
+  // Pushes to a server go in sequence order: its lock is held until they
+  // are answered.
+  struct Unlock {
+    Client *client;
+    ~Unlock() { client->unlockPushes(); }
+  } unlock{this};
+  lockPushes(requestCounts);
+  auto request = [&](size_t s, size_t r, size_t *m) {
+    size_t at = r * chunk;
+    *m = std::min(chunk, serverKeys[s].size() - at);
+    return at;
+  };
+  raiseFirst(fanOut(
+                 requestCounts,
+                 [&](size_t s, size_t r, Connection::Done done) {
+                   size_t m, at = request(s, r, &m);
+                   servers[s]->startPush(
+                       table, serverKeys[s].data() + at, m,
+                       static_cast<uint32_t>(dim), serverOut[s] + at * dim, id,
+                       seqBase[s] + r, assign, &responses[s], std::move(done));
+                 },
+                 [&](size_t s, size_t r) {
+                   size_t m, at = request(s, r, &m);
+                   return servers[s]->push(
+                       table, serverKeys[s].data() + at, m,
+                       static_cast<uint32_t>(dim), serverOut[s] + at * dim, id,
+                       seqBase[s] + r, assign, &responses[s]);
+                 }),
+             [&] {
+               return std::string(assign ? "writing rows of" : "pushing to") +
+                      " table " + std::to_string(table);
+             });
 }
 
 struct Client::ManyScratch {
@@ -549,6 +585,9 @@ struct Client::ManyScratch {
     std::vector<std::vector<uint32_t>> slots; // per server: unique index
     std::vector<std::vector<float>> rows;     // per server
     std::vector<float> uniqueRows;
+    /// A pull whose rows go straight to the caller's buffer (one server,
+    /// no repeated keys), or null.
+    float *direct = nullptr;
   };
   std::vector<Split> tables;
   std::vector<uint32_t> ids;
@@ -598,7 +637,11 @@ struct Client::ManyScratch {
       for (size_t i = 0; i < tables.size(); ++i) {
         Split &t = tables[i];
         std::vector<uint64_t> &k = t.keys[s];
-        t.rows[s].resize(k.size() * t.dim);
+        float *rows = t.direct;
+        if (!rows) {
+          t.rows[s].resize(k.size() * t.dim);
+          rows = t.rows[s].data();
+        }
         for (size_t at = 0; at < k.size();) {
           if (room == 0) {
             if (used[s] == requests[s].size())
@@ -609,7 +652,7 @@ struct Client::ManyScratch {
           size_t m = std::min(room, k.size() - at);
           requests[s][used[s] - 1].push_back(
               {ids[i], static_cast<uint32_t>(t.dim), k.data() + at, m,
-               t.rows[s].data() + at * t.dim});
+               rows + at * t.dim});
           at += m;
           room -= m;
         }
@@ -630,15 +673,27 @@ Client::ManyScratch &Client::splitMany(const std::vector<Request> &requests,
     const Table &t = get(requests[i].table);
     m.split(t.info, t.vocab, requests[i].keys, requests[i].n, servers.size(),
             m.tables[i]);
+    m.tables[i].direct = nullptr;
     m.ids.push_back(static_cast<uint32_t>(requests[i].table));
   }
   return m;
+}
+
+void Client::directPulls(const std::vector<runtime::TablePull> &pulls,
+                         ManyScratch &m) {
+  if (servers.size() != 1)
+    return;
+  for (size_t i = 0; i < pulls.size(); ++i)
+    if (m.tables[i].unique.size() == static_cast<size_t>(pulls[i].n))
+      m.tables[i].direct = pulls[i].rows;
 }
 
 void Client::scatterPulled(const std::vector<runtime::TablePull> &pulls,
                            ManyScratch &m) {
   for (size_t i = 0; i < pulls.size(); ++i) {
     ManyScratch::Split &t = m.tables[i];
+    if (t.direct)
+      continue;
     t.uniqueRows.resize(t.unique.size() * t.dim);
     for (size_t s = 0; s < servers.size(); ++s)
       for (size_t j = 0; j < t.slots[s].size(); ++j)
@@ -656,14 +711,18 @@ void Client::pullMany(const std::vector<runtime::TablePull> &pulls) {
     return;
   std::lock_guard<std::mutex> lock(callMutex);
   ManyScratch &m = splitMany(pulls, many);
+  directPulls(pulls, m);
   m.plan(servers.size(), opts.maxKeysPerRequest);
-  forEachServerIf(
-      [&](size_t s) { return m.used[s] > 0; },
-      [&](size_t s) {
-        for (size_t r = 0; r < m.used[s]; ++r)
-          if (Status st = servers[s]->pullMany(m.requests[s][r]); !st.ok())
-            raise(s, "pulling " + std::to_string(pulls.size()) + " tables", st);
-      });
+  raiseFirst(
+      fanOut(
+          m.used,
+          [&](size_t s, size_t r, Connection::Done done) {
+            servers[s]->startPullMany(m.requests[s][r], std::move(done));
+          },
+          [&](size_t s, size_t r) {
+            return servers[s]->pullMany(m.requests[s][r]);
+          }),
+      [&] { return "pulling " + std::to_string(pulls.size()) + " tables"; });
   scatterPulled(pulls, m);
 }
 
@@ -703,43 +762,50 @@ void Client::pushManyThenPull(const std::vector<runtime::TablePush> &pushes,
   ManyScratch *after = nullptr;
   if (!pulls.empty()) {
     after = &splitMany(pulls, thenMany);
+    directPulls(pulls, *after);
     after->plan(servers.size(), opts.maxKeysPerRequest);
   }
   static const std::vector<KeyRows> none;
-  forEachServerIf(
-      [&](size_t s) { return m.used[s] > 0 || (after && after->used[s] > 0); },
-      [&](size_t s) {
-        size_t pullRequests = after ? after->used[s] : 0;
-        if (m.used[s] == 0) {
-          for (size_t r = 0; r < pullRequests; ++r)
-            if (Status st = servers[s]->pullMany(after->requests[s][r]);
-                !st.ok())
-              raise(s, "pulling " + std::to_string(pulls.size()) + " tables",
-                    st);
-          return;
-        }
-        std::lock_guard<std::mutex> order(*pushLocks[s]);
-        for (size_t r = 0; r < m.used[s]; ++r) {
-          bool last = r + 1 == m.used[s];
-          // Requests are cut at maxKeysPerRequest keys; pulls beyond the
-          // first request's worth go alone after the pushes.
-          const std::vector<KeyRows> &then =
-              last && pullRequests == 1 ? after->requests[s][0] : none;
-          v1::PushResponse response;
-          uint64_t seq = nextSeq[s]++;
-          if (Status st = servers[s]->pushMany(m.requests[s][r], id, seq, then,
-                                               &response);
-              !st.ok())
-            raise(s, "pushing to " + std::to_string(pushes.size()) + " tables",
-                  st);
-        }
-        if (pullRequests > 1)
-          for (size_t r = 0; r < pullRequests; ++r)
-            if (Status st = servers[s]->pullMany(after->requests[s][r]);
-                !st.ok())
-              raise(s, "pulling " + std::to_string(pulls.size()) + " tables",
-                    st);
+  size_t count = servers.size();
+  requestCounts.assign(count, 0);
+  for (size_t s = 0; s < count; ++s) {
+    size_t pullRequests = after ? after->used[s] : 0;
+    // A server's pushes, then its pulls on their own when they do not fit
+    // in the last push request (or the server has no pushes).
+    requestCounts[s] =
+        m.used[s] + (m.used[s] == 0 || pullRequests > 1 ? pullRequests : 0);
+  }
+  struct Unlock {
+    Client *client;
+    ~Unlock() { client->unlockPushes(); }
+  } unlock{this};
+  lockPushes(m.used);
+  auto thenPull = [&](size_t s, size_t r) -> const std::vector<KeyRows> & {
+    bool last = r + 1 == m.used[s];
+    return last && after && after->used[s] == 1 ? after->requests[s][0] : none;
+  };
+  auto pullAt = [&](size_t s, size_t r) -> const std::vector<KeyRows> & {
+    return after->requests[s][r - m.used[s]];
+  };
+  const std::vector<Status> &result = fanOut(
+      requestCounts,
+      [&](size_t s, size_t r, Connection::Done done) {
+        if (r < m.used[s])
+          servers[s]->startPushMany(m.requests[s][r], id, seqBase[s] + r,
+                                    thenPull(s, r), &responses[s],
+                                    std::move(done));
+        else
+          servers[s]->startPullMany(pullAt(s, r), std::move(done));
+      },
+      [&](size_t s, size_t r) {
+        if (r < m.used[s])
+          return servers[s]->pushMany(m.requests[s][r], id, seqBase[s] + r,
+                                      thenPull(s, r), &responses[s]);
+        return servers[s]->pullMany(pullAt(s, r));
       });
+  raiseFirst(result, [&] {
+    return "pushing to " + std::to_string(pushes.size()) + " tables";
+  });
   if (after)
     scatterPulled(pulls, *after);
 }

@@ -18,6 +18,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <thread>
 
 using namespace heterps;
@@ -81,88 +83,93 @@ public:
 
   Status pull(uint32_t table, const uint64_t *keys, size_t n, uint32_t dim,
               float *rows) override {
-    v1::PullRequest &request = pullRequest;
-    request.set_table_id(table);
-    request.set_keys(keys, n * sizeof(uint64_t));
-    request.set_wire(wire);
-    v1::PullResponse &response = pullResponse;
+    preparePull(table, keys, n);
     Status s = call([&](grpc::ClientContext *c) {
-      return stub->Pull(c, request, &response);
+      return stub->Pull(c, pullRequest, &pullResponse);
     });
-    if (!s.ok())
-      return s;
-    if (!decodeFloats(wire, response.rows(), n * dim, rows))
-      return Status::error(Code::Internal,
-                           "the server answered " +
-                               std::to_string(response.rows().size()) +
-                               " bytes of rows for " + std::to_string(n) +
-                               " keys of dimension " + std::to_string(dim));
-    return {};
+    return s.ok() ? decodePull(n, dim, rows) : s;
+  }
+
+  void startPull(uint32_t table, const uint64_t *keys, size_t n, uint32_t dim,
+                 float *rows, Done done) override {
+    preparePull(table, keys, n);
+    attempt(
+        [this](grpc::ClientContext *c, std::function<void(grpc::Status)> cb) {
+          stub->async()->Pull(c, &pullRequest, &pullResponse, std::move(cb));
+        },
+        [this, n, dim, rows] { return decodePull(n, dim, rows); },
+        std::move(done));
   }
 
   Status push(uint32_t table, const uint64_t *keys, size_t n, uint32_t dim,
               const float *values, uint64_t client, uint64_t seq, bool assign,
               v1::PushResponse *response) override {
-    v1::PushRequest &request = pushRequest;
-    request.set_table_id(table);
-    request.set_keys(keys, n * sizeof(uint64_t));
-    encodeFloats(pushWire, values, n * dim, request.mutable_grads());
-    request.set_wire(pushWire);
-    request.set_client_id(client);
-    request.set_seq(seq);
-    request.set_assign(assign);
+    preparePush(table, keys, n, dim, values, client, seq, assign);
     return call([&](grpc::ClientContext *c) {
-      return stub->Push(c, request, response);
+      return stub->Push(c, pushRequest, response);
     });
   }
 
+  void startPush(uint32_t table, const uint64_t *keys, size_t n, uint32_t dim,
+                 const float *values, uint64_t client, uint64_t seq,
+                 bool assign, v1::PushResponse *response, Done done) override {
+    preparePush(table, keys, n, dim, values, client, seq, assign);
+    attempt(
+        [this, response](grpc::ClientContext *c,
+                         std::function<void(grpc::Status)> cb) {
+          stub->async()->Push(c, &pushRequest, response, std::move(cb));
+        },
+        [] { return Status{}; }, std::move(done));
+  }
+
   Status pullMany(const std::vector<KeyRows> &parts) override {
-    v1::PullManyRequest &request = pullManyRequest;
-    request.clear_pulls();
-    for (const KeyRows &p : parts) {
-      v1::PullRequest *pull = request.add_pulls();
-      pull->set_table_id(p.table);
-      pull->set_keys(p.keys, p.n * sizeof(uint64_t));
-      pull->set_wire(wire);
-    }
-    v1::PullManyResponse &response = pullManyResponse;
+    preparePullMany(parts);
     Status s = call([&](grpc::ClientContext *c) {
-      response.Clear();
-      return stub->PullMany(c, request, &response);
+      pullManyResponse.Clear();
+      return stub->PullMany(c, pullManyRequest, &pullManyResponse);
     });
-    if (!s.ok())
-      return s;
-    return decodePulled(parts, response.pulls());
+    return s.ok() ? decodePulled(parts, pullManyResponse.pulls()) : s;
+  }
+
+  void startPullMany(const std::vector<KeyRows> &parts, Done done) override {
+    preparePullMany(parts);
+    pullManyResponse.Clear();
+    attempt(
+        [this](grpc::ClientContext *c, std::function<void(grpc::Status)> cb) {
+          stub->async()->PullMany(c, &pullManyRequest, &pullManyResponse,
+                                  std::move(cb));
+        },
+        [this, &parts] {
+          return decodePulled(parts, pullManyResponse.pulls());
+        },
+        std::move(done));
   }
 
   Status pushMany(const std::vector<KeyRows> &parts, uint64_t client,
                   uint64_t seq, const std::vector<KeyRows> &thenPull,
                   v1::PushResponse *response) override {
-    v1::PushManyRequest &request = pushManyRequest;
-    request.clear_pushes();
-    for (const KeyRows &p : parts) {
-      v1::PushRequest *push = request.add_pushes();
-      push->set_table_id(p.table);
-      push->set_keys(p.keys, p.n * sizeof(uint64_t));
-      encodeFloats(pushWire, p.rows, p.n * p.dim, push->mutable_grads());
-      push->set_wire(pushWire);
-    }
-    request.clear_then_pull();
-    for (const KeyRows &p : thenPull) {
-      v1::PullRequest *pull = request.add_then_pull();
-      pull->set_table_id(p.table);
-      pull->set_keys(p.keys, p.n * sizeof(uint64_t));
-      pull->set_wire(wire);
-    }
-    request.set_client_id(client);
-    request.set_seq(seq);
+    preparePushMany(parts, client, seq, thenPull);
     Status s = call([&](grpc::ClientContext *c) {
       response->Clear();
-      return stub->PushMany(c, request, response);
+      return stub->PushMany(c, pushManyRequest, response);
     });
-    if (!s.ok())
-      return s;
-    return decodePulled(thenPull, response->pulled());
+    return s.ok() ? decodePulled(thenPull, response->pulled()) : s;
+  }
+
+  void startPushMany(const std::vector<KeyRows> &parts, uint64_t client,
+                     uint64_t seq, const std::vector<KeyRows> &thenPull,
+                     v1::PushResponse *response, Done done) override {
+    preparePushMany(parts, client, seq, thenPull);
+    response->Clear();
+    attempt(
+        [this, response](grpc::ClientContext *c,
+                         std::function<void(grpc::Status)> cb) {
+          stub->async()->PushMany(c, &pushManyRequest, response, std::move(cb));
+        },
+        [this, &thenPull, response] {
+          return decodePulled(thenPull, response->pulled());
+        },
+        std::move(done));
   }
 
   Status createDense(const v1::DenseTensor &tensor,
@@ -243,6 +250,102 @@ public:
   }
 
 private:
+  // The requests, built into the kept messages (one call at a time per
+  // server).
+  void preparePull(uint32_t table, const uint64_t *keys, size_t n) {
+    pullRequest.set_table_id(table);
+    pullRequest.set_keys(keys, n * sizeof(uint64_t));
+    pullRequest.set_wire(wire);
+  }
+  void preparePush(uint32_t table, const uint64_t *keys, size_t n, uint32_t dim,
+                   const float *values, uint64_t client, uint64_t seq,
+                   bool assign) {
+    pushRequest.set_table_id(table);
+    pushRequest.set_keys(keys, n * sizeof(uint64_t));
+    encodeFloats(pushWire, values, n * dim, pushRequest.mutable_grads());
+    pushRequest.set_wire(pushWire);
+    pushRequest.set_client_id(client);
+    pushRequest.set_seq(seq);
+    pushRequest.set_assign(assign);
+  }
+  void preparePullMany(const std::vector<KeyRows> &parts) {
+    pullManyRequest.clear_pulls();
+    for (const KeyRows &p : parts) {
+      v1::PullRequest *pull = pullManyRequest.add_pulls();
+      pull->set_table_id(p.table);
+      pull->set_keys(p.keys, p.n * sizeof(uint64_t));
+      pull->set_wire(wire);
+    }
+  }
+  void preparePushMany(const std::vector<KeyRows> &parts, uint64_t client,
+                       uint64_t seq, const std::vector<KeyRows> &thenPull) {
+    v1::PushManyRequest &request = pushManyRequest;
+    request.clear_pushes();
+    for (const KeyRows &p : parts) {
+      v1::PushRequest *push = request.add_pushes();
+      push->set_table_id(p.table);
+      push->set_keys(p.keys, p.n * sizeof(uint64_t));
+      encodeFloats(pushWire, p.rows, p.n * p.dim, push->mutable_grads());
+      push->set_wire(pushWire);
+    }
+    request.clear_then_pull();
+    for (const KeyRows &p : thenPull) {
+      v1::PullRequest *pull = request.add_then_pull();
+      pull->set_table_id(p.table);
+      pull->set_keys(p.keys, p.n * sizeof(uint64_t));
+      pull->set_wire(wire);
+    }
+    request.set_client_id(client);
+    request.set_seq(seq);
+  }
+
+  Status decodePull(size_t n, uint32_t dim, float *rows) {
+    if (!decodeFloats(wire, pullResponse.rows(), n * dim, rows))
+      return Status::error(Code::Internal,
+                           "the server answered " +
+                               std::to_string(pullResponse.rows().size()) +
+                               " bytes of rows for " + std::to_string(n) +
+                               " keys of dimension " + std::to_string(dim));
+    return {};
+  }
+
+  /// Sets an attempt's deadline (a quarter of the call's: an attempt that
+  /// times out is retried within the call's), token and wait-for-ready.
+  void prepareContext(grpc::ClientContext *context, Clock::time_point deadline,
+                      double scale, double attemptShare) const {
+    auto attemptTime = std::chrono::microseconds(static_cast<int64_t>(
+        opts.deadlineSeconds * scale * attemptShare * 1e6));
+    context->set_deadline(std::min(deadline, Clock::now() + attemptTime));
+    if (!opts.token.empty())
+      context->AddMetadata("authorization", "Bearer " + opts.token);
+    // Wait for a restarting server's port rather than failing at once.
+    context->set_wait_for_ready(true);
+  }
+
+  /// One attempt through gRPC's callback API: `start(context, callback)`
+  /// issues it, `finish()` decodes the answer; `done` gets the status and
+  /// whether call() would have retried.
+  template <typename Start, typename Finish>
+  void attempt(Start start, Finish finish, Done done) {
+    auto context = std::make_shared<grpc::ClientContext>();
+    prepareContext(context.get(),
+                   Clock::now() +
+                       std::chrono::microseconds(
+                           static_cast<int64_t>(opts.deadlineSeconds * 1e6)),
+                   1, 0.25);
+    start(context.get(), [context, finish = std::move(finish),
+                          done = std::move(done)](grpc::Status s) {
+      if (s.ok()) {
+        done(finish(), false);
+        return;
+      }
+      bool retry = s.error_code() == grpc::StatusCode::UNAVAILABLE ||
+                   s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+      done(Status::error(static_cast<Code>(s.error_code()), s.error_message()),
+           retry);
+    });
+  }
+
   /// Writes the rows the server answered for `parts` to their buffers,
   /// checking that each table's rows have the size asked for.
   Status decodePulled(
@@ -276,18 +379,12 @@ private:
     // A lookup or push attempt gets a quarter of the deadline, so a lost
     // response is retried (with the same sequence number) within the call's
     // deadline.
-    auto attemptTime = std::chrono::microseconds(static_cast<int64_t>(
-        opts.deadlineSeconds * scale * attemptShare * 1e6));
     auto backoff = std::chrono::milliseconds(20);
     int attempts = 0;
     grpc::Status last;
     for (;;) {
       grpc::ClientContext context;
-      context.set_deadline(std::min(deadline, Clock::now() + attemptTime));
-      if (!opts.token.empty())
-        context.AddMetadata("authorization", "Bearer " + opts.token);
-      // Wait for a restarting server's port rather than failing at once.
-      context.set_wait_for_ready(true);
+      prepareContext(&context, deadline, scale, attemptShare);
       last = rpc(&context);
       ++attempts;
       if (last.ok())

@@ -916,6 +916,34 @@ TEST(PSServiceTest, PushThenPullAnswersTheRowsAfterThePush) {
   }
 }
 
+/// With one server and no repeated keys the rows are decoded straight
+/// into the caller's buffer; they equal those of one-key pulls.
+TEST(PSServiceTest, OneServerPullsWithoutRepeatsGoInPlace) {
+  Cluster cluster(1);
+  std::unique_ptr<Client> c = cluster.client();
+  c->connect();
+  c->createTable(tableConfig(0, 3, "sgd", 0.1, 0.5));
+  std::vector<int64_t> keys(500);
+  for (size_t i = 0; i < keys.size(); ++i)
+    keys[i] = static_cast<int64_t>(i * 7919 % 1000);
+  // Distinct rows: a gradient per key and dimension.
+  std::vector<float> grads(keys.size() * 3);
+  for (size_t i = 0; i < grads.size(); ++i)
+    grads[i] = static_cast<float>(keys[i / 3] * 3 + i % 3);
+  c->push(0, keys.data(), 500, grads.data());
+  std::vector<float> whole(keys.size() * 3), many(keys.size() * 3), one(3);
+  c->pull(0, keys.data(), 500, whole.data());
+  EXPECT_NE(whole[3], whole[6]);
+  c->pullMany({{0, keys.data(), 500, many.data()}});
+  for (size_t i = 0; i < keys.size(); ++i) {
+    c->pull(0, &keys[i], 1, one.data());
+    for (int d = 0; d < 3; ++d) {
+      ASSERT_EQ(whole[i * 3 + d], one[d]) << "key " << keys[i];
+      ASSERT_EQ(many[i * 3 + d], one[d]) << "key " << keys[i];
+    }
+  }
+}
+
 /// A retried push answers its pulls too; a pull of an unknown table
 /// refuses the whole request before the push is applied.
 TEST(PSServiceTest, PushThenPullOverGrpcIsCheckedFirst) {

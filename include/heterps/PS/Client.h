@@ -16,7 +16,9 @@
 #include "heterps/Runtime/EmbeddingStore.h"
 #include "heterps/Runtime/Error.h"
 
+#include <condition_variable>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -68,9 +70,16 @@ struct KeyRows {
   float *rows = nullptr;
 };
 
-/// One server as the client sees it.
+/// One server as the client sees it. The table calls come in two forms: a
+/// blocking one that retries UNAVAILABLE until the deadline, and start*,
+/// which makes one attempt and returns at once; `done` runs when the
+/// attempt ends (on another thread, or on this one before start* returns),
+/// with `retry` set when the attempt failed in a way that the blocking form
+/// would retry. The client calls its servers with start* concurrently,
+/// without a thread per server.
 class Connection {
 public:
+  using Done = std::function<void(Status status, bool retry)>;
   virtual ~Connection();
   /// "127.0.0.1:5000", or "embedded".
   virtual std::string address() const = 0;
@@ -88,6 +97,18 @@ public:
   virtual Status pushMany(const std::vector<KeyRows> &parts, uint64_t client,
                           uint64_t seq, const std::vector<KeyRows> &thenPull,
                           v1::PushResponse *response) = 0;
+  /// One attempt of pull, push, pullMany or pushMany (the buffers and the
+  /// response must live until `done`). By default the blocking call, here.
+  virtual void startPull(uint32_t table, const uint64_t *keys, size_t n,
+                         uint32_t dim, float *rows, Done done);
+  virtual void startPush(uint32_t table, const uint64_t *keys, size_t n,
+                         uint32_t dim, const float *values, uint64_t client,
+                         uint64_t seq, bool assign, v1::PushResponse *response,
+                         Done done);
+  virtual void startPullMany(const std::vector<KeyRows> &parts, Done done);
+  virtual void startPushMany(const std::vector<KeyRows> &parts, uint64_t client,
+                             uint64_t seq, const std::vector<KeyRows> &thenPull,
+                             v1::PushResponse *response, Done done);
   virtual Status createDense(const v1::DenseTensor &tensor,
                              const v1::Optimizer &optimizer, bool *created) = 0;
   virtual Status pullDense(const std::string &name,
@@ -174,11 +195,27 @@ private:
     uint64_t vocab = 0;
   };
   const Table &get(int id) const;
-  /// Runs fn(server) for every server with work, in parallel.
-  template <typename Fn> void forEachServer(Fn &&fn);
-  /// The same for the servers `busy(server)` says have work.
-  template <typename Busy, typename Fn>
-  void forEachServerIf(Busy &&busy, Fn &&fn);
+  /// Makes `counts[s]` requests to each server s, each server's in order.
+  /// With one server busy, call(s, r) makes request r on this thread
+  /// (blocking, with retries). With several, the servers go at once:
+  /// start(s, r, done) starts request r, and a request that must be retried
+  /// is made again by call(s, r), with the rest of its server's, on this
+  /// thread. Returns each server's status (of its first failed request).
+  template <typename Start, typename Call>
+  const std::vector<Status> &fanOut(const std::vector<size_t> &counts,
+                                    Start &&start, Call &&call);
+  /// Locks the push order of the servers with requests in `counts`, and
+  /// numbers their requests from seqBase[s].
+  void lockPushes(const std::vector<size_t> &counts);
+  void unlockPushes();
+  /// Throws for the first server whose status is an error, saying what
+  /// failed with what(), a string built only then.
+  template <typename What>
+  void raiseFirst(const std::vector<Status> &statuses, What &&what) const {
+    for (size_t s = 0; s < statuses.size(); ++s)
+      if (!statuses[s].ok())
+        raise(s, what(), statuses[s]);
+  }
   /// The tables of a pullMany or pushMany, split by server.
   struct ManyScratch;
   /// The scratch of a call's pushes or pulls, and of the pulls that travel
@@ -189,6 +226,10 @@ private:
   template <typename Request>
   ManyScratch &splitMany(const std::vector<Request> &requests,
                          std::unique_ptr<ManyScratch> &m);
+  /// Points the tables of a split pull that need no scatter (one server,
+  /// no repeated keys) at their callers' buffers.
+  void directPulls(const std::vector<runtime::TablePull> &pulls,
+                   ManyScratch &m);
   /// Copies the rows a split pull received to its callers' buffers.
   void scatterPulled(const std::vector<runtime::TablePull> &pulls,
                      ManyScratch &m);
@@ -215,9 +256,16 @@ private:
   std::vector<std::vector<uint32_t>> serverSlots; // indices into unique
   std::vector<std::vector<float>> serverRows;
   std::vector<float> uniqueRows;
-  std::vector<std::exception_ptr> errors; // per server, of one call
-  struct Pool;
-  std::unique_ptr<Pool> pool;
+  // fanOut()'s state.
+  std::vector<size_t> requestCounts, resumeAt;
+  std::vector<Status> statuses;
+  std::vector<uint64_t> seqBase;
+  std::vector<float *> serverOut;
+  std::vector<char> pushLocked;
+  std::vector<v1::PushResponse> responses;
+  std::mutex fanMutex;
+  std::condition_variable fanDone;
+  size_t fanPending = 0;
 };
 
 /// Parses "host:port,host:port,..." (servers in shard order).
