@@ -844,6 +844,54 @@ TEST(PSServiceTest, RetriesUntilARestartedServerAnswers) {
   EXPECT_LT(secs, 5.0);
 }
 
+TEST(PSServiceTest, ConcurrentCallsRetryARestartedServer) {
+  // Two servers called at once; the second goes away and comes back (from
+  // a checkpoint) 1.5 s later. Its first attempt times out (a quarter of
+  // the 5 s deadline), the push is retried on the caller's thread and
+  // applied once, and the pull that follows sees it.
+  std::string dir =
+      (std::filesystem::path(::testing::TempDir()) / "ps-restart-two").string();
+  std::filesystem::remove_all(dir);
+  Cluster cluster(2, dir);
+  ClientOptions co;
+  co.deadlineSeconds = 5;
+  std::vector<std::unique_ptr<Connection>> connections;
+  for (const std::string &a : cluster.addresses)
+    connections.push_back(connectRemote(a, co));
+  Client client(std::move(connections), co);
+  client.connect();
+  client.createTable(tableConfig(0, 2, "sgd", 1.0, 3.0));
+  client.checkpoint("before", 0);
+  cluster.servers[1]->shutdown(0);
+  cluster.servers[1].reset();
+  std::thread restart([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    ServerOptions again;
+    again.listen = cluster.addresses[1];
+    again.shard.index = 1;
+    again.shard.count = 2;
+    again.shard.checkpointDir = dir;
+    again.restore = "before";
+    cluster.servers[1] = Server::start(again);
+  });
+  std::vector<int64_t> keys(64);
+  for (size_t i = 0; i < keys.size(); ++i)
+    keys[i] = static_cast<int64_t>(i);
+  std::vector<float> grads(keys.size() * 2, 1.0f), rows(keys.size() * 2);
+  auto start = std::chrono::steady_clock::now();
+  client.pushMany({{0, keys.data(), 64, grads.data()}});
+  double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  restart.join();
+  client.pullMany({{0, keys.data(), 64, rows.data()}});
+  for (float v : rows)
+    ASSERT_EQ(v, 2.0f);
+  EXPECT_GE(secs, 1.2);
+  EXPECT_LT(secs, 5.0);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(PSServiceTest, RepeatedPushesOverGrpcAreDuplicates) {
   Cluster cluster(1);
   std::unique_ptr<Client> c = cluster.client();
