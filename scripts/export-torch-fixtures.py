@@ -7,7 +7,8 @@ python3-onnx):
     /usr/bin/python3 scripts/export-torch-fixtures.py [output-dir]
     /usr/bin/python3 scripts/export-torch-fixtures.py --resnet18 PATH
 
-The first form writes torch-ctr.onnx, torch-mlp.onnx and torch-cnn.onnx
+The first form writes torch-ctr.onnx, torch-mlp.onnx, torch-cnn.onnx and
+torch-ctr-loss.onnx (the CTR model with its loss in the graph)
 (default: test/Import/ONNX/Inputs/, where they are committed). The second
 writes torchvision's resnet18 (random weights, about 45 MB), which is not
 committed: bench/import/run.sh exports it into the build directory.
@@ -59,6 +60,17 @@ class CTR(nn.Module):
         return torch.sigmoid(self.top(x))
 
 
+class CTRWithLoss(CTR):
+    """The CTR model with its loss spelled out in the graph, as users write
+    it for torch versions whose exporter has no binary_cross_entropy: the
+    label is an input, the 0-D mean loss a second output."""
+
+    def forward(self, dense, sparse, label):
+        p = super().forward(dense, sparse)
+        loss = -(label * torch.log(p) + (1 - label) * torch.log(1 - p)).mean()
+        return p, loss
+
+
 class MLP(nn.Module):
     def __init__(self):
         super().__init__()
@@ -87,13 +99,16 @@ class CNN(nn.Module):
         return self.fc(self.norm(torch.flatten(self.features(x), 1)))
 
 
-def export(model, args, input_names, path):
+def export(model, args, input_names, path, output_names=("output",)):
     model.eval()
-    dynamic = {name: {0: "batch"} for name in input_names + ["output"]}
+    # Outputs after the first (a 0-D loss) have no batch axis.
+    dynamic = {name: {0: "batch"}
+               for name in input_names + [output_names[0]]}
     with torch.no_grad():
         torch.onnx.export(model, args, path, input_names=input_names,
-                          output_names=["output"], dynamic_axes=dynamic,
-                          opset_version=OPSET, do_constant_folding=True)
+                          output_names=list(output_names),
+                          dynamic_axes=dynamic, opset_version=OPSET,
+                          do_constant_folding=True)
     print(f"wrote {path} ({os.path.getsize(path)} bytes)")
 
 
@@ -117,6 +132,13 @@ def export_fixtures(out):
             m.running_var.uniform_(0.5, 1.5)
     export(cnn, (torch.randn(batch, 3, 16, 16),), ["image"],
            os.path.join(out, "torch-cnn.onnx"))
+    torch.manual_seed(20240605)
+    export(CTRWithLoss(),
+           (torch.randn(batch, NUM_DENSE),
+            torch.randint(0, VOCAB, (batch, NUM_SLOTS)),
+            torch.randint(0, 2, (batch, 1)).float()),
+           ["dense", "sparse", "label"],
+           os.path.join(out, "torch-ctr-loss.onnx"), ("output", "loss"))
 
 
 def export_resnet18(path):

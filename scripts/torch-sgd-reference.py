@@ -115,7 +115,8 @@ def save(directory, name, value):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", choices=["ctr", "mlp"], required=True)
+    parser.add_argument("--model", choices=["ctr", "ctr-loss", "mlp"],
+                        required=True)
     parser.add_argument("--onnx", required=True, help="the fixture file")
     parser.add_argument("--out", required=True, help="output directory")
     parser.add_argument("--batch", type=int, default=16)
@@ -136,7 +137,8 @@ def main():
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)
     fixtures = load_fixture_module()
-    model = fixtures.CTR() if args.model == "ctr" else fixtures.MLP()
+    model = {"ctr": fixtures.CTR, "ctr-loss": fixtures.CTRWithLoss,
+             "mlp": fixtures.MLP}[args.model]()
     names = load_onnx_weights(model, args.onnx)
     # The weights were traced in eval mode; no dropout/batch-norm here, but
     # be explicit: train() changes nothing for these modules.
@@ -149,7 +151,8 @@ def main():
         save(os.path.join(args.out, "initial"), name, params[name])
 
     gen = torch.Generator().manual_seed(args.seed)
-    inputs, label = make_batch(args.model, fixtures, args.batch, gen)
+    kind = "ctr" if args.model == "ctr-loss" else args.model
+    inputs, label = make_batch(kind, fixtures, args.batch, gen)
     for name, value in inputs.items():
         save(os.path.join(args.out, "inputs"), name, value)
     save(os.path.join(args.out, "inputs"), "label", label)
@@ -161,7 +164,11 @@ def main():
     opt = make_optimizer(args, model.parameters())
     for step in range(args.steps):
         opt.zero_grad()
-        loss = loss_of(args.model, model(*inputs.values()), label)
+        if args.model == "ctr-loss":
+            # The model's own loss: its second output, the label an input.
+            loss = model(*inputs.values(), label)[1]
+        else:
+            loss = loss_of(args.model, model(*inputs.values()), label)
         loss.backward()
         opt.step()
         print(f"torch step {step + 1}: loss {loss.item():.6f}")

@@ -18,7 +18,9 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringMap.h"
 
 namespace mlir {
@@ -61,6 +63,63 @@ struct AutodiffPass
     : public mlir::heterps::impl::AutodiffPassBase<AutodiffPass> {
   using Base::Base;
 
+  /// A loss spelled out in the graph (`-(y*log(p) + (1-y)*log(1-p)).mean()`
+  /// as users write it): the function's one 0-D float result. Its label is
+  /// the input that only the loss reads, when there is exactly one.
+  FailureOr<std::pair<Value, std::string>> graphLoss(func::FuncOp func,
+                                                     func::ReturnOp ret) {
+    SmallVector<unsigned> scalars;
+    for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+      auto type = cast<RankedTensorType>(v.getType());
+      if (type.getRank() == 0 && isa<FloatType>(type.getElementType()))
+        scalars.push_back(i);
+    }
+    if (scalars.empty())
+      return func.emitError()
+             << getArgument()
+             << ": the function returns no loss (a 0-D float result); add "
+                "one with loss=bce|softmax-ce|mse label=NAME";
+    if (scalars.size() > 1) {
+      InFlightDiagnostic diag =
+          func.emitError() << getArgument() << ": the function returns "
+                           << scalars.size() << " 0-D float results (results";
+      for (unsigned i : scalars)
+        diag << " #" << i;
+      return diag << "); the loss must be the only one";
+    }
+    Value lossValue = ret.getOperand(scalars.front());
+    // The inputs each result depends on.
+    auto inputsOf = [&](Value root) {
+      llvm::SmallDenseSet<unsigned> args;
+      SmallVector<Value> work{root};
+      llvm::SmallPtrSet<Operation *, 32> seen;
+      while (!work.empty()) {
+        Value v = work.pop_back_val();
+        if (auto arg = dyn_cast<BlockArgument>(v)) {
+          args.insert(arg.getArgNumber());
+          continue;
+        }
+        Operation *def = v.getDefiningOp();
+        if (def && seen.insert(def).second)
+          llvm::append_range(work, def->getOperands());
+      }
+      return args;
+    };
+    llvm::SmallDenseSet<unsigned> lossInputs = inputsOf(lossValue), others;
+    for (auto [i, v] : llvm::enumerate(ret.getOperands()))
+      if (i != scalars.front())
+        for (unsigned a : inputsOf(v))
+          others.insert(a);
+    SmallVector<unsigned> labels;
+    for (unsigned a : lossInputs)
+      if (!others.contains(a))
+        labels.push_back(a);
+    if (labels.size() == 1)
+      func.setArgAttr(labels.front(), HeterPSDialect::getLabelAttrName(),
+                      UnitAttr::get(func.getContext()));
+    return std::make_pair(lossValue, std::string("graph"));
+  }
+
   /// The loss value: added from the options, or the model's own.
   FailureOr<std::pair<Value, std::string>> buildLoss(func::FuncOp func,
                                                      func::ReturnOp ret) {
@@ -84,10 +143,7 @@ struct AutodiffPass
               v, def->getName().getStringRef().drop_front(8).str());
         }
       }
-      return func.emitError()
-             << getArgument()
-             << ": the function returns no loss (a 0-D result of a loss op); "
-                "add one with loss=bce|softmax-ce|mse label=NAME";
+      return graphLoss(func, ret);
     }
     if (prediction >= ret.getNumOperands())
       return func.emitError()

@@ -5,10 +5,21 @@
 // LOSS: heterps-autodiff: unknown loss 'hinge'; expected bce, softmax-ce or mse
 // OPT: heterps-autodiff: unknown optimizer 'lion'; expected sgd, momentum, adam or adagrad
 
-// expected-error @+1 {{the function returns no loss (a 0-D result of a loss op); add one with loss=bce|softmax-ce|mse label=NAME}}
+// expected-error @+1 {{the function returns no loss (a 0-D float result); add one with loss=bce|softmax-ce|mse label=NAME}}
 func.func @no_loss(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
   %y = heterps.relu %x : tensor<?x4xf32>
   return %y : tensor<?x4xf32>
+}
+
+// -----
+
+// Without a loss op, the loss is the one 0-D float result: two are
+// ambiguous.
+// expected-error @+1 {{heterps-autodiff: the function returns 2 0-D float results (results #0 #1); the loss must be the only one}}
+func.func @two_scalars(%x: tensor<?x4xf32>) -> (tensor<f32>, tensor<f32>) {
+  %m = heterps.reduce_mean %x {keepdims = false} : (tensor<?x4xf32>) -> tensor<f32>
+  %s = heterps.reduce_sum %x {keepdims = false} : (tensor<?x4xf32>) -> tensor<f32>
+  return %m, %s : tensor<f32>, tensor<f32>
 }
 
 // -----

@@ -268,9 +268,11 @@ def AutodiffPass : Pass<"heterps-autodiff", "::mlir::ModuleOp"> {
     Differentiates the model function and writes the whole training step
     into it, so that the runtime only executes ops:
 
-    - the loss comes from the model (a returned 0-D result of a loss op) or
-      from the options: `loss=bce|softmax-ce|mse` applies that loss to the
-      result `prediction` against a new input named `label` (marked
+    - the loss comes from the model (a returned 0-D result of a loss op,
+      else its one returned 0-D float result, such as a cross-entropy
+      spelled out with log, mul and reduce_mean) or from the options:
+      `loss=bce|softmax-ce|mse` applies that loss to the result
+      `prediction` against a new input named `label` (marked
       `heterps.label`), and the loss becomes an extra result;
     - the backward ops of every op between the inputs and the loss, in
       reverse order, gradients of values with several uses summed;
