@@ -24,17 +24,6 @@ func.func @two_scalars(%x: tensor<?x4xf32>) -> (tensor<f32>, tensor<f32>) {
 
 // -----
 
-heterps.param @table : tensor<10x4xf32> = #heterps.init<zeros>
-func.func @gather_float(%i: tensor<?xi64>, %t: tensor<?x4xf32>) -> tensor<f32> {
-  %w = heterps.load_param @table : tensor<10x4xf32>
-  // expected-error @+1 {{has no gradient for a floating-point operand}}
-  %g = heterps.gather %w, %i {axis = 0 : i64} : (tensor<10x4xf32>, tensor<?xi64>) -> tensor<?x4xf32>
-  %l = heterps.mse_loss %g, %t : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<f32>
-  return %l : tensor<f32>
-}
-
-// -----
-
 heterps.param @w : tensor<4xf32> = #heterps.init<zeros>
 func.func @vector_matmul(%x: tensor<3x4xf32>, %t: tensor<3xf32>) -> tensor<f32> {
   %w = heterps.load_param @w : tensor<4xf32>

@@ -82,3 +82,32 @@ module attributes {heterps.resources = [#heterps.device<"cpu", cpu>, #heterps.de
     return %p : tensor<?x1xf32>
   }
 }
+
+// -----
+
+// A gather and a slice of float data (DLRM's pair selection, a packed
+// q/k/v split) scatter their gradients back: heterps.gather_grad and
+// heterps.slice_grad, summed where the value has both uses.
+
+heterps.param @z : tensor<4x6xf32> = #heterps.init<xavier_uniform>
+
+// CHECK-LABEL: func.func @pick
+func.func @pick(%x: tensor<?x4xf32>) -> tensor<?x1xf32> {
+  // CHECK: %[[Z:.*]] = heterps.load_param @z
+  %z = heterps.load_param @z : tensor<4x6xf32>
+  %i = heterps.constant dense<[0, 2, 2]> : tensor<3xi64>
+  // CHECK: %[[I:.*]] = heterps.constant
+  // CHECK: %[[G:.*]] = heterps.gather %[[Z]], %[[I]] {axis = 1 : i64
+  %g = heterps.gather %z, %i {axis = 1 : i64} : (tensor<4x6xf32>, tensor<3xi64>) -> tensor<4x3xf32>
+  // CHECK: %[[S:.*]] = heterps.slice %[[Z]]
+  %s = heterps.slice %z {starts = array<i64: 0, 3>, ends = array<i64: 4, 6>, steps = array<i64: 1, 1>} : (tensor<4x6xf32>) -> tensor<4x3xf32>
+  %a = heterps.add %g, %s : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<4x3xf32>
+  %h = heterps.matmul %x, %a : (tensor<?x4xf32>, tensor<4x3xf32>) -> tensor<?x3xf32>
+  %y = heterps.reduce_sum %h {axes = array<i64: 1>, keepdims = true} : (tensor<?x3xf32>) -> tensor<?x1xf32>
+  // CHECK: %[[DA:.*]] = heterps.gemm %[[X:.*]], %{{.*}} {{{.*}}trans_a = true}
+  // CHECK-DAG: %[[DS:.*]] = heterps.slice_grad %[[Z]], %[[DA]] {{{.*}}starts = array<i64: 0, 3>{{.*}}} : (tensor<4x6xf32>, tensor<4x3xf32>) -> tensor<4x6xf32>
+  // CHECK-DAG: %[[DG:.*]] = heterps.gather_grad %[[Z]], %[[I]], %[[DA]] {axis = 1 : i64{{.*}}} : (tensor<4x6xf32>, tensor<3xi64>, tensor<4x3xf32>) -> tensor<4x6xf32>
+  // CHECK: %[[DZ:.*]] = heterps.add
+  // CHECK: heterps.update_param @z, %[[DZ]]
+  return %y : tensor<?x1xf32>
+}

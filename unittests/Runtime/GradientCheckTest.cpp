@@ -978,6 +978,70 @@ TEST(GradientCheck, Reshape) {
   }
 }
 
+TEST(GradientCheck, Slice) {
+  struct SliceSpec {
+    const char *name, *starts, *ends, *steps;
+    Shape out;
+  };
+  for (const SliceSpec &spec :
+       {SliceSpec{"slice columns 2:5", "0, 2", "3, 5", "1, 1", {3, 3}},
+        SliceSpec{"slice step 2", "1, 0", "3, 6", "1, 2", {2, 3}},
+        SliceSpec{"slice backwards", "2, 5", "-1, 0", "-1, -2", {3, 3}}}) {
+    GradCase c(spec.name);
+    c.param("a", {3, 6}, c.rng.uniform(18, -1.0f, 1.0f));
+    c.param("s", spec.out, c.rng.uniform(numElements(spec.out), -1.0f, 1.0f));
+    c.code(std::string("%t = heterps.slice %a {starts = array<i64: ") +
+           spec.starts + ">, ends = array<i64: " + spec.ends +
+           ">, steps = array<i64: " + spec.steps +
+           ">} : (tensor<3x6xf32>) -> " + tensorType(spec.out));
+    c.code("%y = heterps.mul %t, %s : (" + tensorType(spec.out) + ", " +
+           tensorType(spec.out) + ") -> " + tensorType(spec.out));
+    c.mseLoss("%y", spec.out);
+    checkGradients(c);
+  }
+  {
+    // The packed q/k/v split of an attention layer: a dynamic batch kept
+    // whole, the features cut in three.
+    GradCase c("slice ?x6 -> ?x2 (the middle third)");
+    c.input("x", "tensor<?x6xf32>",
+            floatTensor({2, 6}, c.rng.uniform(12, -1.0f, 1.0f)));
+    c.param("w", {6}, c.rng.uniform(6, -1.0f, 1.0f));
+    c.code("%h = heterps.mul %x, %w : (tensor<?x6xf32>, tensor<6xf32>) -> "
+           "tensor<?x6xf32>");
+    c.code("%k = heterps.slice %h {starts = array<i64: 0, 2>, ends = "
+           "array<i64: 9223372036854775807, 4>, steps = array<i64: 1, 1>} : "
+           "(tensor<?x6xf32>) -> tensor<?x2xf32>");
+    c.mseLossInput("%k", {-1, 2}, {2, 2});
+    checkGradients(c);
+  }
+}
+
+TEST(GradientCheck, GatherOfFloats) {
+  {
+    // DLRM's dot interaction keeps the pairs Z[:, li, lj]: constant
+    // indices, some named twice.
+    GradCase c("gather axis 1, repeated indices");
+    c.param("z", {2, 4, 3}, c.rng.uniform(24, -1.0f, 1.0f));
+    c.param("s", {2, 5, 3}, c.rng.uniform(30, -1.0f, 1.0f));
+    c.code("%i = heterps.constant dense<[0, 2, 2, 3, -1]> : tensor<5xi64>");
+    c.code("%g = heterps.gather %z, %i {axis = 1 : i64} : (tensor<2x4x3xf32>, "
+           "tensor<5xi64>) -> tensor<2x5x3xf32>");
+    c.code("%y = heterps.mul %g, %s : (tensor<2x5x3xf32>, tensor<2x5x3xf32>) "
+           "-> tensor<2x5x3xf32>");
+    c.mseLoss("%y", {2, 5, 3});
+    checkGradients(c);
+  }
+  {
+    GradCase c("gather axis 0 by a 2-D index");
+    c.param("t", {5, 2}, c.rng.uniform(10, -1.0f, 1.0f));
+    c.code("%i = heterps.constant dense<[[4, 0], [1, 4]]> : tensor<2x2xi32>");
+    c.code("%g = heterps.gather %t, %i {axis = 0 : i64} : (tensor<5x2xf32>, "
+           "tensor<2x2xi32>) -> tensor<2x2x2xf32>");
+    c.mseLoss("%g", {2, 2, 2});
+    checkGradients(c);
+  }
+}
+
 TEST(GradientCheck, Transpose) {
   for (auto [perm, out] : {std::pair<const char *, Shape>{"2, 0, 1", {4, 2, 3}},
                            {"0, 2, 1", {2, 4, 3}},

@@ -184,18 +184,22 @@ private:
   BoundPrimitive *prim = nullptr;
 };
 
-class SliceKernel : public Kernel {
-public:
-  explicit SliceKernel(const OpInfo &op)
-      : Kernel(op), starts(op.getInts("starts")), ends(op.getInts("ends")),
-        steps(op.getInts("steps")) {}
-  std::vector<Shape> prepare(const std::vector<Shape> &in) override {
-    const Shape &s = in[0];
+/// Where a slice's elements are in its input: the result shape, and the
+/// input offset and strides of the result's indices. Bounds clamp as
+/// ONNX's do.
+struct SliceIndex {
+  Shape out;
+  int64_t offset = 0;
+  std::vector<int64_t> strides;
+
+  void compute(const Shape &s, const std::vector<int64_t> &starts,
+               const std::vector<int64_t> &ends,
+               const std::vector<int64_t> &steps, const OpInfo &info) {
     if (starts.size() != s.size() || ends.size() != s.size() ||
         steps.size() != s.size())
       fail() << info.describe() << ": bounds for " << starts.size()
              << " dimensions on a rank-" << s.size() << " input";
-    Shape out(s.size());
+    out.assign(s.size(), 0);
     std::vector<int64_t> inStrides = stridesOf(s);
     offset = 0;
     strides.assign(s.size(), 0);
@@ -217,10 +221,20 @@ public:
       offset += b * inStrides[d];
       strides[d] = step * inStrides[d];
     }
-    outShape = out;
+  }
+};
+
+class SliceKernel : public Kernel {
+public:
+  explicit SliceKernel(const OpInfo &op)
+      : Kernel(op), starts(op.getInts("starts")), ends(op.getInts("ends")),
+        steps(op.getInts("steps")) {}
+  std::vector<Shape> prepare(const std::vector<Shape> &in) override {
+    index.compute(in[0], starts, ends, steps, info);
+    const Shape &out = index.out;
     rowShape.assign(out.begin(), out.end() - (out.empty() ? 0 : 1));
-    rowStrides.assign(strides.begin(),
-                      strides.end() - (strides.empty() ? 0 : 1));
+    rowStrides.assign(index.strides.begin(),
+                      index.strides.end() - (index.strides.empty() ? 0 : 1));
     return {out};
   }
   void run(const std::vector<const Tensor *> &in,
@@ -228,27 +242,63 @@ public:
     size_t es = dtypeSize(in[0]->dtype());
     if (res[0]->numElements() == 0)
       return;
-    const char *x = static_cast<const char *>(in[0]->data()) + offset * es;
+    const char *x =
+        static_cast<const char *>(in[0]->data()) + index.offset * es;
     char *y = static_cast<char *>(res[0]->data());
-    if (!outShape.empty() && steps.back() == 1) {
+    if (!index.out.empty() && steps.back() == 1) {
       // Contiguous rows (a concat's gradient): one copy per row.
-      size_t row = outShape.back() * es;
+      size_t row = index.out.back() * es;
       forEachBroadcast(rowShape, rowStrides, rowStrides,
                        [&](int64_t o, int64_t i, int64_t) {
                          std::memcpy(y + o * row, x + i * es, row);
                        });
       return;
     }
-    forEachBroadcast(outShape, strides, strides,
+    forEachBroadcast(index.out, index.strides, index.strides,
                      [&](int64_t o, int64_t i, int64_t) {
                        std::memcpy(y + o * es, x + i * es, es);
                      });
   }
 
 private:
-  std::vector<int64_t> starts, ends, steps, strides, rowStrides;
-  int64_t offset = 0;
-  Shape outShape, rowShape;
+  std::vector<int64_t> starts, ends, steps, rowStrides;
+  SliceIndex index;
+  Shape rowShape;
+};
+
+/// heterps.slice_grad: zeros, and the slice's gradient where the slice took
+/// its elements (distinct positions: a plain copy, any element type).
+class SliceGradKernel : public Kernel {
+public:
+  explicit SliceGradKernel(const OpInfo &op)
+      : Kernel(op), starts(op.getInts("starts")), ends(op.getInts("ends")),
+        steps(op.getInts("steps")) {}
+  std::vector<Shape> prepare(const std::vector<Shape> &in) override {
+    index.compute(in[0], starts, ends, steps, info);
+    if (in[1] != index.out)
+      fail() << info.describe() << ": the result gradient has shape "
+             << shapeString(in[1]) << ", the slice's result "
+             << shapeString(index.out);
+    return {in[0]};
+  }
+  void run(const std::vector<const Tensor *> &in,
+           const std::vector<Tensor *> &res, ExecContext &) override {
+    size_t es = dtypeSize(res[0]->dtype());
+    char *dx = static_cast<char *>(res[0]->data());
+    std::memset(dx, 0, res[0]->numElements() * es);
+    if (in[1]->numElements() == 0)
+      return;
+    const char *dy = static_cast<const char *>(in[1]->data());
+    dx += index.offset * es;
+    forEachBroadcast(index.out, index.strides, index.strides,
+                     [&](int64_t o, int64_t i, int64_t) {
+                       std::memcpy(dx + i * es, dy + o * es, es);
+                     });
+  }
+
+private:
+  std::vector<int64_t> starts, ends, steps;
+  SliceIndex index;
 };
 
 class GatherKernel : public Kernel {
@@ -290,6 +340,64 @@ public:
       for (int64_t j = 0; j < n; ++j)
         std::memcpy(y + ((o * n + j) * inner) * es,
                     x + ((o * dimSize + idx[j]) * inner) * es, inner * es);
+  }
+
+private:
+  int64_t axisAttr, axis = 0, outer = 1, inner = 1, dimSize = 0;
+  std::vector<int64_t> idx;
+};
+
+/// heterps.gather_grad: zeros, with the result gradient's slices added
+/// where the indices point (an index named twice gets both).
+class GatherGradKernel : public Kernel {
+public:
+  explicit GatherGradKernel(const OpInfo &op)
+      : Kernel(op), axisAttr(op.getInt("axis", 0)) {}
+  std::vector<Shape> prepare(const std::vector<Shape> &in) override {
+    const Shape &data = in[0], &idx = in[1];
+    axis = normalizeAxis(axisAttr, static_cast<int64_t>(data.size()), info);
+    Shape out(data.begin(), data.begin() + axis);
+    out.insert(out.end(), idx.begin(), idx.end());
+    out.insert(out.end(), data.begin() + axis + 1, data.end());
+    if (in[2] != out)
+      fail() << info.describe() << ": the result gradient has shape "
+             << shapeString(in[2]) << ", the gather's result "
+             << shapeString(out);
+    outer = numElements(Shape(data.begin(), data.begin() + axis));
+    inner = numElements(Shape(data.begin() + axis + 1, data.end()));
+    dimSize = data[axis];
+    return {data};
+  }
+  void run(const std::vector<const Tensor *> &in,
+           const std::vector<Tensor *> &res, ExecContext &) override {
+    int64_t n = in[1]->numElements();
+    idx.resize(n);
+    dispatchNumeric(in[1]->dtype(), info, [&](auto tag) {
+      using T = decltype(tag);
+      const T *p = in[1]->as<T>();
+      for (int64_t i = 0; i < n; ++i)
+        idx[i] = static_cast<int64_t>(p[i]);
+    });
+    for (int64_t &i : idx) {
+      if (i < 0)
+        i += dimSize;
+      if (i < 0 || i >= dimSize)
+        fail() << info.describe() << ": index out of range [0, " << dimSize
+               << ")";
+    }
+    dispatchFloat(res[0]->dtype(), info, [&](auto tag) {
+      using T = decltype(tag);
+      T *dx = res[0]->as<T>();
+      const T *dy = in[2]->as<T>();
+      std::fill(dx, dx + res[0]->numElements(), T(0));
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t j = 0; j < n; ++j) {
+          T *to = dx + (o * dimSize + idx[j]) * inner;
+          const T *from = dy + (o * n + j) * inner;
+          for (int64_t k = 0; k < inner; ++k)
+            to[k] += from[k];
+        }
+    });
   }
 
 private:
@@ -384,6 +492,8 @@ void cpu::registerShapeKernels(KernelRegistry &r) {
   addKernel<ConcatKernel>(r, "heterps.concat");
   addKernel<SliceKernel>(r, "heterps.slice");
   addKernel<GatherKernel>(r, "heterps.gather");
+  addKernel<GatherGradKernel>(r, "heterps.gather_grad");
+  addKernel<SliceGradKernel>(r, "heterps.slice_grad");
   addKernel<ExpandKernel>(r, "heterps.expand");
   addKernel<SumToShapeKernel>(r, "heterps.sum_to_shape");
 }

@@ -134,3 +134,43 @@ func.func @softmax_axis(%h: tensor<?x64xf32>) {
   %d = heterps.softmax_grad %h, %h {axis = 3 : i64} : tensor<?x64xf32>
   return
 }
+
+// -----
+
+func.func @gather_grad_result_grad(%z: tensor<?x4x3xf32>, %i: tensor<5xi64>, %dg: tensor<?x4x3xf32>) {
+  // expected-error @+1 {{result gradient 'tensor<?x4x3xf32>' is not of the gather's result type 'tensor<?x5x3xf32>'}}
+  %dz = heterps.gather_grad %z, %i, %dg {axis = 1 : i64} : (tensor<?x4x3xf32>, tensor<5xi64>, tensor<?x4x3xf32>) -> tensor<?x4x3xf32>
+  return
+}
+
+// -----
+
+func.func @gather_grad_axis(%z: tensor<?x4x3xf32>, %i: tensor<5xi64>, %dg: tensor<?x5x3xf32>) {
+  // expected-error @+1 {{heterps.gather_grad: axis 3 is out of range for rank 3}}
+  %dz = heterps.gather_grad %z, %i, %dg {axis = 3 : i64} : (tensor<?x4x3xf32>, tensor<5xi64>, tensor<?x5x3xf32>) -> tensor<?x4x3xf32>
+  return
+}
+
+// -----
+
+func.func @gather_grad_type(%z: tensor<?x4x3xf32>, %i: tensor<5xi64>, %dg: tensor<?x5x3xf32>) {
+  // expected-error @+1 {{all of {data, data_grad} have same type}}
+  %dz = heterps.gather_grad %z, %i, %dg {axis = 1 : i64} : (tensor<?x4x3xf32>, tensor<5xi64>, tensor<?x5x3xf32>) -> tensor<?x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @slice_grad_result_grad(%x: tensor<?x6xf32>, %dk: tensor<?x3xf32>) {
+  // expected-error @+1 {{result gradient 'tensor<?x3xf32>' is not of the slice's result type 'tensor<?x2xf32>'}}
+  %dx = heterps.slice_grad %x, %dk {starts = array<i64: 0, 2>, ends = array<i64: 9223372036854775807, 4>, steps = array<i64: 1, 1>} : (tensor<?x6xf32>, tensor<?x3xf32>) -> tensor<?x6xf32>
+  return
+}
+
+// -----
+
+func.func @slice_grad_bounds(%x: tensor<?x6xf32>, %dk: tensor<?x2xf32>) {
+  // expected-error @+1 {{heterps.slice_grad: needs one start, end and step per dimension (2), got 1, 2 and 2}}
+  %dx = heterps.slice_grad %x, %dk {starts = array<i64: 2>, ends = array<i64: 9223372036854775807, 4>, steps = array<i64: 1, 1>} : (tensor<?x6xf32>, tensor<?x2xf32>) -> tensor<?x6xf32>
+  return
+}

@@ -355,14 +355,40 @@ struct CastRule {
   }
 };
 
-/// Ops whose only differentiable path would be through integer data (ids):
-/// a float operand that needs a gradient is an error.
-template <typename OpTy> struct IndexingRule {
-  static LogicalResult build(OpTy op, OpBuilder &b, ValueRange dy, Grads &g) {
-    if (isa<FloatType>(getElementTypeOrSelf(op->getOperand(0).getType())))
-      return op.emitOpError()
-             << "has no gradient for a floating-point operand; "
-                "heterps-autodiff differentiates it only on ids";
+/// A gather of float data scatters its gradient back (heterps.gather_grad
+/// adds the slices of indices named twice); integer data (ids) and the
+/// indices have none.
+struct GatherRule {
+  static LogicalResult build(GatherOp op, OpBuilder &b, ValueRange dy,
+                             Grads &g) {
+    if (!isa<FloatType>(getElementTypeOrSelf(op.getData().getType()))) {
+      g.push_back(Value());
+      g.push_back(Value());
+      return success();
+    }
+    g.push_back(
+        GatherGradOp::create(b, op.getLoc(), TypeRange{op.getData().getType()},
+                             ValueRange{op.getData(), op.getIndices(), dy[0]},
+                             {b.getNamedAttr("axis", op.getAxisAttr())}));
+    g.push_back(Value());
+    return success();
+  }
+};
+
+/// A slice of float data puts its gradient back in place, zeros around it.
+struct SliceRule {
+  static LogicalResult build(SliceOp op, OpBuilder &b, ValueRange dy,
+                             Grads &g) {
+    if (!isa<FloatType>(getElementTypeOrSelf(op.getInput().getType()))) {
+      g.push_back(Value());
+      return success();
+    }
+    g.push_back(
+        SliceGradOp::create(b, op.getLoc(), TypeRange{op.getInput().getType()},
+                            ValueRange{op.getInput(), dy[0]},
+                            {b.getNamedAttr("starts", op.getStartsAttr()),
+                             b.getNamedAttr("ends", op.getEndsAttr()),
+                             b.getNamedAttr("steps", op.getStepsAttr())}));
     return success();
   }
 };
@@ -547,8 +573,8 @@ void mlir::heterps::attachGradientModels(MLIRContext *context) {
   attach<TransposeOp, TransposeRule>(context);
   attach<ExpandOp, ExpandRule>(context);
   attach<CastOp, CastRule>(context);
-  attach<GatherOp, IndexingRule<GatherOp>>(context);
-  attach<SliceOp, IndexingRule<SliceOp>>(context);
+  attach<GatherOp, GatherRule>(context);
+  attach<SliceOp, SliceRule>(context);
   attach<ReduceSumOp, ReduceRule<ReduceSumOp>>(context);
   attach<ReduceMeanOp, ReduceRule<ReduceMeanOp>>(context);
   attach<ReduceMaxOp, ReduceRule<ReduceMaxOp>>(context);

@@ -1,14 +1,16 @@
 //===- HeterPSONNXOps.cpp - Ops added for the ONNX frontend ---------------===//
 //
 // Shape inference and verifiers of the ops the ONNX importer needs beyond the
-// model-layer set (dense gather, static slice, cast), and the check of an
-// embedding table's optional initial rows.
+// model-layer set (dense gather, static slice, cast) and of the gathers' and
+// slices' gradients, and the check of an embedding table's optional initial
+// rows.
 //
 //===----------------------------------------------------------------------===//
 
 #include "heterps/Dialect/HeterPS/IR/HeterPSOps.h"
 
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/TypeUtilities.h"
 
 using namespace mlir;
 using namespace mlir::heterps;
@@ -17,22 +19,44 @@ using namespace mlir::heterps;
 // GatherOp
 //===----------------------------------------------------------------------===//
 
+/// The result type of gathering `indices` along `axis` of `data`.
+static FailureOr<RankedTensorType>
+gatherType(RankedTensorType data, RankedTensorType indices, int64_t axisAttr,
+           std::optional<Location> loc, StringRef opName) {
+  std::optional<int64_t> axis = normalizeAxis(axisAttr, data.getRank());
+  if (!axis)
+    return emitOptionalError(loc, opName, ": axis ", axisAttr,
+                             " is out of range for rank ", data.getRank());
+  SmallVector<int64_t> shape(data.getShape().take_front(*axis));
+  llvm::append_range(shape, indices.getShape());
+  llvm::append_range(shape, data.getShape().drop_front(*axis + 1));
+  return RankedTensorType::get(shape, data.getElementType());
+}
+
 LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &inferred) {
-  auto data = cast<RankedTensorType>(adaptor.getData().getType());
-  auto indices = cast<RankedTensorType>(adaptor.getIndices().getType());
-  std::optional<int64_t> axis =
-      normalizeAxis(adaptor.getAxis(), data.getRank());
-  if (!axis)
-    return emitOptionalError(loc, getOperationName(), ": axis ",
-                             adaptor.getAxis(), " is out of range for rank ",
-                             data.getRank());
-  SmallVector<int64_t> shape(data.getShape().take_front(*axis));
-  llvm::append_range(shape, indices.getShape());
-  llvm::append_range(shape, data.getShape().drop_front(*axis + 1));
-  inferred.push_back(RankedTensorType::get(shape, data.getElementType()));
+  FailureOr<RankedTensorType> type =
+      gatherType(cast<RankedTensorType>(adaptor.getData().getType()),
+                 cast<RankedTensorType>(adaptor.getIndices().getType()),
+                 adaptor.getAxis(), loc, getOperationName());
+  if (failed(type))
+    return failure();
+  inferred.push_back(*type);
+  return success();
+}
+
+LogicalResult GatherGradOp::verify() {
+  FailureOr<RankedTensorType> forward =
+      gatherType(getData().getType(), getIndices().getType(), getAxis(),
+                 getLoc(), getOperationName());
+  if (failed(forward))
+    return failure();
+  if (failed(verifyCompatibleShape(*forward, getResultGrad().getType())) ||
+      forward->getElementType() != getResultGrad().getType().getElementType())
+    return emitOpError() << "result gradient " << getResultGrad().getType()
+                         << " is not of the gather's result type " << *forward;
   return success();
 }
 
@@ -40,31 +64,28 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
 // SliceOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
-                                        std::optional<Location> loc,
-                                        Adaptor adaptor,
-                                        SmallVectorImpl<Type> &inferred) {
-  auto input = cast<RankedTensorType>(adaptor.getInput().getType());
-  ArrayRef<int64_t> starts = adaptor.getStarts(), ends = adaptor.getEnds(),
-                    steps = adaptor.getSteps();
+/// The result type of slicing `input` (bounds clamped as ONNX does).
+static FailureOr<RankedTensorType>
+sliceType(RankedTensorType input, ArrayRef<int64_t> starts,
+          ArrayRef<int64_t> ends, ArrayRef<int64_t> steps,
+          std::optional<Location> loc, StringRef opName) {
   int64_t rank = input.getRank();
   if ((int64_t)starts.size() != rank || (int64_t)ends.size() != rank ||
       (int64_t)steps.size() != rank)
-    return emitOptionalError(loc, getOperationName(),
-                             ": needs one start, end and step per dimension (",
-                             rank, "), got ", starts.size(), ", ", ends.size(),
-                             " and ", steps.size());
+    return emitOptionalError(
+        loc, opName, ": needs one start, end and step per dimension (", rank,
+        "), got ", starts.size(), ", ", ends.size(), " and ", steps.size());
   SmallVector<int64_t> shape;
   for (int64_t d = 0; d < rank; ++d) {
     int64_t size = input.getDimSize(d);
     if (steps[d] == 0)
-      return emitOptionalError(loc, getOperationName(), ": step of dimension ",
-                               d, " is zero");
+      return emitOptionalError(loc, opName, ": step of dimension ", d,
+                               " is zero");
     if (ShapedType::isDynamic(size)) {
       if (starts[d] != 0 || ends[d] != std::numeric_limits<int64_t>::max() ||
           steps[d] != 1)
         return emitOptionalError(
-            loc, getOperationName(), ": dynamic dimension ", d,
+            loc, opName, ": dynamic dimension ", d,
             " must be kept whole (start 0, end INT64_MAX, step 1)");
       shape.push_back(ShapedType::kDynamic);
       continue;
@@ -79,7 +100,32 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
                              : (start - end - step - 1) / -step;
     shape.push_back(std::max<int64_t>(count, 0));
   }
-  inferred.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return RankedTensorType::get(shape, input.getElementType());
+}
+
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &inferred) {
+  FailureOr<RankedTensorType> type = sliceType(
+      cast<RankedTensorType>(adaptor.getInput().getType()), adaptor.getStarts(),
+      adaptor.getEnds(), adaptor.getSteps(), loc, getOperationName());
+  if (failed(type))
+    return failure();
+  inferred.push_back(*type);
+  return success();
+}
+
+LogicalResult SliceGradOp::verify() {
+  FailureOr<RankedTensorType> forward =
+      sliceType(getInput().getType(), getStarts(), getEnds(), getSteps(),
+                getLoc(), getOperationName());
+  if (failed(forward))
+    return failure();
+  if (failed(verifyCompatibleShape(*forward, getResultGrad().getType())) ||
+      forward->getElementType() != getResultGrad().getType().getElementType())
+    return emitOpError() << "result gradient " << getResultGrad().getType()
+                         << " is not of the slice's result type " << *forward;
   return success();
 }
 

@@ -1034,6 +1034,57 @@ def HeterPS_SumToShapeOp : HeterPS_Op<"sum_to_shape",
   let hasVerifier = 1;
 }
 
+def HeterPS_SliceGradOp : HeterPS_Op<"slice_grad",
+    [Pure, AllTypesMatch<["input", "input_grad"]>, HeterPS_CostOpInterface]> {
+  let summary = "Gradient of a slice";
+  let description = [{
+    The gradient of `heterps.slice`'s input: `result_grad` at the positions
+    the slice (same `starts`, `ends`, `steps`) took, zeros elsewhere. The
+    values of `input` are not read; it gives the shape.
+
+    ```mlir
+    %dx = heterps.slice_grad %x, %dy {starts = array<i64: 0, 8>,
+                                      ends = array<i64: 9223372036854775807, 16>,
+                                      steps = array<i64: 1, 1>}
+            : (tensor<?x24xf32>, tensor<?x8xf32>) -> tensor<?x24xf32>
+    ```
+  }];
+  let arguments = (ins HeterPS_FloatTensor:$input,
+                       HeterPS_FloatTensor:$result_grad,
+                       DenseI64ArrayAttr:$starts, DenseI64ArrayAttr:$ends,
+                       DenseI64ArrayAttr:$steps);
+  let results = (outs HeterPS_FloatTensor:$input_grad);
+  let assemblyFormat = [{
+    $input `,` $result_grad attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def HeterPS_GatherGradOp : HeterPS_Op<"gather_grad",
+    [Pure, AllTypesMatch<["data", "data_grad"]>, HeterPS_CostOpInterface]> {
+  let summary = "Gradient of a dense gather: a scatter-add";
+  let description = [{
+    The gradient of `heterps.gather`'s float `data`: zeros, with the slices
+    of `result_grad` added at the positions `indices` named along `axis`
+    (an index named twice gets both). The values of `data` are not read.
+
+    ```mlir
+    %dz = heterps.gather_grad %z, %i, %dy {axis = 1 : i64}
+            : (tensor<?x27x16xf32>, tensor<351xi64>, tensor<?x351x16xf32>)
+            -> tensor<?x27x16xf32>
+    ```
+  }];
+  let arguments = (ins HeterPS_FloatTensor:$data, HeterPS_IdTensor:$indices,
+                       HeterPS_FloatTensor:$result_grad,
+                       DefaultValuedAttr<I64Attr, "0">:$axis);
+  let results = (outs HeterPS_FloatTensor:$data_grad);
+  let assemblyFormat = [{
+    $data `,` $indices `,` $result_grad attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def HeterPS_ReduceGradOp : HeterPS_Op<"reduce_grad",
     [Pure, AllTypesMatch<["input", "input_grad"]>, CustomCost]> {
   let summary = "Gradient of a reduction";
