@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Compares a heterps-run checkpoint with expected parameters.
+"""Compares a heterps-run checkpoint (or output directory) with expected tensors.
 
     /usr/bin/python3 scripts/compare-tensors.py CHECKPOINT EXPECTED \\
         [--initial INITIAL] [--tolerance 1e-4] [--update-tolerance 1e-3] \\
@@ -12,7 +12,8 @@ expected tensors, e.g. of a run on one worker against a pipelined run); each
 must have a counterpart in CHECKPOINT, param.<name>.pb
 (a dense parameter) or table.<name>.pb (an embedding table, vocab x dim,
 also looked for in CHECKPOINT/tables, where heterps-run --export-tables
-writes it), of the same shape.
+writes it), or <name>.pb (an output of heterps-run --infer --output-dir),
+of the same shape.
 
 Two errors are measured per tensor, with a = heterps, b = expected:
 
@@ -51,7 +52,9 @@ def read(path):
 def find_actual(checkpoint, name):
     safe = name.replace("/", "_").replace("\\", "_")
     for directory in (checkpoint, os.path.join(checkpoint, "tables")):
-        for prefix in ("param.", "table."):
+        # A checkpoint's parameter or table, or a plain <name>.pb (the
+        # outputs heterps-run --infer --output-dir writes).
+        for prefix in ("param.", "table.", ""):
             path = os.path.join(directory, prefix + safe + ".pb")
             if os.path.exists(path):
                 return path

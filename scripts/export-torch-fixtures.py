@@ -7,8 +7,9 @@ python3-onnx):
     /usr/bin/python3 scripts/export-torch-fixtures.py [output-dir]
     /usr/bin/python3 scripts/export-torch-fixtures.py --resnet18 PATH
 
-The first form writes torch-ctr.onnx, torch-mlp.onnx, torch-cnn.onnx and
-torch-ctr-loss.onnx (the CTR model with its loss in the graph)
+The first form writes torch-ctr.onnx, torch-mlp.onnx, torch-cnn.onnx,
+torch-ctr-loss.onnx (the CTR model with its loss in the graph) and
+torch-lenet.onnx (LeNet-5 with F.avg_pool2d)
 (default: test/Import/ONNX/Inputs/, where they are committed). The second
 writes torchvision's resnet18 (random weights, about 45 MB), which is not
 committed: bench/import/run.sh exports it into the build directory.
@@ -25,6 +26,7 @@ import os
 import sys
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 OPSET = 13
@@ -69,6 +71,26 @@ class CTRWithLoss(CTR):
         p = super().forward(dense, sparse)
         loss = -(label * torch.log(p) + (1 - label) * torch.log(1 - p)).mean()
         return p, loss
+
+
+class LeNet(nn.Module):
+    """LeNet-5 as tutorials write it, with F.avg_pool2d: the exporter puts an
+    all-zero Pad before each AveragePool."""
+
+    def __init__(self):
+        super().__init__()
+        # LeNet-5's layers at small widths (the fixture stays small).
+        self.conv1 = nn.Conv2d(1, 4, 5, padding=2)
+        self.conv2 = nn.Conv2d(4, 8, 5)
+        self.fc1 = nn.Linear(8 * 5 * 5, 32)
+        self.fc2 = nn.Linear(32, 16)
+        self.fc3 = nn.Linear(16, 10)
+
+    def forward(self, x):
+        x = F.avg_pool2d(torch.relu(self.conv1(x)), 2)
+        x = F.avg_pool2d(torch.relu(self.conv2(x)), 2)
+        x = torch.flatten(x, 1)
+        return self.fc3(torch.relu(self.fc2(torch.relu(self.fc1(x)))))
 
 
 class MLP(nn.Module):
@@ -139,6 +161,9 @@ def export_fixtures(out):
             torch.randint(0, 2, (batch, 1)).float()),
            ["dense", "sparse", "label"],
            os.path.join(out, "torch-ctr-loss.onnx"), ("output", "loss"))
+    torch.manual_seed(20240606)
+    export(LeNet(), (torch.randn(batch, 1, 28, 28),), ["image"],
+           os.path.join(out, "torch-lenet.onnx"))
 
 
 def export_resnet18(path):

@@ -76,6 +76,11 @@ def make_batch(kind, fixtures, batch, gen):
                                generator=gen, dtype=torch.int64)
         label = torch.randint(0, 2, (batch, 1), generator=gen).float()
         return {"dense": dense, "sparse": sparse}, label
+    if kind == "lenet":
+        image = torch.randn(batch, 1, 28, 28, generator=gen)
+        label = torch.randint(0, 10, (batch,), generator=gen,
+                              dtype=torch.int64)
+        return {"image": image}, label
     x = torch.randn(batch, 32, generator=gen)
     label = torch.randint(0, 10, (batch,), generator=gen, dtype=torch.int64)
     return {"x": x}, label
@@ -115,7 +120,7 @@ def save(directory, name, value):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", choices=["ctr", "ctr-loss", "mlp"],
+    parser.add_argument("--model", choices=["ctr", "ctr-loss", "mlp", "lenet"],
                         required=True)
     parser.add_argument("--onnx", required=True, help="the fixture file")
     parser.add_argument("--out", required=True, help="output directory")
@@ -138,7 +143,7 @@ def main():
     torch.set_num_threads(1)
     fixtures = load_fixture_module()
     model = {"ctr": fixtures.CTR, "ctr-loss": fixtures.CTRWithLoss,
-             "mlp": fixtures.MLP}[args.model]()
+             "mlp": fixtures.MLP, "lenet": fixtures.LeNet}[args.model]()
     names = load_onnx_weights(model, args.onnx)
     # The weights were traced in eval mode; no dropout/batch-norm here, but
     # be explicit: train() changes nothing for these modules.
@@ -161,6 +166,12 @@ def main():
         inputs = {k: v.double() if v.is_floating_point() else v
                   for k, v in inputs.items()}
         label = label.double() if label.is_floating_point() else label
+    # The forward of the initial weights: what inference must give.
+    with torch.no_grad():
+        output = model(*inputs.values(), *(
+            [label] if args.model == "ctr-loss" else []))
+    save(os.path.join(args.out, "output"), "output",
+         output[0] if isinstance(output, tuple) else output)
     opt = make_optimizer(args, model.parameters())
     for step in range(args.steps):
         opt.zero_grad()

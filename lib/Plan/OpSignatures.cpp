@@ -49,6 +49,8 @@ constexpr OpSignature kSignatures[] = {
     {"heterps.mul", 2, 2, 1, 0b0},
     {"heterps.neg", 1, 1, 1, 0b1},
     {"heterps.nll_loss", 2, 2, 1, 0b1},
+    {"heterps.pad", 1, 1, 1, 0b0},
+    {"heterps.pad_grad", 2, 2, 1, 0b11},
     {"heterps.pool_grad", 3, 3, 1, 0b111},
     {"heterps.pow", 2, 2, 1, 0b0},
     {"heterps.ps_pull", 1, 1, 1, 0b0},

@@ -80,6 +80,9 @@ static const std::map<std::string, std::string> kLimits = {
     {"Mul", "float or integer tensors of one type"},
     {"NegativeLogLikelihoodLoss",
      "with weights or ignore_index: heterps.weighted_nll_loss"},
+    {"Pad", "pads and constant_value must be constants (no axes input); "
+            "modes constant, reflect and edge; no negative pads; the batch "
+            "is not padded; all-zero pads are dropped"},
     {"Pow", "float base; the exponent is cast to the base type"},
     {"Reshape", "the shape must be known at import time"},
     {"Shape", "folded; a dynamic batch stays symbolic"},
@@ -251,7 +254,7 @@ static bool isConstantOperand(const std::string &op, int index) {
       {"Reshape", {1}},    {"Expand", {1}},         {"Unsqueeze", {1}},
       {"Squeeze", {1}},    {"ReduceSum", {1}},      {"ReduceMean", {1}},
       {"ReduceMax", {1}},  {"Slice", {1, 2, 3, 4}}, {"Clip", {1, 2}},
-      {"Dropout", {1, 2}},
+      {"Dropout", {1, 2}}, {"Pad", {1, 2, 3}},
   };
   auto it = operands.find(op);
   return it != operands.end() && it->second.count(index);

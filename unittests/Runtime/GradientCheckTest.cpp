@@ -1016,6 +1016,34 @@ TEST(GradientCheck, Slice) {
   }
 }
 
+TEST(GradientCheck, Pad) {
+  for (const char *mode : {"constant", "reflect", "edge"}) {
+    GradCase c(std::string("pad ") + mode + " 3x4 -> 5x7");
+    c.param("a", {3, 4}, c.rng.uniform(12, -1.0f, 1.0f));
+    c.param("s", {5, 7}, c.rng.uniform(35, -1.0f, 1.0f));
+    c.code(std::string("%p = heterps.pad %a {mode = \"") + mode +
+           "\", pads = array<i64: 1, 2, 1, 1>, value = 0.5 : f64} : "
+           "(tensor<3x4xf32>) -> tensor<5x7xf32>");
+    c.code("%y = heterps.mul %p, %s : (tensor<5x7xf32>, tensor<5x7xf32>) -> "
+           "tensor<5x7xf32>");
+    c.mseLoss("%y", {5, 7});
+    checkGradients(c);
+  }
+  {
+    // An image batch: the batch and channels are not padded.
+    GradCase c("pad reflect ?x2x3x3 spatial");
+    c.input("x", "tensor<?x2x3x3xf32>",
+            floatTensor({2, 2, 3, 3}, c.rng.uniform(36, -1.0f, 1.0f)));
+    c.param("w", {3}, c.rng.uniform(3, -1.0f, 1.0f));
+    c.code("%h = heterps.mul %x, %w : (tensor<?x2x3x3xf32>, tensor<3xf32>) -> "
+           "tensor<?x2x3x3xf32>");
+    c.code("%p = heterps.pad %h {mode = \"reflect\", pads = array<i64: 0, 0, "
+           "2, 1, 0, 0, 1, 2>} : (tensor<?x2x3x3xf32>) -> tensor<?x2x6x6xf32>");
+    c.mseLossInput("%p", {-1, 2, 6, 6}, {2, 2, 6, 6});
+    checkGradients(c);
+  }
+}
+
 TEST(GradientCheck, GatherOfFloats) {
   {
     // DLRM's dot interaction keeps the pairs Z[:, li, lj]: constant

@@ -214,6 +214,7 @@ private:
   LogicalResult convertConcat();
   LogicalResult convertCast();
   LogicalResult convertExpand();
+  LogicalResult convertPad();
   LogicalResult convertReduce(StringRef op);
   LogicalResult convertClip();
   LogicalResult convertConvPool(StringRef op);
@@ -1254,6 +1255,57 @@ LogicalResult Importer::convertExpand() {
   return success();
 }
 
+LogicalResult Importer::convertPad() {
+  std::string mode = stringAttr("mode", "constant");
+  if (mode != "constant" && mode != "reflect" && mode != "edge")
+    return nodeError() << "mode '" << mode
+                       << "' is not supported; expected constant, reflect or "
+                          "edge";
+  Ints pads;
+  double value = 0;
+  if (opset < 11) {
+    std::optional<Ints> p = intsAttr("pads");
+    if (!p)
+      return nodeError() << "needs the pads attribute";
+    pads = *p;
+    value = floatAttr("value", 0);
+  } else {
+    FailureOr<Ints> p = constInts(1, "the pads");
+    if (failed(p))
+      return failure();
+    pads = *p;
+    if (has(2)) {
+      const Known *k = known(2);
+      if (!k || k->size() != 1)
+        return nodeError() << "constant_value must be a scalar known at "
+                              "import time";
+      value = k->at(0);
+    }
+    if (has(3))
+      return nodeError() << "the axes input is not supported; give pads for "
+                            "every dimension";
+  }
+  FailureOr<Value> x = input(0);
+  if (failed(x))
+    return failure();
+  int64_t rank = typeOf(*x).getRank();
+  if (static_cast<int64_t>(pads.size()) != 2 * rank)
+    return nodeError() << "has " << pads.size() << " pads for a rank-" << rank
+                       << " input; expected " << 2 * rank;
+  for (int64_t p : pads)
+    if (p < 0)
+      return nodeError() << "negative pads (cropping) are not supported, got "
+                         << formatShape(pads);
+  // An exporter's Pad before a pooling is often all zeros: nothing to do.
+  if (llvm::all_of(pads, [](int64_t p) { return p == 0; })) {
+    setOutput(*x);
+    return success();
+  }
+  return emit(make<PadOp>(*x, b.getStringAttr(mode),
+                          b.getDenseI64ArrayAttr(pads),
+                          b.getF64FloatAttr(value)));
+}
+
 LogicalResult Importer::convertReduce(StringRef op) {
   std::optional<Ints> axes;
   // ReduceSum takes its axes as an input from opset 13; ReduceMean and
@@ -1640,6 +1692,7 @@ static const StringRef kSupportedOps[] = {
     "Mul",
     "Neg",
     "NegativeLogLikelihoodLoss",
+    "Pad",
     "Pow",
     "ReduceMax",
     "ReduceMean",
@@ -1691,6 +1744,8 @@ LogicalResult Importer::importNode(const onnx::NodeProto &n) {
     return convertCast();
   if (op == "Expand")
     return convertExpand();
+  if (op == "Pad")
+    return convertPad();
   if (op == "ReduceSum" || op == "ReduceMean" || op == "ReduceMax")
     return convertReduce(op);
   if (op == "Clip")

@@ -405,6 +405,134 @@ private:
   std::vector<int64_t> idx;
 };
 
+/// Where each element of a padded tensor comes from: per dimension, the
+/// input index of every output index, or -1 for the constant.
+struct PadIndex {
+  Shape out;
+  std::vector<std::vector<int64_t>> source;
+  std::vector<int64_t> inStrides;
+
+  void compute(const Shape &in, const std::string &mode,
+               const std::vector<int64_t> &pads, const OpInfo &info) {
+    size_t rank = in.size();
+    if (pads.size() != 2 * rank)
+      fail() << info.describe() << ": " << pads.size() << " pads for a rank-"
+             << rank << " input";
+    if (mode != "constant" && mode != "reflect" && mode != "edge")
+      fail() << info.describe() << ": unknown mode '" << mode << "'";
+    out.assign(rank, 0);
+    source.assign(rank, {});
+    inStrides = stridesOf(in);
+    for (size_t d = 0; d < rank; ++d) {
+      int64_t n = in[d], before = pads[d], after = pads[rank + d];
+      if (before < 0 || after < 0 ||
+          (mode == "reflect" && (before || after) &&
+           (before >= n || after >= n)) ||
+          (mode == "edge" && (before || after) && n == 0))
+        fail() << info.describe() << ": pads (" << before << ", " << after
+               << ") of dimension " << d << " of size " << n
+               << " are out of range for mode " << mode;
+      out[d] = n + before + after;
+      for (int64_t o = 0; o < out[d]; ++o) {
+        int64_t i = o - before;
+        if (i < 0 || i >= n) {
+          if (mode == "constant")
+            i = -1;
+          else if (mode == "edge")
+            i = std::clamp<int64_t>(i, 0, n - 1);
+          else
+            i = i < 0 ? -i : 2 * (n - 1) - i;
+        }
+        source[d].push_back(i);
+      }
+    }
+  }
+
+  /// Calls f(output offset, input offset or -1) for every output element.
+  template <typename F> void forEach(F &&f) const {
+    int64_t count = numElements(out);
+    if (count == 0)
+      return;
+    size_t rank = out.size();
+    std::vector<int64_t> at(rank, 0);
+    for (int64_t o = 0; o < count; ++o) {
+      int64_t from = 0;
+      for (size_t d = 0; d < rank && from >= 0; ++d) {
+        int64_t i = source[d][at[d]];
+        from = i < 0 ? -1 : from + i * inStrides[d];
+      }
+      f(o, from);
+      for (size_t d = rank; d-- > 0;) {
+        if (++at[d] < out[d])
+          break;
+        at[d] = 0;
+      }
+    }
+  }
+};
+
+class PadKernel : public Kernel {
+public:
+  explicit PadKernel(const OpInfo &op)
+      : Kernel(op), mode(op.getString("mode", "constant")),
+        pads(op.getInts("pads")), value(op.getFloat("value", 0.0)) {}
+  std::vector<Shape> prepare(const std::vector<Shape> &in) override {
+    index.compute(in[0], mode, pads, info);
+    return {index.out};
+  }
+  void run(const std::vector<const Tensor *> &in,
+           const std::vector<Tensor *> &res, ExecContext &) override {
+    dispatchNumeric(in[0]->dtype(), info, [&](auto tag) {
+      using T = decltype(tag);
+      const T *x = in[0]->as<T>();
+      T *y = res[0]->as<T>();
+      T fill = static_cast<T>(value);
+      index.forEach([&](int64_t o, int64_t i) { y[o] = i < 0 ? fill : x[i]; });
+    });
+  }
+
+private:
+  std::string mode;
+  std::vector<int64_t> pads;
+  double value;
+  PadIndex index;
+};
+
+/// heterps.pad_grad: each element of the result gradient added to the input
+/// element it was copied from.
+class PadGradKernel : public Kernel {
+public:
+  explicit PadGradKernel(const OpInfo &op)
+      : Kernel(op), mode(op.getString("mode", "constant")),
+        pads(op.getInts("pads")) {}
+  std::vector<Shape> prepare(const std::vector<Shape> &in) override {
+    index.compute(in[0], mode, pads, info);
+    if (in[1] != index.out)
+      fail() << info.describe() << ": the result gradient has shape "
+             << shapeString(in[1]) << ", the pad's result "
+             << shapeString(index.out);
+    return {in[0]};
+  }
+  void run(const std::vector<const Tensor *> &in,
+           const std::vector<Tensor *> &res, ExecContext &) override {
+    dispatchFloat(res[0]->dtype(), info, [&](auto tag) {
+      using T = decltype(tag);
+      T *dx = res[0]->as<T>();
+      const T *dy = in[1]->as<T>();
+      std::fill(dx, dx + res[0]->numElements(), T(0));
+      index.forEach([&](int64_t o, int64_t i) {
+        if (i >= 0)
+          dx[i] += dy[o];
+      });
+    });
+  }
+
+private:
+  std::string mode;
+  std::vector<int64_t> pads;
+  PadIndex index;
+};
+
 class ExpandKernel : public Kernel {
 public:
   explicit ExpandKernel(const OpInfo &op)
@@ -494,6 +622,8 @@ void cpu::registerShapeKernels(KernelRegistry &r) {
   addKernel<GatherKernel>(r, "heterps.gather");
   addKernel<GatherGradKernel>(r, "heterps.gather_grad");
   addKernel<SliceGradKernel>(r, "heterps.slice_grad");
+  addKernel<PadKernel>(r, "heterps.pad");
+  addKernel<PadGradKernel>(r, "heterps.pad_grad");
   addKernel<ExpandKernel>(r, "heterps.expand");
   addKernel<SumToShapeKernel>(r, "heterps.sum_to_shape");
 }

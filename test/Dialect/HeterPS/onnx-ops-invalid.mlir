@@ -91,3 +91,57 @@ func.func @loss_weight(%lp: tensor<4x5xf32>, %y: tensor<4xi64>, %w: tensor<4xf32
   %l = "heterps.weighted_nll_loss"(%lp, %y, %w) : (tensor<4x5xf32>, tensor<4xi64>, tensor<4xf32>) -> tensor<f32>
   return
 }
+
+// -----
+
+func.func @pad_mode(%x: tensor<4x6xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{heterps.pad: unknown mode 'wrap'; expected constant, reflect or edge}}
+  %p = heterps.pad %x {mode = "wrap", pads = array<i64: 1, 1, 1, 1>} : (tensor<4x6xf32>) -> tensor<6x8xf32>
+  return
+}
+
+// -----
+
+func.func @pad_count(%x: tensor<4x6xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{heterps.pad: needs 2 x rank (4) pads, got 2}}
+  %p = heterps.pad %x {pads = array<i64: 1, 1>} : (tensor<4x6xf32>) -> tensor<6x8xf32>
+  return
+}
+
+// -----
+
+func.func @pad_negative(%x: tensor<4x6xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{heterps.pad: pads of dimension 1 (-1, 0) are negative}}
+  %p = heterps.pad %x {pads = array<i64: 0, -1, 0, 0>} : (tensor<4x6xf32>) -> tensor<4x5xf32>
+  return
+}
+
+// -----
+
+func.func @pad_batch(%x: tensor<?x6xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{heterps.pad: dynamic dimension 0 cannot be padded}}
+  %p = heterps.pad %x {pads = array<i64: 1, 0, 0, 0>} : (tensor<?x6xf32>) -> tensor<?x6xf32>
+  return
+}
+
+// -----
+
+func.func @pad_reflect(%x: tensor<4x2xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{heterps.pad: reflect pads of dimension 1 (2, 0) must be below its size 2}}
+  %p = heterps.pad %x {mode = "reflect", pads = array<i64: 0, 2, 0, 0>} : (tensor<4x2xf32>) -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @pad_result(%x: tensor<4x6xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{'heterps.pad' op inferred type(s) 'tensor<6x8xf32>' are incompatible with return type(s) of operation 'tensor<6x9xf32>'}}
+  %p = heterps.pad %x {pads = array<i64: 1, 1, 1, 1>} : (tensor<4x6xf32>) -> tensor<6x9xf32>
+  return
+}

@@ -1,5 +1,5 @@
 // Round trip of the ops the ONNX frontend adds (gather, slice, cast, expand,
-// weighted_nll_loss) and of an embedding table with initial rows: parse,
+// pad, weighted_nll_loss) and of an embedding table with initial rows: parse,
 // print, parse again, in the custom and in the generic form.
 // RUN: heterps-opt %s | heterps-opt | FileCheck %s
 // RUN: heterps-opt %s --mlir-print-op-generic | heterps-opt | FileCheck %s
@@ -49,4 +49,13 @@ func.func @weighted_nll_loss(%lp: tensor<?x5x2xf32>, %y: tensor<?x2xi64>, %w: te
   // CHECK: heterps.weighted_nll_loss %[[LP]], %[[Y]] {ignore_index = 0 : i64, reduction = #heterps.reduction<none>} : (tensor<?x5x2xf32>, tensor<?x2xi64>) -> tensor<?x2xf32>
   %n = heterps.weighted_nll_loss %lp, %y {ignore_index = 0 : i64, reduction = #heterps.reduction<none>} : (tensor<?x5x2xf32>, tensor<?x2xi64>) -> tensor<?x2xf32>
   return %l, %n : tensor<f32>, tensor<?x2xf32>
+}
+
+// CHECK-LABEL: func.func @pads
+func.func @pads(%x: tensor<?x3x8x8xf32>, %i: tensor<4x6xi64>) {
+  // CHECK: heterps.pad %{{.*}} {mode = "reflect", pads = array<i64: 0, 0, 1, 2, 0, 0, 2, 1>} : (tensor<?x3x8x8xf32>) -> tensor<?x3x11x11xf32>
+  %r = heterps.pad %x {mode = "reflect", pads = array<i64: 0, 0, 1, 2, 0, 0, 2, 1>} : (tensor<?x3x8x8xf32>) -> tensor<?x3x11x11xf32>
+  // CHECK: heterps.pad %{{.*}} {pads = array<i64: 1, 0, 0, 2>, value = -1.000000e+00 : f64} : (tensor<4x6xi64>) -> tensor<5x8xi64>
+  %c = heterps.pad %i {pads = array<i64: 1, 0, 0, 2>, value = -1.0 : f64} : (tensor<4x6xi64>) -> tensor<5x8xi64>
+  return
 }

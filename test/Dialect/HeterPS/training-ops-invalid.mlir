@@ -174,3 +174,19 @@ func.func @slice_grad_bounds(%x: tensor<?x6xf32>, %dk: tensor<?x2xf32>) {
   %dx = heterps.slice_grad %x, %dk {starts = array<i64: 2>, ends = array<i64: 9223372036854775807, 4>, steps = array<i64: 1, 1>} : (tensor<?x6xf32>, tensor<?x2xf32>) -> tensor<?x6xf32>
   return
 }
+
+// -----
+
+func.func @pad_grad_result_grad(%x: tensor<?x6xf32>, %dy: tensor<?x7xf32>) {
+  // expected-error @+1 {{result gradient 'tensor<?x7xf32>' is not of the pad's result type 'tensor<?x8xf32>'}}
+  %dx = heterps.pad_grad %x, %dy {pads = array<i64: 0, 1, 0, 1>} : (tensor<?x6xf32>, tensor<?x7xf32>) -> tensor<?x6xf32>
+  return
+}
+
+// -----
+
+func.func @pad_grad_mode(%x: tensor<?x6xf32>, %dy: tensor<?x8xf32>) {
+  // expected-error @+1 {{heterps.pad_grad: unknown mode 'mirror'; expected constant, reflect or edge}}
+  %dx = heterps.pad_grad %x, %dy {mode = "mirror", pads = array<i64: 0, 1, 0, 1>} : (tensor<?x6xf32>, tensor<?x8xf32>) -> tensor<?x6xf32>
+  return
+}

@@ -17,10 +17,12 @@ func.func @layer_gradients(%x: tensor<?x3x8x8xf32>, %f: tensor<4x3x3x3xf32>, %dy
 }
 
 // CHECK-LABEL: func.func @indexing_gradients
-func.func @indexing_gradients(%z: tensor<?x4x3xf32>, %i: tensor<5xi64>, %dg: tensor<?x5x3xf32>, %x: tensor<?x6xf32>, %dk: tensor<?x2xf32>) {
+func.func @indexing_gradients(%z: tensor<?x4x3xf32>, %i: tensor<5xi64>, %dg: tensor<?x5x3xf32>, %x: tensor<?x6xf32>, %dk: tensor<?x2xf32>, %dpad: tensor<?x8xf32>) {
   // CHECK: heterps.gather_grad %{{.*}}, %{{.*}}, %{{.*}} {axis = 1 : i64} : (tensor<?x4x3xf32>, tensor<5xi64>, tensor<?x5x3xf32>) -> tensor<?x4x3xf32>
   %dz = heterps.gather_grad %z, %i, %dg {axis = 1 : i64} : (tensor<?x4x3xf32>, tensor<5xi64>, tensor<?x5x3xf32>) -> tensor<?x4x3xf32>
   // CHECK: heterps.slice_grad %{{.*}}, %{{.*}} {ends = array<i64: 9223372036854775807, 4>, starts = array<i64: 0, 2>, steps = array<i64: 1, 1>} : (tensor<?x6xf32>, tensor<?x2xf32>) -> tensor<?x6xf32>
   %dx = heterps.slice_grad %x, %dk {starts = array<i64: 0, 2>, ends = array<i64: 9223372036854775807, 4>, steps = array<i64: 1, 1>} : (tensor<?x6xf32>, tensor<?x2xf32>) -> tensor<?x6xf32>
+  // CHECK: heterps.pad_grad %{{.*}}, %{{.*}} {mode = "edge", pads = array<i64: 0, 1, 0, 1>} : (tensor<?x6xf32>, tensor<?x8xf32>) -> tensor<?x6xf32>
+  %dp = heterps.pad_grad %x, %dpad {mode = "edge", pads = array<i64: 0, 1, 0, 1>} : (tensor<?x6xf32>, tensor<?x8xf32>) -> tensor<?x6xf32>
   return
 }

@@ -375,6 +375,22 @@ struct GatherRule {
   }
 };
 
+/// A pad adds its gradient back where each element came from.
+struct PadRule {
+  static LogicalResult build(PadOp op, OpBuilder &b, ValueRange dy, Grads &g) {
+    if (!isa<FloatType>(getElementTypeOrSelf(op.getInput().getType()))) {
+      g.push_back(Value());
+      return success();
+    }
+    g.push_back(PadGradOp::create(b, op.getLoc(),
+                                  TypeRange{op.getInput().getType()},
+                                  ValueRange{op.getInput(), dy[0]},
+                                  {b.getNamedAttr("mode", op.getModeAttr()),
+                                   b.getNamedAttr("pads", op.getPadsAttr())}));
+    return success();
+  }
+};
+
 /// A slice of float data puts its gradient back in place, zeros around it.
 struct SliceRule {
   static LogicalResult build(SliceOp op, OpBuilder &b, ValueRange dy,
@@ -575,6 +591,7 @@ void mlir::heterps::attachGradientModels(MLIRContext *context) {
   attach<CastOp, CastRule>(context);
   attach<GatherOp, GatherRule>(context);
   attach<SliceOp, SliceRule>(context);
+  attach<PadOp, PadRule>(context);
   attach<ReduceSumOp, ReduceRule<ReduceSumOp>>(context);
   attach<ReduceMeanOp, ReduceRule<ReduceMeanOp>>(context);
   attach<ReduceMaxOp, ReduceRule<ReduceMaxOp>>(context);

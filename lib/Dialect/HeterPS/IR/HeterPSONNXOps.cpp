@@ -130,6 +130,75 @@ LogicalResult SliceGradOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// PadOp, PadGradOp
+//===----------------------------------------------------------------------===//
+
+/// The result type of padding `input`.
+static FailureOr<RankedTensorType>
+padType(RankedTensorType input, StringRef mode, ArrayRef<int64_t> pads,
+        std::optional<Location> loc, StringRef opName) {
+  if (mode != "constant" && mode != "reflect" && mode != "edge")
+    return emitOptionalError(loc, opName, ": unknown mode '", mode,
+                             "'; expected constant, reflect or edge");
+  int64_t rank = input.getRank();
+  if ((int64_t)pads.size() != 2 * rank)
+    return emitOptionalError(loc, opName, ": needs 2 x rank (", 2 * rank,
+                             ") pads, got ", pads.size());
+  SmallVector<int64_t> shape;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t before = pads[d], after = pads[rank + d];
+    int64_t size = input.getDimSize(d);
+    if (before < 0 || after < 0)
+      return emitOptionalError(loc, opName, ": pads of dimension ", d, " (",
+                               before, ", ", after, ") are negative");
+    if (ShapedType::isDynamic(size)) {
+      if (before || after)
+        return emitOptionalError(loc, opName, ": dynamic dimension ", d,
+                                 " cannot be padded");
+      shape.push_back(ShapedType::kDynamic);
+      continue;
+    }
+    if ((before || after) && mode == "reflect" &&
+        (before >= size || after >= size))
+      return emitOptionalError(loc, opName, ": reflect pads of dimension ", d,
+                               " (", before, ", ", after,
+                               ") must be below its size ", size);
+    if ((before || after) && mode == "edge" && size == 0)
+      return emitOptionalError(loc, opName,
+                               ": edge pads of the empty "
+                               "dimension ",
+                               d);
+    shape.push_back(size + before + after);
+  }
+  return RankedTensorType::get(shape, input.getElementType());
+}
+
+LogicalResult PadOp::inferReturnTypes(MLIRContext *,
+                                      std::optional<Location> loc,
+                                      Adaptor adaptor,
+                                      SmallVectorImpl<Type> &inferred) {
+  FailureOr<RankedTensorType> type =
+      padType(cast<RankedTensorType>(adaptor.getInput().getType()),
+              adaptor.getMode(), adaptor.getPads(), loc, getOperationName());
+  if (failed(type))
+    return failure();
+  inferred.push_back(*type);
+  return success();
+}
+
+LogicalResult PadGradOp::verify() {
+  FailureOr<RankedTensorType> forward = padType(
+      getInput().getType(), getMode(), getPads(), getLoc(), getOperationName());
+  if (failed(forward))
+    return failure();
+  if (failed(verifyCompatibleShape(*forward, getResultGrad().getType())) ||
+      forward->getElementType() != getResultGrad().getType().getElementType())
+    return emitOpError() << "result gradient " << getResultGrad().getType()
+                         << " is not of the pad's result type " << *forward;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // CastOp
 //===----------------------------------------------------------------------===//
 

@@ -893,6 +893,55 @@ def HeterPS_SliceOp : HeterPS_Op<"slice",
   let assemblyFormat = "$input attr-dict `:` functional-type($input, $result)";
 }
 
+def HeterPS_PadOp : HeterPS_Op<"pad",
+    [Pure, InferTypeOpAdaptor, HeterPS_CostOpInterface]> {
+  let summary = "Pads a tensor (ONNX Pad)";
+  let description = [{
+    Adds `pads[d]` elements before and `pads[rank + d]` after dimension `d`
+    (ONNX's order): `value` (mode `constant`), the input mirrored without
+    its edge (`reflect`, pads below the dimension's size), or the edge
+    repeated (`edge`). Pads are not negative; a dynamic (batch) dimension
+    is not padded. The importer drops a Pad whose pads are all zero.
+
+    ```mlir
+    %p = heterps.pad %x {mode = "reflect", pads = array<i64: 0, 0, 1, 1, 0, 0, 1, 1>}
+           : (tensor<?x3x8x8xf32>) -> tensor<?x3x10x10xf32>
+    ```
+  }];
+  let arguments = (ins HeterPS_NumericTensor:$input,
+                       DefaultValuedAttr<StrAttr, "\"constant\"">:$mode,
+                       DenseI64ArrayAttr:$pads,
+                       DefaultValuedAttr<F64Attr, "0.0">:$value);
+  let results = (outs HeterPS_NumericTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type($input, $result)";
+}
+
+def HeterPS_PadGradOp : HeterPS_Op<"pad_grad",
+    [Pure, AllTypesMatch<["input", "input_grad"]>, HeterPS_CostOpInterface]> {
+  let summary = "Gradient of a pad";
+  let description = [{
+    The gradient of `heterps.pad`'s input: each element of `result_grad`
+    added to the input element it was copied from (the inner region; with
+    `reflect` and `edge`, the mirrored and repeated elements too); padding
+    with a constant contributes nothing. The values of `input` are not
+    read.
+
+    ```mlir
+    %dx = heterps.pad_grad %x, %dy {mode = "edge", pads = array<i64: 0, 2, 0, 2>}
+            : (tensor<?x4xf32>, tensor<?x8xf32>) -> tensor<?x4xf32>
+    ```
+  }];
+  let arguments = (ins HeterPS_FloatTensor:$input,
+                       HeterPS_FloatTensor:$result_grad,
+                       DefaultValuedAttr<StrAttr, "\"constant\"">:$mode,
+                       DenseI64ArrayAttr:$pads);
+  let results = (outs HeterPS_FloatTensor:$input_grad);
+  let assemblyFormat = [{
+    $input `,` $result_grad attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def HeterPS_CastOp : HeterPS_Op<"cast",
     [Pure, SameOperandsAndResultShape, HeterPS_CostOpInterface]> {
   let summary = "Converts the elements to another numeric type (ONNX Cast)";
