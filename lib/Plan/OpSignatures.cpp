@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <iterator>
+#include <string_view>
 
 using namespace heterps::plan;
 
@@ -78,6 +79,16 @@ constexpr OpSignature kSignatures[] = {
     {"heterps.update_param", 1, 1, 0, 0b1},
     {"heterps.weighted_nll_loss", 2, 3, 1, 0b101},
 };
+
+/// findOpSignature searches the table by bisection: it must stay sorted.
+constexpr bool sortedByName() {
+  for (size_t i = 1; i < std::size(kSignatures); ++i)
+    if (std::string_view(kSignatures[i - 1].name) >=
+        std::string_view(kSignatures[i].name))
+      return false;
+  return true;
+}
+static_assert(sortedByName(), "kSignatures must be sorted by name");
 
 } // namespace
 
