@@ -90,6 +90,8 @@ static const std::map<std::string, std::string> kLimits = {
     {"SoftmaxCrossEntropyLoss",
      "with weights, ignore_index or log_prob: log_softmax + "
      "weighted_nll_loss"},
+    {"Split", "split sizes must be constants; the batch is not split; each "
+              "output is a heterps.slice"},
     {"Squeeze", "axes must be constants"},
     {"Sub", "float or integer tensors of one type"},
     {"Unsqueeze", "axes must be constants"},
@@ -254,7 +256,7 @@ static bool isConstantOperand(const std::string &op, int index) {
       {"Reshape", {1}},    {"Expand", {1}},         {"Unsqueeze", {1}},
       {"Squeeze", {1}},    {"ReduceSum", {1}},      {"ReduceMean", {1}},
       {"ReduceMax", {1}},  {"Slice", {1, 2, 3, 4}}, {"Clip", {1, 2}},
-      {"Dropout", {1, 2}}, {"Pad", {1, 2, 3}},
+      {"Dropout", {1, 2}}, {"Pad", {1, 2, 3}},      {"Split", {1}},
   };
   auto it = operands.find(op);
   return it != operands.end() && it->second.count(index);

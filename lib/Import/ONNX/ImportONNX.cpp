@@ -215,6 +215,7 @@ private:
   LogicalResult convertCast();
   LogicalResult convertExpand();
   LogicalResult convertPad();
+  LogicalResult convertSplit();
   LogicalResult convertReduce(StringRef op);
   LogicalResult convertClip();
   LogicalResult convertConvPool(StringRef op);
@@ -1050,6 +1051,9 @@ LogicalResult Importer::convertGather() {
   return emit(make<GatherOp>(*x, *ids, b.getI64IntegerAttr(axis)));
 }
 
+static Known sliceKnown(const Known &k, const Ints &fs, const Ints &fe,
+                        const Ints &fst);
+
 LogicalResult Importer::convertSlice() {
   Ints starts, ends, axes, steps;
   if (opset < 10) {
@@ -1128,16 +1132,24 @@ LogicalResult Importer::convertSlice() {
     return emit(make<SliceOp>(x, b.getDenseI64ArrayAttr(fs),
                               b.getDenseI64ArrayAttr(fe),
                               b.getDenseI64ArrayAttr(fst)));
-  // Fold: enumerate the selected index along every dimension.
+  setKnown(sliceKnown(*k, fs, fe, fst));
+  return success();
+}
+
+/// Folds a slice of a known tensor (bounds normalised, one per dimension).
+static Known sliceKnown(const Known &k, const Ints &fs, const Ints &fe,
+                        const Ints &fst) {
+  // Enumerate the selected index along every dimension.
+  int64_t rank = k.shape.size();
   SmallVector<Ints> picks(rank);
   Known r;
-  r.elementType = k->elementType;
+  r.elementType = k.elementType;
   for (int64_t d = 0; d < rank; ++d) {
     for (int64_t i = fs[d]; fst[d] > 0 ? i < fe[d] : i > fe[d]; i += fst[d])
       picks[d].push_back(i);
     r.shape.push_back(picks[d].size());
   }
-  Ints strides = stridesOf(k->shape);
+  Ints strides = stridesOf(k.shape);
   // At most the input's elements: every dimension picks at most its size.
   int64_t n = checkedProduct(r.shape).value_or(0);
   Ints outStrides = stridesOf(r.shape);
@@ -1147,9 +1159,91 @@ LogicalResult Importer::convertSlice() {
       src += picks[d][rem / outStrides[d]] * strides[d];
       rem %= outStrides[d];
     }
-    pushFrom(r, *k, src);
+    pushFrom(r, k, src);
   }
-  setKnown(r);
+  return r;
+}
+
+LogicalResult Importer::convertSplit() {
+  int64_t outputs = node->output_size();
+  Ints split;
+  if (opset < 13) {
+    split = intsAttr("split").value_or(Ints());
+  } else if (has(1)) {
+    FailureOr<Ints> s = constInts(1, "split");
+    if (failed(s))
+      return failure();
+    split = *s;
+  }
+  const Known *k = foldable(0);
+  Value x;
+  Ints in;
+  if (k) {
+    in = k->shape;
+  } else {
+    FailureOr<Value> v = input(0);
+    if (failed(v))
+      return failure();
+    x = *v;
+    in.assign(typeOf(x).getShape().begin(), typeOf(x).getShape().end());
+  }
+  int64_t rank = in.size();
+  std::optional<int64_t> axis = normalizeAxis(intAttr("axis", 0), rank);
+  if (!axis)
+    return nodeError() << "axis " << intAttr("axis", 0)
+                       << " is out of range for rank " << rank;
+  int64_t size = in[*axis];
+  if (ShapedType::isDynamic(size))
+    return nodeError() << "splits the dynamic batch dimension " << *axis;
+  if (split.empty()) {
+    // Equal parts; from opset 18 the last may be smaller.
+    int64_t parts = opset >= 18 ? intAttr("num_outputs", outputs) : outputs;
+    if (parts != outputs)
+      return nodeError() << "num_outputs is " << parts << " but the node has "
+                         << outputs << " outputs";
+    int64_t each = opset >= 18 ? (size + parts - 1) / parts : size / parts;
+    if (opset < 18 && size % parts)
+      return nodeError() << "cannot split dimension " << *axis << " of size "
+                         << size << " into " << parts << " equal parts";
+    for (int64_t i = 0, left = size; i < parts; ++i, left -= each)
+      split.push_back(std::min(each, left));
+  }
+  if (static_cast<int64_t>(split.size()) != outputs)
+    return nodeError() << "has " << split.size() << " split sizes for "
+                       << outputs << " outputs";
+  int64_t total = 0;
+  for (int64_t part : split) {
+    if (part < 0)
+      return nodeError() << "split sizes " << formatShape(split)
+                         << " include a negative one";
+    total += part;
+  }
+  if (total != size)
+    return nodeError() << "split sizes " << formatShape(split) << " add up to "
+                       << total << ", dimension " << *axis << " has " << size;
+  const int64_t kMax = std::numeric_limits<int64_t>::max();
+  int64_t at = 0;
+  for (int64_t i = 0; i < outputs; ++i) {
+    Ints fs(rank, 0), fe(rank, kMax), fst(rank, 1);
+    for (int64_t d = 0; d < rank; ++d)
+      if (!ShapedType::isDynamic(in[d]))
+        fe[d] = in[d];
+    fs[*axis] = at;
+    fe[*axis] = at + split[i];
+    at += split[i];
+    if (node->output(i).empty())
+      continue;
+    if (k) {
+      setKnown(sliceKnown(*k, fs, fe, fst), i);
+      continue;
+    }
+    FailureOr<Value> part =
+        make<SliceOp>(x, b.getDenseI64ArrayAttr(fs), b.getDenseI64ArrayAttr(fe),
+                      b.getDenseI64ArrayAttr(fst));
+    if (failed(part))
+      return failure();
+    setOutput(*part, i);
+  }
   return success();
 }
 
@@ -1704,6 +1798,7 @@ static const StringRef kSupportedOps[] = {
     "Slice",
     "Softmax",
     "SoftmaxCrossEntropyLoss",
+    "Split",
     "Sqrt",
     "Squeeze",
     "Sub",
@@ -1746,6 +1841,8 @@ LogicalResult Importer::importNode(const onnx::NodeProto &n) {
     return convertExpand();
   if (op == "Pad")
     return convertPad();
+  if (op == "Split")
+    return convertSplit();
   if (op == "ReduceSum" || op == "ReduceMean" || op == "ReduceMax")
     return convertReduce(op);
   if (op == "Clip")
