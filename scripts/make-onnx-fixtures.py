@@ -257,7 +257,7 @@ def bad_inputs():
         "undefined", x, y)
     save(model(g), "undefined-input.onnx", check=False)
     g = helper.make_graph(
-        [helper.make_node("Erf", ["x"], ["y"], name="gelu_erf")],
+        [helper.make_node("Sin", ["x"], ["y"], name="sine")],
         "unsupported", x, y)
     save(model(g), "unsupported-op.onnx")
     g = helper.make_graph(

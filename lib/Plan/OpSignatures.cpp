@@ -31,6 +31,7 @@ constexpr OpSignature kSignatures[] = {
     {"heterps.dropout", 1, 1, 1, 0b1},
     {"heterps.embedding_grad", 2, 2, 2, 0b10},
     {"heterps.embedding_lookup", 1, 1, 1, 0b0},
+    {"heterps.erf", 1, 1, 1, 0b1},
     {"heterps.exp", 1, 1, 1, 0b1},
     {"heterps.expand", 1, 1, 1, 0b0},
     {"heterps.gather", 2, 2, 1, 0b0},

@@ -50,7 +50,7 @@ OpCategory heterps::schedule::classifyOpKind(llvm::StringRef kind) {
   return llvm::StringSwitch<OpCategory>(name)
       .Cases({"param", "load_param", "constant", "init"}, OpCategory::Parameter)
       .Cases({"add", "sub", "mul", "div", "pow", "neg", "abs", "exp", "log",
-              "sqrt", "relu", "sigmoid", "tanh", "leaky_relu", "clip",
+              "sqrt", "relu", "sigmoid", "tanh", "erf", "leaky_relu", "clip",
               "dropout", "gelu"},
              OpCategory::Elementwise)
       .Default(OpCategory::Other);

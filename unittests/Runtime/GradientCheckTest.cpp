@@ -617,6 +617,7 @@ INSTANTIATE_TEST_SUITE_P(
         UnarySpec{"relu", "", 0.1f, 1.5f, true},
         UnarySpec{"sigmoid", "", 0.0f, 2.0f, true},
         UnarySpec{"tanh", "", 0.0f, 1.5f, true},
+        UnarySpec{"erf", "", -1.5f, 1.5f, false},
         UnarySpec{"exp", "", -1.0f, 1.0f, false},
         UnarySpec{"log", "", 0.3f, 2.0f, false},
         UnarySpec{"sqrt", "", 0.3f, 2.0f, false},

@@ -746,6 +746,8 @@ LogicalResult Importer::convertUnary(StringRef op) {
     r = SigmoidOp::create(b, loc, t, *x);
   else if (op == "Tanh")
     r = TanhOp::create(b, loc, t, *x);
+  else if (op == "Erf")
+    r = ErfOp::create(b, loc, t, *x);
   else if (op == "LeakyRelu")
     r = LeakyReluOp::create(b, loc, t, *x, APFloat(floatAttr("alpha", 0.01f)));
   setOutput(r);
@@ -1759,51 +1761,29 @@ LogicalResult Importer::convertConstant() {
 //===----------------------------------------------------------------------===//
 
 static const StringRef kSupportedOps[] = {
-    "Abs",
-    "Add",
-    "AveragePool",
-    "BatchNormalization",
-    "Cast",
-    "Clip",
-    "Concat",
-    "Constant",
-    "Conv",
-    "Div",
-    "Dropout",
-    "Exp",
-    "Expand",
-    "Flatten",
-    "Gather",
-    "Gemm",
-    "GlobalAveragePool",
-    "Identity",
-    "LayerNormalization",
-    "LeakyRelu",
-    "Log",
-    "LogSoftmax",
-    "MatMul",
-    "MaxPool",
-    "Mul",
-    "Neg",
-    "NegativeLogLikelihoodLoss",
-    "Pad",
-    "Pow",
-    "ReduceMax",
-    "ReduceMean",
-    "ReduceSum",
-    "Relu",
-    "Reshape",
-    "Shape",
-    "Sigmoid",
-    "Slice",
-    "Softmax",
-    "SoftmaxCrossEntropyLoss",
-    "Split",
-    "Sqrt",
-    "Squeeze",
-    "Sub",
-    "Tanh",
-    "Transpose",
+    "Abs",         "Add",
+    "AveragePool", "BatchNormalization",
+    "Cast",        "Clip",
+    "Concat",      "Constant",
+    "Conv",        "Div",
+    "Dropout",     "Erf",
+    "Exp",         "Expand",
+    "Flatten",     "Gather",
+    "Gemm",        "GlobalAveragePool",
+    "Identity",    "LayerNormalization",
+    "LeakyRelu",   "Log",
+    "LogSoftmax",  "MatMul",
+    "MaxPool",     "Mul",
+    "Neg",         "NegativeLogLikelihoodLoss",
+    "Pad",         "Pow",
+    "ReduceMax",   "ReduceMean",
+    "ReduceSum",   "Relu",
+    "Reshape",     "Shape",
+    "Sigmoid",     "Slice",
+    "Softmax",     "SoftmaxCrossEntropyLoss",
+    "Split",       "Sqrt",
+    "Squeeze",     "Sub",
+    "Tanh",        "Transpose",
     "Unsqueeze",
 };
 
@@ -1822,7 +1802,7 @@ LogicalResult Importer::importNode(const onnx::NodeProto &n) {
     return convertBinary(op);
   if (op == "Neg" || op == "Abs" || op == "Exp" || op == "Log" ||
       op == "Sqrt" || op == "Relu" || op == "Sigmoid" || op == "Tanh" ||
-      op == "LeakyRelu")
+      op == "Erf" || op == "LeakyRelu")
     return convertUnary(op);
   if (op == "Softmax" || op == "LogSoftmax")
     return convertSoftmax(op == "LogSoftmax");

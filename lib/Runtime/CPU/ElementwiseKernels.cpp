@@ -343,6 +343,10 @@ public:
       } else if (kind == "tanh") {
         for (int64_t i = 0; i < n; ++i)
           y[i] = std::tanh(x[i]);
+      } else if (kind == "erf") {
+        // oneDNN 2.6 has erf only inside gelu_erf.
+        for (int64_t i = 0; i < n; ++i)
+          y[i] = std::erf(x[i]);
       } else if (kind == "exp") {
         for (int64_t i = 0; i < n; ++i)
           y[i] = std::exp(x[i]);
@@ -405,6 +409,11 @@ public:
       } else if (kind == "tanh") {
         for (int64_t i = 0; i < n; ++i)
           dx[i] = dy[i] * (T(1) - y[i] * y[i]);
+      } else if (kind == "erf") {
+        // d/dx erf(x) = 2 / sqrt(pi) exp(-x^2).
+        const T c = static_cast<T>(1.1283791670955126);
+        for (int64_t i = 0; i < n; ++i)
+          dx[i] = dy[i] * c * std::exp(-x[i] * x[i]);
       } else if (kind == "exp") {
         for (int64_t i = 0; i < n; ++i)
           dx[i] = dy[i] * y[i];
@@ -518,9 +527,9 @@ void cpu::registerElementwiseKernels(KernelRegistry &r) {
   addKernel<BinaryKernelOf<BinaryKind::Div>>(r, "heterps.div");
   addKernel<BinaryKernelOf<BinaryKind::Pow>>(r, "heterps.pow");
   for (const char *name :
-       {"heterps.relu", "heterps.sigmoid", "heterps.tanh", "heterps.exp",
-        "heterps.log", "heterps.sqrt", "heterps.neg", "heterps.abs",
-        "heterps.leaky_relu", "heterps.clip", "heterps.dropout"})
+       {"heterps.relu", "heterps.sigmoid", "heterps.tanh", "heterps.erf",
+        "heterps.exp", "heterps.log", "heterps.sqrt", "heterps.neg",
+        "heterps.abs", "heterps.leaky_relu", "heterps.clip", "heterps.dropout"})
     addKernel<UnaryKernel>(r, name);
   addKernel<UnaryGradKernel>(r, "heterps.unary_grad");
   addKernel<CastKernel>(r, "heterps.cast");

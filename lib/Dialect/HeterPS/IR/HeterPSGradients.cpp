@@ -577,6 +577,7 @@ void mlir::heterps::attachGradientModels(MLIRContext *context) {
   attach<ReluOp, UnaryRule<ReluOp>>(context);
   attach<SigmoidOp, UnaryRule<SigmoidOp>>(context);
   attach<TanhOp, UnaryRule<TanhOp>>(context);
+  attach<ErfOp, UnaryRule<ErfOp>>(context);
   attach<LeakyReluOp, UnaryRule<LeakyReluOp>>(context);
   attach<ClipOp, UnaryRule<ClipOp>>(context);
   attach<DropoutOp, UnaryRule<DropoutOp>>(context);

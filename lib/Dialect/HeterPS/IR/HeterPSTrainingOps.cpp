@@ -31,8 +31,8 @@ static LogicalResult verifyKind(Operation *op, StringRef kind,
 
 LogicalResult UnaryGradOp::verify() {
   if (failed(verifyKind(*this, getKind(),
-                        {"relu", "sigmoid", "tanh", "exp", "log", "sqrt", "neg",
-                         "abs", "leaky_relu", "clip", "dropout"})))
+                        {"relu", "sigmoid", "tanh", "erf", "exp", "log", "sqrt",
+                         "neg", "abs", "leaky_relu", "clip", "dropout"})))
     return failure();
   if (getKind() == "dropout" && (!getRatio() || !getDropoutId()))
     return emitOpError() << "dropout gradient needs 'ratio' and 'dropout_id'";
@@ -281,6 +281,7 @@ OpCost UnaryGradOp::getCost(int64_t batchSize) {
   // derivative's own arithmetic for the smooth kinds.
   double perElement = llvm::StringSwitch<double>(getKind())
                           .Cases({"sigmoid", "tanh"}, 3.0)
+                          .Case("erf", 4.0)
                           .Cases({"log", "sqrt", "exp"}, 2.0)
                           .Default(1.0);
   return getBackwardOpCost(

@@ -275,6 +275,9 @@ def HeterPS_SqrtOp : HeterPS_UnaryOp<"sqrt", "Elementwise square root", "2.0">;
 def HeterPS_ReluOp : HeterPS_UnaryOp<"relu", "Rectified linear unit", "1.0">;
 def HeterPS_SigmoidOp : HeterPS_UnaryOp<"sigmoid", "Logistic sigmoid", "6.0">;
 def HeterPS_TanhOp : HeterPS_UnaryOp<"tanh", "Hyperbolic tangent", "6.0">;
+def HeterPS_ErfOp : HeterPS_UnaryOp<"erf",
+    "Gauss error function (GELU as exporters write it: x/2 (1 + erf(x/sqrt 2)))",
+    "8.0">;
 def HeterPS_LeakyReluOp : HeterPS_UnaryOp<"leaky_relu",
     "Leaky rectified linear unit: x if x >= 0 else alpha * x", "2.0",
     (ins DefaultValuedAttr<F32Attr, "0.01f">:$alpha)>;
