@@ -8,8 +8,9 @@ python3-onnx):
     /usr/bin/python3 scripts/export-torch-fixtures.py --resnet18 PATH
 
 The first form writes torch-ctr.onnx, torch-mlp.onnx, torch-cnn.onnx,
-torch-ctr-loss.onnx (the CTR model with its loss in the graph) and
-torch-lenet.onnx (LeNet-5 with F.avg_pool2d)
+torch-ctr-loss.onnx (the CTR model with its loss in the graph),
+torch-lenet.onnx (LeNet-5 with F.avg_pool2d) and torch-din.onnx (DIN's
+target attention)
 (default: test/Import/ONNX/Inputs/, where they are committed). The second
 writes torchvision's resnet18 (random weights, about 45 MB), which is not
 committed: bench/import/run.sh exports it into the build directory.
@@ -93,6 +94,22 @@ class LeNet(nn.Module):
         return self.fc3(torch.relu(self.fc2(torch.relu(self.fc1(x)))))
 
 
+class TargetAttention(nn.Module):
+    """DIN's target attention over a behaviour sequence: the query is
+    expanded along the sequence (`q.unsqueeze(1).expand(-1, L, -1)`), which
+    the exporter spells as Shape, ConstantOfShape, Equal and Where."""
+
+    def __init__(self):
+        super().__init__()
+        self.score = nn.Linear(EMB_DIM, 1)
+
+    def forward(self, query, history):
+        length = history.shape[1]
+        q = query.unsqueeze(1).expand(-1, length, -1)
+        weights = torch.softmax(self.score(q * history).squeeze(-1), dim=1)
+        return (weights.unsqueeze(-1) * history).sum(1)
+
+
 class MLP(nn.Module):
     def __init__(self):
         super().__init__()
@@ -164,6 +181,10 @@ def export_fixtures(out):
     torch.manual_seed(20240606)
     export(LeNet(), (torch.randn(batch, 1, 28, 28),), ["image"],
            os.path.join(out, "torch-lenet.onnx"))
+    torch.manual_seed(20240607)
+    export(TargetAttention(),
+           (torch.randn(batch, EMB_DIM), torch.randn(batch, 5, EMB_DIM)),
+           ["query", "history"], os.path.join(out, "torch-din.onnx"))
 
 
 def export_resnet18(path):

@@ -286,9 +286,32 @@ std::string heterps::plan::verifyPlan(const Plan &plan) {
           return err.str();
         }
       }
-      for (int id : op.outputs()) {
+      for (int r = 0; r < op.outputs_size(); ++r) {
+        int id = op.outputs(r);
         if (!checkId(id, ("a result of " + op.name()).c_str()))
           return err.str();
+        // The kernels write results of these types.
+        char rule = signature->resultTypes[r];
+        DataType want = DT_INVALID;
+        std::string why;
+        if (rule >= '0' && rule <= '9' && rule - '0' < operands) {
+          want = plan.values(op.inputs(rule - '0')).type().dtype();
+          why = std::string("operand ") + rule + "'s";
+        } else if (rule == 'b') {
+          want = BOOL;
+          why = "a boolean result";
+        } else if (rule == 'f') {
+          want = F32;
+          why = "an embedding table's";
+        }
+        DataType have = plan.values(id).type().dtype();
+        if (want != DT_INVALID && have != want) {
+          err << op.name() << " at " << op.location() << " in stage "
+              << stage.index() << ": result " << r << " has element type "
+              << DataType_Name(have) << ", expected " << DataType_Name(want)
+              << " (" << why << ")";
+          return err.str();
+        }
         defined[id] = true;
       }
       auto attr = [&](const char *key) -> const Attribute * {

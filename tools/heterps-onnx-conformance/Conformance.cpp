@@ -65,17 +65,27 @@ static const std::map<std::string, std::string> kLimits = {
     {"Cast", "numbers only (no strings); folds when its input is known"},
     {"Clip", "min/max must be constants"},
     {"Concat", "float tensors, or integer tensors known at import time"},
+    {"ConstantOfShape",
+     "the shape must be known at import time (folded, at most 2^20 "
+     "elements)"},
     {"Conv", "auto_pad needs static spatial sizes"},
     {"Div", "float or integer tensors of one type"},
     {"Dropout",
      "ratio and training_mode must be constants; the mask output only in "
      "inference (all ones)"},
+    {"Equal", "folded when both inputs are known; on data heterps.compare"},
     {"Expand", "the target shape must be known at import time"},
+    {"Greater", "folded when both inputs are known; on data heterps.compare"},
+    {"GreaterOrEqual",
+     "folded when both inputs are known; on data heterps.compare"},
     {"Gather", "from a float initializer by computed ids: an embedding table; "
                "otherwise a dense gather"},
     {"Identity", "tensors only (no sequences or optionals)"},
     {"LayerNormalization",
      "Mean and InvStdDev outputs are spelled out with reduce_mean"},
+    {"Less", "folded when both inputs are known; on data heterps.compare"},
+    {"LessOrEqual",
+     "folded when both inputs are known; on data heterps.compare"},
     {"MaxPool", "one output (no Indices), no dilations, storage_order 0"},
     {"Mul", "float or integer tensors of one type"},
     {"NegativeLogLikelihoodLoss",
@@ -95,6 +105,7 @@ static const std::map<std::string, std::string> kLimits = {
     {"Squeeze", "axes must be constants"},
     {"Sub", "float or integer tensors of one type"},
     {"Unsqueeze", "axes must be constants"},
+    {"Where", "folded when all inputs are known; the gradient goes to x and y"},
 };
 
 /// Why known failures fail, for docs/SupportedOps.md (shown only while the
@@ -253,10 +264,11 @@ static mlir::Type declaredType(const onnx::ValueInfoProto &info,
 /// attributes) but that a node test may feed as graph inputs.
 static bool isConstantOperand(const std::string &op, int index) {
   static const std::map<std::string, std::set<int>> operands = {
-      {"Reshape", {1}},    {"Expand", {1}},         {"Unsqueeze", {1}},
-      {"Squeeze", {1}},    {"ReduceSum", {1}},      {"ReduceMean", {1}},
-      {"ReduceMax", {1}},  {"Slice", {1, 2, 3, 4}}, {"Clip", {1, 2}},
-      {"Dropout", {1, 2}}, {"Pad", {1, 2, 3}},      {"Split", {1}},
+      {"Reshape", {1}},         {"Expand", {1}},         {"Unsqueeze", {1}},
+      {"Squeeze", {1}},         {"ReduceSum", {1}},      {"ReduceMean", {1}},
+      {"ReduceMax", {1}},       {"Slice", {1, 2, 3, 4}}, {"Clip", {1, 2}},
+      {"Dropout", {1, 2}},      {"Pad", {1, 2, 3}},      {"Split", {1}},
+      {"ConstantOfShape", {0}},
   };
   auto it = operands.find(op);
   return it != operands.end() && it->second.count(index);

@@ -1045,6 +1045,22 @@ TEST(GradientCheck, Pad) {
   }
 }
 
+TEST(GradientCheck, Where) {
+  // A mask from a comparison of data; y broadcasts from a row.
+  GradCase c("where mask, x 3x4, y 4");
+  c.param("x", {3, 4}, c.rng.uniform(12, -1.0f, 1.0f));
+  c.param("y", {4}, c.rng.uniform(4, -1.0f, 1.0f));
+  c.code("%a = heterps.constant dense<[[0.5, -1.0, 2.0, 0.0], [1.0, 1.0, "
+         "-3.0, 4.0], [-0.5, 0.25, 0.0, -2.0]]> : tensor<3x4xf32>");
+  c.code("%z = heterps.constant dense<0.0> : tensor<f32>");
+  c.code("%m = heterps.compare \"gt\" %a, %z : (tensor<3x4xf32>, "
+         "tensor<f32>) -> tensor<3x4xi1>");
+  c.code("%w = heterps.where %m, %x, %y : (tensor<3x4xi1>, tensor<3x4xf32>, "
+         "tensor<4xf32>) -> tensor<3x4xf32>");
+  c.mseLoss("%w", {3, 4});
+  checkGradients(c);
+}
+
 TEST(GradientCheck, GatherOfFloats) {
   {
     // DLRM's dot interaction keeps the pairs Z[:, li, lj]: constant

@@ -24,6 +24,11 @@ struct OpSignature {
   /// Bit i set: operand i is a float tensor, of the same float type as
   /// the op's other such operands (the kernels read them as one type).
   unsigned floatOperands;
+  /// A character per result: its element type is operand '0'-'9''s, 'b'
+  /// (bool), 'f' (f32: rows of an embedding table), or '-' (not checked:
+  /// the op's attributes say it). Kernels write results of these types, so
+  /// a plan that declares another would have its buffers overrun.
+  const char *resultTypes;
 };
 
 /// The signature of op `name` ("heterps.gemm"), or null when the plan

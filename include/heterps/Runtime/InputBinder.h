@@ -21,10 +21,11 @@ namespace heterps::runtime {
 
 class InputBinder {
 public:
-  /// Throws when data files cannot feed the plan (two float inputs).
   explicit InputBinder(const Program &program);
 
-  /// Sets the feature counts and the label kind of a reader's options.
+  /// Sets the feature counts and the label kind of a reader's options;
+  /// throws when data files cannot feed the plan (two float inputs), as
+  /// bind() does.
   void configure(DataOptions &data) const;
   /// The inputs of a step, by input position; valid until the next bind.
   std::vector<const Tensor *> bind(Batch &batch);
@@ -35,7 +36,10 @@ public:
 
 private:
   const Program &program;
-  int denseInput = -1, labelInput = -1;
+  /// Throws when the plan has a second float input.
+  void requireOneFloatInput() const;
+
+  int denseInput = -1, labelInput = -1, secondFloatInput = -1;
   int64_t denseWidth = 0, sparseWidth = 0;
   bool classLabels = false;
   std::vector<std::pair<int, int64_t>> sparseInputs;

@@ -21,6 +21,7 @@
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -215,6 +216,10 @@ private:
   LogicalResult convertCast();
   LogicalResult convertExpand();
   LogicalResult convertPad();
+  LogicalResult convertCompare(StringRef op);
+  LogicalResult convertLogical(StringRef op);
+  LogicalResult convertWhere();
+  LogicalResult convertConstantOfShape();
   LogicalResult convertSplit();
   LogicalResult convertReduce(StringRef op);
   LogicalResult convertClip();
@@ -689,6 +694,188 @@ static std::optional<Known> foldBinary(StringRef op, const Known &x,
     push(r, v);
   }
   return r;
+}
+
+/// Folds an elementwise op of known values with NumPy broadcasting:
+/// `f(elements)` gives each result element, nullopt when it cannot be known
+/// (an element known only at run time). Results beyond kMaxFoldedElements
+/// are not folded.
+static std::optional<Known>
+foldBroadcast(ArrayRef<const Known *> in, Type resultType,
+              llvm::function_ref<std::optional<double>(ArrayRef<int64_t>)> f) {
+  size_t rank = 0;
+  for (const Known *k : in)
+    rank = std::max(rank, k->shape.size());
+  SmallVector<Ints> shapes;
+  Ints out(rank, 1);
+  for (const Known *k : in) {
+    Ints s(rank - k->shape.size(), 1);
+    llvm::append_range(s, k->shape);
+    for (size_t d = 0; d < rank; ++d) {
+      if (s[d] != out[d] && s[d] != 1 && out[d] != 1)
+        return std::nullopt;
+      out[d] = std::max(out[d], s[d]);
+    }
+    shapes.push_back(s);
+  }
+  std::optional<int64_t> n = checkedProduct(out);
+  if (!n || *n > kMaxFoldedElements)
+    return std::nullopt;
+  Known r;
+  r.shape = out;
+  r.elementType = resultType;
+  Ints os = stridesOf(out);
+  SmallVector<Ints> strides;
+  for (const Ints &s : shapes)
+    strides.push_back(stridesOf(s));
+  Ints at(in.size());
+  for (int64_t e = 0; e < *n; ++e) {
+    std::fill(at.begin(), at.end(), 0);
+    int64_t rem = e;
+    for (size_t d = 0; d < rank; ++d) {
+      int64_t c = rem / os[d];
+      rem %= os[d];
+      for (size_t i = 0; i < in.size(); ++i)
+        at[i] += (shapes[i][d] == 1 ? 0 : c) * strides[i][d];
+    }
+    std::optional<double> v = f(at);
+    if (!v)
+      return std::nullopt;
+    push(r, *v);
+  }
+  return r;
+}
+
+LogicalResult Importer::convertCompare(StringRef op) {
+  const Known *x = foldable(0), *y = foldable(1);
+  if (x && y) {
+    std::optional<Known> r =
+        foldBroadcast({x, y}, b.getI1Type(),
+                      [&](ArrayRef<int64_t> at) -> std::optional<double> {
+                        if ((!x->isFloat() && x->ints[at[0]] == kDyn) ||
+                            (!y->isFloat() && y->ints[at[1]] == kDyn))
+                          return std::nullopt;
+                        double a = x->at(at[0]), c = y->at(at[1]);
+                        bool v = op == "Equal"         ? a == c
+                                 : op == "Less"        ? a < c
+                                 : op == "Greater"     ? a > c
+                                 : op == "LessOrEqual" ? a <= c
+                                                       : a >= c;
+                        return v ? 1.0 : 0.0;
+                      });
+    if (r) {
+      setKnown(*r);
+      return success();
+    }
+  }
+  FailureOr<Value> lhs = input(0), rhs = input(1);
+  if (failed(lhs) || failed(rhs))
+    return failure();
+  StringRef kind = llvm::StringSwitch<StringRef>(op)
+                       .Case("Equal", "eq")
+                       .Case("Less", "lt")
+                       .Case("Greater", "gt")
+                       .Case("LessOrEqual", "le")
+                       .Default("ge");
+  return emit(make<CompareOp>(b.getStringAttr(kind), *lhs, *rhs));
+}
+
+LogicalResult Importer::convertLogical(StringRef op) {
+  if (op == "Not") {
+    if (const Known *k = foldable(0)) {
+      Known r = *k;
+      for (int64_t &v : r.ints)
+        v = v == 0;
+      setKnown(r);
+      return success();
+    }
+    FailureOr<Value> x = input(0);
+    if (failed(x))
+      return failure();
+    setOutput(NotOp::create(b, loc, x->getType(), *x));
+    return success();
+  }
+  const Known *x = foldable(0), *y = foldable(1);
+  if (x && y) {
+    std::optional<Known> r =
+        foldBroadcast({x, y}, b.getI1Type(), [&](ArrayRef<int64_t> at) {
+          bool a = x->ints[at[0]] != 0, c = y->ints[at[1]] != 0;
+          bool v = op == "And" ? a && c : op == "Or" ? a || c : a != c;
+          return std::optional<double>(v ? 1.0 : 0.0);
+        });
+    if (r) {
+      setKnown(*r);
+      return success();
+    }
+  }
+  FailureOr<Value> lhs = input(0), rhs = input(1);
+  if (failed(lhs) || failed(rhs))
+    return failure();
+  return emit(make<LogicalOp>(b.getStringAttr(op.lower()), *lhs, *rhs));
+}
+
+LogicalResult Importer::convertWhere() {
+  const Known *c = foldable(0), *x = foldable(1), *y = foldable(2);
+  if (c && x && y && x->isFloat() == y->isFloat()) {
+    std::optional<Known> r =
+        foldBroadcast({c, x, y}, x->elementType,
+                      [&](ArrayRef<int64_t> at) -> std::optional<double> {
+                        const Known *from = c->ints[at[0]] ? x : y;
+                        int64_t i = c->ints[at[0]] ? at[1] : at[2];
+                        if (!from->isFloat() && from->ints[i] == kDyn)
+                          return static_cast<double>(kDyn);
+                        return from->at(i);
+                      });
+    if (r) {
+      setKnown(*r);
+      return success();
+    }
+  }
+  FailureOr<Value> cond = input(0), lhs = input(1), rhs = input(2);
+  if (failed(cond) || failed(lhs) || failed(rhs))
+    return failure();
+  return emit(make<WhereOp>(*cond, *lhs, *rhs));
+}
+
+LogicalResult Importer::convertConstantOfShape() {
+  const Known *shape = foldable(0);
+  if (!shape || shape->isFloat())
+    return nodeError() << "the shape must be an integer tensor known at "
+                          "import time";
+  if (!shape->complete())
+    return nodeError() << "the shape " << formatShape(shape->ints)
+                       << " depends on the run-time batch size";
+  Known fill;
+  fill.elementType = b.getF32Type();
+  fill.shape = {1};
+  fill.floats = {0.0};
+  if (const onnx::AttributeProto *a = attr("value")) {
+    FailureOr<Known> v = readTensor(a->t());
+    if (failed(v))
+      return failure();
+    if (v->size() != 1)
+      return nodeError() << "the value must have one element, it has "
+                         << v->size();
+    fill = *v;
+  }
+  std::optional<int64_t> n = checkedProduct(shape->ints);
+  for (int64_t d : shape->ints)
+    if (d < 0)
+      n.reset();
+  if (!n)
+    return nodeError() << "the shape " << formatShape(shape->ints)
+                       << " is not a valid shape";
+  if (*n > kMaxFoldedElements)
+    return nodeError() << "the shape " << formatShape(shape->ints) << " has "
+                       << *n << " elements; at most " << kMaxFoldedElements
+                       << " are built at import time";
+  Known r;
+  r.elementType = fill.elementType;
+  r.shape = shape->ints;
+  for (int64_t i = 0; i < *n; ++i)
+    pushFrom(r, fill, 0);
+  setKnown(r);
+  return success();
 }
 
 LogicalResult Importer::convertBinary(StringRef op) {
@@ -1761,30 +1948,64 @@ LogicalResult Importer::convertConstant() {
 //===----------------------------------------------------------------------===//
 
 static const StringRef kSupportedOps[] = {
-    "Abs",         "Add",
-    "AveragePool", "BatchNormalization",
-    "Cast",        "Clip",
-    "Concat",      "Constant",
-    "Conv",        "Div",
-    "Dropout",     "Erf",
-    "Exp",         "Expand",
-    "Flatten",     "Gather",
-    "Gemm",        "GlobalAveragePool",
-    "Identity",    "LayerNormalization",
-    "LeakyRelu",   "Log",
-    "LogSoftmax",  "MatMul",
-    "MaxPool",     "Mul",
-    "Neg",         "NegativeLogLikelihoodLoss",
-    "Pad",         "Pow",
-    "ReduceMax",   "ReduceMean",
-    "ReduceSum",   "Relu",
-    "Reshape",     "Shape",
-    "Sigmoid",     "Slice",
-    "Softmax",     "SoftmaxCrossEntropyLoss",
-    "Split",       "Sqrt",
-    "Squeeze",     "Sub",
-    "Tanh",        "Transpose",
+    "Abs",
+    "Add",
+    "And",
+    "AveragePool",
+    "BatchNormalization",
+    "Cast",
+    "Clip",
+    "Concat",
+    "Constant",
+    "ConstantOfShape",
+    "Conv",
+    "Div",
+    "Dropout",
+    "Equal",
+    "Erf",
+    "Exp",
+    "Expand",
+    "Flatten",
+    "Gather",
+    "Gemm",
+    "GlobalAveragePool",
+    "Greater",
+    "GreaterOrEqual",
+    "Identity",
+    "LayerNormalization",
+    "LeakyRelu",
+    "Less",
+    "LessOrEqual",
+    "Log",
+    "LogSoftmax",
+    "MatMul",
+    "MaxPool",
+    "Mul",
+    "Neg",
+    "NegativeLogLikelihoodLoss",
+    "Not",
+    "Or",
+    "Pad",
+    "Pow",
+    "ReduceMax",
+    "ReduceMean",
+    "ReduceSum",
+    "Relu",
+    "Reshape",
+    "Shape",
+    "Sigmoid",
+    "Slice",
+    "Softmax",
+    "SoftmaxCrossEntropyLoss",
+    "Split",
+    "Sqrt",
+    "Squeeze",
+    "Sub",
+    "Tanh",
+    "Transpose",
     "Unsqueeze",
+    "Where",
+    "Xor",
 };
 
 ArrayRef<StringRef> mlir::heterps::getSupportedONNXOps() {
@@ -1821,6 +2042,15 @@ LogicalResult Importer::importNode(const onnx::NodeProto &n) {
     return convertExpand();
   if (op == "Pad")
     return convertPad();
+  if (op == "Equal" || op == "Less" || op == "Greater" || op == "LessOrEqual" ||
+      op == "GreaterOrEqual")
+    return convertCompare(op);
+  if (op == "Not" || op == "And" || op == "Or" || op == "Xor")
+    return convertLogical(op);
+  if (op == "Where")
+    return convertWhere();
+  if (op == "ConstantOfShape")
+    return convertConstantOfShape();
   if (op == "Split")
     return convertSplit();
   if (op == "ReduceSum" || op == "ReduceMean" || op == "ReduceMax")

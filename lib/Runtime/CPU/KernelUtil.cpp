@@ -65,6 +65,7 @@ void heterps::runtime::registerCPUKernels(KernelRegistry &registry) {
   registerElementwiseKernels(registry);
   registerLinalgKernels(registry);
   registerShapeKernels(registry);
+  registerLogicKernels(registry);
   registerReduceKernels(registry);
   registerLossKernels(registry);
   registerCNNKernels(registry);

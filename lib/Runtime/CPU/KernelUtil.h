@@ -131,6 +131,7 @@ void addKernel(KernelRegistry &r, const std::string &name) {
 void registerElementwiseKernels(KernelRegistry &r);
 void registerLinalgKernels(KernelRegistry &r);
 void registerShapeKernels(KernelRegistry &r);
+void registerLogicKernels(KernelRegistry &r);
 void registerReduceKernels(KernelRegistry &r);
 void registerLossKernels(KernelRegistry &r);
 

@@ -14,11 +14,13 @@ InputBinder::InputBinder(const Program &program) : program(program) {
       labelInput = i;
       classLabels = !isFloat(t.dtype);
     } else if (isFloat(t.dtype)) {
-      if (denseInput >= 0)
-        fail() << "the plan has two float inputs ('"
-               << program.inputName(denseInput) << "', '"
-               << program.inputName(i)
-               << "'); data files feed one; give tensors with --input";
+      // Tensors given with --input feed any number of float inputs; data
+      // files feed one (refused when they are used).
+      if (denseInput >= 0) {
+        if (secondFloatInput < 0)
+          secondFloatInput = i;
+        continue;
+      }
       denseInput = i;
       denseWidth = numElements(Shape(t.dims.begin() + 1, t.dims.end()));
     } else {
@@ -33,7 +35,16 @@ InputBinder::InputBinder(const Program &program) : program(program) {
   views.resize(program.plan().inputs_size());
 }
 
+void InputBinder::requireOneFloatInput() const {
+  if (secondFloatInput >= 0)
+    fail() << "the plan has two float inputs ('"
+           << program.inputName(denseInput) << "', '"
+           << program.inputName(secondFloatInput)
+           << "'); data files feed one; give tensors with --input";
+}
+
 void InputBinder::configure(DataOptions &data) const {
+  requireOneFloatInput();
   data.denseFeatures = denseInput >= 0 ? denseWidth : 0;
   data.sparseFeatures = sparseWidth;
   data.classLabels = classLabels;
@@ -45,6 +56,7 @@ void InputBinder::configure(DataOptions &data) const {
 }
 
 std::vector<const Tensor *> InputBinder::bind(Batch &batch) {
+  requireOneFloatInput();
   int64_t n = batch.size;
   std::vector<const Tensor *> inputs(tensors.size(), nullptr);
   if (denseInput >= 0) {

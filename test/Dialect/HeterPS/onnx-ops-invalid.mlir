@@ -145,3 +145,47 @@ func.func @pad_result(%x: tensor<4x6xf32>) {
   %p = heterps.pad %x {pads = array<i64: 1, 1, 1, 1>} : (tensor<4x6xf32>) -> tensor<6x9xf32>
   return
 }
+
+// -----
+
+func.func @compare_kind(%x: tensor<4xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{heterps.compare: unknown kind 'ne'; expected eq, lt, gt, le or ge}}
+  %m = heterps.compare "ne" %x, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
+  return
+}
+
+// -----
+
+func.func @compare_types(%x: tensor<4xf32>, %i: tensor<4xi64>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{'heterps.compare' op operands have different element types: 'f32' and 'i64'}}
+  %m = heterps.compare "eq" %x, %i : (tensor<4xf32>, tensor<4xi64>) -> tensor<4xi1>
+  return
+}
+
+// -----
+
+func.func @logical_kind(%a: tensor<4xi1>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{heterps.logical: unknown kind 'nand'; expected and, or or xor}}
+  %m = heterps.logical "nand" %a, %a : (tensor<4xi1>, tensor<4xi1>) -> tensor<4xi1>
+  return
+}
+
+// -----
+
+func.func @where_shapes(%c: tensor<3xi1>, %x: tensor<4xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{'heterps.where' op operand shapes 3 and 4 do not broadcast (dimension 0: 3 vs 4)}}
+  %w = heterps.where %c, %x, %x : (tensor<3xi1>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @where_condition(%c: tensor<4xf32>, %x: tensor<4xf32>) {
+  // expected-error @+1 {{operand #0 must be ranked tensor of 1-bit signless integer values}}
+  %w = heterps.where %c, %x, %x : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return
+}

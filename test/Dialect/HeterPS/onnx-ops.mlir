@@ -1,5 +1,5 @@
 // Round trip of the ops the ONNX frontend adds (gather, slice, cast, expand,
-// pad, weighted_nll_loss) and of an embedding table with initial rows: parse,
+// pad, compare, logical, not, where, weighted_nll_loss) and of an embedding table with initial rows: parse,
 // print, parse again, in the custom and in the generic form.
 // RUN: heterps-opt %s | heterps-opt | FileCheck %s
 // RUN: heterps-opt %s --mlir-print-op-generic | heterps-opt | FileCheck %s
@@ -57,5 +57,18 @@ func.func @pads(%x: tensor<?x3x8x8xf32>, %i: tensor<4x6xi64>) {
   %r = heterps.pad %x {mode = "reflect", pads = array<i64: 0, 0, 1, 2, 0, 0, 2, 1>} : (tensor<?x3x8x8xf32>) -> tensor<?x3x11x11xf32>
   // CHECK: heterps.pad %{{.*}} {pads = array<i64: 1, 0, 0, 2>, value = -1.000000e+00 : f64} : (tensor<4x6xi64>) -> tensor<5x8xi64>
   %c = heterps.pad %i {pads = array<i64: 1, 0, 0, 2>, value = -1.0 : f64} : (tensor<4x6xi64>) -> tensor<5x8xi64>
+  return
+}
+
+// CHECK-LABEL: func.func @masks
+func.func @masks(%x: tensor<?x8xf32>, %t: tensor<f32>, %b: tensor<8xi1>) {
+  // CHECK: %[[M:.*]] = heterps.compare "lt" %{{.*}}, %{{.*}} : (tensor<?x8xf32>, tensor<f32>) -> tensor<?x8xi1>
+  %m = heterps.compare "lt" %x, %t : (tensor<?x8xf32>, tensor<f32>) -> tensor<?x8xi1>
+  // CHECK: %[[A:.*]] = heterps.logical "and" %[[M]], %{{.*}} : (tensor<?x8xi1>, tensor<8xi1>) -> tensor<?x8xi1>
+  %a = heterps.logical "and" %m, %b : (tensor<?x8xi1>, tensor<8xi1>) -> tensor<?x8xi1>
+  // CHECK: %[[N:.*]] = heterps.not %[[A]] : tensor<?x8xi1>
+  %n = heterps.not %a : tensor<?x8xi1>
+  // CHECK: heterps.where %[[N]], %{{.*}}, %{{.*}} : (tensor<?x8xi1>, tensor<?x8xf32>, tensor<f32>) -> tensor<?x8xf32>
+  %w = heterps.where %n, %x, %t : (tensor<?x8xi1>, tensor<?x8xf32>, tensor<f32>) -> tensor<?x8xf32>
   return
 }

@@ -375,6 +375,29 @@ struct GatherRule {
   }
 };
 
+/// Where's gradient goes to x where the condition holds, to y elsewhere,
+/// each summed back to its operand's shape; the condition has none.
+struct WhereRule {
+  static LogicalResult build(WhereOp op, OpBuilder &b, ValueRange dy,
+                             Grads &g) {
+    g.push_back(Value());
+    Type element = getElementTypeOrSelf(op.getType());
+    if (!isa<FloatType>(element)) {
+      g.push_back(Value());
+      g.push_back(Value());
+      return success();
+    }
+    Location loc = op.getLoc();
+    Value zero = scalarConstant(b, loc, element, 0.0);
+    Value cond = op.getCondition();
+    Value toX = WhereOp::create(b, loc, op.getType(), cond, dy[0], zero);
+    Value toY = WhereOp::create(b, loc, op.getType(), cond, zero, dy[0]);
+    g.push_back(sumTo(b, loc, toX, op.getX()));
+    g.push_back(sumTo(b, loc, toY, op.getY()));
+    return success();
+  }
+};
+
 /// A pad adds its gradient back where each element came from.
 struct PadRule {
   static LogicalResult build(PadOp op, OpBuilder &b, ValueRange dy, Grads &g) {
@@ -593,6 +616,7 @@ void mlir::heterps::attachGradientModels(MLIRContext *context) {
   attach<GatherOp, GatherRule>(context);
   attach<SliceOp, SliceRule>(context);
   attach<PadOp, PadRule>(context);
+  attach<WhereOp, WhereRule>(context);
   attach<ReduceSumOp, ReduceRule<ReduceSumOp>>(context);
   attach<ReduceMeanOp, ReduceRule<ReduceMeanOp>>(context);
   attach<ReduceMaxOp, ReduceRule<ReduceMaxOp>>(context);

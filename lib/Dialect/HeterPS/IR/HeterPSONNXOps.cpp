@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "heterps/Dialect/HeterPS/IR/HeterPSOps.h"
+#include "heterps/Dialect/HeterPS/IR/HeterPSShapes.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/TypeUtilities.h"
@@ -196,6 +197,66 @@ LogicalResult PadGradOp::verify() {
     return emitOpError() << "result gradient " << getResultGrad().getType()
                          << " is not of the pad's result type " << *forward;
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// CompareOp, LogicalOp, WhereOp
+//===----------------------------------------------------------------------===//
+
+/// The broadcast of `lhs` and `rhs` as an `i1` tensor.
+static LogicalResult inferBoolBroadcast(std::optional<Location> loc,
+                                        StringRef opName, Type lhs, Type rhs,
+                                        SmallVectorImpl<Type> &inferred) {
+  SmallVector<Type> shaped;
+  if (failed(inferBroadcastResultType(loc, opName, lhs, rhs, shaped)))
+    return failure();
+  auto type = cast<RankedTensorType>(shaped.front());
+  inferred.push_back(type.clone(IntegerType::get(lhs.getContext(), 1)));
+  return success();
+}
+
+LogicalResult CompareOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &inferred) {
+  StringRef kind = adaptor.getKind();
+  if (!llvm::is_contained({"eq", "lt", "gt", "le", "ge"}, kind))
+    return emitOptionalError(loc, getOperationName(), ": unknown kind '", kind,
+                             "'; expected eq, lt, gt, le or ge");
+  return inferBoolBroadcast(loc, getOperationName(),
+                            adaptor.getLhs().getType(),
+                            adaptor.getRhs().getType(), inferred);
+}
+
+LogicalResult LogicalOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &inferred) {
+  StringRef kind = adaptor.getKind();
+  if (!llvm::is_contained({"and", "or", "xor"}, kind))
+    return emitOptionalError(loc, getOperationName(), ": unknown kind '", kind,
+                             "'; expected and, or or xor");
+  return inferBoolBroadcast(loc, getOperationName(),
+                            adaptor.getLhs().getType(),
+                            adaptor.getRhs().getType(), inferred);
+}
+
+LogicalResult WhereOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &inferred) {
+  SmallVector<Type> values;
+  if (failed(inferBroadcastResultType(loc, getOperationName(),
+                                      adaptor.getX().getType(),
+                                      adaptor.getY().getType(), values)))
+    return failure();
+  auto valueType = cast<RankedTensorType>(values.front());
+  // The condition broadcasts too: compare shapes with its element type
+  // replaced by the values'.
+  auto condition = cast<RankedTensorType>(adaptor.getCondition().getType())
+                       .clone(valueType.getElementType());
+  return inferBroadcastResultType(loc, getOperationName(), condition,
+                                  valueType, inferred);
 }
 
 //===----------------------------------------------------------------------===//

@@ -239,6 +239,81 @@ def HeterPS_MulOp : HeterPS_BinaryOp<"mul", "Elementwise multiplication">;
 def HeterPS_DivOp : HeterPS_BinaryOp<"div", "Elementwise division">;
 def HeterPS_PowOp : HeterPS_BinaryOp<"pow", "Elementwise power">;
 
+def HeterPS_BoolTensor : RankedTensorOf<[I1]>;
+
+def HeterPS_CompareOp : HeterPS_Op<"compare",
+    [Pure, InferTypeOpAdaptor, HeterPS_CostOpInterface]> {
+  let summary = "Elementwise comparison (ONNX Equal, Less, Greater, ...)";
+  let description = [{
+    `kind` is `eq`, `lt`, `gt`, `le` or `ge`; the operands (one element
+    type) broadcast as NumPy's do and the result is `i1`. The importer
+    folds comparisons of values it knows (shape computations); this op
+    compares data.
+
+    ```mlir
+    %m = heterps.compare "lt" %x, %t : (tensor<?x8xf32>, tensor<f32>) -> tensor<?x8xi1>
+    ```
+  }];
+  let arguments = (ins StrAttr:$kind, HeterPS_NumericTensor:$lhs,
+                       HeterPS_NumericTensor:$rhs);
+  let results = (outs HeterPS_BoolTensor:$result);
+  let assemblyFormat = [{
+    $kind $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def HeterPS_LogicalOp : HeterPS_Op<"logical",
+    [Pure, InferTypeOpAdaptor, HeterPS_CostOpInterface]> {
+  let summary = "Elementwise and, or, xor of booleans (ONNX And, Or, Xor)";
+  let description = [{
+    `kind` is `and`, `or` or `xor`; the operands broadcast.
+
+    ```mlir
+    %m = heterps.logical "and" %a, %b : (tensor<?x8xi1>, tensor<8xi1>) -> tensor<?x8xi1>
+    ```
+  }];
+  let arguments = (ins StrAttr:$kind, HeterPS_BoolTensor:$lhs,
+                       HeterPS_BoolTensor:$rhs);
+  let results = (outs HeterPS_BoolTensor:$result);
+  let assemblyFormat = [{
+    $kind $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def HeterPS_NotOp : HeterPS_Op<"not",
+    [Pure, SameOperandsAndResultType, HeterPS_CostOpInterface]> {
+  let summary = "Elementwise negation of booleans (ONNX Not)";
+  let description = [{
+    ```mlir
+    %n = heterps.not %m : tensor<?x8xi1>
+    ```
+  }];
+  let arguments = (ins HeterPS_BoolTensor:$input);
+  let results = (outs HeterPS_BoolTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def HeterPS_WhereOp : HeterPS_Op<"where",
+    [Pure, InferTypeOpAdaptor, HeterPS_CostOpInterface]> {
+  let summary = "Picks x where the condition holds, else y (ONNX Where)";
+  let description = [{
+    The three operands broadcast; `x` and `y` have one element type, the
+    result's. Its gradient goes to `x` where the condition holds and to `y`
+    elsewhere.
+
+    ```mlir
+    %z = heterps.where %m, %x, %zero
+           : (tensor<?x8xi1>, tensor<?x8xf32>, tensor<f32>) -> tensor<?x8xf32>
+    ```
+  }];
+  let arguments = (ins HeterPS_BoolTensor:$condition,
+                       HeterPS_NumericTensor:$x, HeterPS_NumericTensor:$y);
+  let results = (outs HeterPS_NumericTensor:$result);
+  let assemblyFormat = [{
+    $condition `,` $x `,` $y attr-dict `:` functional-type(operands, results)
+  }];
+}
+
 // `flops` is the cost of one element, forward. `effects` replaces Pure for
 // the ops that have some.
 class HeterPS_UnaryOp<string mnemonic, string opSummary, string flops,
