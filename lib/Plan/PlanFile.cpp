@@ -11,6 +11,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <string_view>
 #include <unistd.h>
 
 using namespace heterps::plan;
@@ -283,6 +284,31 @@ std::string heterps::plan::verifyPlan(const Plan &plan) {
           err << op.name() << " at " << op.location() << " in stage "
               << stage.index() << " uses value " << id
               << " before it is defined";
+          return err.str();
+        }
+        std::string_view rules = signature->operandTypes;
+        char rule =
+            rules.empty() ? '-' : rules[std::min<size_t>(i, rules.size() - 1)];
+        DataType have = plan.values(id).type().dtype();
+        bool ok = true;
+        std::string want;
+        if (rule >= '0' && rule <= '9' && rule - '0' < operands) {
+          DataType other = plan.values(op.inputs(rule - '0')).type().dtype();
+          ok = have == other;
+          want =
+              DataType_Name(other) + std::string(" (operand ") + rule + "'s)";
+        } else if (rule == 'b') {
+          ok = have == BOOL;
+          want = "BOOL";
+        } else if (rule == 'i') {
+          ok = have == I8 || have == I16 || have == I32 || have == I64 ||
+               have == U8 || have == U16 || have == U32 || have == U64;
+          want = "an integer type";
+        }
+        if (!ok) {
+          err << op.name() << " at " << op.location() << " in stage "
+              << stage.index() << ": operand " << i << " has element type "
+              << DataType_Name(have) << ", expected " << want;
           return err.str();
         }
       }

@@ -29,6 +29,11 @@ struct OpSignature {
   /// the op's attributes say it). Kernels write results of these types, so
   /// a plan that declares another would have its buffers overrun.
   const char *resultTypes;
+  /// A character per operand (the last repeats for further operands of a
+  /// variadic op): its element type is operand '0'-'9''s, 'b' (bool), 'i'
+  /// (an integer type: ids, labels, indices), or '-' (any). The kernels
+  /// read such operands as one type.
+  const char *operandTypes;
 };
 
 /// The signature of op `name` ("heterps.gemm"), or null when the plan

@@ -60,6 +60,14 @@ def main():
         plan.training.label_inputs.append(int(value))
     elif key == "param-dim":
         plan.params[0].type.dims[0] = int(value)
+    elif key == "result-dtype":
+        # The element type of the first result of the first op `value`.
+        name, _, dtype = value.partition(":")
+        op = next(o for s in plan.stages for o in s.ops
+                  if o.name == "heterps." + name)
+        for v in plan.values:
+            if v.id == op.outputs[0]:
+                v.type.dtype = int(dtype)
     elif key in ("drop-operand", "extra-operand", "drop-result", "attr-kind",
                  "drop-attr", "op-name", "float-attr"):
         name, _, attr = value.partition(":")
