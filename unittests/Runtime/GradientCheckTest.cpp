@@ -1140,7 +1140,7 @@ TEST(GradientCheck, Reductions) {
       {"1", true, {2, 1, 4}}, {"1", false, {2, 4}},  {"0, 2", true, {1, 3, 1}},
       {"0, 2", false, {3}},   {"-1", false, {2, 3}}, {"", true, {1, 1, 1}},
       {"", false, {}}};
-  for (const char *kind : {"sum", "mean", "max"})
+  for (const char *kind : {"sum", "mean", "max", "min", "prod", "l2"})
     for (const ReduceSpec &s : specs) {
       GradCase c(std::string("reduce_") + kind + " axes [" + s.axes + "]" +
                  (s.keepdims ? " keepdims" : ""));

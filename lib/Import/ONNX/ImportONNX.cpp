@@ -1591,8 +1591,8 @@ LogicalResult Importer::convertPad() {
 
 LogicalResult Importer::convertReduce(StringRef op) {
   std::optional<Ints> axes;
-  // ReduceSum takes its axes as an input from opset 13; ReduceMean and
-  // ReduceMax keep the attribute until opset 18.
+  // ReduceSum takes its axes as an input from opset 13; the other
+  // reductions keep the attribute until opset 18.
   bool axesInput = (op == "ReduceSum" && opset >= 13) || opset >= 18;
   if (axesInput) {
     if (has(1)) {
@@ -1619,6 +1619,12 @@ LogicalResult Importer::convertReduce(StringRef op) {
     return emit(make<ReduceSumOp>(*x, arr, kd));
   if (op == "ReduceMean")
     return emit(make<ReduceMeanOp>(*x, arr, kd));
+  if (op == "ReduceMin")
+    return emit(make<ReduceMinOp>(*x, arr, kd));
+  if (op == "ReduceProd")
+    return emit(make<ReduceProdOp>(*x, arr, kd));
+  if (op == "ReduceL2")
+    return emit(make<ReduceL2Op>(*x, arr, kd));
   return emit(make<ReduceMaxOp>(*x, arr, kd));
 }
 
@@ -1987,8 +1993,11 @@ static const StringRef kSupportedOps[] = {
     "Or",
     "Pad",
     "Pow",
+    "ReduceL2",
     "ReduceMax",
     "ReduceMean",
+    "ReduceMin",
+    "ReduceProd",
     "ReduceSum",
     "Relu",
     "Reshape",
@@ -2053,7 +2062,8 @@ LogicalResult Importer::importNode(const onnx::NodeProto &n) {
     return convertConstantOfShape();
   if (op == "Split")
     return convertSplit();
-  if (op == "ReduceSum" || op == "ReduceMean" || op == "ReduceMax")
+  if (op == "ReduceSum" || op == "ReduceMean" || op == "ReduceMax" ||
+      op == "ReduceMin" || op == "ReduceProd" || op == "ReduceL2")
     return convertReduce(op);
   if (op == "Clip")
     return convertClip();

@@ -64,12 +64,15 @@ public:
     dnnl::algorithm alg = kind == "max"    ? dnnl::algorithm::reduction_max
                           : kind == "mean" ? dnnl::algorithm::reduction_mean
                                            : dnnl::algorithm::reduction_sum;
-    prim = planIsF32(info) ? cache.get(in,
-                                       [&](BoundPrimitive &p) {
-                                         return buildReduction(alg, plan.input,
-                                                               plan.kept, p);
-                                       })
-                           : nullptr;
+    // min, prod and l2 are loops (rare, and exact in double).
+    bool primitive = kind == "max" || kind == "mean" || kind == "sum";
+    prim =
+        primitive && planIsF32(info)
+            ? cache.get(in,
+                        [&](BoundPrimitive &p) {
+                          return buildReduction(alg, plan.input, plan.kept, p);
+                        })
+            : nullptr;
     return {plan.result};
   }
   void run(const std::vector<const Tensor *> &in,
@@ -83,18 +86,32 @@ public:
       const T *x = in[0]->as<T>();
       T *y = res[0]->as<T>();
       int64_t n = res[0]->numElements();
-      bool isMax = kind == "max";
-      std::fill(y, y + n, isMax ? -std::numeric_limits<T>::infinity() : T(0));
-      forEachBroadcast(plan.input, plan.own, plan.toKept,
-                       [&](int64_t, int64_t i, int64_t o) {
-                         if (isMax)
-                           y[o] = std::max(y[o], x[i]);
-                         else
-                           y[o] += x[i];
-                       });
+      T init = kind == "max"    ? -std::numeric_limits<T>::infinity()
+               : kind == "min"  ? std::numeric_limits<T>::infinity()
+               : kind == "prod" ? T(1)
+                                : T(0);
+      std::fill(y, y + n, init);
+      auto each = [&](auto combine) {
+        forEachBroadcast(
+            plan.input, plan.own, plan.toKept,
+            [&](int64_t, int64_t i, int64_t o) { y[o] = combine(y[o], x[i]); });
+      };
+      if (kind == "max")
+        each([](T a, T v) { return std::max(a, v); });
+      else if (kind == "min")
+        each([](T a, T v) { return std::min(a, v); });
+      else if (kind == "prod")
+        each([](T a, T v) { return a * v; });
+      else if (kind == "l2")
+        each([](T a, T v) { return a + v * v; });
+      else
+        each([](T a, T v) { return a + v; });
       if (kind == "mean" && plan.count)
         for (int64_t i = 0; i < n; ++i)
           y[i] /= static_cast<T>(plan.count);
+      if (kind == "l2")
+        for (int64_t i = 0; i < n; ++i)
+          y[i] = std::sqrt(y[i]);
     });
   }
 
@@ -122,9 +139,13 @@ public:
         fail() << info.describe() << ": operand " << i << " is "
                << shapeString(in[i]) << ", reducing " << shapeString(in[0])
                << " gives " << shapeString(plan.kept);
-    prim = kind != "max" && planIsF32(info)
+    prim = (kind == "sum" || kind == "mean") && planIsF32(info)
                ? cache.get(in, [&](BoundPrimitive &p) { return build(p); })
                : nullptr;
+    if (kind == "prod") {
+      zeros.assign(numElements(plan.kept), 0);
+      others.resize(numElements(plan.kept));
+    }
     return {in[0]};
   }
   void run(const std::vector<const Tensor *> &in,
@@ -139,14 +160,39 @@ public:
       T *dx = res[0]->as<T>();
       T scale = kind == "mean" && plan.count ? T(1) / static_cast<T>(plan.count)
                                              : T(1);
-      bool isMax = kind == "max";
-      forEachBroadcast(plan.input, plan.own, plan.toKept,
-                       [&](int64_t, int64_t i, int64_t o) {
-                         if (isMax)
-                           dx[i] = x[i] == y[o] ? dy[o] : T(0);
-                         else
-                           dx[i] = dy[o] * scale;
-                       });
+      auto each = [&](auto f) {
+        forEachBroadcast(plan.input, plan.own, plan.toKept,
+                         [&](int64_t, int64_t i, int64_t o) { f(i, o); });
+      };
+      if (kind == "max" || kind == "min") {
+        // Every element equal to the extreme gets the gradient.
+        each(
+            [&](int64_t i, int64_t o) { dx[i] = x[i] == y[o] ? dy[o] : T(0); });
+      } else if (kind == "l2") {
+        each([&](int64_t i, int64_t o) {
+          dx[i] = y[o] != T(0) ? dy[o] * x[i] / y[o] : T(0);
+        });
+      } else if (kind == "prod") {
+        // d/dx_i is the product of the other elements: y / x_i without
+        // zeros; with one zero, only that element gets the product of the
+        // rest; with two or more, none.
+        std::fill(zeros.begin(), zeros.end(), 0);
+        std::fill(others.begin(), others.end(), 1.0);
+        each([&](int64_t i, int64_t o) {
+          if (x[i] == T(0))
+            ++zeros[o];
+          else
+            others[o] *= static_cast<double>(x[i]);
+        });
+        each([&](int64_t i, int64_t o) {
+          double g = zeros[o] == 0   ? others[o] / static_cast<double>(x[i])
+                     : zeros[o] == 1 ? (x[i] == T(0) ? others[o] : 0.0)
+                                     : 0.0;
+          dx[i] = dy[o] * static_cast<T>(g);
+        });
+      } else {
+        each([&](int64_t i, int64_t o) { dx[i] = dy[o] * scale; });
+      }
     });
   }
 
@@ -179,6 +225,9 @@ private:
   ReducePlan plan;
   PrimitiveCache cache;
   BoundPrimitive *prim = nullptr;
+  // prod: per kept position, its zero count and the product of the rest.
+  std::vector<int64_t> zeros;
+  std::vector<double> others;
 };
 
 struct AxisSplit {
@@ -353,6 +402,9 @@ void cpu::registerReduceKernels(KernelRegistry &r) {
   addKernel<ReduceKernel>(r, "heterps.reduce_sum");
   addKernel<ReduceKernel>(r, "heterps.reduce_mean");
   addKernel<ReduceKernel>(r, "heterps.reduce_max");
+  addKernel<ReduceKernel>(r, "heterps.reduce_min");
+  addKernel<ReduceKernel>(r, "heterps.reduce_prod");
+  addKernel<ReduceKernel>(r, "heterps.reduce_l2");
   addKernel<ReduceGradKernel>(r, "heterps.reduce_grad");
   addKernel<SoftmaxKernel>(r, "heterps.softmax");
   addKernel<SoftmaxKernel>(r, "heterps.log_softmax");

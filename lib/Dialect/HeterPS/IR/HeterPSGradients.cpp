@@ -620,6 +620,9 @@ void mlir::heterps::attachGradientModels(MLIRContext *context) {
   attach<ReduceSumOp, ReduceRule<ReduceSumOp>>(context);
   attach<ReduceMeanOp, ReduceRule<ReduceMeanOp>>(context);
   attach<ReduceMaxOp, ReduceRule<ReduceMaxOp>>(context);
+  attach<ReduceMinOp, ReduceRule<ReduceMinOp>>(context);
+  attach<ReduceProdOp, ReduceRule<ReduceProdOp>>(context);
+  attach<ReduceL2Op, ReduceRule<ReduceL2Op>>(context);
   attach<GlobalAvgPoolOp, GlobalAvgPoolRule>(context);
   attach<MaxPoolOp, PoolRule<MaxPoolOp>>(context);
   attach<AvgPoolOp, PoolRule<AvgPoolOp>>(context);

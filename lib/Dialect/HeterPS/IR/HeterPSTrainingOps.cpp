@@ -62,7 +62,8 @@ LogicalResult SumToShapeOp::verify() {
 }
 
 LogicalResult ReduceGradOp::verify() {
-  if (failed(verifyKind(*this, getKind(), {"sum", "mean", "max"})))
+  if (failed(verifyKind(*this, getKind(),
+                        {"sum", "mean", "max", "min", "prod", "l2"})))
     return failure();
   if (getResult().getType() != getResultGrad().getType())
     return emitOpError() << "result gradient type " << getResultGrad().getType()

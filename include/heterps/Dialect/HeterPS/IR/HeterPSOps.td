@@ -495,6 +495,10 @@ class HeterPS_ReduceOp<string mnemonic, string opSummary>
 def HeterPS_ReduceSumOp : HeterPS_ReduceOp<"reduce_sum", "Sum over axes">;
 def HeterPS_ReduceMeanOp : HeterPS_ReduceOp<"reduce_mean", "Mean over axes">;
 def HeterPS_ReduceMaxOp : HeterPS_ReduceOp<"reduce_max", "Maximum over axes">;
+def HeterPS_ReduceMinOp : HeterPS_ReduceOp<"reduce_min", "Minimum over axes">;
+def HeterPS_ReduceProdOp : HeterPS_ReduceOp<"reduce_prod", "Product over axes">;
+def HeterPS_ReduceL2Op : HeterPS_ReduceOp<"reduce_l2",
+    "Euclidean norm over axes (F.normalize divides by it)">;
 
 //===----------------------------------------------------------------------===//
 // Normalisation
