@@ -9,8 +9,8 @@ python3-onnx):
 
 The first form writes torch-ctr.onnx, torch-mlp.onnx, torch-cnn.onnx,
 torch-ctr-loss.onnx (the CTR model with its loss in the graph),
-torch-lenet.onnx (LeNet-5 with F.avg_pool2d) and torch-din.onnx (DIN's
-target attention)
+torch-lenet.onnx (LeNet-5 with F.avg_pool2d), torch-din.onnx (DIN's
+target attention) and torch-two-tower.onnx (F.normalize)
 (default: test/Import/ONNX/Inputs/, where they are committed). The second
 writes torchvision's resnet18 (random weights, about 45 MB), which is not
 committed: bench/import/run.sh exports it into the build directory.
@@ -110,6 +110,24 @@ class TargetAttention(nn.Module):
         return (weights.unsqueeze(-1) * history).sum(1)
 
 
+class TwoTower(nn.Module):
+    """A two-tower retrieval model: user and item towers over their
+    embeddings, L2-normalised (F.normalize exports ReduceL2, Clip and an
+    Expand to the batch), scored by a scaled cosine."""
+
+    def __init__(self):
+        super().__init__()
+        self.user = nn.Embedding(VOCAB, EMB_DIM)
+        self.item = nn.Embedding(VOCAB, EMB_DIM)
+        self.user_tower = nn.Linear(EMB_DIM, EMB_DIM)
+        self.item_tower = nn.Linear(EMB_DIM, EMB_DIM)
+
+    def forward(self, user, item):
+        u = F.normalize(self.user_tower(self.user(user)), dim=1)
+        v = F.normalize(self.item_tower(self.item(item)), dim=1)
+        return torch.sigmoid(5 * (u * v).sum(1, keepdim=True))
+
+
 class MLP(nn.Module):
     def __init__(self):
         super().__init__()
@@ -185,6 +203,10 @@ def export_fixtures(out):
     export(TargetAttention(),
            (torch.randn(batch, EMB_DIM), torch.randn(batch, 5, EMB_DIM)),
            ["query", "history"], os.path.join(out, "torch-din.onnx"))
+    torch.manual_seed(20240608)
+    export(TwoTower(),
+           (torch.randint(0, VOCAB, (batch,)), torch.randint(0, VOCAB, (batch,))),
+           ["user", "item"], os.path.join(out, "torch-two-tower.onnx"))
 
 
 def export_resnet18(path):

@@ -1517,13 +1517,27 @@ LogicalResult Importer::convertExpand() {
     return failure();
   const Known *k = foldable(0);
   if (!k || !k->complete()) {
-    if (llvm::is_contained(*shape, kDyn))
-      return nodeError() << "the target shape depends on the run-time batch "
-                            "size";
     FailureOr<Value> x = input(0);
     if (failed(x))
       return failure();
-    return emit(make<ExpandOp>(*x, b.getDenseI64ArrayAttr(*shape)));
+    // A target dimension that is the run-time batch (x.expand_as(y), as
+    // F.normalize writes it) is kept from the input's own batch dimension:
+    // broadcasting against 1 keeps it.
+    ArrayRef<int64_t> in = typeOf(*x).getShape();
+    Ints target = *shape;
+    int64_t offset =
+        static_cast<int64_t>(target.size()) - static_cast<int64_t>(in.size());
+    for (int64_t d = 0; d < static_cast<int64_t>(target.size()); ++d) {
+      if (target[d] != kDyn)
+        continue;
+      int64_t i = d - offset;
+      if (i < 0 || !ShapedType::isDynamic(in[i]))
+        return nodeError() << "the target shape " << formatShape(*shape)
+                           << " expands dimension " << d
+                           << " to the run-time batch size";
+      target[d] = 1;
+    }
+    return emit(make<ExpandOp>(*x, b.getDenseI64ArrayAttr(target)));
   }
   Known ones;
   ones.elementType = k->elementType;
