@@ -94,6 +94,7 @@ static const std::map<std::string, std::string> kLimits = {
             "modes constant, reflect and edge; no negative pads; the batch "
             "is not padded; all-zero pads are dropped"},
     {"Pow", "float base; the exponent is cast to the base type"},
+    {"Range", "start, limit and delta must be known at import time (folded)"},
     {"Reshape", "the shape must be known at import time"},
     {"Shape", "folded; a dynamic batch stays symbolic"},
     {"Slice", "starts/ends/axes/steps must be constants; the batch is kept"},
@@ -104,6 +105,8 @@ static const std::map<std::string, std::string> kLimits = {
               "output is a heterps.slice"},
     {"Squeeze", "axes must be constants"},
     {"Sub", "float or integer tensors of one type"},
+    {"Tile", "repeats must be constants; the batch is not repeated; imported "
+             "as reshape, expand, reshape"},
     {"Unsqueeze", "axes must be constants"},
     {"Where", "folded when all inputs are known; the gradient goes to x and y"},
 };
@@ -268,7 +271,7 @@ static bool isConstantOperand(const std::string &op, int index) {
       {"Squeeze", {1}},         {"ReduceSum", {1}},      {"ReduceMean", {1}},
       {"ReduceMax", {1}},       {"Slice", {1, 2, 3, 4}}, {"Clip", {1, 2}},
       {"Dropout", {1, 2}},      {"Pad", {1, 2, 3}},      {"Split", {1}},
-      {"ConstantOfShape", {0}},
+      {"ConstantOfShape", {0}}, {"Tile", {1}},           {"Range", {0, 1, 2}},
   };
   auto it = operands.find(op);
   return it != operands.end() && it->second.count(index);

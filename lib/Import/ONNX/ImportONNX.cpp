@@ -216,6 +216,8 @@ private:
   LogicalResult convertCast();
   LogicalResult convertExpand();
   LogicalResult convertPad();
+  LogicalResult convertTile();
+  LogicalResult convertRange();
   LogicalResult convertCompare(StringRef op);
   LogicalResult convertLogical(StringRef op);
   LogicalResult convertWhere();
@@ -1603,6 +1605,82 @@ LogicalResult Importer::convertPad() {
                           b.getF64FloatAttr(value)));
 }
 
+LogicalResult Importer::convertTile() {
+  FailureOr<Ints> repeats = constInts(1, "the repeats");
+  if (failed(repeats))
+    return failure();
+  FailureOr<Value> x = input(0);
+  if (failed(x))
+    return failure();
+  RankedTensorType type = typeOf(*x);
+  ArrayRef<int64_t> in = type.getShape();
+  int64_t rank = type.getRank();
+  if (static_cast<int64_t>(repeats->size()) != rank)
+    return nodeError() << "has " << repeats->size() << " repeats for a rank-"
+                       << rank << " input";
+  // Tile is a broadcast of the input with a unit dimension before each
+  // repeated one: reshape [.., 1, d, ..], expand [.., r, d, ..], and reshape
+  // [.., r * d, ..]. The ops and their gradients exist already.
+  Ints split, expand, out;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t r = (*repeats)[d];
+    if (r < 1)
+      return nodeError() << "repeat " << r << " of dimension " << d
+                         << " is not positive";
+    if (ShapedType::isDynamic(in[d])) {
+      if (r != 1)
+        return nodeError() << "repeats the dynamic batch dimension " << d;
+      split.push_back(in[d]);
+      expand.push_back(1);
+      out.push_back(in[d]);
+      continue;
+    }
+    split.append({1, in[d]});
+    expand.append({r, 1});
+    std::optional<int64_t> size = checkedMul(r, in[d]);
+    if (!size)
+      return nodeError() << "repeat " << r << " of dimension " << d
+                         << " overflows";
+    out.push_back(*size);
+  }
+  if (llvm::all_of(*repeats, [](int64_t r) { return r == 1; })) {
+    setOutput(*x);
+    return success();
+  }
+  Value v = ReshapeOp::create(
+      b, loc, RankedTensorType::get(split, type.getElementType()), *x);
+  FailureOr<Value> e = make<ExpandOp>(v, b.getDenseI64ArrayAttr(expand));
+  if (failed(e))
+    return failure();
+  return convertReshapeTo(*e, out);
+}
+
+LogicalResult Importer::convertRange() {
+  // Scalars, even float initializers: a range is not trained.
+  const Known *start = known(0), *limit = known(1), *delta = known(2);
+  for (const Known *k : {start, limit, delta})
+    if (!k || k->size() != 1 || !k->complete())
+      return nodeError() << "start, limit and delta must be scalars known at "
+                            "import time";
+  double s = start->at(0), l = limit->at(0), d = delta->at(0);
+  if (d == 0)
+    return nodeError() << "delta is zero";
+  double count = std::ceil((l - s) / d);
+  if (!(count <= static_cast<double>(kMaxFoldedElements)))
+    return nodeError() << "the range has " << count << " elements; at most "
+                       << kMaxFoldedElements << " are built at import time";
+  Known r;
+  r.elementType = start->elementType;
+  int64_t n = std::max<int64_t>(0, static_cast<int64_t>(count));
+  r.shape = {n};
+  for (int64_t i = 0; i < n; ++i)
+    push(r, start->isFloat()
+                ? s + i * d
+                : static_cast<double>(start->ints[0] + i * delta->ints[0]));
+  setKnown(r);
+  return success();
+}
+
 LogicalResult Importer::convertReduce(StringRef op) {
   std::optional<Ints> axes;
   // ReduceSum takes its axes as an input from opset 13; the other
@@ -2007,6 +2085,7 @@ static const StringRef kSupportedOps[] = {
     "Or",
     "Pad",
     "Pow",
+    "Range",
     "ReduceL2",
     "ReduceMax",
     "ReduceMean",
@@ -2025,6 +2104,7 @@ static const StringRef kSupportedOps[] = {
     "Squeeze",
     "Sub",
     "Tanh",
+    "Tile",
     "Transpose",
     "Unsqueeze",
     "Where",
@@ -2065,6 +2145,10 @@ LogicalResult Importer::importNode(const onnx::NodeProto &n) {
     return convertExpand();
   if (op == "Pad")
     return convertPad();
+  if (op == "Tile")
+    return convertTile();
+  if (op == "Range")
+    return convertRange();
   if (op == "Equal" || op == "Less" || op == "Greater" || op == "LessOrEqual" ||
       op == "GreaterOrEqual")
     return convertCompare(op);
