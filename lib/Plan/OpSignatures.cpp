@@ -18,6 +18,7 @@ namespace {
 constexpr OpSignature kSignatures[] = {
     {"heterps.abs", 1, 1, 1, 0b1, "0", ""},
     {"heterps.add", 2, 2, 1, 0b0, "0", "-0"},
+    {"heterps.arg_extreme", 1, 1, 1, 0b0, "l", ""},
     {"heterps.avg_pool", 1, 1, 1, 0b1, "0", ""},
     {"heterps.batch_norm", 5, 5, 1, 0b11111, "0", ""},
     {"heterps.batch_norm_grad", 3, 3, 3, 0b111, "000", ""},

@@ -329,6 +329,9 @@ std::string heterps::plan::verifyPlan(const Plan &plan) {
         } else if (rule == 'f') {
           want = F32;
           why = "an embedding table's";
+        } else if (rule == 'l') {
+          want = I64;
+          why = "an index";
         }
         DataType have = plan.values(id).type().dtype();
         if (want != DT_INVALID && have != want) {

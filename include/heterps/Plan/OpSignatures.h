@@ -25,7 +25,8 @@ struct OpSignature {
   /// the op's other such operands (the kernels read them as one type).
   unsigned floatOperands;
   /// A character per result: its element type is operand '0'-'9''s, 'b'
-  /// (bool), 'f' (f32: rows of an embedding table), or '-' (not checked:
+  /// (bool), 'f' (f32: rows of an embedding table), 'l' (i64: indices), or
+  /// '-' (not checked:
   /// the op's attributes say it). Kernels write results of these types, so
   /// a plan that declares another would have its buffers overrun.
   const char *resultTypes;

@@ -2049,6 +2049,8 @@ static const StringRef kSupportedOps[] = {
     "Abs",
     "Add",
     "And",
+    "ArgMax",
+    "ArgMin",
     "AveragePool",
     "BatchNormalization",
     "Cast",
@@ -2147,6 +2149,16 @@ LogicalResult Importer::importNode(const onnx::NodeProto &n) {
     return convertPad();
   if (op == "Tile")
     return convertTile();
+  if (op == "ArgMax" || op == "ArgMin") {
+    FailureOr<Value> x = input(0);
+    if (failed(x))
+      return failure();
+    return emit(make<ArgExtremeOp>(
+        b.getStringAttr(op == "ArgMax" ? "max" : "min"), *x,
+        b.getI64IntegerAttr(intAttr("axis", 0)),
+        b.getBoolAttr(intAttr("keepdims", 1) != 0),
+        b.getBoolAttr(intAttr("select_last_index", 0) != 0)));
+  }
   if (op == "Range")
     return convertRange();
   if (op == "Equal" || op == "Less" || op == "Greater" || op == "LessOrEqual" ||

@@ -239,6 +239,55 @@ struct AxisSplit {
   }
 };
 
+/// heterps.arg_extreme: the index of the maximum or minimum along `axis`.
+class ArgExtremeKernel : public Kernel {
+public:
+  explicit ArgExtremeKernel(const OpInfo &op)
+      : Kernel(op), isMax(op.getString("kind") == "max"),
+        axisAttr(op.getInt("axis", 0)), keepdims(op.getBool("keepdims", true)),
+        last(op.getBool("select_last_index", false)) {}
+  std::vector<Shape> prepare(const std::vector<Shape> &in) override {
+    int64_t rank = static_cast<int64_t>(in[0].size());
+    int64_t axis = normalizeAxis(axisAttr, rank, info);
+    if (in[0][axis] == 0)
+      fail() << info.describe() << ": the axis has no elements";
+    split.init(in[0], axis);
+    Shape out = in[0];
+    if (keepdims)
+      out[axis] = 1;
+    else
+      out.erase(out.begin() + axis);
+    return {out};
+  }
+  void run(const std::vector<const Tensor *> &in,
+           const std::vector<Tensor *> &res, ExecContext &) override {
+    int64_t *y = res[0]->as<int64_t>();
+    dispatchNumeric(in[0]->dtype(), info, [&](auto tag) {
+      using T = decltype(tag);
+      const T *x = in[0]->as<T>();
+      for (int64_t o = 0; o < split.outer; ++o)
+        for (int64_t i = 0; i < split.inner; ++i) {
+          const T *p = x + o * split.dim * split.inner + i;
+          int64_t best = 0;
+          for (int64_t d = 1; d < split.dim; ++d) {
+            T v = p[d * split.inner], b = p[best * split.inner];
+            bool better =
+                isMax ? (last ? v >= b : v > b) : (last ? v <= b : v < b);
+            if (better)
+              best = d;
+          }
+          y[o * split.inner + i] = best;
+        }
+    });
+  }
+
+private:
+  bool isMax;
+  int64_t axisAttr;
+  bool keepdims, last;
+  AxisSplit split;
+};
+
 /// The softmax (or log-softmax) primitive along `axis` of a tensor of
 /// `shape`: the forward from input 0 to output 0, or the backward over the
 /// operands (result, result_grad) of heterps.softmax_grad. Both oneDNN
@@ -405,6 +454,7 @@ void cpu::registerReduceKernels(KernelRegistry &r) {
   addKernel<ReduceKernel>(r, "heterps.reduce_min");
   addKernel<ReduceKernel>(r, "heterps.reduce_prod");
   addKernel<ReduceKernel>(r, "heterps.reduce_l2");
+  addKernel<ArgExtremeKernel>(r, "heterps.arg_extreme");
   addKernel<ReduceGradKernel>(r, "heterps.reduce_grad");
   addKernel<SoftmaxKernel>(r, "heterps.softmax");
   addKernel<SoftmaxKernel>(r, "heterps.log_softmax");

@@ -189,3 +189,21 @@ func.func @where_condition(%c: tensor<4xf32>, %x: tensor<4xf32>) {
   %w = heterps.where %c, %x, %x : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   return
 }
+
+// -----
+
+func.func @arg_extreme_kind(%x: tensor<4x10xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{heterps.arg_extreme: unknown kind 'median'; expected max or min}}
+  %i = heterps.arg_extreme "median" %x {axis = 1 : i64} : (tensor<4x10xf32>) -> tensor<4x1xi64>
+  return
+}
+
+// -----
+
+func.func @arg_extreme_axis(%x: tensor<4x10xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{heterps.arg_extreme: axis 2 is out of range for rank 2}}
+  %i = heterps.arg_extreme "max" %x {axis = 2 : i64} : (tensor<4x10xf32>) -> tensor<4x1xi64>
+  return
+}

@@ -1,5 +1,5 @@
 // Round trip of the ops the ONNX frontend adds (gather, slice, cast, expand,
-// pad, compare, logical, not, where, weighted_nll_loss) and of an embedding table with initial rows: parse,
+// pad, compare, logical, not, where, arg_extreme, weighted_nll_loss) and of an embedding table with initial rows: parse,
 // print, parse again, in the custom and in the generic form.
 // RUN: heterps-opt %s | heterps-opt | FileCheck %s
 // RUN: heterps-opt %s --mlir-print-op-generic | heterps-opt | FileCheck %s
@@ -70,5 +70,14 @@ func.func @masks(%x: tensor<?x8xf32>, %t: tensor<f32>, %b: tensor<8xi1>) {
   %n = heterps.not %a : tensor<?x8xi1>
   // CHECK: heterps.where %[[N]], %{{.*}}, %{{.*}} : (tensor<?x8xi1>, tensor<?x8xf32>, tensor<f32>) -> tensor<?x8xf32>
   %w = heterps.where %n, %x, %t : (tensor<?x8xi1>, tensor<?x8xf32>, tensor<f32>) -> tensor<?x8xf32>
+  return
+}
+
+// CHECK-LABEL: func.func @arg_extremes
+func.func @arg_extremes(%x: tensor<?x10xf32>) {
+  // CHECK: heterps.arg_extreme "max" %{{.*}} {axis = 1 : i64, keepdims = false} : (tensor<?x10xf32>) -> tensor<?xi64>
+  %i = heterps.arg_extreme "max" %x {axis = 1 : i64, keepdims = false} : (tensor<?x10xf32>) -> tensor<?xi64>
+  // CHECK: heterps.arg_extreme "min" %{{.*}} {axis = 1 : i64, select_last_index = true} : (tensor<?x10xf32>) -> tensor<?x1xi64>
+  %j = heterps.arg_extreme "min" %x {axis = 1 : i64, select_last_index = true} : (tensor<?x10xf32>) -> tensor<?x1xi64>
   return
 }

@@ -223,8 +223,7 @@ LogicalResult CompareOp::inferReturnTypes(MLIRContext *,
   if (!llvm::is_contained({"eq", "lt", "gt", "le", "ge"}, kind))
     return emitOptionalError(loc, getOperationName(), ": unknown kind '", kind,
                              "'; expected eq, lt, gt, le or ge");
-  return inferBoolBroadcast(loc, getOperationName(),
-                            adaptor.getLhs().getType(),
+  return inferBoolBroadcast(loc, getOperationName(), adaptor.getLhs().getType(),
                             adaptor.getRhs().getType(), inferred);
 }
 
@@ -236,8 +235,7 @@ LogicalResult LogicalOp::inferReturnTypes(MLIRContext *,
   if (!llvm::is_contained({"and", "or", "xor"}, kind))
     return emitOptionalError(loc, getOperationName(), ": unknown kind '", kind,
                              "'; expected and, or or xor");
-  return inferBoolBroadcast(loc, getOperationName(),
-                            adaptor.getLhs().getType(),
+  return inferBoolBroadcast(loc, getOperationName(), adaptor.getLhs().getType(),
                             adaptor.getRhs().getType(), inferred);
 }
 
@@ -255,8 +253,36 @@ LogicalResult WhereOp::inferReturnTypes(MLIRContext *,
   // replaced by the values'.
   auto condition = cast<RankedTensorType>(adaptor.getCondition().getType())
                        .clone(valueType.getElementType());
-  return inferBroadcastResultType(loc, getOperationName(), condition,
-                                  valueType, inferred);
+  return inferBroadcastResultType(loc, getOperationName(), condition, valueType,
+                                  inferred);
+}
+
+//===----------------------------------------------------------------------===//
+// ArgExtremeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ArgExtremeOp::inferReturnTypes(MLIRContext *context,
+                                             std::optional<Location> loc,
+                                             Adaptor adaptor,
+                                             SmallVectorImpl<Type> &inferred) {
+  if (adaptor.getKind() != "max" && adaptor.getKind() != "min")
+    return emitOptionalError(loc, getOperationName(), ": unknown kind '",
+                             adaptor.getKind(), "'; expected max or min");
+  auto input = cast<RankedTensorType>(adaptor.getInput().getType());
+  std::optional<int64_t> axis =
+      normalizeAxis(adaptor.getAxis(), input.getRank());
+  if (!axis || input.getRank() == 0)
+    return emitOptionalError(loc, getOperationName(), ": axis ",
+                             adaptor.getAxis(), " is out of range for rank ",
+                             input.getRank());
+  SmallVector<int64_t> shape(input.getShape());
+  if (adaptor.getKeepdims())
+    shape[*axis] = 1;
+  else
+    shape.erase(shape.begin() + *axis);
+  inferred.push_back(
+      RankedTensorType::get(shape, IntegerType::get(context, 64)));
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

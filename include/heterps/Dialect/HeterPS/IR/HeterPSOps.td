@@ -495,6 +495,29 @@ class HeterPS_ReduceOp<string mnemonic, string opSummary>
 def HeterPS_ReduceSumOp : HeterPS_ReduceOp<"reduce_sum", "Sum over axes">;
 def HeterPS_ReduceMeanOp : HeterPS_ReduceOp<"reduce_mean", "Mean over axes">;
 def HeterPS_ReduceMaxOp : HeterPS_ReduceOp<"reduce_max", "Maximum over axes">;
+
+def HeterPS_ArgExtremeOp : HeterPS_Op<"arg_extreme",
+    [Pure, InferTypeOpAdaptor, HeterPS_CostOpInterface]> {
+  let summary = "Index of the maximum or minimum along an axis (ONNX ArgMax, ArgMin)";
+  let description = [{
+    `kind` is `max` or `min`; ties give the first index, or the last with
+    `select_last_index`. The result is `i64`, the axis kept as size 1 with
+    `keepdims` (the default).
+
+    ```mlir
+    %i = heterps.arg_extreme "max" %logits {axis = 1 : i64, keepdims = false}
+           : (tensor<?x10xf32>) -> tensor<?xi64>
+    ```
+  }];
+  let arguments = (ins StrAttr:$kind, HeterPS_NumericTensor:$input,
+                       DefaultValuedAttr<I64Attr, "0">:$axis,
+                       DefaultValuedAttr<BoolAttr, "true">:$keepdims,
+                       DefaultValuedAttr<BoolAttr, "false">:$select_last_index);
+  let results = (outs RankedTensorOf<[I64]>:$result);
+  let assemblyFormat = [{
+    $kind $input attr-dict `:` functional-type($input, $result)
+  }];
+}
 def HeterPS_ReduceMinOp : HeterPS_ReduceOp<"reduce_min", "Minimum over axes">;
 def HeterPS_ReduceProdOp : HeterPS_ReduceOp<"reduce_prod", "Product over axes">;
 def HeterPS_ReduceL2Op : HeterPS_ReduceOp<"reduce_l2",
