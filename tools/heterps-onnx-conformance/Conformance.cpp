@@ -81,6 +81,9 @@ static const std::map<std::string, std::string> kLimits = {
     {"Gather", "from a float initializer by computed ids: an embedding table; "
                "otherwise a dense gather"},
     {"Identity", "tensors only (no sequences or optionals)"},
+    {"InstanceNormalization",
+     "spelled out with reduce_mean, sub, mul, sqrt, div and a per-channel "
+     "scale and bias"},
     {"LayerNormalization",
      "Mean and InvStdDev outputs are spelled out with reduce_mean"},
     {"Less", "folded when both inputs are known; on data heterps.compare"},

@@ -216,6 +216,7 @@ private:
   LogicalResult convertCast();
   LogicalResult convertExpand();
   LogicalResult convertPad();
+  LogicalResult convertInstanceNorm();
   LogicalResult convertTile();
   LogicalResult convertRange();
   LogicalResult convertCompare(StringRef op);
@@ -1888,6 +1889,63 @@ static Value scalarConstant(OpBuilder &b, Location loc, Type elementType,
           type, ArrayRef<Attribute>{b.getFloatAttr(elementType, value)}));
 }
 
+LogicalResult Importer::convertInstanceNorm() {
+  FailureOr<Value> x = input(0), scale = input(1), bias = input(2);
+  if (failed(x) || failed(scale) || failed(bias))
+    return failure();
+  RankedTensorType type = typeOf(*x);
+  int64_t rank = type.getRank();
+  if (rank < 3)
+    return nodeError() << "input must be N x C x spatial..., got "
+                       << formatShape(type.getShape());
+  int64_t channels = type.getDimSize(1);
+  for (Value v : {*scale, *bias})
+    if (typeOf(v).getShape() != ArrayRef<int64_t>{channels})
+      return nodeError() << "scale and bias must have shape [" << channels
+                         << "] (the channels), got "
+                         << formatShape(typeOf(v).getShape());
+  // Spelled out with ops that have gradients: each (n, c) is normalised
+  // over the spatial axes, then scaled and shifted per channel.
+  Type elem = type.getElementType();
+  double epsilon = floatAttr("epsilon", 1e-5f);
+  Ints axes;
+  for (int64_t d = 2; d < rank; ++d)
+    axes.push_back(d);
+  DenseI64ArrayAttr arr = b.getDenseI64ArrayAttr(axes);
+  BoolAttr keep = b.getBoolAttr(true);
+  FailureOr<Value> mean = make<ReduceMeanOp>(*x, arr, keep);
+  if (failed(mean))
+    return failure();
+  FailureOr<Value> d = make<SubOp>(*x, *mean);
+  if (failed(d))
+    return failure();
+  FailureOr<Value> sq = make<MulOp>(*d, *d);
+  if (failed(sq))
+    return failure();
+  FailureOr<Value> var = make<ReduceMeanOp>(*sq, arr, keep);
+  if (failed(var))
+    return failure();
+  FailureOr<Value> shifted =
+      make<AddOp>(*var, scalarConstant(b, loc, elem, epsilon));
+  if (failed(shifted))
+    return failure();
+  Value stddev = SqrtOp::create(b, loc, shifted->getType(), *shifted);
+  FailureOr<Value> normed = make<DivOp>(*d, stddev);
+  if (failed(normed))
+    return failure();
+  // [C] as [C, 1, ...] broadcasts over the spatial axes.
+  Ints perChannel(rank - 1, 1);
+  perChannel[0] = channels;
+  auto column = [&](Value v) {
+    return ReshapeOp::create(b, loc, RankedTensorType::get(perChannel, elem), v)
+        .getResult();
+  };
+  FailureOr<Value> scaled = make<MulOp>(*normed, column(*scale));
+  if (failed(scaled))
+    return failure();
+  return emit(make<AddOp>(*scaled, column(*bias)));
+}
+
 LogicalResult Importer::convertBatchNorm() {
   if (attr("spatial") && intAttr("spatial", 1) == 0)
     return nodeError() << "spatial = 0 is not supported";
@@ -2072,6 +2130,7 @@ static const StringRef kSupportedOps[] = {
     "Greater",
     "GreaterOrEqual",
     "Identity",
+    "InstanceNormalization",
     "LayerNormalization",
     "LeakyRelu",
     "Less",
@@ -2301,6 +2360,8 @@ LogicalResult Importer::importNode(const onnx::NodeProto &n) {
     return convertBatchNorm();
   if (op == "LayerNormalization")
     return convertLayerNorm();
+  if (op == "InstanceNormalization")
+    return convertInstanceNorm();
   return nodeError() << "op type '" << op
                      << "' is not supported; see docs/SupportedOps.md for the "
                         "supported ops and opsets";
