@@ -69,6 +69,7 @@ static const std::map<std::string, std::string> kLimits = {
      "the shape must be known at import time (folded, at most 2^20 "
      "elements)"},
     {"Conv", "auto_pad needs static spatial sizes"},
+    {"CumSum", "the axis must be a constant"},
     {"Div", "float or integer tensors of one type"},
     {"Dropout",
      "ratio and training_mode must be constants; the mask output only in "
@@ -275,6 +276,7 @@ static bool isConstantOperand(const std::string &op, int index) {
       {"ReduceMax", {1}},       {"Slice", {1, 2, 3, 4}}, {"Clip", {1, 2}},
       {"Dropout", {1, 2}},      {"Pad", {1, 2, 3}},      {"Split", {1}},
       {"ConstantOfShape", {0}}, {"Tile", {1}},           {"Range", {0, 1, 2}},
+      {"CumSum", {1}},
   };
   auto it = operands.find(op);
   return it != operands.end() && it->second.count(index);

@@ -1045,6 +1045,20 @@ TEST(GradientCheck, Pad) {
   }
 }
 
+TEST(GradientCheck, CumSum) {
+  for (const char *attrs :
+       {"{axis = 1 : i64}", "{axis = 1 : i64, exclusive = true}",
+        "{axis = 0 : i64, reverse = true}",
+        "{axis = -1 : i64, exclusive = true, reverse = true}"}) {
+    GradCase c(std::string("cumsum ") + attrs);
+    c.param("a", {3, 4}, c.rng.uniform(12, -1.0f, 1.0f));
+    c.code(std::string("%c = heterps.cumsum %a ") + attrs +
+           " : tensor<3x4xf32>");
+    c.mseLoss("%c", {3, 4});
+    checkGradients(c);
+  }
+}
+
 TEST(GradientCheck, Where) {
   // A mask from a comparison of data; y broadcasts from a row.
   GradCase c("where mask, x 3x4, y 4");

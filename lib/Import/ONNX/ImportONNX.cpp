@@ -2117,6 +2117,7 @@ static const StringRef kSupportedOps[] = {
     "Constant",
     "ConstantOfShape",
     "Conv",
+    "CumSum",
     "Div",
     "Dropout",
     "Equal",
@@ -2208,6 +2209,24 @@ LogicalResult Importer::importNode(const onnx::NodeProto &n) {
     return convertPad();
   if (op == "Tile")
     return convertTile();
+  if (op == "CumSum") {
+    const Known *axis = known(1);
+    if (!axis || axis->isFloat() || axis->size() != 1 || !axis->complete())
+      return nodeError() << "the axis must be an integer scalar known at "
+                            "import time";
+    FailureOr<Value> x = input(0);
+    if (failed(x))
+      return failure();
+    int64_t rank = typeOf(*x).getRank();
+    if (rank == 0 || !normalizeAxis(axis->ints[0], rank))
+      return nodeError() << "axis " << axis->ints[0]
+                         << " is out of range for rank " << rank;
+    setOutput(CumSumOp::create(b, loc, x->getType(), *x,
+                               b.getI64IntegerAttr(axis->ints[0]),
+                               b.getBoolAttr(intAttr("exclusive", 0) != 0),
+                               b.getBoolAttr(intAttr("reverse", 0) != 0)));
+    return success();
+  }
   if (op == "ArgMax" || op == "ArgMin") {
     FailureOr<Value> x = input(0);
     if (failed(x))

@@ -239,6 +239,50 @@ struct AxisSplit {
   }
 };
 
+/// heterps.cumsum along an axis (forward or reversed, inclusive or not).
+class CumSumKernel : public Kernel {
+public:
+  explicit CumSumKernel(const OpInfo &op)
+      : Kernel(op), axisAttr(op.getInt("axis")),
+        exclusive(op.getBool("exclusive", false)),
+        reverse(op.getBool("reverse", false)) {}
+  std::vector<Shape> prepare(const std::vector<Shape> &in) override {
+    int64_t rank = static_cast<int64_t>(in[0].size());
+    split.init(in[0], normalizeAxis(axisAttr, rank, info));
+    return {in[0]};
+  }
+  void run(const std::vector<const Tensor *> &in,
+           const std::vector<Tensor *> &res, ExecContext &) override {
+    dispatchNumeric(in[0]->dtype(), info, [&](auto tag) {
+      using T = decltype(tag);
+      const T *x = in[0]->as<T>();
+      T *y = res[0]->as<T>();
+      for (int64_t o = 0; o < split.outer; ++o)
+        for (int64_t i = 0; i < split.inner; ++i) {
+          int64_t base = o * split.dim * split.inner + i;
+          T sum = T(0);
+          for (int64_t s = 0; s < split.dim; ++s) {
+            int64_t d = reverse ? split.dim - 1 - s : s;
+            int64_t at = base + d * split.inner;
+            T v = x[at];
+            if (exclusive) {
+              y[at] = sum;
+              sum += v;
+            } else {
+              sum += v;
+              y[at] = sum;
+            }
+          }
+        }
+    });
+  }
+
+private:
+  int64_t axisAttr;
+  bool exclusive, reverse;
+  AxisSplit split;
+};
+
 /// heterps.arg_extreme: the index of the maximum or minimum along `axis`.
 class ArgExtremeKernel : public Kernel {
 public:
@@ -455,6 +499,7 @@ void cpu::registerReduceKernels(KernelRegistry &r) {
   addKernel<ReduceKernel>(r, "heterps.reduce_prod");
   addKernel<ReduceKernel>(r, "heterps.reduce_l2");
   addKernel<ArgExtremeKernel>(r, "heterps.arg_extreme");
+  addKernel<CumSumKernel>(r, "heterps.cumsum");
   addKernel<ReduceGradKernel>(r, "heterps.reduce_grad");
   addKernel<SoftmaxKernel>(r, "heterps.softmax");
   addKernel<SoftmaxKernel>(r, "heterps.log_softmax");

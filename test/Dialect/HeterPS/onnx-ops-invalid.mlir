@@ -207,3 +207,11 @@ func.func @arg_extreme_axis(%x: tensor<4x10xf32>) {
   %i = heterps.arg_extreme "max" %x {axis = 2 : i64} : (tensor<4x10xf32>) -> tensor<4x1xi64>
   return
 }
+
+// -----
+
+func.func @cumsum_axis(%x: tensor<4x10xf32>) {
+  // expected-error @+1 {{'heterps.cumsum' op axis 2 is out of range for rank 2}}
+  %c = heterps.cumsum %x {axis = 2 : i64} : tensor<4x10xf32>
+  return
+}

@@ -1,5 +1,5 @@
 // Round trip of the ops the ONNX frontend adds (gather, slice, cast, expand,
-// pad, compare, logical, not, where, arg_extreme, weighted_nll_loss) and of an embedding table with initial rows: parse,
+// pad, compare, logical, not, where, arg_extreme, cumsum, weighted_nll_loss) and of an embedding table with initial rows: parse,
 // print, parse again, in the custom and in the generic form.
 // RUN: heterps-opt %s | heterps-opt | FileCheck %s
 // RUN: heterps-opt %s --mlir-print-op-generic | heterps-opt | FileCheck %s
@@ -79,5 +79,12 @@ func.func @arg_extremes(%x: tensor<?x10xf32>) {
   %i = heterps.arg_extreme "max" %x {axis = 1 : i64, keepdims = false} : (tensor<?x10xf32>) -> tensor<?xi64>
   // CHECK: heterps.arg_extreme "min" %{{.*}} {axis = 1 : i64, select_last_index = true} : (tensor<?x10xf32>) -> tensor<?x1xi64>
   %j = heterps.arg_extreme "min" %x {axis = 1 : i64, select_last_index = true} : (tensor<?x10xf32>) -> tensor<?x1xi64>
+  return
+}
+
+// CHECK-LABEL: func.func @cumsums
+func.func @cumsums(%x: tensor<?x8xf32>) {
+  // CHECK: heterps.cumsum %{{.*}} {axis = 1 : i64, exclusive = true, reverse = true} : tensor<?x8xf32>
+  %c = heterps.cumsum %x {axis = 1 : i64, exclusive = true, reverse = true} : tensor<?x8xf32>
   return
 }

@@ -398,6 +398,22 @@ struct WhereRule {
   }
 };
 
+/// A cumulative sum's gradient is the cumulative sum of the result's
+/// gradient the other way.
+struct CumSumRule {
+  static LogicalResult build(CumSumOp op, OpBuilder &b, ValueRange dy,
+                             Grads &g) {
+    if (!isa<FloatType>(getElementTypeOrSelf(op.getType()))) {
+      g.push_back(Value());
+      return success();
+    }
+    g.push_back(CumSumOp::create(b, op.getLoc(), op.getType(), dy[0],
+                                 op.getAxisAttr(), op.getExclusiveAttr(),
+                                 b.getBoolAttr(!op.getReverse())));
+    return success();
+  }
+};
+
 /// A pad adds its gradient back where each element came from.
 struct PadRule {
   static LogicalResult build(PadOp op, OpBuilder &b, ValueRange dy, Grads &g) {
@@ -617,6 +633,7 @@ void mlir::heterps::attachGradientModels(MLIRContext *context) {
   attach<SliceOp, SliceRule>(context);
   attach<PadOp, PadRule>(context);
   attach<WhereOp, WhereRule>(context);
+  attach<CumSumOp, CumSumRule>(context);
   attach<ReduceSumOp, ReduceRule<ReduceSumOp>>(context);
   attach<ReduceMeanOp, ReduceRule<ReduceMeanOp>>(context);
   attach<ReduceMaxOp, ReduceRule<ReduceMaxOp>>(context);

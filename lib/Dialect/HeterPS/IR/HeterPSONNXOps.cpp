@@ -258,6 +258,18 @@ LogicalResult WhereOp::inferReturnTypes(MLIRContext *,
 }
 
 //===----------------------------------------------------------------------===//
+// CumSumOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult CumSumOp::verify() {
+  int64_t rank = getInput().getType().getRank();
+  if (!normalizeAxis(getAxis(), rank) || rank == 0)
+    return emitOpError() << "axis " << getAxis() << " is out of range for rank "
+                         << rank;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // ArgExtremeOp
 //===----------------------------------------------------------------------===//
 

@@ -496,6 +496,26 @@ def HeterPS_ReduceSumOp : HeterPS_ReduceOp<"reduce_sum", "Sum over axes">;
 def HeterPS_ReduceMeanOp : HeterPS_ReduceOp<"reduce_mean", "Mean over axes">;
 def HeterPS_ReduceMaxOp : HeterPS_ReduceOp<"reduce_max", "Maximum over axes">;
 
+def HeterPS_CumSumOp : HeterPS_Op<"cumsum",
+    [Pure, SameOperandsAndResultType, HeterPS_CostOpInterface]> {
+  let summary = "Cumulative sum along an axis (ONNX CumSum)";
+  let description = [{
+    Element `i` along `axis` is the sum of elements `0..i` (`exclusive`:
+    `0..i-1`; `reverse`: from the end). Its gradient is the cumulative sum
+    of the result's gradient in the other direction.
+
+    ```mlir
+    %c = heterps.cumsum %x {axis = 1 : i64, exclusive = true} : tensor<?x8xf32>
+    ```
+  }];
+  let arguments = (ins HeterPS_NumericTensor:$input, I64Attr:$axis,
+                       DefaultValuedAttr<BoolAttr, "false">:$exclusive,
+                       DefaultValuedAttr<BoolAttr, "false">:$reverse);
+  let results = (outs HeterPS_NumericTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
 def HeterPS_ArgExtremeOp : HeterPS_Op<"arg_extreme",
     [Pure, InferTypeOpAdaptor, HeterPS_CostOpInterface]> {
   let summary = "Index of the maximum or minimum along an axis (ONNX ArgMax, ArgMin)";
