@@ -39,6 +39,8 @@ constexpr OpSignature kSignatures[] = {
     {"heterps.exp", 1, 1, 1, 0b1, "0", ""},
     {"heterps.expand", 1, 1, 1, 0b0, "0", ""},
     {"heterps.gather", 2, 2, 1, 0b0, "0", "-i"},
+    {"heterps.gather_elements", 2, 2, 1, 0b0, "0", "-i"},
+    {"heterps.gather_elements_grad", 3, 3, 1, 0b101, "0", "-i0"},
     {"heterps.gather_grad", 3, 3, 1, 0b101, "0", "-i0"},
     {"heterps.gemm", 2, 3, 1, 0b111, "0", ""},
     {"heterps.global_avg_pool", 1, 1, 1, 0b1, "0", ""},

@@ -1059,6 +1059,18 @@ TEST(GradientCheck, CumSum) {
   }
 }
 
+TEST(GradientCheck, GatherElements) {
+  // Top-k style picks along axis 1, one element picked twice.
+  GradCase c("gather_elements axis 1");
+  c.param("d", {2, 5}, c.rng.uniform(10, -1.0f, 1.0f));
+  c.code("%i = heterps.constant dense<[[4, 0, 4], [-1, 2, 1]]> : "
+         "tensor<2x3xi64>");
+  c.code("%g = heterps.gather_elements %d, %i {axis = 1 : i64} : "
+         "(tensor<2x5xf32>, tensor<2x3xi64>) -> tensor<2x3xf32>");
+  c.mseLoss("%g", {2, 3});
+  checkGradients(c);
+}
+
 TEST(GradientCheck, Where) {
   // A mask from a comparison of data; y broadcasts from a row.
   GradCase c("where mask, x 3x4, y 4");

@@ -2126,6 +2126,7 @@ static const StringRef kSupportedOps[] = {
     "Expand",
     "Flatten",
     "Gather",
+    "GatherElements",
     "Gemm",
     "GlobalAveragePool",
     "Greater",
@@ -2209,6 +2210,13 @@ LogicalResult Importer::importNode(const onnx::NodeProto &n) {
     return convertPad();
   if (op == "Tile")
     return convertTile();
+  if (op == "GatherElements") {
+    FailureOr<Value> data = input(0), indices = input(1);
+    if (failed(data) || failed(indices))
+      return failure();
+    return emit(make<GatherElementsOp>(
+        *data, *indices, b.getI64IntegerAttr(intAttr("axis", 0))));
+  }
   if (op == "CumSum") {
     const Known *axis = known(1);
     if (!axis || axis->isFloat() || axis->size() != 1 || !axis->complete())

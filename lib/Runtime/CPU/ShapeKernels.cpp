@@ -533,6 +533,80 @@ private:
   PadIndex index;
 };
 
+/// heterps.gather_elements and (with `backward`) its gradient: the same
+/// walk over the indices, copying forward, adding backward.
+class GatherElementsKernel : public Kernel {
+public:
+  GatherElementsKernel(const OpInfo &op, bool backward)
+      : Kernel(op), axisAttr(op.getInt("axis", 0)), backward(backward) {}
+  std::vector<Shape> prepare(const std::vector<Shape> &in) override {
+    const Shape &data = in[0], &idx = in[1];
+    if (data.size() != idx.size())
+      fail() << info.describe() << ": indices " << shapeString(idx)
+             << " for data " << shapeString(data);
+    axis = normalizeAxis(axisAttr, static_cast<int64_t>(data.size()), info);
+    for (size_t d = 0; d < data.size(); ++d)
+      if (static_cast<int64_t>(d) != axis && idx[d] > data[d])
+        fail() << info.describe() << ": indices " << shapeString(idx)
+               << " are larger than the data " << shapeString(data);
+    if (backward && in[2] != idx)
+      fail() << info.describe() << ": the result gradient has shape "
+             << shapeString(in[2]) << ", the indices " << shapeString(idx);
+    dataStrides = stridesOf(data);
+    idxStrides = stridesOf(idx);
+    idxShape = idx;
+    dimSize = data[axis];
+    return {backward ? data : idx};
+  }
+  void run(const std::vector<const Tensor *> &in,
+           const std::vector<Tensor *> &res, ExecContext &) override {
+    int64_t n = in[1]->numElements(), rank = idxShape.size();
+    offsets.resize(n);
+    dispatchNumeric(in[1]->dtype(), info, [&](auto tag) {
+      using I = decltype(tag);
+      const I *idx = in[1]->as<I>();
+      for (int64_t p = 0; p < n; ++p) {
+        int64_t at = static_cast<int64_t>(idx[p]);
+        if (at < 0)
+          at += dimSize;
+        if (at < 0 || at >= dimSize)
+          fail() << info.describe() << ": index "
+                 << static_cast<int64_t>(idx[p]) << " out of range [0, "
+                 << dimSize << ")";
+        int64_t src = 0, rem = p;
+        for (int64_t d = 0; d < rank; ++d) {
+          int64_t c = rem / idxStrides[d];
+          rem %= idxStrides[d];
+          src += (d == axis ? at : c) * dataStrides[d];
+        }
+        offsets[p] = src;
+      }
+    });
+    if (!backward) {
+      size_t es = dtypeSize(in[0]->dtype());
+      const char *x = static_cast<const char *>(in[0]->data());
+      char *y = static_cast<char *>(res[0]->data());
+      for (int64_t p = 0; p < n; ++p)
+        std::memcpy(y + p * es, x + offsets[p] * es, es);
+      return;
+    }
+    dispatchFloat(res[0]->dtype(), info, [&](auto tag) {
+      using T = decltype(tag);
+      T *dx = res[0]->as<T>();
+      const T *dy = in[2]->as<T>();
+      std::fill(dx, dx + res[0]->numElements(), T(0));
+      for (int64_t p = 0; p < n; ++p)
+        dx[offsets[p]] += dy[p];
+    });
+  }
+
+private:
+  int64_t axisAttr, axis = 0, dimSize = 0;
+  bool backward;
+  std::vector<int64_t> dataStrides, idxStrides, offsets;
+  Shape idxShape;
+};
+
 class ExpandKernel : public Kernel {
 public:
   explicit ExpandKernel(const OpInfo &op)
@@ -621,6 +695,12 @@ void cpu::registerShapeKernels(KernelRegistry &r) {
   addKernel<SliceKernel>(r, "heterps.slice");
   addKernel<GatherKernel>(r, "heterps.gather");
   addKernel<GatherGradKernel>(r, "heterps.gather_grad");
+  r.add("heterps.gather_elements", DeviceKind::CPU, [](const OpInfo &op) {
+    return std::make_unique<GatherElementsKernel>(op, false);
+  });
+  r.add("heterps.gather_elements_grad", DeviceKind::CPU, [](const OpInfo &op) {
+    return std::make_unique<GatherElementsKernel>(op, true);
+  });
   addKernel<SliceGradKernel>(r, "heterps.slice_grad");
   addKernel<PadKernel>(r, "heterps.pad");
   addKernel<PadGradKernel>(r, "heterps.pad_grad");

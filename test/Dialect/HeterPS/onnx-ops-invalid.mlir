@@ -215,3 +215,21 @@ func.func @cumsum_axis(%x: tensor<4x10xf32>) {
   %c = heterps.cumsum %x {axis = 2 : i64} : tensor<4x10xf32>
   return
 }
+
+// -----
+
+func.func @gather_elements_rank(%d: tensor<4x10xf32>, %i: tensor<4xi64>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{heterps.gather_elements: indices of rank 1 for data of rank 2}}
+  %g = heterps.gather_elements %d, %i {axis = 1 : i64} : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @gather_elements_size(%d: tensor<4x10xf32>, %i: tensor<5x3xi64>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{heterps.gather_elements: indices dimension 0 (5) is larger than the data's (4)}}
+  %g = heterps.gather_elements %d, %i {axis = 1 : i64} : (tensor<4x10xf32>, tensor<5x3xi64>) -> tensor<5x3xf32>
+  return
+}

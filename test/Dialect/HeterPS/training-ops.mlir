@@ -26,3 +26,10 @@ func.func @indexing_gradients(%z: tensor<?x4x3xf32>, %i: tensor<5xi64>, %dg: ten
   %dp = heterps.pad_grad %x, %dpad {mode = "edge", pads = array<i64: 0, 1, 0, 1>} : (tensor<?x6xf32>, tensor<?x8xf32>) -> tensor<?x6xf32>
   return
 }
+
+// CHECK-LABEL: func.func @gather_elements_gradient
+func.func @gather_elements_gradient(%d: tensor<?x10xf32>, %i: tensor<?x3xi64>, %dg: tensor<?x3xf32>) {
+  // CHECK: heterps.gather_elements_grad %{{.*}}, %{{.*}}, %{{.*}} {axis = 1 : i64} : (tensor<?x10xf32>, tensor<?x3xi64>, tensor<?x3xf32>) -> tensor<?x10xf32>
+  %dd = heterps.gather_elements_grad %d, %i, %dg {axis = 1 : i64} : (tensor<?x10xf32>, tensor<?x3xi64>, tensor<?x3xf32>) -> tensor<?x10xf32>
+  return
+}

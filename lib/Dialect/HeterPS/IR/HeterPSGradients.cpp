@@ -430,6 +430,24 @@ struct PadRule {
   }
 };
 
+/// gather_elements of float data scatters its gradient back.
+struct GatherElementsRule {
+  static LogicalResult build(GatherElementsOp op, OpBuilder &b, ValueRange dy,
+                             Grads &g) {
+    if (!isa<FloatType>(getElementTypeOrSelf(op.getData().getType()))) {
+      g.push_back(Value());
+      g.push_back(Value());
+      return success();
+    }
+    g.push_back(GatherElementsGradOp::create(
+        b, op.getLoc(), TypeRange{op.getData().getType()},
+        ValueRange{op.getData(), op.getIndices(), dy[0]},
+        {b.getNamedAttr("axis", op.getAxisAttr())}));
+    g.push_back(Value());
+    return success();
+  }
+};
+
 /// A slice of float data puts its gradient back in place, zeros around it.
 struct SliceRule {
   static LogicalResult build(SliceOp op, OpBuilder &b, ValueRange dy,
@@ -634,6 +652,7 @@ void mlir::heterps::attachGradientModels(MLIRContext *context) {
   attach<PadOp, PadRule>(context);
   attach<WhereOp, WhereRule>(context);
   attach<CumSumOp, CumSumRule>(context);
+  attach<GatherElementsOp, GatherElementsRule>(context);
   attach<ReduceSumOp, ReduceRule<ReduceSumOp>>(context);
   attach<ReduceMeanOp, ReduceRule<ReduceMeanOp>>(context);
   attach<ReduceMaxOp, ReduceRule<ReduceMaxOp>>(context);

@@ -61,6 +61,56 @@ LogicalResult GatherGradOp::verify() {
   return success();
 }
 
+/// The result type of gather_elements: the indices' shape, the data's
+/// element type.
+static FailureOr<RankedTensorType>
+gatherElementsType(RankedTensorType data, RankedTensorType indices,
+                   int64_t axisAttr, std::optional<Location> loc,
+                   StringRef opName) {
+  if (data.getRank() != indices.getRank())
+    return emitOptionalError(loc, opName, ": indices of rank ",
+                             indices.getRank(), " for data of rank ",
+                             data.getRank());
+  if (!normalizeAxis(axisAttr, data.getRank()))
+    return emitOptionalError(loc, opName, ": axis ", axisAttr,
+                             " is out of range for rank ", data.getRank());
+  for (int64_t d = 0; d < data.getRank(); ++d) {
+    int64_t i = indices.getDimSize(d), n = data.getDimSize(d);
+    if (!ShapedType::isDynamic(i) && !ShapedType::isDynamic(n) && i > n &&
+        d != *normalizeAxis(axisAttr, data.getRank()))
+      return emitOptionalError(loc, opName, ": indices dimension ", d, " (", i,
+                               ") is larger than the data's (", n, ")");
+  }
+  return RankedTensorType::get(indices.getShape(), data.getElementType());
+}
+
+LogicalResult
+GatherElementsOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                   Adaptor adaptor,
+                                   SmallVectorImpl<Type> &inferred) {
+  FailureOr<RankedTensorType> type =
+      gatherElementsType(cast<RankedTensorType>(adaptor.getData().getType()),
+                         cast<RankedTensorType>(adaptor.getIndices().getType()),
+                         adaptor.getAxis(), loc, getOperationName());
+  if (failed(type))
+    return failure();
+  inferred.push_back(*type);
+  return success();
+}
+
+LogicalResult GatherElementsGradOp::verify() {
+  FailureOr<RankedTensorType> forward =
+      gatherElementsType(getData().getType(), getIndices().getType(), getAxis(),
+                         getLoc(), getOperationName());
+  if (failed(forward))
+    return failure();
+  if (failed(verifyCompatibleShape(*forward, getResultGrad().getType())) ||
+      forward->getElementType() != getResultGrad().getType().getElementType())
+    return emitOpError() << "result gradient " << getResultGrad().getType()
+                         << " is not of the gather's result type " << *forward;
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // SliceOp
 //===----------------------------------------------------------------------===//

@@ -995,6 +995,27 @@ def HeterPS_GatherOp : HeterPS_Op<"gather",
   }];
 }
 
+def HeterPS_GatherElementsOp : HeterPS_Op<"gather_elements",
+    [Pure, InferTypeOpAdaptor, HeterPS_CostOpInterface]> {
+  let summary = "Gathers elements by an index tensor (ONNX GatherElements)";
+  let description = [{
+    `indices` has `data`'s rank and is no larger in any dimension; the
+    result has its shape: element `p` is `data` at `p` with coordinate
+    `axis` replaced by `indices[p]` (negative counts from the end).
+
+    ```mlir
+    %g = heterps.gather_elements %scores, %top {axis = 1 : i64}
+           : (tensor<?x10xf32>, tensor<?x3xi64>) -> tensor<?x3xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$data, HeterPS_IdTensor:$indices,
+                       DefaultValuedAttr<I64Attr, "0">:$axis);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $data `,` $indices attr-dict `:` functional-type(operands, results)
+  }];
+}
+
 def HeterPS_SliceOp : HeterPS_Op<"slice",
     [Pure, InferTypeOpAdaptor, HeterPS_CostOpInterface]> {
   let summary = "Strided slice with static bounds (ONNX Slice)";
@@ -1246,6 +1267,29 @@ def HeterPS_GatherGradOp : HeterPS_Op<"gather_grad",
     %dz = heterps.gather_grad %z, %i, %dy {axis = 1 : i64}
             : (tensor<?x27x16xf32>, tensor<351xi64>, tensor<?x351x16xf32>)
             -> tensor<?x27x16xf32>
+    ```
+  }];
+  let arguments = (ins HeterPS_FloatTensor:$data, HeterPS_IdTensor:$indices,
+                       HeterPS_FloatTensor:$result_grad,
+                       DefaultValuedAttr<I64Attr, "0">:$axis);
+  let results = (outs HeterPS_FloatTensor:$data_grad);
+  let assemblyFormat = [{
+    $data `,` $indices `,` $result_grad attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def HeterPS_GatherElementsGradOp : HeterPS_Op<"gather_elements_grad",
+    [Pure, AllTypesMatch<["data", "data_grad"]>, HeterPS_CostOpInterface]> {
+  let summary = "Gradient of gather_elements: a scatter-add";
+  let description = [{
+    Zeros of `data`'s shape with each element of `result_grad` added where
+    the gather read it (an element read twice gets both).
+
+    ```mlir
+    %dd = heterps.gather_elements_grad %scores, %top, %dg {axis = 1 : i64}
+            : (tensor<?x10xf32>, tensor<?x3xi64>, tensor<?x3xf32>) -> tensor<?x10xf32>
     ```
   }];
   let arguments = (ins HeterPS_FloatTensor:$data, HeterPS_IdTensor:$indices,
