@@ -39,6 +39,7 @@ using namespace mlir::heterps;
 namespace {
 
 using Ints = SmallVector<int64_t>;
+using ::heterps::checkedAdd;
 using ::heterps::checkedMul;
 using ::heterps::checkedProduct;
 
@@ -785,7 +786,7 @@ LogicalResult Importer::convertCompare(StringRef op) {
 
 LogicalResult Importer::convertLogical(StringRef op) {
   if (op == "Not") {
-    if (const Known *k = foldable(0)) {
+    if (const Known *k = foldable(0); k && !k->isFloat()) {
       Known r = *k;
       for (int64_t &v : r.ints)
         v = v == 0;
@@ -798,8 +799,10 @@ LogicalResult Importer::convertLogical(StringRef op) {
     setOutput(NotOp::create(b, loc, x->getType(), *x));
     return success();
   }
+  // Booleans are known as integers; other types are left to the op's
+  // verifier, which names them.
   const Known *x = foldable(0), *y = foldable(1);
-  if (x && y) {
+  if (x && y && !x->isFloat() && !y->isFloat()) {
     std::optional<Known> r =
         foldBroadcast({x, y}, b.getI1Type(), [&](ArrayRef<int64_t> at) {
           bool a = x->ints[at[0]] != 0, c = y->ints[at[1]] != 0;
@@ -819,7 +822,7 @@ LogicalResult Importer::convertLogical(StringRef op) {
 
 LogicalResult Importer::convertWhere() {
   const Known *c = foldable(0), *x = foldable(1), *y = foldable(2);
-  if (c && x && y && x->isFloat() == y->isFloat()) {
+  if (c && x && y && !c->isFloat() && x->isFloat() == y->isFloat()) {
     std::optional<Known> r =
         foldBroadcast({c, x, y}, x->elementType,
                       [&](ArrayRef<int64_t> at) -> std::optional<double> {
@@ -1663,6 +1666,9 @@ LogicalResult Importer::convertRange() {
     if (!k || k->size() != 1 || !k->complete())
       return nodeError() << "start, limit and delta must be scalars known at "
                             "import time";
+  if (start->isFloat() != limit->isFloat() ||
+      start->isFloat() != delta->isFloat())
+    return nodeError() << "start, limit and delta must have one type";
   double s = start->at(0), l = limit->at(0), d = delta->at(0);
   if (d == 0)
     return nodeError() << "delta is zero";
@@ -1672,12 +1678,20 @@ LogicalResult Importer::convertRange() {
                        << kMaxFoldedElements << " are built at import time";
   Known r;
   r.elementType = start->elementType;
-  int64_t n = std::max<int64_t>(0, static_cast<int64_t>(count));
+  int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
   r.shape = {n};
-  for (int64_t i = 0; i < n; ++i)
-    push(r, start->isFloat()
-                ? s + i * d
-                : static_cast<double>(start->ints[0] + i * delta->ints[0]));
+  for (int64_t i = 0; i < n; ++i) {
+    if (start->isFloat()) {
+      push(r, s + i * d);
+      continue;
+    }
+    std::optional<int64_t> step = checkedMul(i, delta->ints[0]);
+    std::optional<int64_t> v =
+        step ? checkedAdd(start->ints[0], *step) : std::nullopt;
+    if (!v)
+      return nodeError() << "the range overflows 64-bit integers";
+    r.ints.push_back(*v);
+  }
   setKnown(r);
   return success();
 }
