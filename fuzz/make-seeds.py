@@ -56,7 +56,8 @@ def schedule_json():
 def onnx_import():
     clear("onnx-import")
     for name in ["mlp", "cnn", "ctr", "opset9", "shape-subgraph", "int-relu",
-                 "batch-output", "random", "cycle", "runtime-shape"]:
+                 "batch-output", "random", "cycle", "runtime-shape",
+                 "torch-din", "torch-two-tower"]:
         write("onnx-import", name, read(f"{ROOT}/test/Import/ONNX/Inputs/{name}.onnx"))
 
 

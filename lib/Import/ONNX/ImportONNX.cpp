@@ -647,8 +647,11 @@ Location Importer::nodeLoc(const onnx::NodeProto &n, size_t index) {
 //===----------------------------------------------------------------------===//
 
 /// Folds an elementwise binary op over known tensors with broadcasting.
+/// Folds Add, Sub, Mul, Div (and Pow of floats) of known values; nullopt
+/// when it cannot, with `overflow` set when integers would overflow.
 static std::optional<Known> foldBinary(StringRef op, const Known &x,
-                                       const Known &y) {
+                                       const Known &y,
+                                       bool *overflow = nullptr) {
   if (x.isFloat() != y.isFloat())
     return std::nullopt;
   size_t rank = std::max(x.shape.size(), y.shape.size());
@@ -677,11 +680,38 @@ static std::optional<Known> foldBinary(StringRef op, const Known &x,
       xi += (xs[d] == 1 ? 0 : c) * xst[d];
       yi += (ys[d] == 1 ? 0 : c) * yst[d];
     }
-    double a = x.at(xi), c = y.at(yi);
-    if (!x.isFloat() && (x.ints[xi] == kDyn || y.ints[yi] == kDyn)) {
-      r.ints.push_back(kDyn);
+    if (!x.isFloat()) {
+      int64_t p = x.ints[xi], q = y.ints[yi];
+      if (p == kDyn || q == kDyn) {
+        r.ints.push_back(kDyn);
+        continue;
+      }
+      // Exact 64-bit arithmetic; an overflow is reported, not wrapped.
+      std::optional<int64_t> v;
+      if (op == "Add")
+        v = checkedAdd(p, q);
+      else if (op == "Sub")
+        v = q == std::numeric_limits<int64_t>::min() ? std::nullopt
+                                                     : checkedAdd(p, -q);
+      else if (op == "Mul")
+        v = checkedMul(p, q);
+      else if (op == "Div") {
+        if (q == 0)
+          return std::nullopt;
+        if (!(p == std::numeric_limits<int64_t>::min() && q == -1))
+          v = p / q;
+      } else {
+        return std::nullopt;
+      }
+      if (!v) {
+        if (overflow)
+          *overflow = true;
+        return std::nullopt;
+      }
+      r.ints.push_back(*v);
       continue;
     }
+    double a = x.at(xi), c = y.at(yi);
     double v;
     if (op == "Add")
       v = a + c;
@@ -690,9 +720,7 @@ static std::optional<Known> foldBinary(StringRef op, const Known &x,
     else if (op == "Mul")
       v = a * c;
     else if (op == "Div") {
-      if (!x.isFloat() && c == 0)
-        return std::nullopt;
-      v = x.isFloat() ? a / c : (double)(x.ints[xi] / y.ints[yi]);
+      v = a / c;
     } else
       v = std::pow(a, c);
     push(r, v);
@@ -759,6 +787,15 @@ LogicalResult Importer::convertCompare(StringRef op) {
                         if ((!x->isFloat() && x->ints[at[0]] == kDyn) ||
                             (!y->isFloat() && y->ints[at[1]] == kDyn))
                           return std::nullopt;
+                        if (!x->isFloat() && !y->isFloat()) {
+                          int64_t a = x->ints[at[0]], c = y->ints[at[1]];
+                          bool v = op == "Equal"         ? a == c
+                                   : op == "Less"        ? a < c
+                                   : op == "Greater"     ? a > c
+                                   : op == "LessOrEqual" ? a <= c
+                                                         : a >= c;
+                          return v ? 1.0 : 0.0;
+                        }
                         double a = x->at(at[0]), c = y->at(at[1]);
                         bool v = op == "Equal"         ? a == c
                                  : op == "Less"        ? a < c
@@ -823,15 +860,20 @@ LogicalResult Importer::convertLogical(StringRef op) {
 LogicalResult Importer::convertWhere() {
   const Known *c = foldable(0), *x = foldable(1), *y = foldable(2);
   if (c && x && y && !c->isFloat() && x->isFloat() == y->isFloat()) {
-    std::optional<Known> r =
-        foldBroadcast({c, x, y}, x->elementType,
-                      [&](ArrayRef<int64_t> at) -> std::optional<double> {
-                        const Known *from = c->ints[at[0]] ? x : y;
-                        int64_t i = c->ints[at[0]] ? at[1] : at[2];
-                        if (!from->isFloat() && from->ints[i] == kDyn)
-                          return static_cast<double>(kDyn);
-                        return from->at(i);
-                      });
+    std::optional<Known> r = foldBroadcast(
+        {c, x, y}, x->elementType,
+        [&](ArrayRef<int64_t> at) -> std::optional<double> {
+          const Known *from = c->ints[at[0]] ? x : y;
+          int64_t i = c->ints[at[0]] ? at[1] : at[2];
+          if (!from->isFloat() && from->ints[i] == kDyn)
+            return static_cast<double>(kDyn);
+          // Integers beyond 2^53 would round through double:
+          // the op computes them instead.
+          if (!from->isFloat() && (from->ints[i] > (int64_t(1) << 53) ||
+                                   from->ints[i] < -(int64_t(1) << 53)))
+            return std::nullopt;
+          return from->at(i);
+        });
     if (r) {
       setKnown(*r);
       return success();
@@ -891,11 +933,15 @@ LogicalResult Importer::convertBinary(StringRef op) {
     return nodeError() << "legacy broadcasting with an explicit 'axis' is not "
                           "supported";
   const Known *x = foldable(0), *y = foldable(1);
-  if (x && y && !x->isFloat() && op != "Pow")
-    if (std::optional<Known> r = foldBinary(op, *x, *y)) {
+  if (x && y && !x->isFloat() && op != "Pow") {
+    bool overflow = false;
+    if (std::optional<Known> r = foldBinary(op, *x, *y, &overflow)) {
       setKnown(*r);
       return success();
     }
+    if (overflow)
+      return nodeError() << "the integer arithmetic overflows 64 bits";
+  }
   FailureOr<Value> lhs = input(0), rhs = input(1);
   if (failed(lhs) || failed(rhs))
     return failure();
@@ -1501,6 +1547,12 @@ LogicalResult Importer::convertCast() {
         r.ints.push_back(kDyn);
         continue;
       }
+      // A float that no 64-bit integer holds has no integer value.
+      if (k->isFloat() && !r.isFloat() &&
+          !(k->floats[i] >= -9.2233720368547758e18 &&
+            k->floats[i] < 9.2233720368547758e18))
+        return nodeError() << "casts " << k->floats[i]
+                           << " to an integer type, which cannot hold it";
       pushFrom(r, *k, i);
     }
     setKnown(r);
