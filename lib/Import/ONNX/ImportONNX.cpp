@@ -151,6 +151,23 @@ private:
   FailureOr<Value> input(int i, bool frozen = false);
   FailureOr<Value> materialize(StringRef name, bool frozen);
   FailureOr<Ints> constInts(int i, StringRef what);
+  /// Operand `i` as a value known at import time (`known`, to fold), or
+  /// else as an SSA value (`value`); `shape` is its shape either way.
+  LogicalResult foldableOrInput(int i, const Known *&known, Value &value,
+                                Ints &shape) {
+    known = foldable(i);
+    if (known) {
+      shape = known->shape;
+      return success();
+    }
+    FailureOr<Value> v = input(i);
+    if (failed(v))
+      return failure();
+    value = *v;
+    shape.assign(typeOf(value).getShape().begin(),
+                 typeOf(value).getShape().end());
+    return success();
+  }
   RankedTensorType typeOf(Value v) {
     return cast<RankedTensorType>(v.getType());
   }
@@ -1047,18 +1064,11 @@ static Known reshaped(const Known &k, ArrayRef<int64_t> shape) {
 }
 
 LogicalResult Importer::convertReshapeLike(StringRef op) {
-  const Known *k = foldable(0);
+  const Known *k;
   Ints in;
   Value x;
-  if (k) {
-    in = k->shape;
-  } else {
-    FailureOr<Value> v = input(0);
-    if (failed(v))
-      return failure();
-    x = *v;
-    in.assign(typeOf(x).getShape().begin(), typeOf(x).getShape().end());
-  }
+  if (failed(foldableOrInput(0, k, x, in)))
+    return failure();
   int64_t rank = in.size();
   Ints out;
   auto normAxes = [&](Ints axes, int64_t r) -> FailureOr<Ints> {
@@ -1320,18 +1330,11 @@ LogicalResult Importer::convertSlice() {
       steps = *st;
     }
   }
-  const Known *k = foldable(0);
+  const Known *k;
   Value x;
   Ints in;
-  if (k) {
-    in = k->shape;
-  } else {
-    FailureOr<Value> v = input(0);
-    if (failed(v))
-      return failure();
-    x = *v;
-    in.assign(typeOf(x).getShape().begin(), typeOf(x).getShape().end());
-  }
+  if (failed(foldableOrInput(0, k, x, in)))
+    return failure();
   int64_t rank = in.size();
   if (axes.empty())
     for (size_t i = 0; i < starts.size(); ++i)
@@ -1416,18 +1419,11 @@ LogicalResult Importer::convertSplit() {
       return failure();
     split = *s;
   }
-  const Known *k = foldable(0);
+  const Known *k;
   Value x;
   Ints in;
-  if (k) {
-    in = k->shape;
-  } else {
-    FailureOr<Value> v = input(0);
-    if (failed(v))
-      return failure();
-    x = *v;
-    in.assign(typeOf(x).getShape().begin(), typeOf(x).getShape().end());
-  }
+  if (failed(foldableOrInput(0, k, x, in)))
+    return failure();
   int64_t rank = in.size();
   std::optional<int64_t> axis = normalizeAxis(intAttr("axis", 0), rank);
   if (!axis)

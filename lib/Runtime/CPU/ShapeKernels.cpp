@@ -301,6 +301,28 @@ private:
   SliceIndex index;
 };
 
+/// The indices of a gather along a dimension of `dimSize` elements as i64,
+/// negative ones counted from the end; throws naming the op for one out of
+/// range.
+void readIndices(const Tensor &indices, int64_t dimSize, const OpInfo &info,
+                 std::vector<int64_t> &idx) {
+  int64_t n = indices.numElements();
+  idx.resize(n);
+  dispatchNumeric(indices.dtype(), info, [&](auto tag) {
+    using T = decltype(tag);
+    const T *p = indices.as<T>();
+    for (int64_t i = 0; i < n; ++i)
+      idx[i] = static_cast<int64_t>(p[i]);
+  });
+  for (int64_t &i : idx) {
+    if (i < 0)
+      i += dimSize;
+    if (i < 0 || i >= dimSize)
+      fail() << info.describe() << ": index out of range [0, " << dimSize
+             << ")";
+  }
+}
+
 class GatherKernel : public Kernel {
 public:
   explicit GatherKernel(const OpInfo &op)
@@ -320,20 +342,7 @@ public:
            const std::vector<Tensor *> &res, ExecContext &) override {
     size_t es = dtypeSize(in[0]->dtype());
     int64_t n = in[1]->numElements();
-    idx.resize(n);
-    dispatchNumeric(in[1]->dtype(), info, [&](auto tag) {
-      using T = decltype(tag);
-      const T *p = in[1]->as<T>();
-      for (int64_t i = 0; i < n; ++i)
-        idx[i] = static_cast<int64_t>(p[i]);
-    });
-    for (int64_t &i : idx) {
-      if (i < 0)
-        i += dimSize;
-      if (i < 0 || i >= dimSize)
-        fail() << info.describe() << ": index out of range [0, " << dimSize
-               << ")";
-    }
+    readIndices(*in[1], dimSize, info, idx);
     const char *x = static_cast<const char *>(in[0]->data());
     char *y = static_cast<char *>(res[0]->data());
     for (int64_t o = 0; o < outer; ++o)
@@ -371,20 +380,7 @@ public:
   void run(const std::vector<const Tensor *> &in,
            const std::vector<Tensor *> &res, ExecContext &) override {
     int64_t n = in[1]->numElements();
-    idx.resize(n);
-    dispatchNumeric(in[1]->dtype(), info, [&](auto tag) {
-      using T = decltype(tag);
-      const T *p = in[1]->as<T>();
-      for (int64_t i = 0; i < n; ++i)
-        idx[i] = static_cast<int64_t>(p[i]);
-    });
-    for (int64_t &i : idx) {
-      if (i < 0)
-        i += dimSize;
-      if (i < 0 || i >= dimSize)
-        fail() << info.describe() << ": index out of range [0, " << dimSize
-               << ")";
-    }
+    readIndices(*in[1], dimSize, info, idx);
     dispatchFloat(res[0]->dtype(), info, [&](auto tag) {
       using T = decltype(tag);
       T *dx = res[0]->as<T>();

@@ -16,6 +16,23 @@
 using namespace mlir;
 using namespace mlir::heterps;
 
+/// A gradient op's check that its result gradient has the type of the
+/// forward op's result (`forward`, failed when that op's attributes are
+/// wrong, already reported).
+static LogicalResult verifyResultGrad(Operation *op,
+                                      FailureOr<RankedTensorType> forward,
+                                      RankedTensorType resultGrad,
+                                      StringRef forwardName) {
+  if (failed(forward))
+    return failure();
+  if (failed(verifyCompatibleShape(*forward, resultGrad)) ||
+      forward->getElementType() != resultGrad.getElementType())
+    return op->emitOpError()
+           << "result gradient " << resultGrad << " is not of the "
+           << forwardName << "'s result type " << *forward;
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // GatherOp
 //===----------------------------------------------------------------------===//
@@ -52,13 +69,7 @@ LogicalResult GatherGradOp::verify() {
   FailureOr<RankedTensorType> forward =
       gatherType(getData().getType(), getIndices().getType(), getAxis(),
                  getLoc(), getOperationName());
-  if (failed(forward))
-    return failure();
-  if (failed(verifyCompatibleShape(*forward, getResultGrad().getType())) ||
-      forward->getElementType() != getResultGrad().getType().getElementType())
-    return emitOpError() << "result gradient " << getResultGrad().getType()
-                         << " is not of the gather's result type " << *forward;
-  return success();
+  return verifyResultGrad(*this, forward, getResultGrad().getType(), "gather");
 }
 
 /// The result type of gather_elements: the indices' shape, the data's
@@ -102,13 +113,7 @@ LogicalResult GatherElementsGradOp::verify() {
   FailureOr<RankedTensorType> forward =
       gatherElementsType(getData().getType(), getIndices().getType(), getAxis(),
                          getLoc(), getOperationName());
-  if (failed(forward))
-    return failure();
-  if (failed(verifyCompatibleShape(*forward, getResultGrad().getType())) ||
-      forward->getElementType() != getResultGrad().getType().getElementType())
-    return emitOpError() << "result gradient " << getResultGrad().getType()
-                         << " is not of the gather's result type " << *forward;
-  return success();
+  return verifyResultGrad(*this, forward, getResultGrad().getType(), "gather");
 }
 
 //===----------------------------------------------------------------------===//
@@ -171,13 +176,7 @@ LogicalResult SliceGradOp::verify() {
   FailureOr<RankedTensorType> forward =
       sliceType(getInput().getType(), getStarts(), getEnds(), getSteps(),
                 getLoc(), getOperationName());
-  if (failed(forward))
-    return failure();
-  if (failed(verifyCompatibleShape(*forward, getResultGrad().getType())) ||
-      forward->getElementType() != getResultGrad().getType().getElementType())
-    return emitOpError() << "result gradient " << getResultGrad().getType()
-                         << " is not of the slice's result type " << *forward;
-  return success();
+  return verifyResultGrad(*this, forward, getResultGrad().getType(), "slice");
 }
 
 //===----------------------------------------------------------------------===//
@@ -240,13 +239,7 @@ LogicalResult PadOp::inferReturnTypes(MLIRContext *,
 LogicalResult PadGradOp::verify() {
   FailureOr<RankedTensorType> forward = padType(
       getInput().getType(), getMode(), getPads(), getLoc(), getOperationName());
-  if (failed(forward))
-    return failure();
-  if (failed(verifyCompatibleShape(*forward, getResultGrad().getType())) ||
-      forward->getElementType() != getResultGrad().getType().getElementType())
-    return emitOpError() << "result gradient " << getResultGrad().getType()
-                         << " is not of the pad's result type " << *forward;
-  return success();
+  return verifyResultGrad(*this, forward, getResultGrad().getType(), "pad");
 }
 
 //===----------------------------------------------------------------------===//
