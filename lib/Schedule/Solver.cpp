@@ -2,52 +2,121 @@
 
 #include "heterps/Schedule/Solver.h"
 
-#include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/ErrorHandling.h"
 
 #include <chrono>
 
 using namespace heterps::schedule;
 
+namespace {
+struct SolverInfo {
+  SolverKind kind;
+  llvm::StringRef name;
+  llvm::StringRef summary;
+};
+} // namespace
+
+static const SolverInfo kSolvers[] = {
+    {SolverKind::RL, "rl",
+     "the paper's scheduler: an LSTM policy trained with REINFORCE"},
+    {SolverKind::Exhaustive, "exhaustive",
+     "every plan; the oracle on small problems"},
+    {SolverKind::DP, "dp", "dynamic programming over stage boundaries"},
+    {SolverKind::Greedy, "greedy",
+     "op by op, the type that gives the cheapest plan"},
+    {SolverKind::Genetic, "genetic", "genetic algorithm"},
+    {SolverKind::Heuristic, "heuristic",
+     "PS ops on CPU, arithmetic-intensive ops on GPU"},
+    {SolverKind::CPUOnly, "cpu-only", "every op on the best CPU type"},
+    {SolverKind::GPUOnly, "gpu-only", "every op on the best GPU type"},
+};
+
+static const SolverInfo &getInfo(SolverKind kind) {
+  for (const SolverInfo &info : kSolvers)
+    if (info.kind == kind)
+      return info;
+  llvm_unreachable("every SolverKind is in kSolvers");
+}
+
+llvm::ArrayRef<SolverKind> heterps::schedule::getSolverKinds() {
+  static const std::vector<SolverKind> kinds = [] {
+    std::vector<SolverKind> all;
+    for (const SolverInfo &info : kSolvers)
+      all.push_back(info.kind);
+    return all;
+  }();
+  return kinds;
+}
+
 llvm::ArrayRef<llvm::StringRef> heterps::schedule::getSolverNames() {
-  static const llvm::StringRef names[] = {"rl",       "exhaustive", "dp",
-                                          "greedy",   "genetic",    "heuristic",
-                                          "cpu-only", "gpu-only"};
+  static const std::vector<llvm::StringRef> names = [] {
+    std::vector<llvm::StringRef> all;
+    for (const SolverInfo &info : kSolvers)
+      all.push_back(info.name);
+    return all;
+  }();
   return names;
+}
+
+llvm::StringRef heterps::schedule::getSolverName(SolverKind kind) {
+  return getInfo(kind).name;
+}
+
+llvm::StringRef heterps::schedule::getSolverSummary(SolverKind kind) {
+  return getInfo(kind).summary;
+}
+
+std::optional<SolverKind>
+heterps::schedule::parseSolverKind(llvm::StringRef name) {
+  for (const SolverInfo &info : kSolvers)
+    if (info.name == name)
+      return info.kind;
+  return std::nullopt;
 }
 
 llvm::Expected<SolverResult>
 heterps::schedule::solvePlacement(llvm::StringRef name, const CostModel &model,
                                   const SolverOptions &options) {
+  if (std::optional<SolverKind> kind = parseSolverKind(name))
+    return solvePlacement(*kind, model, options);
+  std::string known;
+  for (llvm::StringRef solver : getSolverNames())
+    known += (known.empty() ? "" : ", ") + solver.str();
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 "unknown solver '%s' (known: %s)",
+                                 name.str().c_str(), known.c_str());
+}
+
+llvm::Expected<SolverResult>
+heterps::schedule::solvePlacement(SolverKind kind, const CostModel &model,
+                                  const SolverOptions &options) {
   if (llvm::Error error = model.getProblem().validate())
     return error;
   auto start = std::chrono::steady_clock::now();
   llvm::Expected<SolverResult> result = [&]() -> llvm::Expected<SolverResult> {
-    if (name == "rl")
+    switch (kind) {
+    case SolverKind::RL:
       return solveRL(model, options);
-    if (name == "exhaustive")
+    case SolverKind::Exhaustive:
       return solveExhaustive(model, options);
-    if (name == "dp")
+    case SolverKind::DP:
       return solveDP(model, options);
-    if (name == "greedy")
+    case SolverKind::Greedy:
       return solveGreedy(model, options);
-    if (name == "genetic")
+    case SolverKind::Genetic:
       return solveGenetic(model, options);
-    if (name == "heuristic")
+    case SolverKind::Heuristic:
       return solveHeuristic(model, options);
-    if (name == "cpu-only")
+    case SolverKind::CPUOnly:
       return solveSingleKind(model, options, ResourceKind::CPU);
-    if (name == "gpu-only")
+    case SolverKind::GPUOnly:
       return solveSingleKind(model, options, ResourceKind::GPU);
-    std::string known;
-    for (llvm::StringRef solver : getSolverNames())
-      known += (known.empty() ? "" : ", ") + solver.str();
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "unknown solver '%s' (known: %s)",
-                                   name.str().c_str(), known.c_str());
+    }
+    llvm_unreachable("unhandled SolverKind");
   }();
   if (!result)
     return result.takeError();
-  result->solver = name.str();
+  result->solver = getSolverName(kind).str();
   result->searchSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();

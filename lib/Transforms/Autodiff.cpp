@@ -54,11 +54,6 @@ struct PlacementListener : public OpBuilder::Listener {
   }
 };
 
-bool isKnownOptimizer(StringRef kind) {
-  return kind == "sgd" || kind == "momentum" || kind == "adam" ||
-         kind == "adagrad";
-}
-
 struct AutodiffPass
     : public mlir::heterps::impl::AutodiffPassBase<AutodiffPass> {
   using Base::Base;
@@ -127,7 +122,7 @@ struct AutodiffPass
     // The loss op gets a name, as imported ops have, so that profile tables
     // and reports can name it.
     Location loc = NameLoc::get(b.getStringAttr("loss"), ret.getLoc());
-    if (loss.empty()) {
+    if (loss == AddedLoss::model) {
       for (Value v : ret.getOperands()) {
         Operation *def = v.getDefiningOp();
         if (def && cast<RankedTensorType>(v.getType()).getRank() == 0 &&
@@ -152,9 +147,9 @@ struct AutodiffPass
     Value pred = ret.getOperand(prediction);
     auto predType = cast<RankedTensorType>(pred.getType());
     Type labelType;
-    if (loss == "bce" || loss == "mse") {
+    if (loss == AddedLoss::bce || loss == AddedLoss::mse) {
       labelType = predType;
-    } else if (loss == "softmax-ce") {
+    } else {
       if (predType.getRank() < 2)
         return func.emitError() << getArgument()
                                 << ": softmax-ce needs logits of rank >= 2, "
@@ -163,9 +158,6 @@ struct AutodiffPass
       SmallVector<int64_t> shape(predType.getShape());
       shape.erase(shape.begin() + 1);
       labelType = RankedTensorType::get(shape, b.getI64Type());
-    } else {
-      return func.emitError() << getArgument() << ": unknown loss '" << loss
-                              << "'; expected bce, softmax-ce or mse";
     }
     for (unsigned i = 0; i < func.getNumArguments(); ++i)
       if (auto name = func.getArgAttrOfType<StringAttr>(
@@ -187,60 +179,76 @@ struct AutodiffPass
     // The loss runs where the prediction is computed.
     Operation *predictionOp = pred.getDefiningOp();
     Value l;
-    if (loss == "bce")
+    std::string lossName = "softmax-ce";
+    if (loss == AddedLoss::bce) {
+      lossName = "bce";
       l = BCELossOp::create(
           b, loc, TypeRange{scalar}, ValueRange{pred, label},
           {b.getNamedAttr("from_logits", b.getBoolAttr(fromLogits))});
-    else if (loss == "mse")
+    } else if (loss == AddedLoss::mse) {
+      lossName = "mse";
       l = MSELossOp::create(b, loc, TypeRange{scalar}, ValueRange{pred, label},
                             ArrayRef<NamedAttribute>{});
-    else
+    } else {
       l = SoftmaxCELossOp::create(b, loc, TypeRange{scalar},
                                   ValueRange{pred, label},
                                   ArrayRef<NamedAttribute>{});
+    }
     if (predictionOp)
       for (StringRef name : {HeterPSDialect::getDeviceAttrName(),
                              HeterPSDialect::getStageAttrName()})
         if (Attribute attr = predictionOp->getAttr(name))
           l.getDefiningOp()->setAttr(name, attr);
-    return std::make_pair(l, loss.getValue());
+    return std::make_pair(l, lossName);
   }
 
-  NamedAttrList optimizerAttrs(Builder &b, StringRef kind, double lr) {
+  /// The optimizer the options describe; null (after an error) when a
+  /// hyper-parameter is out of range.
+  OptimizerAttr optimizerAttr(ModuleOp module, OptimizerKind kind, double lr) {
+    return OptimizerAttr::getChecked(
+        [&] {
+          return module.emitError()
+                 << getArgument() << ": bad optimizer options: ";
+        },
+        module.getContext(), kind, APFloat(lr),
+        APFloat(kind == OptimizerKind::momentum ? double(momentum) : 0.0),
+        APFloat(double(beta1)), APFloat(double(beta2)),
+        APFloat(double(epsilon)), APFloat(double(weightDecay)));
+  }
+
+  /// The attributes of an update_param applying `optimizer`.
+  static NamedAttrList updateAttrs(Builder &b, OptimizerAttr optimizer) {
+    Type f64 = b.getF64Type();
     NamedAttrList attrs;
-    attrs.set("kind", b.getStringAttr(kind));
-    attrs.set("learning_rate", b.getF64FloatAttr(lr));
-    attrs.set("momentum",
-              b.getF64FloatAttr(kind == "momentum" ? double(momentum) : 0.0));
-    attrs.set("beta1", b.getF64FloatAttr(beta1));
-    attrs.set("beta2", b.getF64FloatAttr(beta2));
-    attrs.set("epsilon", b.getF64FloatAttr(epsilon));
-    attrs.set("weight_decay", b.getF64FloatAttr(weightDecay));
+    attrs.set("kind",
+              OptimizerKindAttr::get(b.getContext(), optimizer.getKind()));
+    attrs.set("learning_rate",
+              b.getFloatAttr(f64, optimizer.getLearningRate()));
+    attrs.set("momentum", b.getFloatAttr(f64, optimizer.getMomentum()));
+    attrs.set("beta1", b.getFloatAttr(f64, optimizer.getBeta1()));
+    attrs.set("beta2", b.getFloatAttr(f64, optimizer.getBeta2()));
+    attrs.set("epsilon", b.getFloatAttr(f64, optimizer.getEpsilon()));
+    attrs.set("weight_decay", b.getFloatAttr(f64, optimizer.getWeightDecay()));
     return attrs;
   }
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (!isKnownOptimizer(optimizer)) {
-      module.emitError() << getArgument() << ": unknown optimizer '"
-                         << optimizer
-                         << "'; expected sgd, momentum, adam or adagrad";
-      return signalPassFailure();
-    }
-    std::string sparseKind = sparseOptimizer.empty()
-                                 ? optimizer.getValue()
-                                 : sparseOptimizer.getValue();
-    if (!isKnownOptimizer(sparseKind)) {
-      module.emitError() << getArgument() << ": unknown sparse-optimizer '"
-                         << sparseKind
-                         << "'; expected sgd, momentum, adam or adagrad";
-      return signalPassFailure();
-    }
     if (learningRate < 0) {
       module.emitError() << getArgument() << ": negative learning-rate "
                          << learningRate;
       return signalPassFailure();
     }
+    OptimizerAttr denseOptimizer =
+        optimizerAttr(module, optimizer, learningRate);
+    OptimizerKind sparseKind = sparseOptimizer == TableOptimizer::dense
+                                   ? optimizer.getValue()
+                                   : toOptimizerKind(sparseOptimizer);
+    double sparseLr = sparseLearningRate < 0 ? learningRate.getValue()
+                                             : sparseLearningRate.getValue();
+    OptimizerAttr tableOptimizer = optimizerAttr(module, sparseKind, sparseLr);
+    if (!denseOptimizer || !tableOptimizer)
+      return signalPassFailure();
     FailureOr<func::FuncOp> found =
         findModelFunction(module, functionName, getArgument());
     if (failed(found))
@@ -343,7 +351,7 @@ struct AutodiffPass
     }
     SymbolTable symbols(module);
     llvm::StringMap<Value> paramGrads;
-    NamedAttrList denseOptimizer = optimizerAttrs(b, optimizer, learningRate);
+    NamedAttrList denseUpdate = updateAttrs(b, denseOptimizer);
 
     SmallVector<Operation *> forward;
     for (Operation &op : body.without_terminator())
@@ -363,7 +371,7 @@ struct AutodiffPass
         if (Value g = resultGrads[0])
           acc = acc ? Value(AddOp::create(b, op->getLoc(), acc, g)) : g;
         if (--loadsLeft[load.getName()] == 0 && acc && !param.getFrozen()) {
-          NamedAttrList attrs = denseOptimizer;
+          NamedAttrList attrs = denseUpdate;
           attrs.set("name", load.getNameAttr());
           UpdateParamOp::create(b, op->getLoc(), TypeRange{}, ValueRange{acc},
                                 attrs.getAttrs());
@@ -408,17 +416,21 @@ struct AutodiffPass
       if (isOpTriviallyDead(op))
         op->erase();
 
-    double sparseLr = sparseLearningRate < 0 ? learningRate.getValue()
-                                             : sparseLearningRate.getValue();
-    NamedAttrList sparse = optimizerAttrs(b, sparseKind, sparseLr);
     for (auto table : module.getOps<EmbeddingTableOp>())
-      table.setOptimizerAttr(sparse.getDictionary(context));
-    func->setAttr(
-        HeterPSDialect::getTrainingAttrName(),
-        b.getDictionaryAttr(
-            {b.getNamedAttr("loss", b.getStringAttr(lossInfo->second)),
-             b.getNamedAttr("loss_output", b.getI64IntegerAttr(lossOutput))}));
+      table.setOptimizerAttr(tableOptimizer);
+    func->setAttr(HeterPSDialect::getTrainingAttrName(),
+                  TrainingAttr::get(context, lossInfo->second, lossOutput));
   }
 };
 
 } // namespace
+
+OptimizerKind mlir::heterps::toOptimizerKind(TableOptimizer table) {
+  // TableOptimizer lists `dense` and then OptimizerKind's values in order.
+  static_assert(static_cast<int>(TableOptimizer::sgd) ==
+                    static_cast<int>(OptimizerKind::sgd) + 1 &&
+                static_cast<int>(TableOptimizer::adagrad) ==
+                    static_cast<int>(OptimizerKind::adagrad) + 1);
+  assert(table != TableOptimizer::dense && "dense names no kind of its own");
+  return static_cast<OptimizerKind>(static_cast<int>(table) - 1);
+}

@@ -1,9 +1,12 @@
 //===- InsertPipelineComm.cpp - Channels between stages -------------------===//
 
+#include "heterps/Dialect/HeterPS/IR/HeterPSDialect.h"
 #include "heterps/Dialect/HeterPS/IR/HeterPSOps.h"
 #include "heterps/Transforms/Passes.h"
 
 #include "llvm/ADT/BitVector.h"
+
+#include <limits>
 
 namespace mlir {
 namespace heterps {
@@ -53,16 +56,44 @@ struct InsertPipelineCommPass
   using Base::Base;
 
   void runOnOperation() override {
-    getOperation().walk([&](PipelineOp pipeline) { insertChannels(pipeline); });
+    bool anyPipeline = false;
+    WalkResult walk = getOperation().walk([&](PipelineOp pipeline) {
+      anyPipeline = true;
+      return failed(insertChannels(pipeline)) ? WalkResult::interrupt()
+                                              : WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return signalPassFailure();
+    if (!anyPipeline && failed(checkNotProvisionedOnly()))
+      return signalPassFailure();
   }
 
-  void insertChannels(PipelineOp pipeline) {
+  /// A function whose ops carry stages but no pipeline was provisioned and
+  /// not outlined: there is nothing to connect yet, and passing it on would
+  /// leave a step without channels that only fails later.
+  LogicalResult checkNotProvisionedOnly() {
+    Operation *staged = nullptr;
+    getOperation().walk([&](Operation *op) {
+      if (op->hasAttr(HeterPSDialect::getStageAttrName())) {
+        staged = op;
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    if (!staged)
+      return success();
+    return staged->emitOpError()
+           << "has a stage (" << HeterPSDialect::getStageAttrName()
+           << ") but is not in a heterps.pipeline; " << getArgument()
+           << " connects the stages that heterps-outline-stages builds, run "
+              "it first";
+  }
+
+  LogicalResult insertChannels(PipelineOp pipeline) {
     // New channels follow any the pipeline already has.
-    int64_t nextChannel = 0;
-    pipeline.walk([&](Operation *op) {
-      if (auto send = dyn_cast<SendOp>(op))
-        nextChannel =
-            std::max<int64_t>(nextChannel, send.getChannelAttr().getInt() + 1);
+    int64_t lastChannel = -1;
+    pipeline.walk([&](SendOp send) {
+      lastChannel = std::max<int64_t>(lastChannel, send.getChannel());
     });
 
     SmallVector<StageOp> stages(pipeline.getStages());
@@ -92,7 +123,12 @@ struct InsertPipelineCommPass
         });
         for (OpOperand *use : uses) {
           auto consumer = cast<StageOp>(use->getOwner());
-          int64_t channel = nextChannel++;
+          if (lastChannel == std::numeric_limits<int64_t>::max())
+            return producer.emitOpError()
+                   << "sends to stage " << consumer.getIndex()
+                   << " but the pipeline already uses channel " << lastChannel
+                   << ", the largest id; no channel id is left";
+          int64_t channel = ++lastChannel;
           OpBuilder builder(yield);
           SendOp::create(builder, producer.getLoc(), yield.getValues()[i],
                          builder.getI64IntegerAttr(channel));
@@ -120,6 +156,7 @@ struct InsertPipelineCommPass
     }
     for (StageOp stage : stages)
       dropUnusedResults(stage);
+    return success();
   }
 };
 

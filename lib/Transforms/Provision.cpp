@@ -57,17 +57,10 @@ struct ProvisionPass
       for (int l = stage.firstOp; l <= stage.lastOp; ++l)
         scheduled->setAttr(l, HeterPSDialect::getStageAttrName(), attr);
     }
-    Builder builder(context);
-    module->setAttr(
-        HeterPSDialect::getPredictionAttrName(),
-        builder.getDictionaryAttr({
-            builder.getNamedAttr(
-                "throughput", builder.getF64FloatAttr(evaluation.throughput)),
-            builder.getNamedAttr("cost_usd",
-                                 builder.getF64FloatAttr(evaluation.costUsd)),
-            builder.getNamedAttr("cost_per_hour", builder.getF64FloatAttr(
-                                                      evaluation.costPerHour)),
-        }));
+    module->setAttr(HeterPSDialect::getPredictionAttrName(),
+                    PredictionAttr::get(context, APFloat(evaluation.throughput),
+                                        APFloat(evaluation.costUsd),
+                                        APFloat(evaluation.costPerHour)));
   }
 };
 

@@ -8,7 +8,7 @@ heterps.param @w2 : tensor<4x1xf32> = #heterps.init<xavier_uniform>
 
 // CHECK-LABEL: func.func @graph_loss
 // CHECK-SAME: %[[X:.*]]: tensor<?x4xf32>, %[[Y:.*]]: tensor<?x1xf32> {heterps.label}
-// CHECK-SAME: heterps.training = {loss = "graph", loss_output = 1 : i64}
+// CHECK-SAME: heterps.training = #heterps.training<loss = "graph", loss_output = 1>
 func.func @graph_loss(%x: tensor<?x4xf32>, %y: tensor<?x1xf32>) -> (tensor<?x1xf32>, tensor<f32>) {
   %w = heterps.load_param @w2 : tensor<4x1xf32>
   %z = heterps.matmul %x, %w : (tensor<?x4xf32>, tensor<4x1xf32>) -> tensor<?x1xf32>
@@ -25,7 +25,7 @@ func.func @graph_loss(%x: tensor<?x4xf32>, %y: tensor<?x1xf32>) -> (tensor<?x1xf
   %m = heterps.reduce_mean %s {keepdims = false} : (tensor<?x1xf32>) -> tensor<f32>
   // CHECK: %[[L:.*]] = heterps.neg
   %l = heterps.neg %m : tensor<f32>
-  // CHECK: heterps.update_param @w2
+  // CHECK: heterps.update_param sgd @w2
   // CHECK: return %[[P]], %[[L]]
   return %p, %l : tensor<?x1xf32>, tensor<f32>
 }

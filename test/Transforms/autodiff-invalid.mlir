@@ -2,8 +2,8 @@
 // RUN: not heterps-opt %s -split-input-file --heterps-autodiff=loss=hinge 2>&1 | FileCheck %s --check-prefix=LOSS
 // RUN: not heterps-opt %s -split-input-file --heterps-autodiff=optimizer=lion 2>&1 | FileCheck %s --check-prefix=OPT
 
-// LOSS: heterps-autodiff: unknown loss 'hinge'; expected bce, softmax-ce or mse
-// OPT: heterps-autodiff: unknown optimizer 'lion'; expected sgd, momentum, adam or adagrad
+// LOSS: for the --loss option: Cannot find option named 'hinge'!
+// OPT: for the --optimizer option: Cannot find option named 'lion'!
 
 // expected-error @+1 {{the function returns no loss (a 0-D float result); add one with loss=bce|softmax-ce|mse label=NAME}}
 func.func @no_loss(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
@@ -37,7 +37,7 @@ func.func @vector_matmul(%x: tensor<3x4xf32>, %t: tensor<3xf32>) -> tensor<f32> 
 
 // expected-error @+1 {{@step is already a training step}}
 func.func @step(%x: tensor<?x1xf32>, %t: tensor<?x1xf32>) -> tensor<f32>
-    attributes {heterps.training = {loss = "mse", loss_output = 0 : i64}} {
+    attributes {heterps.training = #heterps.training<loss = "mse", loss_output = 0>} {
   %l = heterps.mse_loss %x, %t : (tensor<?x1xf32>, tensor<?x1xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }

@@ -12,7 +12,7 @@ heterps.param @b : tensor<1xf32> = #heterps.init<zeros>
 // CHECK-LABEL: func.func @main
 // CHECK-SAME: %[[X:.*]]: tensor<?x4xf32>, %[[LABEL:.*]]: tensor<?x1xf32> {heterps.label, heterps.name = "label"}
 // CHECK-SAME: -> (tensor<?x1xf32>, tensor<f32> {heterps.name = "loss"})
-// CHECK-SAME: heterps.training = {loss = "bce", loss_output = 1 : i64}
+// CHECK-SAME: heterps.training = #heterps.training<loss = "bce", loss_output = 1>
 func.func @main(%x: tensor<?x4xf32>) -> tensor<?x1xf32> {
   // CHECK: %[[W:.*]] = heterps.load_param @w {heterps.layer = [[LW:[0-9]+]] : i64}
   // CHECK: %[[B:.*]] = heterps.load_param @b {heterps.layer = [[LB:[0-9]+]] : i64}
@@ -24,13 +24,13 @@ func.func @main(%x: tensor<?x4xf32>) -> tensor<?x1xf32> {
   %p = heterps.sigmoid %z : tensor<?x1xf32>
   // CHECK: %[[L:.*]] = heterps.bce_loss %[[P]], %[[LABEL]]
   // CHECK: %[[ONE:.*]] = heterps.constant dense<1.000000e+00> : tensor<f32>
-  // CHECK: %[[DP:.*]] = heterps.loss_grad "bce" %[[P]], %[[LABEL]], %[[ONE]]
-  // CHECK: %[[DZ:.*]] = heterps.unary_grad "sigmoid" %[[Z]], %[[P]], %[[DP]]
+  // CHECK: %[[DP:.*]] = heterps.loss_grad bce %[[P]], %[[LABEL]], %[[ONE]]
+  // CHECK: %[[DZ:.*]] = heterps.unary_grad sigmoid %[[Z]], %[[P]], %[[DP]]
   // CHECK-NOT: heterps.gemm %[[DZ]], %[[W]]
   // CHECK: %[[DW:.*]] = heterps.gemm %[[X]], %[[DZ]] {heterps.layer = [[LZ]] : i64, trans_a = true}
   // CHECK: %[[DB:.*]] = heterps.sum_to_shape %[[DZ]], %[[B]] {heterps.layer = [[LZ]] : i64}
-  // CHECK: heterps.update_param @b, %[[DB]] {heterps.layer = [[LB]] : i64, kind = "sgd", learning_rate = 1.000000e-01 : f64
-  // CHECK: heterps.update_param @w, %[[DW]] {heterps.layer = [[LW]] : i64
+  // CHECK: heterps.update_param sgd @b, %[[DB]] {heterps.layer = [[LB]] : i64, learning_rate = 1.000000e-01 : f64
+  // CHECK: heterps.update_param sgd @w, %[[DW]] {heterps.layer = [[LW]] : i64
   // CHECK: return %[[P]], %[[L]]
   return %p : tensor<?x1xf32>
 }
@@ -44,7 +44,7 @@ func.func @main(%x: tensor<?x4xf32>) -> tensor<?x1xf32> {
 heterps.embedding_table @t {vocab = 100 : i64, dim = 4 : i64, initializer = #heterps.init<uniform(-0.1, 0.1)>}
 heterps.param @v : tensor<4x1xf32> = #heterps.init<xavier_uniform>
 
-// CHECK: heterps.embedding_table @t {{.*}}optimizer = {beta1 = {{.*}}kind = "sgd", learning_rate = 1.000000e-01 : f64
+// CHECK: heterps.embedding_table @t {{.*}}optimizer = #heterps.optimizer<kind = sgd, learning_rate = 1.000000e-01>
 // CHECK-LABEL: func.func @bag
 func.func @bag(%ids: tensor<?x3xi64>) -> tensor<?x1xf32> {
   // CHECK: %[[E:.*]] = heterps.embedding_lookup @t[%[[IDS:.*]]] {combiner = #heterps.combiner<mean>, heterps.layer = [[LE:[0-9]+]] : i64}
@@ -76,9 +76,9 @@ module attributes {heterps.resources = [#heterps.device<"cpu", cpu>, #heterps.de
     // CHECK: heterps.bce_loss {{.*}}heterps.device = #heterps.device<"cpu", cpu>
     // CHECK: heterps.constant {{.*}}heterps.device = #heterps.device<"cpu", cpu>
     // CHECK: heterps.loss_grad {{.*}}heterps.device = #heterps.device<"cpu", cpu>
-    // CHECK: heterps.unary_grad "sigmoid" {{.*}}heterps.device = #heterps.device<"cpu", cpu>
+    // CHECK: heterps.unary_grad sigmoid {{.*}}heterps.device = #heterps.device<"cpu", cpu>
     // CHECK: heterps.gemm {{.*}}heterps.device = #heterps.device<"gpu", gpu>, {{.*}}heterps.stage = #heterps.stage_assignment<index = 0, units = 2>, trans_a = true
-    // CHECK: heterps.update_param @w{{.*}}heterps.device = #heterps.device<"gpu", gpu>, {{.*}}heterps.stage = #heterps.stage_assignment<index = 0, units = 2>
+    // CHECK: heterps.update_param sgd @w{{.*}}heterps.device = #heterps.device<"gpu", gpu>, {{.*}}heterps.stage = #heterps.stage_assignment<index = 0, units = 2>
     return %p : tensor<?x1xf32>
   }
 }
@@ -108,6 +108,6 @@ func.func @pick(%x: tensor<?x4xf32>) -> tensor<?x1xf32> {
   // CHECK-DAG: %[[DS:.*]] = heterps.slice_grad %[[Z]], %[[DA]] {{{.*}}starts = array<i64: 0, 3>{{.*}}} : (tensor<4x6xf32>, tensor<4x3xf32>) -> tensor<4x6xf32>
   // CHECK-DAG: %[[DG:.*]] = heterps.gather_grad %[[Z]], %[[I]], %[[DA]] {axis = 1 : i64{{.*}}} : (tensor<4x6xf32>, tensor<3xi64>, tensor<4x3xf32>) -> tensor<4x6xf32>
   // CHECK: %[[DZ:.*]] = heterps.add
-  // CHECK: heterps.update_param @z, %[[DZ]]
+  // CHECK: heterps.update_param sgd @z, %[[DZ]]
   return %y : tensor<?x1xf32>
 }

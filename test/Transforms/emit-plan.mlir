@@ -4,7 +4,7 @@
 
 // The pass writes the plan and leaves the IR as it is.
 // CHECK-LABEL: func.func @main
-// CHECK: heterps.update_param @w
+// CHECK: heterps.update_param adam @w
 
 // PLAN: plan: function @main, {{[0-9]+}} values, 2 dense parameters, 1 embedding tables, 1 stages, 0 channels
 // PLAN-NEXT: stage 0 on cpu (cpu) x1: {{[0-9]+}} ops

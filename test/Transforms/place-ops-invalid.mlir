@@ -5,7 +5,7 @@
 // RUN: not heterps-opt %S/Inputs/ctr-mlp.mlir --heterps-place-ops="cluster=%s" 2>&1 | FileCheck %s --check-prefix=BADJSON
 
 // MISSING: cannot read cluster file '{{.*}}no-such-file.json'
-// SOLVER: error: heterps-place-ops: unknown solver 'magic' (known: rl, exhaustive, dp, greedy, genetic, heuristic, cpu-only, gpu-only)
+// SOLVER: for the --solver option: Cannot find option named 'magic'!
 // NOCLUSTER: error: heterps-place-ops: cluster=FILE is required
 // BADJSON: error: heterps-place-ops: {{.*}}place-ops-invalid.mlir: not valid JSON
 

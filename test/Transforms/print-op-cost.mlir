@@ -45,7 +45,7 @@ func.func @backward(%x: tensor<?x3x8x8xf32>, %f: tensor<4x3x3x3xf32>, %dy: tenso
   %dx, %df, %db = heterps.conv_grad %x, %f, %dy {pads = array<i64: 1, 1, 1, 1>} : (tensor<?x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<?x4x8x8xf32>) -> (tensor<?x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>)
   // 128 outputs x 4-element windows; (512 + 128 + 128 + 512) x 4 bytes.
   // CHECK-NEXT: heterps.pool_grad @ loc({{.*}}:[[# @LINE + 1]]:{{.*}}): fwd_flops=512 bwd_flops=0 fwd_bytes=5120 bwd_bytes=0 param_bytes=0 embedding_bytes=0
-  %dpool = heterps.pool_grad "max" %y, %p, %dp {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<?x4x8x8xf32>, tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>) -> tensor<?x4x8x8xf32>
+  %dpool = heterps.pool_grad max %y, %p, %dp {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<?x4x8x8xf32>, tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>) -> tensor<?x4x8x8xf32>
   // 10 x 512 input elements; (512 + 4 + 512 + 512 + 4 + 4) x 4 bytes.
   // CHECK-NEXT: heterps.batch_norm_grad @ loc({{.*}}:[[# @LINE + 1]]:{{.*}}): fwd_flops=5120 bwd_flops=0 fwd_bytes=6192 bwd_bytes=0 param_bytes=0 embedding_bytes=0
   %dbn, %dscale, %dbias = heterps.batch_norm_grad %y, %s, %dy : (tensor<?x4x8x8xf32>, tensor<4xf32>, tensor<?x4x8x8xf32>) -> (tensor<?x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>)
@@ -57,7 +57,7 @@ func.func @backward(%x: tensor<?x3x8x8xf32>, %f: tensor<4x3x3x3xf32>, %dy: tenso
   %dsm = heterps.softmax_grad %h, %dh {axis = 1 : i64} : tensor<?x64xf32>
   // 3 x 128 for sigmoid's y (1 - y) dy; 4 x 128 x 4 bytes.
   // CHECK-NEXT: heterps.unary_grad @ loc({{.*}}:[[# @LINE + 1]]:{{.*}}): fwd_flops=384 bwd_flops=0 fwd_bytes=2048 bwd_bytes=0 param_bytes=0 embedding_bytes=0
-  %dsig = heterps.unary_grad "sigmoid" %h, %h, %dh : tensor<?x64xf32>
+  %dsig = heterps.unary_grad sigmoid %h, %h, %dh : tensor<?x64xf32>
   // The module's total: @mixed's (31664, 62768, 11656, 23200, 3328, 192)
   // and these.
   // CHECK-NEXT: total: fwd_flops=95536 bwd_flops=62768 fwd_bytes=34856 bwd_bytes=23200 param_bytes=3328 embedding_bytes=192

@@ -4,8 +4,15 @@
 // RUN: FileCheck %s --check-prefix=REPORT < %t.json
 // The result round-trips.
 // RUN: heterps-opt %S/Inputs/ctr-mlp.mlir --heterps-schedule="cluster=%S/Inputs/cluster-2types.json solver=dp throughput=200000 batch=512" | heterps-opt --heterps-verify-placement | FileCheck %s --check-prefix=ROUNDTRIP
+// The search options reach place-ops: rl with its own settings saves the
+// policy it trained.
+// RUN: heterps-opt %S/Inputs/ctr-mlp.mlir --heterps-schedule="cluster=%S/Inputs/cluster-2types.json solver=rl rl-iterations=5 rl-samples=4 rl-hidden=8 rl-learning-rate=0.02 time-budget=60 seed=7 throughput=200000 batch=512 report=%t.rl.json rl-policy-out=%t.policy" | FileCheck %s --check-prefix=RL
+// RUN: FileCheck %s --check-prefix=RL-REPORT < %t.rl.json
+// RUN: FileCheck %s --check-prefix=RL-POLICY < %t.policy
+// An unknown solver is refused by the option parser.
+// RUN: not heterps-opt %S/Inputs/ctr-mlp.mlir --heterps-schedule="cluster=%S/Inputs/cluster-2types.json solver=annealing" 2>&1 | FileCheck %s --check-prefix=BAD-SOLVER
 
-// CHECK: module attributes {heterps.prediction = {{{.*}}}, heterps.resources = [#heterps.device<"cpu", cpu>, #heterps.device<"gpu", gpu>]}
+// CHECK: module attributes {heterps.prediction = #heterps.prediction<{{.*}}>, heterps.resources = [#heterps.device<"cpu", cpu>, #heterps.device<"gpu", gpu>]}
 // CHECK-LABEL: func.func @ctr
 // CHECK-SAME: (%[[IDS0:.*]]: tensor<?x64xi64>, %[[IDS1:.*]]: tensor<?x64xi64>, %[[LABEL:.*]]: tensor<?x1xf32>)
 // CHECK: %[[P:.*]] = heterps.pipeline ins(%[[IDS0]], %[[IDS1]], %[[LABEL]] : {{.*}}) attributes {micro_batches = 4 : i64} {
@@ -26,3 +33,11 @@
 // REPORT: "solver": "dp"
 
 // ROUNDTRIP: heterps.stage 1 on <"gpu", gpu> units 2
+
+// RL: heterps.pipeline
+// RL-REPORT: "seed": 7
+// RL-REPORT: "solver": "rl"
+// RL-POLICY: heterps-lstm-policy 1
+// RL-POLICY-NEXT: features {{[0-9]+}} hidden 8
+
+// BAD-SOLVER: for the --solver option: Cannot find option named 'annealing'!

@@ -60,7 +60,6 @@ int main(int argc, char **argv) {
   registry.insert<mlir::heterps::HeterPSDialect, mlir::func::FuncDialect,
                   mlir::arith::ArithDialect>();
   mlir::heterps::registerHeterPSPasses();
-  mlir::heterps::registerHeterPSPipelines();
   // The generic cleanups users chain with HeterPS passes.
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();

@@ -211,7 +211,7 @@ std::unique_ptr<mlir::MLIRContext> makeContext() {
 
 mlir::heterps::AutodiffPassOptions sgdOptions() {
   mlir::heterps::AutodiffPassOptions o;
-  o.optimizer = "sgd";
+  o.optimizer = mlir::heterps::OptimizerKind::sgd;
   o.learningRate = 1.0;
   return o;
 }
@@ -1634,7 +1634,7 @@ TEST(GradientCheck, Composite) {
 /// Imports an ONNX fixture, adds `loss`, and returns the losses of `steps`
 /// SGD steps on one fixed batch.
 std::vector<float> trainImported(const std::string &file,
-                                 const std::string &loss, double lr,
+                                 mlir::heterps::AddedLoss loss, double lr,
                                  int steps) {
   std::vector<float> losses;
   auto context = makeContext();
@@ -1675,7 +1675,7 @@ std::vector<float> trainImported(const std::string &file,
       s[0] = batch;
     int64_t n = numElements(s);
     if (program.isLabelInput(i)) {
-      if (t.dtype == DType::F32 && loss == "bce") {
+      if (t.dtype == DType::F32 && loss == mlir::heterps::AddedLoss::bce) {
         Values v(n);
         for (int64_t j = 0; j < n; ++j)
           v[j] = static_cast<float>(j % 2);
@@ -1708,7 +1708,8 @@ std::vector<float> trainImported(const std::string &file,
 }
 
 TEST(GradientCheck, TorchMLPTrains) {
-  std::vector<float> l = trainImported("torch-mlp.onnx", "mse", 10.0, 50);
+  std::vector<float> l =
+      trainImported("torch-mlp.onnx", mlir::heterps::AddedLoss::mse, 10.0, 50);
   ASSERT_EQ(l.size(), 50u);
   std::printf("[gradcheck] torch-mlp.onnx mse: loss %.5f -> %.5f\n", l.front(),
               l.back());
@@ -1718,7 +1719,8 @@ TEST(GradientCheck, TorchMLPTrains) {
 }
 
 TEST(GradientCheck, TorchCTRTrains) {
-  std::vector<float> l = trainImported("torch-ctr.onnx", "bce", 0.1, 50);
+  std::vector<float> l =
+      trainImported("torch-ctr.onnx", mlir::heterps::AddedLoss::bce, 0.1, 50);
   ASSERT_EQ(l.size(), 50u);
   std::printf("[gradcheck] torch-ctr.onnx bce: loss %.5f -> %.5f\n", l.front(),
               l.back());

@@ -66,8 +66,8 @@ plan::Plan compile(const std::string &optimizer) {
   EXPECT_TRUE(module);
   mlir::PassManager pm(&context);
   mlir::heterps::AutodiffPassOptions autodiff;
-  autodiff.loss = "bce";
-  autodiff.optimizer = optimizer;
+  autodiff.loss = mlir::heterps::AddedLoss::bce;
+  autodiff.optimizer = *mlir::heterps::symbolizeOptimizerKind(optimizer);
   autodiff.learningRate = 0.05;
   pm.addPass(mlir::heterps::createAutodiffPass(autodiff));
   mlir::heterps::OutlineStagesPassOptions outline;

@@ -64,8 +64,8 @@ plan::Plan compile(const std::string &optimizer) {
   EXPECT_TRUE(module);
   mlir::PassManager pm(&context);
   mlir::heterps::AutodiffPassOptions options;
-  options.loss = "bce";
-  options.optimizer = optimizer;
+  options.loss = mlir::heterps::AddedLoss::bce;
+  options.optimizer = *mlir::heterps::symbolizeOptimizerKind(optimizer);
   pm.addPass(mlir::heterps::createAutodiffPass(options));
   EXPECT_TRUE(mlir::succeeded(pm.run(*module)));
   plan::Plan p;

@@ -15,6 +15,7 @@
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,10 +59,34 @@ struct SolverResult {
   uint64_t evaluations = 0;
 };
 
-/// The solver names, in the order the documentation lists them.
+/// The solvers, in the order the documentation lists them.
+enum class SolverKind {
+  RL,
+  Exhaustive,
+  DP,
+  Greedy,
+  Genetic,
+  Heuristic,
+  CPUOnly,
+  GPUOnly
+};
+
+llvm::ArrayRef<SolverKind> getSolverKinds();
+/// The name users write (`rl`, `dp`, `cpu-only`, ...).
+llvm::StringRef getSolverName(SolverKind kind);
+/// One line on what the solver does, for `--help`.
+llvm::StringRef getSolverSummary(SolverKind kind);
+std::optional<SolverKind> parseSolverKind(llvm::StringRef name);
+
+/// The solver names, in the order of getSolverKinds().
 llvm::ArrayRef<llvm::StringRef> getSolverNames();
 
-/// Runs the solver `name` on `model`'s problem.
+/// Runs the solver `kind` on `model`'s problem.
+llvm::Expected<SolverResult> solvePlacement(SolverKind kind,
+                                            const CostModel &model,
+                                            const SolverOptions &options);
+/// Runs the solver named `name`; an unknown name is an error listing the
+/// known ones.
 llvm::Expected<SolverResult> solvePlacement(llvm::StringRef name,
                                             const CostModel &model,
                                             const SolverOptions &options);

@@ -5,6 +5,65 @@
 
 include "mlir/Pass/PassBase.td"
 
+//===----------------------------------------------------------------------===//
+// Options that several passes share, declared once
+//===----------------------------------------------------------------------===//
+
+defvar FunctionOption =
+    Option<"functionName", "function", "std::string", "\"\"",
+           "The function to work on (default: the module's only function)">;
+
+// The inputs of the cost model: place-ops, provision and heterps-schedule.
+defvar CostModelOptions = [
+  Option<"clusterFile", "cluster", "std::string", "\"\"",
+         "Cluster file (JSON, docs/Scheduling.md)">,
+  FunctionOption,
+  Option<"throughput", "throughput", "double", "1000.0",
+         "Throughput target, samples/s">,
+  Option<"batchSize", "batch", "int64_t", "256",
+         "Samples per batch; dynamic dimensions are bound to it">,
+  Option<"samples", "samples", "double", "1.0e8",
+         "Samples the job processes (turns $/h into the job's cost)">,
+  Option<"training", "training", "bool", "true",
+         "Cost a forward-only model as a training step (forward, backward, parameter sync); a function with heterps.training always is">,
+  Option<"profileFile", "profile", "std::string", "\"\"",
+         "Measured op times (JSON) that replace the roofline estimate">
+];
+
+// The search: place-ops and heterps-schedule.
+defvar SolverOptions = [
+  Option<"solver", "solver", "::heterps::schedule::SolverKind",
+         "::heterps::schedule::SolverKind::RL",
+         "The placement solver (docs/Scheduling.md)",
+         "::mlir::heterps::SolverValues()">,
+  Option<"seed", "seed", "uint64_t", "1", "Random seed">,
+  Option<"reportFile", "report", "std::string", "\"\"",
+         "Write the placement report (JSON) here">,
+  Option<"timeBudget", "time-budget", "double", "0",
+         "Stop searching after this many seconds (0: no limit)">,
+  Option<"rlIterations", "rl-iterations", "int", "200",
+         "rl: policy-gradient iterations">,
+  Option<"rlSamples", "rl-samples", "int", "32",
+         "rl: plans sampled per iteration">,
+  Option<"rlLearningRate", "rl-learning-rate", "double", "0.01",
+         "rl: Adam learning rate">,
+  Option<"rlHiddenSize", "rl-hidden", "int", "32",
+         "rl: LSTM hidden size">,
+  Option<"rlPolicyIn", "rl-policy-in", "std::string", "\"\"",
+         "rl: start from this saved policy">,
+  Option<"rlPolicyOut", "rl-policy-out", "std::string", "\"\"",
+         "rl: save the trained policy here">,
+  Option<"geneticPopulation", "genetic-population", "int", "64",
+         "genetic: population size">,
+  Option<"geneticGenerations", "genetic-generations", "int", "150",
+         "genetic: generations">
+];
+
+defvar MicroBatchesOption =
+    Option<"microBatches", "micro-batches", "int64_t", "1",
+           "Micro-batches per batch">;
+
+
 def PrintOpCostPass : Pass<"heterps-print-op-cost"> {
   let summary = "Prints the work each op reports to the cost model";
   let description = [{
@@ -81,45 +140,7 @@ def PlaceOpsPass : Pass<"heterps-place-ops", "::mlir::ModuleOp"> {
       %y = heterps.gemm %e, %w {heterps.device = #heterps.device<"a100-40g", gpu>} ...
     ```
   }];
-  let options = [
-    Option<"clusterFile", "cluster", "std::string", "\"\"",
-           "Cluster file (JSON, docs/Scheduling.md)">,
-    Option<"functionName", "function", "std::string", "\"\"",
-           "The function to schedule (default: the module's only function)">,
-    Option<"throughput", "throughput", "double", "1000.0",
-           "Throughput target, samples/s">,
-    Option<"batchSize", "batch", "int64_t", "256",
-           "Samples per batch; dynamic dimensions are bound to it">,
-    Option<"samples", "samples", "double", "1.0e8",
-           "Samples the job processes (turns $/h into the job's cost)">,
-    Option<"training", "training", "bool", "true",
-           "Cost a forward-only model as a training step (forward, backward, parameter sync); a function with heterps.training always is">,
-    Option<"profileFile", "profile", "std::string", "\"\"",
-           "Measured op times (JSON) that replace the roofline estimate">,
-    Option<"solver", "solver", "std::string", "\"rl\"",
-           "rl, exhaustive, dp, greedy, genetic, heuristic, cpu-only, gpu-only">,
-    Option<"seed", "seed", "uint64_t", "1", "Random seed">,
-    Option<"reportFile", "report", "std::string", "\"\"",
-           "Write the placement report (JSON) here">,
-    Option<"timeBudget", "time-budget", "double", "0",
-           "Stop searching after this many seconds (0: no limit)">,
-    Option<"rlIterations", "rl-iterations", "int", "200",
-           "rl: policy-gradient iterations">,
-    Option<"rlSamples", "rl-samples", "int", "32",
-           "rl: plans sampled per iteration">,
-    Option<"rlLearningRate", "rl-learning-rate", "double", "0.01",
-           "rl: Adam learning rate">,
-    Option<"rlHiddenSize", "rl-hidden", "int", "32",
-           "rl: LSTM hidden size">,
-    Option<"rlPolicyIn", "rl-policy-in", "std::string", "\"\"",
-           "rl: start from this saved policy">,
-    Option<"rlPolicyOut", "rl-policy-out", "std::string", "\"\"",
-           "rl: save the trained policy here">,
-    Option<"geneticPopulation", "genetic-population", "int", "64",
-           "genetic: population size">,
-    Option<"geneticGenerations", "genetic-generations", "int", "150",
-           "genetic: generations">
-  ];
+  let options = !listconcat(CostModelOptions, SolverOptions);
 }
 
 def ProvisionPass : Pass<"heterps-provision", "::mlir::ModuleOp"> {
@@ -139,22 +160,7 @@ def ProvisionPass : Pass<"heterps-provision", "::mlir::ModuleOp"> {
                               heterps.stage = #heterps.stage_assignment<index = 1, units = 2>}
     ```
   }];
-  let options = [
-    Option<"clusterFile", "cluster", "std::string", "\"\"",
-           "Cluster file (JSON, docs/Scheduling.md)">,
-    Option<"functionName", "function", "std::string", "\"\"",
-           "The function to schedule (default: the module's only function)">,
-    Option<"throughput", "throughput", "double", "1000.0",
-           "Throughput target, samples/s">,
-    Option<"batchSize", "batch", "int64_t", "256",
-           "Samples per batch; dynamic dimensions are bound to it">,
-    Option<"samples", "samples", "double", "1.0e8",
-           "Samples the job processes (turns $/h into the job's cost)">,
-    Option<"training", "training", "bool", "true",
-           "Cost a forward-only model as a training step (forward, backward, parameter sync); a function with heterps.training always is">,
-    Option<"profileFile", "profile", "std::string", "\"\"",
-           "Measured op times (JSON) that replace the roofline estimate">
-  ];
+  let options = CostModelOptions;
 }
 
 def OutlineStagesPass : Pass<"heterps-outline-stages", "::mlir::ModuleOp"> {
@@ -211,12 +217,7 @@ def OutlineStagesPass : Pass<"heterps-outline-stages", "::mlir::ModuleOp"> {
     }
     ```
   }];
-  let options = [
-    Option<"functionName", "function", "std::string", "\"\"",
-           "The function to outline (default: the module's only function)">,
-    Option<"microBatches", "micro-batches", "int64_t", "1",
-           "Micro-batches per batch">
-  ];
+  let options = [FunctionOption, MicroBatchesOption];
 }
 
 def InsertPipelineCommPass
@@ -262,6 +263,28 @@ def VerifyPlacementPass : Pass<"heterps-verify-placement", "::mlir::ModuleOp"> {
 }
 
 
+def SchedulePass : Pass<"heterps-schedule", "::mlir::ModuleOp"> {
+  let summary = "Places, provisions, outlines stages, inserts channels, verifies";
+  let description = [{
+    Runs `heterps-place-ops`, `heterps-provision`, `heterps-outline-stages`,
+    `heterps-insert-pipeline-comm` and `heterps-verify-placement` in turn,
+    with one set of options: those of place-ops (which include provision's)
+    and outline-stages' `micro-batches`. What a step reports (an unmet
+    target, a missing cluster file) is the step's own error.
+
+    ```
+    heterps-opt model.mlir --heterps-autodiff \
+      --heterps-schedule="cluster=examples/clusters/aws-c6i-p3-p4d.json solver=dp throughput=20000 micro-batches=4"
+    ```
+
+    turns the training step into a `heterps.pipeline` of `heterps.stage` ops
+    connected by `heterps.send` / `heterps.recv` channels, as the passes it
+    runs describe.
+  }];
+  let options = !listconcat(CostModelOptions, SolverOptions,
+                            [MicroBatchesOption]);
+}
+
 def AutodiffPass : Pass<"heterps-autodiff", "::mlir::ModuleOp"> {
   let summary = "Turns a model into a training step: loss, backward, updates";
   let description = [{
@@ -294,7 +317,7 @@ def AutodiffPass : Pass<"heterps-autodiff", "::mlir::ModuleOp"> {
     `heterps.stage` of the op they differentiate, so the pass runs before or
     after `heterps-place-ops` and `heterps-provision`, with the same result;
     it runs before `heterps-outline-stages`. The function gets
-    `heterps.training = {loss, loss_output}`.
+    `heterps.training = #heterps.training<loss = ..., loss_output = ...>`.
 
     Input:
 
@@ -312,33 +335,43 @@ def AutodiffPass : Pass<"heterps-autodiff", "::mlir::ModuleOp"> {
 
     ```mlir
     func.func @main(%x: tensor<?x4xf32>, %label: tensor<?x1xf32> {heterps.label, heterps.name = "label"})
-        -> (tensor<?x1xf32>, tensor<f32>) attributes {heterps.training = {loss = "bce", loss_output = 1 : i64}} {
+        -> (tensor<?x1xf32>, tensor<f32>) attributes {heterps.training = #heterps.training<loss = "bce", loss_output = 1>} {
       %w = heterps.load_param @w {heterps.layer = 0 : i64} : tensor<4x1xf32>
       %z = heterps.matmul %x, %w {heterps.layer = 1 : i64} : (tensor<?x4xf32>, tensor<4x1xf32>) -> tensor<?x1xf32>
       %p = heterps.sigmoid %z {heterps.layer = 2 : i64} : tensor<?x1xf32>
       %l = heterps.bce_loss %p, %label {heterps.layer = 3 : i64} : (tensor<?x1xf32>, tensor<?x1xf32>) -> tensor<f32>
       %one = heterps.constant dense<1.0> : tensor<f32> {heterps.layer = 3 : i64}
-      %dp = heterps.loss_grad "bce" %p, %label, %one {heterps.layer = 3 : i64} : (...) -> tensor<?x1xf32>
-      %dz = heterps.unary_grad "sigmoid" %z, %p, %dp {heterps.layer = 2 : i64} : tensor<?x1xf32>
+      %dp = heterps.loss_grad bce %p, %label, %one {heterps.layer = 3 : i64} : (...) -> tensor<?x1xf32>
+      %dz = heterps.unary_grad sigmoid %z, %p, %dp {heterps.layer = 2 : i64} : tensor<?x1xf32>
       %dw = heterps.gemm %x, %dz {heterps.layer = 1 : i64, trans_a = true} : ...
-      heterps.update_param @w, %dw {heterps.layer = 0 : i64, kind = "sgd", learning_rate = 1.000000e-01 : f64} : tensor<4x1xf32>
+      heterps.update_param sgd @w, %dw {heterps.layer = 0 : i64, learning_rate = 1.000000e-01 : f64} : tensor<4x1xf32>
       return %p, %l : tensor<?x1xf32>, tensor<f32>
     }
     ```
   }];
   let options = [
-    Option<"functionName", "function", "std::string", "\"\"",
-           "The function to differentiate (default: the only one)">,
-    Option<"loss", "loss", "std::string", "\"\"",
-           "bce, softmax-ce or mse: the loss to add; empty: the model's own">,
+    FunctionOption,
+    Option<"loss", "loss", "::mlir::heterps::AddedLoss",
+           "::mlir::heterps::AddedLoss::model",
+           "The loss to add to the model's prediction, or the model's own",
+           [{::llvm::cl::values(
+               clEnumValN(::mlir::heterps::AddedLoss::model, "model",
+                          "the model's own loss: its one 0-D float result"),
+               clEnumValN(::mlir::heterps::AddedLoss::bce, "bce",
+                          "binary cross-entropy (a label like the prediction)"),
+               clEnumValN(::mlir::heterps::AddedLoss::softmax_ce, "softmax-ce",
+                          "softmax cross-entropy (class index labels)"),
+               clEnumValN(::mlir::heterps::AddedLoss::mse, "mse",
+                          "mean squared error"))}]>,
     Option<"labelName", "label", "std::string", "\"label\"",
            "Name of the label input that the loss option adds">,
     Option<"prediction", "prediction", "unsigned", "0",
            "The result the added loss applies to">,
     Option<"fromLogits", "from-logits", "bool", "false",
            "bce: the prediction is a logit (the sigmoid is fused)">,
-    Option<"optimizer", "optimizer", "std::string", "\"sgd\"",
-           "Dense optimizer: sgd, momentum, adam or adagrad">,
+    Option<"optimizer", "optimizer", "::mlir::heterps::OptimizerKind",
+           "::mlir::heterps::OptimizerKind::sgd", "Dense optimizer",
+           "::mlir::heterps::OptimizerValues()">,
     Option<"learningRate", "learning-rate", "double", "0.01",
            "Learning rate of the dense optimizer">,
     Option<"momentum", "momentum", "double", "0.9",
@@ -349,8 +382,11 @@ def AutodiffPass : Pass<"heterps-autodiff", "::mlir::ModuleOp"> {
            "Adam's and Adagrad's epsilon">,
     Option<"weightDecay", "weight-decay", "double", "0.0",
            "L2 weight decay added to dense gradients">,
-    Option<"sparseOptimizer", "sparse-optimizer", "std::string", "\"\"",
-           "Optimizer of the embedding tables (default: the dense one)">,
+    Option<"sparseOptimizer", "sparse-optimizer",
+           "::mlir::heterps::TableOptimizer",
+           "::mlir::heterps::TableOptimizer::dense",
+           "Optimizer of the embedding tables",
+           "::mlir::heterps::TableOptimizerValues()">,
     Option<"sparseLearningRate", "sparse-learning-rate", "double", "-1.0",
            "Learning rate of the tables (default: the dense one)">
   ];
@@ -377,8 +413,7 @@ def EmitPlanPass : Pass<"heterps-emit-plan", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"file", "file", "std::string", "\"\"", "The plan file to write">,
-    Option<"functionName", "function", "std::string", "\"\"",
-           "The function to emit (default: the only one)">,
+    FunctionOption,
     Option<"batchSize", "batch", "int64_t", "256",
            "The default batch size recorded in the plan">
   ];

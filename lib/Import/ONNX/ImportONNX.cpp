@@ -829,13 +829,14 @@ LogicalResult Importer::convertCompare(StringRef op) {
   FailureOr<Value> lhs = input(0), rhs = input(1);
   if (failed(lhs) || failed(rhs))
     return failure();
-  StringRef kind = llvm::StringSwitch<StringRef>(op)
-                       .Case("Equal", "eq")
-                       .Case("Less", "lt")
-                       .Case("Greater", "gt")
-                       .Case("LessOrEqual", "le")
-                       .Default("ge");
-  return emit(make<CompareOp>(b.getStringAttr(kind), *lhs, *rhs));
+  CompareKind kind = llvm::StringSwitch<CompareKind>(op)
+                         .Case("Equal", CompareKind::eq)
+                         .Case("Less", CompareKind::lt)
+                         .Case("Greater", CompareKind::gt)
+                         .Case("LessOrEqual", CompareKind::le)
+                         .Default(CompareKind::ge);
+  return emit(
+      make<CompareOp>(CompareKindAttr::get(b.getContext(), kind), *lhs, *rhs));
 }
 
 LogicalResult Importer::convertLogical(StringRef op) {
@@ -871,7 +872,11 @@ LogicalResult Importer::convertLogical(StringRef op) {
   FailureOr<Value> lhs = input(0), rhs = input(1);
   if (failed(lhs) || failed(rhs))
     return failure();
-  return emit(make<LogicalOp>(b.getStringAttr(op.lower()), *lhs, *rhs));
+  LogicKind kind = op == "And"  ? LogicKind::and_
+                   : op == "Or" ? LogicKind::or_
+                                : LogicKind::xor_;
+  return emit(
+      make<LogicalOp>(LogicKindAttr::get(b.getContext(), kind), *lhs, *rhs));
 }
 
 LogicalResult Importer::convertWhere() {
@@ -1273,7 +1278,7 @@ LogicalResult Importer::convertGather() {
           // The initializer's rows are the table's initial value; the
           // initializer spec only applies to rows the server adds later.
           InitAttr::get(ctx, InitKind::zeros, ArrayRef<double>{}),
-          toAttr(*table), /*optimizer=*/DictionaryAttr());
+          toAttr(*table), /*optimizer=*/OptimizerAttr());
     }
     SmallVector<int64_t> shape(typeOf(*ids).getShape());
     shape.push_back(table->shape[1]);
@@ -2302,8 +2307,9 @@ LogicalResult Importer::importNode(const onnx::NodeProto &n) {
     if (failed(x))
       return failure();
     return emit(make<ArgExtremeOp>(
-        b.getStringAttr(op == "ArgMax" ? "max" : "min"), *x,
-        b.getI64IntegerAttr(intAttr("axis", 0)),
+        ExtremeKindAttr::get(b.getContext(), op == "ArgMax" ? ExtremeKind::max
+                                                            : ExtremeKind::min),
+        *x, b.getI64IntegerAttr(intAttr("axis", 0)),
         b.getBoolAttr(intAttr("keepdims", 1) != 0),
         b.getBoolAttr(intAttr("select_last_index", 0) != 0)));
   }

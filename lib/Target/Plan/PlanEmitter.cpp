@@ -19,6 +19,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <map>
@@ -28,6 +29,16 @@ using namespace mlir::heterps;
 namespace pb = ::heterps::plan;
 
 namespace {
+
+/// The name of a kind an op carries, as the runtime reads it.
+std::optional<StringRef> enumName(Attribute attr) {
+  return TypeSwitch<Attribute, std::optional<StringRef>>(attr)
+      .Case<CombinerAttr, LossReductionAttr, OptimizerKindAttr, UnaryKindAttr,
+            LossKindAttr, PoolKindAttr, ReduceKindAttr, CompareKindAttr,
+            LogicKindAttr, ExtremeKindAttr>(
+          [](auto kind) { return stringifyEnum(kind.getValue()); })
+      .Default([](Attribute) { return std::nullopt; });
+}
 
 std::optional<pb::DataType> toDataType(Type type) {
   if (type.isF32())
@@ -136,10 +147,8 @@ public:
         list->add_values(v);
     } else if (auto elements = dyn_cast<ElementsAttr>(attr)) {
       return tensorData(loc, elements, *out.mutable_tensor());
-    } else if (auto combiner = dyn_cast<CombinerAttr>(attr)) {
-      out.set_s(stringifyCombiner(combiner.getValue()).str());
-    } else if (auto reduction = dyn_cast<LossReductionAttr>(attr)) {
-      out.set_s(stringifyLossReduction(reduction.getValue()).str());
+    } else if (std::optional<StringRef> name = enumName(attr)) {
+      out.set_s(name->str());
     } else if (auto array = dyn_cast<ArrayAttr>(attr)) {
       auto *list = out.mutable_ints();
       for (Attribute e : array) {
@@ -235,19 +244,14 @@ pb::Initializer initializer(InitAttr init) {
   return out;
 }
 
-void optimizer(DictionaryAttr dict, pb::Optimizer &out) {
-  auto get = [&](StringRef key, double dflt) {
-    auto f = dict.getAs<FloatAttr>(key);
-    return f ? f.getValueAsDouble() : dflt;
-  };
-  if (auto kind = dict.getAs<StringAttr>("kind"))
-    out.set_kind(kind.str());
-  out.set_learning_rate(get("learning_rate", 0.01));
-  out.set_momentum(get("momentum", 0));
-  out.set_beta1(get("beta1", 0.9));
-  out.set_beta2(get("beta2", 0.999));
-  out.set_epsilon(get("epsilon", 1e-8));
-  out.set_weight_decay(get("weight_decay", 0));
+void optimizer(OptimizerAttr attr, pb::Optimizer &out) {
+  out.set_kind(stringifyOptimizerKind(attr.getKind()).str());
+  out.set_learning_rate(attr.getLearningRate().convertToDouble());
+  out.set_momentum(attr.getMomentum().convertToDouble());
+  out.set_beta1(attr.getBeta1().convertToDouble());
+  out.set_beta2(attr.getBeta2().convertToDouble());
+  out.set_epsilon(attr.getEpsilon().convertToDouble());
+  out.set_weight_decay(attr.getWeightDecay().convertToDouble());
 }
 
 std::string argName(func::FuncOp func, unsigned i) {
@@ -300,7 +304,7 @@ LogicalResult emitFunction(ModuleOp module, func::FuncOp func,
       if (failed(
               emitter.tensorData(table.getLoc(), *value, *t->mutable_value())))
         return failure();
-    if (DictionaryAttr opt = table.getOptimizerAttr())
+    if (OptimizerAttr opt = table.getOptimizerAttr())
       optimizer(opt, *t->mutable_optimizer());
   }
 
@@ -393,30 +397,31 @@ LogicalResult emitFunction(ModuleOp module, func::FuncOp func,
       plan.mutable_values(id)->set_name(resultName(func, i));
   }
 
-  if (auto training = func->getAttrOfType<DictionaryAttr>(
+  if (auto training = func->getAttrOfType<TrainingAttr>(
           HeterPSDialect::getTrainingAttrName())) {
     pb::Training *t = plan.mutable_training();
-    t->set_loss(training.getAs<StringAttr>("loss").str());
-    t->set_loss_output(training.getAs<IntegerAttr>("loss_output").getInt());
+    t->set_loss(training.getLoss().str());
+    t->set_loss_output(training.getLossOutput());
     for (unsigned i = 0; i < func.getNumArguments(); ++i)
       if (func.getArgAttr(i, HeterPSDialect::getLabelAttrName()))
         t->add_label_inputs(plan.inputs(i));
     func.walk([&](UpdateParamOp update) {
       if (t->has_optimizer())
         return;
-      NamedAttrList attrs(update->getAttrDictionary());
-      optimizer(attrs.getDictionary(func.getContext()),
+      optimizer(OptimizerAttr::get(func.getContext(), update.getKind(),
+                                   update.getLearningRate(),
+                                   update.getMomentum(), update.getBeta1(),
+                                   update.getBeta2(), update.getEpsilon(),
+                                   update.getWeightDecay()),
                 *t->mutable_optimizer());
     });
   }
-  if (auto prediction = module->getAttrOfType<DictionaryAttr>(
+  if (auto prediction = module->getAttrOfType<PredictionAttr>(
           HeterPSDialect::getPredictionAttrName())) {
     pb::Prediction *p = plan.mutable_prediction();
-    p->set_throughput(
-        prediction.getAs<FloatAttr>("throughput").getValueAsDouble());
-    p->set_cost_usd(prediction.getAs<FloatAttr>("cost_usd").getValueAsDouble());
-    p->set_cost_per_hour(
-        prediction.getAs<FloatAttr>("cost_per_hour").getValueAsDouble());
+    p->set_throughput(prediction.getThroughput().convertToDouble());
+    p->set_cost_usd(prediction.getCostUsd().convertToDouble());
+    p->set_cost_per_hour(prediction.getCostPerHour().convertToDouble());
   }
   return success();
 }

@@ -88,10 +88,64 @@ module attributes {heterps.resources = [#heterps.device<"c6i", cpu>, #heterps.de
 
 // -----
 
-// expected-error @+1 {{'heterps.prediction' is a module attribute holding a dictionary}}
+// expected-error @+1 {{'heterps.prediction' is a module attribute holding a #heterps.prediction, found 1.000000e+00 : f64}}
 module attributes {heterps.prediction = 1.0 : f64} {}
 
 // -----
 
-// expected-error @+1 {{'heterps.prediction' needs a float 'cost_usd'}}
-module attributes {heterps.prediction = {throughput = 1.0 : f64, cost_per_hour = 2.0 : f64}} {}
+// expected-error @+1 {{expected ','}}
+module attributes {heterps.prediction = #heterps.prediction<throughput = 1.0, cost_per_hour = 2.0>} {}
+
+// -----
+
+// expected-error @+1 {{#heterps.prediction throughput must be finite and non-negative, got -1.000000e+00}}
+module attributes {heterps.prediction = #heterps.prediction<throughput = -1.0, cost_usd = 0.0, cost_per_hour = 2.0>} {}
+
+// -----
+
+// expected-error @+1 {{'heterps.prediction' is a module attribute holding a #heterps.prediction}}
+func.func @f() attributes {heterps.prediction = #heterps.prediction<throughput = 1.0, cost_usd = 0.0, cost_per_hour = 2.0>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'heterps.training' is a function attribute holding a #heterps.training, found {loss = "bce", loss_output = 0 : i64}}}
+func.func @f() attributes {heterps.training = {loss = "bce", loss_output = 0 : i64}} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{#heterps.training loss_output must be a result index, got -1}}
+func.func @f() attributes {heterps.training = #heterps.training<loss = "bce", loss_output = -1>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{#heterps.training needs the loss's name}}
+func.func @f() attributes {heterps.training = #heterps.training<loss = "", loss_output = 0>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{optimizer learning_rate must be finite and non-negative, got -5.000000e-01}}
+"test.table"() {optimizer = #heterps.optimizer<kind = sgd, learning_rate = -0.5>} : () -> ()
+
+// -----
+
+// expected-error @+1 {{optimizer momentum must be in [0, 1), got 1.500000e+00}}
+"test.table"() {optimizer = #heterps.optimizer<kind = momentum, learning_rate = 0.1, momentum = 1.5>} : () -> ()
+
+// -----
+
+// expected-error @+1 {{optimizer epsilon must be positive, got 0.000000e+00}}
+"test.table"() {optimizer = #heterps.optimizer<kind = adam, learning_rate = 0.1, epsilon = 0.0>} : () -> ()
+
+// -----
+
+// expected-error @+2 {{'rmsprop' is not an optimizer's update rule; expected one of: sgd, momentum, adam, adagrad}}
+// expected-error @+1 {{failed to parse HeterPS_OptimizerAttr parameter 'kind'}}
+"test.table"() {optimizer = #heterps.optimizer<kind = rmsprop, learning_rate = 0.1>} : () -> ()

@@ -19,12 +19,12 @@ func.func @loads_merge() -> tensor<4xf32> {
 
 // CHECK-LABEL: func.func @update_separates_loads
 // CHECK:         %[[BEFORE:.*]] = heterps.load_param @w
-// CHECK:         heterps.update_param @w
+// CHECK:         heterps.update_param sgd @w
 // CHECK:         %[[AFTER:.*]] = heterps.load_param @w
 // CHECK:         heterps.add %[[BEFORE]], %[[AFTER]]
 func.func @update_separates_loads(%g: tensor<4xf32>) -> tensor<4xf32> {
   %a = heterps.load_param @w : tensor<4xf32>
-  heterps.update_param @w, %g {kind = "sgd", learning_rate = 1.0e-01 : f64} : tensor<4xf32>
+  heterps.update_param sgd @w, %g {learning_rate = 1.0e-01 : f64} : tensor<4xf32>
   %b = heterps.load_param @w : tensor<4xf32>
   %s = heterps.add %a, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   return %s : tensor<4xf32>

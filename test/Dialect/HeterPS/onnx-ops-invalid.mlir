@@ -149,9 +149,9 @@ func.func @pad_result(%x: tensor<4x6xf32>) {
 // -----
 
 func.func @compare_kind(%x: tensor<4xf32>) {
-  // expected-error @+2 {{failed to infer returned types}}
-  // expected-error @+1 {{heterps.compare: unknown kind 'ne'; expected eq, lt, gt, le or ge}}
-  %m = heterps.compare "ne" %x, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
+  // expected-error @+2 {{'ne' is not an elementwise comparison; expected one of: eq, lt, gt, le, ge}}
+  // expected-error @+1 {{failed to parse HeterPS_CompareKindAttr}}
+  %m = heterps.compare ne %x, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
   return
 }
 
@@ -160,16 +160,16 @@ func.func @compare_kind(%x: tensor<4xf32>) {
 func.func @compare_types(%x: tensor<4xf32>, %i: tensor<4xi64>) {
   // expected-error @+2 {{failed to infer returned types}}
   // expected-error @+1 {{'heterps.compare' op operands have different element types: 'f32' and 'i64'}}
-  %m = heterps.compare "eq" %x, %i : (tensor<4xf32>, tensor<4xi64>) -> tensor<4xi1>
+  %m = heterps.compare eq %x, %i : (tensor<4xf32>, tensor<4xi64>) -> tensor<4xi1>
   return
 }
 
 // -----
 
 func.func @logical_kind(%a: tensor<4xi1>) {
-  // expected-error @+2 {{failed to infer returned types}}
-  // expected-error @+1 {{heterps.logical: unknown kind 'nand'; expected and, or or xor}}
-  %m = heterps.logical "nand" %a, %a : (tensor<4xi1>, tensor<4xi1>) -> tensor<4xi1>
+  // expected-error @+2 {{'nand' is not an elementwise boolean operation; expected one of: and, or, xor}}
+  // expected-error @+1 {{failed to parse HeterPS_LogicKindAttr}}
+  %m = heterps.logical nand %a, %a : (tensor<4xi1>, tensor<4xi1>) -> tensor<4xi1>
   return
 }
 
@@ -193,9 +193,9 @@ func.func @where_condition(%c: tensor<4xf32>, %x: tensor<4xf32>) {
 // -----
 
 func.func @arg_extreme_kind(%x: tensor<4x10xf32>) {
-  // expected-error @+2 {{failed to infer returned types}}
-  // expected-error @+1 {{heterps.arg_extreme: unknown kind 'median'; expected max or min}}
-  %i = heterps.arg_extreme "median" %x {axis = 1 : i64} : (tensor<4x10xf32>) -> tensor<4x1xi64>
+  // expected-error @+2 {{'median' is not an extreme that arg_extreme finds; expected one of: max, min}}
+  // expected-error @+1 {{failed to parse HeterPS_ExtremeKindAttr}}
+  %i = heterps.arg_extreme median %x {axis = 1 : i64} : (tensor<4x10xf32>) -> tensor<4x1xi64>
   return
 }
 
@@ -204,7 +204,7 @@ func.func @arg_extreme_kind(%x: tensor<4x10xf32>) {
 func.func @arg_extreme_axis(%x: tensor<4x10xf32>) {
   // expected-error @+2 {{failed to infer returned types}}
   // expected-error @+1 {{heterps.arg_extreme: axis 2 is out of range for rank 2}}
-  %i = heterps.arg_extreme "max" %x {axis = 2 : i64} : (tensor<4x10xf32>) -> tensor<4x1xi64>
+  %i = heterps.arg_extreme max %x {axis = 2 : i64} : (tensor<4x10xf32>) -> tensor<4x1xi64>
   return
 }
 

@@ -62,10 +62,10 @@ func.func @pads(%x: tensor<?x3x8x8xf32>, %i: tensor<4x6xi64>) {
 
 // CHECK-LABEL: func.func @masks
 func.func @masks(%x: tensor<?x8xf32>, %t: tensor<f32>, %b: tensor<8xi1>) {
-  // CHECK: %[[M:.*]] = heterps.compare "lt" %{{.*}}, %{{.*}} : (tensor<?x8xf32>, tensor<f32>) -> tensor<?x8xi1>
-  %m = heterps.compare "lt" %x, %t : (tensor<?x8xf32>, tensor<f32>) -> tensor<?x8xi1>
-  // CHECK: %[[A:.*]] = heterps.logical "and" %[[M]], %{{.*}} : (tensor<?x8xi1>, tensor<8xi1>) -> tensor<?x8xi1>
-  %a = heterps.logical "and" %m, %b : (tensor<?x8xi1>, tensor<8xi1>) -> tensor<?x8xi1>
+  // CHECK: %[[M:.*]] = heterps.compare lt %{{.*}}, %{{.*}} : (tensor<?x8xf32>, tensor<f32>) -> tensor<?x8xi1>
+  %m = heterps.compare lt %x, %t : (tensor<?x8xf32>, tensor<f32>) -> tensor<?x8xi1>
+  // CHECK: %[[A:.*]] = heterps.logical and %[[M]], %{{.*}} : (tensor<?x8xi1>, tensor<8xi1>) -> tensor<?x8xi1>
+  %a = heterps.logical and %m, %b : (tensor<?x8xi1>, tensor<8xi1>) -> tensor<?x8xi1>
   // CHECK: %[[N:.*]] = heterps.not %[[A]] : tensor<?x8xi1>
   %n = heterps.not %a : tensor<?x8xi1>
   // CHECK: heterps.where %[[N]], %{{.*}}, %{{.*}} : (tensor<?x8xi1>, tensor<?x8xf32>, tensor<f32>) -> tensor<?x8xf32>
@@ -75,10 +75,10 @@ func.func @masks(%x: tensor<?x8xf32>, %t: tensor<f32>, %b: tensor<8xi1>) {
 
 // CHECK-LABEL: func.func @arg_extremes
 func.func @arg_extremes(%x: tensor<?x10xf32>) {
-  // CHECK: heterps.arg_extreme "max" %{{.*}} {axis = 1 : i64, keepdims = false} : (tensor<?x10xf32>) -> tensor<?xi64>
-  %i = heterps.arg_extreme "max" %x {axis = 1 : i64, keepdims = false} : (tensor<?x10xf32>) -> tensor<?xi64>
-  // CHECK: heterps.arg_extreme "min" %{{.*}} {axis = 1 : i64, select_last_index = true} : (tensor<?x10xf32>) -> tensor<?x1xi64>
-  %j = heterps.arg_extreme "min" %x {axis = 1 : i64, select_last_index = true} : (tensor<?x10xf32>) -> tensor<?x1xi64>
+  // CHECK: heterps.arg_extreme max %{{.*}} {axis = 1 : i64, keepdims = false} : (tensor<?x10xf32>) -> tensor<?xi64>
+  %i = heterps.arg_extreme max %x {axis = 1 : i64, keepdims = false} : (tensor<?x10xf32>) -> tensor<?xi64>
+  // CHECK: heterps.arg_extreme min %{{.*}} {axis = 1 : i64, select_last_index = true} : (tensor<?x10xf32>) -> tensor<?x1xi64>
+  %j = heterps.arg_extreme min %x {axis = 1 : i64, select_last_index = true} : (tensor<?x10xf32>) -> tensor<?x1xi64>
   return
 }
 

@@ -50,8 +50,9 @@ func.func @conv_rank(%x: tensor<?x3xf32>, %f: tensor<4x3xf32>, %dy: tensor<?x4xf
 // -----
 
 func.func @pool_kind(%y: tensor<?x4x8x8xf32>, %p: tensor<?x4x4x4xf32>) {
-  // expected-error @+1 {{unknown kind 'min'; expected one of max, avg}}
-  %d = heterps.pool_grad "min" %y, %p, %p {kernel_shape = array<i64: 2, 2>} : (tensor<?x4x8x8xf32>, tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>) -> tensor<?x4x8x8xf32>
+  // expected-error @+2 {{'min' is not a pooling kind; expected one of: max, avg}}
+  // expected-error @+1 {{failed to parse HeterPS_PoolKindAttr}}
+  %d = heterps.pool_grad min %y, %p, %p {kernel_shape = array<i64: 2, 2>} : (tensor<?x4x8x8xf32>, tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>) -> tensor<?x4x8x8xf32>
   return
 }
 
@@ -59,7 +60,7 @@ func.func @pool_kind(%y: tensor<?x4x8x8xf32>, %p: tensor<?x4x4x4xf32>) {
 
 func.func @pool_kernel(%y: tensor<?x4x8x8xf32>, %p: tensor<?x4x4x4xf32>) {
   // expected-error @+1 {{kernel_shape has 1 entries, expected 2 (one per spatial dimension)}}
-  %d = heterps.pool_grad "max" %y, %p, %p {kernel_shape = array<i64: 2>} : (tensor<?x4x8x8xf32>, tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>) -> tensor<?x4x8x8xf32>
+  %d = heterps.pool_grad max %y, %p, %p {kernel_shape = array<i64: 2>} : (tensor<?x4x8x8xf32>, tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>) -> tensor<?x4x8x8xf32>
   return
 }
 
@@ -67,7 +68,7 @@ func.func @pool_kernel(%y: tensor<?x4x8x8xf32>, %p: tensor<?x4x4x4xf32>) {
 
 func.func @pool_kernel_sign(%y: tensor<?x4x8x8xf32>, %p: tensor<?x4x4x4xf32>) {
   // expected-error @+1 {{kernel_shape entries must be positive, got 0}}
-  %d = heterps.pool_grad "max" %y, %p, %p {kernel_shape = array<i64: 2, 0>} : (tensor<?x4x8x8xf32>, tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>) -> tensor<?x4x8x8xf32>
+  %d = heterps.pool_grad max %y, %p, %p {kernel_shape = array<i64: 2, 0>} : (tensor<?x4x8x8xf32>, tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>) -> tensor<?x4x8x8xf32>
   return
 }
 
@@ -75,7 +76,7 @@ func.func @pool_kernel_sign(%y: tensor<?x4x8x8xf32>, %p: tensor<?x4x4x4xf32>) {
 
 func.func @pool_result_grad(%y: tensor<?x4x8x8xf32>, %p: tensor<?x4x4x4xf32>, %dp: tensor<?x4x2x2xf32>) {
   // expected-error @+1 {{result gradient type 'tensor<?x4x2x2xf32>' differs from the result type 'tensor<?x4x4x4xf32>'}}
-  %d = heterps.pool_grad "avg" %y, %p, %dp {kernel_shape = array<i64: 2, 2>} : (tensor<?x4x8x8xf32>, tensor<?x4x4x4xf32>, tensor<?x4x2x2xf32>) -> tensor<?x4x8x8xf32>
+  %d = heterps.pool_grad avg %y, %p, %dp {kernel_shape = array<i64: 2, 2>} : (tensor<?x4x8x8xf32>, tensor<?x4x4x4xf32>, tensor<?x4x2x2xf32>) -> tensor<?x4x8x8xf32>
   return
 }
 

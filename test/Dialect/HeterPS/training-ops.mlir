@@ -5,8 +5,8 @@
 func.func @layer_gradients(%x: tensor<?x3x8x8xf32>, %f: tensor<4x3x3x3xf32>, %dy: tensor<?x4x8x8xf32>, %y: tensor<?x4x8x8xf32>, %p: tensor<?x4x4x4xf32>, %dp: tensor<?x4x4x4xf32>, %s: tensor<4xf32>, %h: tensor<?x64xf32>, %dh: tensor<?x64xf32>, %ln: tensor<64xf32>) {
   // CHECK: %[[DX:.*]], %[[DF:.*]], %[[DB:.*]] = heterps.conv_grad %{{.*}}, %{{.*}}, %{{.*}} {pads = array<i64: 1, 1, 1, 1>}
   %dx, %df, %db = heterps.conv_grad %x, %f, %dy {pads = array<i64: 1, 1, 1, 1>} : (tensor<?x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<?x4x8x8xf32>) -> (tensor<?x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>)
-  // CHECK: %[[DPOOL:.*]] = heterps.pool_grad "max"
-  %dpool = heterps.pool_grad "max" %y, %p, %dp {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<?x4x8x8xf32>, tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>) -> tensor<?x4x8x8xf32>
+  // CHECK: %[[DPOOL:.*]] = heterps.pool_grad max
+  %dpool = heterps.pool_grad max %y, %p, %dp {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<?x4x8x8xf32>, tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>) -> tensor<?x4x8x8xf32>
   // CHECK: heterps.batch_norm_grad
   %dbn, %dscale, %dbias = heterps.batch_norm_grad %y, %s, %dy : (tensor<?x4x8x8xf32>, tensor<4xf32>, tensor<?x4x8x8xf32>) -> (tensor<?x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>)
   // CHECK: heterps.layer_norm_grad

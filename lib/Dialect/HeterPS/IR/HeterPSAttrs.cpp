@@ -122,3 +122,62 @@ void InitAttr::print(AsmPrinter &printer) const {
   }
   printer << '>';
 }
+
+//===----------------------------------------------------------------------===//
+// OptimizerAttr, TrainingAttr, PredictionAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult OptimizerAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, OptimizerKind kind,
+    APFloat learningRateValue, APFloat momentumValue, APFloat beta1Value,
+    APFloat beta2Value, APFloat epsilonValue, APFloat weightDecayValue) {
+  double learningRate = learningRateValue.convertToDouble();
+  double momentum = momentumValue.convertToDouble();
+  double beta1 = beta1Value.convertToDouble();
+  double beta2 = beta2Value.convertToDouble();
+  double epsilon = epsilonValue.convertToDouble();
+  double weightDecay = weightDecayValue.convertToDouble();
+  // Written as negations so that NaN fails every check.
+  if (!(learningRate >= 0) || std::isinf(learningRate))
+    return emitError() << "optimizer learning_rate must be finite and "
+                          "non-negative, got "
+                       << learningRate;
+  if (!(momentum >= 0 && momentum < 1))
+    return emitError() << "optimizer momentum must be in [0, 1), got "
+                       << momentum;
+  if (!(beta1 >= 0 && beta1 < 1) || !(beta2 >= 0 && beta2 < 1))
+    return emitError() << "optimizer beta1 and beta2 must be in [0, 1), got "
+                       << beta1 << " and " << beta2;
+  if (!(epsilon > 0) || std::isinf(epsilon))
+    return emitError() << "optimizer epsilon must be positive, got " << epsilon;
+  if (!(weightDecay >= 0) || std::isinf(weightDecay))
+    return emitError() << "optimizer weight_decay must be finite and "
+                          "non-negative, got "
+                       << weightDecay;
+  return success();
+}
+
+LogicalResult TrainingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                   StringRef loss, int64_t lossOutput) {
+  if (loss.empty())
+    return emitError() << "#heterps.training needs the loss's name";
+  if (lossOutput < 0)
+    return emitError() << "#heterps.training loss_output must be a result "
+                          "index, got "
+                       << lossOutput;
+  return success();
+}
+
+LogicalResult
+PredictionAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                       APFloat throughput, APFloat costUsd,
+                       APFloat costPerHour) {
+  for (auto [name, value] : {std::pair<StringRef, double>{
+                                 "throughput", throughput.convertToDouble()},
+                             {"cost_usd", costUsd.convertToDouble()},
+                             {"cost_per_hour", costPerHour.convertToDouble()}})
+    if (!(value >= 0) || std::isinf(value))
+      return emitError() << "#heterps.prediction " << name
+                         << " must be finite and non-negative, got " << value;
+  return success();
+}

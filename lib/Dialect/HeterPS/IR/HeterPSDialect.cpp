@@ -4,6 +4,7 @@
 #include "heterps/Dialect/HeterPS/IR/HeterPSOps.h"
 #include "heterps/Dialect/HeterPS/IR/HeterPSPlacement.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/StringSet.h"
@@ -66,24 +67,19 @@ LogicalResult HeterPSDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   if (name == getPredictionAttrName()) {
-    auto prediction = dyn_cast<DictionaryAttr>(attr.getValue());
-    if (!isa<ModuleOp>(op) || !prediction)
-      return op->emitOpError()
-             << "'" << name << "' is a module attribute holding a dictionary";
-    for (StringRef key : {"throughput", "cost_usd", "cost_per_hour"})
-      if (!prediction.getAs<FloatAttr>(key))
-        return op->emitOpError()
-               << "'" << name << "' needs a float '" << key << "'";
+    if (!isa<ModuleOp>(op) || !isa<PredictionAttr>(attr.getValue()))
+      return op->emitOpError() << "'" << name
+                               << "' is a module attribute holding a "
+                                  "#heterps.prediction, found "
+                               << attr.getValue();
     return success();
   }
   if (name == getTrainingAttrName()) {
-    auto training = dyn_cast<DictionaryAttr>(attr.getValue());
-    if (!training || !training.getAs<StringAttr>("loss") ||
-        !training.getAs<IntegerAttr>("loss_output"))
-      return op->emitOpError()
-             << "'" << name
-             << "' must be a dictionary with a string 'loss' and an integer "
-                "'loss_output'";
+    if (!isa<func::FuncOp>(op) || !isa<TrainingAttr>(attr.getValue()))
+      return op->emitOpError() << "'" << name
+                               << "' is a function attribute holding a "
+                                  "#heterps.training, found "
+                               << attr.getValue();
     return success();
   }
   if (name == getDropoutIdAttrName()) {

@@ -161,9 +161,13 @@ struct PowRule {
 
 template <typename OpTy> struct UnaryRule {
   static LogicalResult build(OpTy op, OpBuilder &b, ValueRange dy, Grads &g) {
-    StringRef kind = OpTy::getOperationName().drop_front(strlen("heterps."));
+    // The rule is attached to exactly the ops UnaryKind names.
+    std::optional<UnaryKind> kind = symbolizeUnaryKind(
+        OpTy::getOperationName().drop_front(strlen("heterps.")));
+    if (!kind)
+      return op.emitOpError() << "has no unary_grad kind";
     SmallVector<NamedAttribute> attrs{
-        b.getNamedAttr("kind", b.getStringAttr(kind))};
+        b.getNamedAttr("kind", UnaryKindAttr::get(b.getContext(), *kind))};
     if constexpr (std::is_same_v<OpTy, LeakyReluOp>)
       attrs.push_back(b.getNamedAttr("alpha", op.getAlphaAttr()));
     if constexpr (std::is_same_v<OpTy, ClipOp>) {
@@ -472,12 +476,14 @@ struct SliceRule {
 
 template <typename OpTy> struct ReduceRule {
   static LogicalResult build(OpTy op, OpBuilder &b, ValueRange dy, Grads &g) {
-    StringRef kind =
-        OpTy::getOperationName().drop_front(strlen("heterps.reduce_"));
+    std::optional<ReduceKind> kind = symbolizeReduceKind(
+        OpTy::getOperationName().drop_front(strlen("heterps.reduce_")));
+    if (!kind)
+      return op.emitOpError() << "has no reduce_grad kind";
     g.push_back(ReduceGradOp::create(
         b, op.getLoc(), TypeRange{op.getInput().getType()},
         ValueRange{op.getInput(), op.getResult(), dy[0]},
-        {b.getNamedAttr("kind", b.getStringAttr(kind)),
+        {b.getNamedAttr("kind", ReduceKindAttr::get(b.getContext(), *kind)),
          b.getNamedAttr("axes", op.getAxesAttr()),
          b.getNamedAttr("keepdims", op.getKeepdimsAttr())}));
     return success();
@@ -494,7 +500,8 @@ struct GlobalAvgPoolRule {
     g.push_back(ReduceGradOp::create(
         b, op.getLoc(), TypeRange{op.getInput().getType()},
         ValueRange{op.getInput(), op.getResult(), dy[0]},
-        {b.getNamedAttr("kind", b.getStringAttr("mean")),
+        {b.getNamedAttr("kind",
+                        ReduceKindAttr::get(b.getContext(), ReduceKind::mean)),
          b.getNamedAttr("axes", b.getDenseI64ArrayAttr(axes)),
          b.getNamedAttr("keepdims", b.getBoolAttr(true))}));
     return success();
@@ -505,7 +512,9 @@ template <typename OpTy> struct PoolRule {
   static LogicalResult build(OpTy op, OpBuilder &b, ValueRange dy, Grads &g) {
     bool isMax = std::is_same_v<OpTy, MaxPoolOp>;
     SmallVector<NamedAttribute> attrs{
-        b.getNamedAttr("kind", b.getStringAttr(isMax ? "max" : "avg")),
+        b.getNamedAttr(
+            "kind", PoolKindAttr::get(b.getContext(),
+                                      isMax ? PoolKind::max : PoolKind::avg)),
         b.getNamedAttr("kernel_shape", op.getKernelShapeAttr()),
         b.getNamedAttr("ceil_mode", op.getCeilModeAttr())};
     if (op.getStridesAttr())
@@ -583,28 +592,29 @@ struct LayerNormRule {
 
 template <typename OpTy> struct LossRule {
   static LogicalResult build(OpTy op, OpBuilder &b, ValueRange dy, Grads &g) {
-    StringRef kind;
+    LossKind kind;
     SmallVector<NamedAttribute> attrs{
         b.getNamedAttr("reduction", op.getReductionAttr())};
     SmallVector<Value> operands{op->getOperand(0), op->getOperand(1), dy[0]};
     if constexpr (std::is_same_v<OpTy, BCELossOp>) {
-      kind = "bce";
+      kind = LossKind::bce;
       attrs.push_back(b.getNamedAttr("from_logits", op.getFromLogitsAttr()));
     } else if constexpr (std::is_same_v<OpTy, MSELossOp>) {
-      kind = "mse";
+      kind = LossKind::mse;
     } else if constexpr (std::is_same_v<OpTy, SoftmaxCELossOp>) {
-      kind = "softmax_ce";
+      kind = LossKind::softmax_ce;
     } else if constexpr (std::is_same_v<OpTy, NLLLossOp>) {
-      kind = "nll";
+      kind = LossKind::nll;
     } else {
-      kind = "weighted_nll";
+      kind = LossKind::weighted_nll;
       if (op.getWeight())
         operands.push_back(op.getWeight());
       if (op.getIgnoreIndexAttr())
         attrs.push_back(
             b.getNamedAttr("ignore_index", op.getIgnoreIndexAttr()));
     }
-    attrs.push_back(b.getNamedAttr("kind", b.getStringAttr(kind)));
+    attrs.push_back(
+        b.getNamedAttr("kind", LossKindAttr::get(b.getContext(), kind)));
     Value grad = LossGradOp::create(b, op.getLoc(),
                                     TypeRange{op->getOperand(0).getType()},
                                     operands, attrs);

@@ -262,10 +262,6 @@ LogicalResult CompareOp::inferReturnTypes(MLIRContext *,
                                           std::optional<Location> loc,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &inferred) {
-  StringRef kind = adaptor.getKind();
-  if (!llvm::is_contained({"eq", "lt", "gt", "le", "ge"}, kind))
-    return emitOptionalError(loc, getOperationName(), ": unknown kind '", kind,
-                             "'; expected eq, lt, gt, le or ge");
   return inferBoolBroadcast(loc, getOperationName(), adaptor.getLhs().getType(),
                             adaptor.getRhs().getType(), inferred);
 }
@@ -274,10 +270,6 @@ LogicalResult LogicalOp::inferReturnTypes(MLIRContext *,
                                           std::optional<Location> loc,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &inferred) {
-  StringRef kind = adaptor.getKind();
-  if (!llvm::is_contained({"and", "or", "xor"}, kind))
-    return emitOptionalError(loc, getOperationName(), ": unknown kind '", kind,
-                             "'; expected and, or or xor");
   return inferBoolBroadcast(loc, getOperationName(), adaptor.getLhs().getType(),
                             adaptor.getRhs().getType(), inferred);
 }
@@ -320,9 +312,6 @@ LogicalResult ArgExtremeOp::inferReturnTypes(MLIRContext *context,
                                              std::optional<Location> loc,
                                              Adaptor adaptor,
                                              SmallVectorImpl<Type> &inferred) {
-  if (adaptor.getKind() != "max" && adaptor.getKind() != "min")
-    return emitOptionalError(loc, getOperationName(), ": unknown kind '",
-                             adaptor.getKind(), "'; expected max or min");
   auto input = cast<RankedTensorType>(adaptor.getInput().getType());
   std::optional<int64_t> axis =
       normalizeAxis(adaptor.getAxis(), input.getRank());

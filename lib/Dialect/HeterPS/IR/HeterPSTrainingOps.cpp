@@ -3,9 +3,10 @@
 // Verifiers and costs of the ops that heterps-autodiff writes. Their shapes
 // follow the forward ops they differentiate, so most checks are that the
 // kinds are ones the runtime implements and that each gradient has the type
-// of what it is the gradient of. A backward op's cost is the work of the
-// backward pass it computes, as its forward cost; nothing differentiates it
-// again, so its backward cost is zero.
+// of what it is the gradient of (the kinds are enums, so the parser already
+// refused the ones the runtime does not implement). A backward op's cost is the
+// work of the backward pass it computes, as its forward cost; nothing
+// differentiates it again, so its backward cost is zero.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,28 +14,12 @@
 #include "heterps/Dialect/HeterPS/IR/HeterPSShapes.h"
 
 #include "mlir/IR/BuiltinOps.h"
-#include "llvm/ADT/StringSwitch.h"
 
 using namespace mlir;
 using namespace mlir::heterps;
 
-static LogicalResult verifyKind(Operation *op, StringRef kind,
-                                ArrayRef<StringRef> known) {
-  if (llvm::is_contained(known, kind))
-    return success();
-  std::string list;
-  for (StringRef k : known)
-    list += (list.empty() ? "" : ", ") + k.str();
-  return op->emitOpError() << "unknown kind '" << kind << "'; expected one of "
-                           << list;
-}
-
 LogicalResult UnaryGradOp::verify() {
-  if (failed(verifyKind(*this, getKind(),
-                        {"relu", "sigmoid", "tanh", "erf", "exp", "log", "sqrt",
-                         "neg", "abs", "leaky_relu", "clip", "dropout"})))
-    return failure();
-  if (getKind() == "dropout" && (!getRatio() || !getDropoutId()))
+  if (getKind() == UnaryKind::dropout && (!getRatio() || !getDropoutId()))
     return emitOpError() << "dropout gradient needs 'ratio' and 'dropout_id'";
   return success();
 }
@@ -62,9 +47,6 @@ LogicalResult SumToShapeOp::verify() {
 }
 
 LogicalResult ReduceGradOp::verify() {
-  if (failed(verifyKind(*this, getKind(),
-                        {"sum", "mean", "max", "min", "prod", "l2"})))
-    return failure();
   if (getResult().getType() != getResultGrad().getType())
     return emitOpError() << "result gradient type " << getResultGrad().getType()
                          << " differs from the result type "
@@ -78,14 +60,11 @@ LogicalResult ReduceGradOp::verify() {
 }
 
 LogicalResult LossGradOp::verify() {
-  if (failed(verifyKind(*this, getKind(),
-                        {"bce", "mse", "softmax_ce", "nll", "weighted_nll"})))
-    return failure();
   if (getPredictionGrad().getType() != getPrediction().getType())
     return emitOpError() << "gradient type " << getPredictionGrad().getType()
                          << " differs from the prediction type "
                          << getPrediction().getType();
-  if (getWeight() && getKind() != "weighted_nll")
+  if (getWeight() && getKind() != LossKind::weighted_nll)
     return emitOpError() << "only weighted_nll takes class weights";
   return success();
 }
@@ -105,9 +84,6 @@ LogicalResult EmbeddingGradOp::verify() {
 }
 
 LogicalResult UpdateParamOp::verify() {
-  if (failed(
-          verifyKind(*this, getKind(), {"sgd", "momentum", "adam", "adagrad"})))
-    return failure();
   if (getLearningRate().convertToDouble() < 0)
     return emitOpError() << "negative learning rate "
                          << getLearningRate().convertToDouble();
@@ -204,8 +180,6 @@ LogicalResult ConvGradOp::verify() {
 }
 
 LogicalResult PoolGradOp::verify() {
-  if (failed(verifyKind(*this, getKind(), {"max", "avg"})))
-    return failure();
   int64_t spatial = getInput().getType().getRank() - 2;
   if (spatial < 1)
     return emitOpError() << "input must be N x C x spatial..., got rank "
@@ -280,11 +254,23 @@ static OpCost getBackwardOpCost(Operation *op, int64_t batchSize,
 OpCost UnaryGradOp::getCost(int64_t batchSize) {
   // The result gradient times the op's derivative: a multiply, plus the
   // derivative's own arithmetic for the smooth kinds.
-  double perElement = llvm::StringSwitch<double>(getKind())
-                          .Cases({"sigmoid", "tanh"}, 3.0)
-                          .Case("erf", 4.0)
-                          .Cases({"log", "sqrt", "exp"}, 2.0)
-                          .Default(1.0);
+  double perElement = 1.0;
+  switch (getKind()) {
+  case UnaryKind::sigmoid:
+  case UnaryKind::tanh:
+    perElement = 3.0;
+    break;
+  case UnaryKind::erf:
+    perElement = 4.0;
+    break;
+  case UnaryKind::log:
+  case UnaryKind::sqrt:
+  case UnaryKind::exp:
+    perElement = 2.0;
+    break;
+  default:
+    break;
+  }
   return getBackwardOpCost(
       *this, batchSize,
       perElement * getNumElements(getInputGrad().getType(), batchSize));

@@ -67,9 +67,8 @@ def HeterPS_EmbeddingTableOp : HeterPS_Op<"embedding_table", [Symbol]> {
     in the parameter server, not on the workers: a worker pulls the rows a
     batch needs and pushes their gradients back. Ids are hashed onto the
     vocabulary by the server, so any 64-bit id is valid. `optimizer`
-    (written by `heterps-autodiff`) is the update the server applies to
-    pushed gradients: a dictionary with `kind` and the hyper-parameters of
-    `heterps.update_param`.
+    (written by `heterps-autodiff`, a `#heterps.optimizer`) is the update the
+    server applies to pushed gradients.
 
     ```mlir
     heterps.embedding_table @slot3 {vocab = 1000000 : i64, dim = 16 : i64,
@@ -81,7 +80,7 @@ def HeterPS_EmbeddingTableOp : HeterPS_Op<"embedding_table", [Symbol]> {
                        I64Attr:$dim,
                        HeterPS_InitAttr:$initializer,
                        OptionalAttr<ElementsAttr>:$value,
-                       OptionalAttr<DictionaryAttr>:$optimizer);
+                       OptionalAttr<HeterPS_OptimizerAttr>:$optimizer);
   let assemblyFormat = "$sym_name attr-dict";
   let hasVerifier = 1;
 }
@@ -251,10 +250,10 @@ def HeterPS_CompareOp : HeterPS_Op<"compare",
     compares data.
 
     ```mlir
-    %m = heterps.compare "lt" %x, %t : (tensor<?x8xf32>, tensor<f32>) -> tensor<?x8xi1>
+    %m = heterps.compare lt %x, %t : (tensor<?x8xf32>, tensor<f32>) -> tensor<?x8xi1>
     ```
   }];
-  let arguments = (ins StrAttr:$kind, HeterPS_NumericTensor:$lhs,
+  let arguments = (ins HeterPS_CompareKindAttr:$kind, HeterPS_NumericTensor:$lhs,
                        HeterPS_NumericTensor:$rhs);
   let results = (outs HeterPS_BoolTensor:$result);
   let assemblyFormat = [{
@@ -269,10 +268,10 @@ def HeterPS_LogicalOp : HeterPS_Op<"logical",
     `kind` is `and`, `or` or `xor`; the operands broadcast.
 
     ```mlir
-    %m = heterps.logical "and" %a, %b : (tensor<?x8xi1>, tensor<8xi1>) -> tensor<?x8xi1>
+    %m = heterps.logical and %a, %b : (tensor<?x8xi1>, tensor<8xi1>) -> tensor<?x8xi1>
     ```
   }];
-  let arguments = (ins StrAttr:$kind, HeterPS_BoolTensor:$lhs,
+  let arguments = (ins HeterPS_LogicKindAttr:$kind, HeterPS_BoolTensor:$lhs,
                        HeterPS_BoolTensor:$rhs);
   let results = (outs HeterPS_BoolTensor:$result);
   let assemblyFormat = [{
@@ -525,11 +524,11 @@ def HeterPS_ArgExtremeOp : HeterPS_Op<"arg_extreme",
     `keepdims` (the default).
 
     ```mlir
-    %i = heterps.arg_extreme "max" %logits {axis = 1 : i64, keepdims = false}
+    %i = heterps.arg_extreme max %logits {axis = 1 : i64, keepdims = false}
            : (tensor<?x10xf32>) -> tensor<?xi64>
     ```
   }];
-  let arguments = (ins StrAttr:$kind, HeterPS_NumericTensor:$input,
+  let arguments = (ins HeterPS_ExtremeKindAttr:$kind, HeterPS_NumericTensor:$input,
                        DefaultValuedAttr<I64Attr, "0">:$axis,
                        DefaultValuedAttr<BoolAttr, "true">:$keepdims,
                        DefaultValuedAttr<BoolAttr, "false">:$select_last_index);
@@ -1170,10 +1169,10 @@ def HeterPS_UnaryGradOp : HeterPS_Op<"unary_grad",
     derives the mask from the run's seed, the step and `dropout_id`).
 
     ```mlir
-    %dx = heterps.unary_grad "relu" %x, %y, %dy : tensor<?x64xf32>
+    %dx = heterps.unary_grad relu %x, %y, %dy : tensor<?x64xf32>
     ```
   }];
-  let arguments = (ins StrAttr:$kind, HeterPS_FloatTensor:$input,
+  let arguments = (ins HeterPS_UnaryKindAttr:$kind, HeterPS_FloatTensor:$input,
                        HeterPS_FloatTensor:$result,
                        HeterPS_FloatTensor:$result_grad,
                        OptionalAttr<F32Attr>:$alpha,
@@ -1313,11 +1312,11 @@ def HeterPS_ReduceGradOp : HeterPS_Op<"reduce_grad",
     pooling is a mean over the spatial axes.
 
     ```mlir
-    %dx = heterps.reduce_grad "mean" %x, %y, %dy {axes = array<i64: 1>, keepdims = false}
+    %dx = heterps.reduce_grad mean %x, %y, %dy {axes = array<i64: 1>, keepdims = false}
             : (tensor<?x8x16xf32>, tensor<?x16xf32>, tensor<?x16xf32>) -> tensor<?x8x16xf32>
     ```
   }];
-  let arguments = (ins StrAttr:$kind, HeterPS_FloatTensor:$input,
+  let arguments = (ins HeterPS_ReduceKindAttr:$kind, HeterPS_FloatTensor:$input,
                        HeterPS_FloatTensor:$result,
                        HeterPS_FloatTensor:$result_grad,
                        DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$axes,
@@ -1341,11 +1340,11 @@ def HeterPS_LossGradOp : HeterPS_Op<"loss_grad",
     class weights.
 
     ```mlir
-    %dp = heterps.loss_grad "bce" %p, %y, %one {reduction = #heterps.reduction<mean>}
+    %dp = heterps.loss_grad bce %p, %y, %one {reduction = #heterps.reduction<mean>}
             : (tensor<?x1xf32>, tensor<?x1xf32>, tensor<f32>) -> tensor<?x1xf32>
     ```
   }];
-  let arguments = (ins StrAttr:$kind, HeterPS_FloatTensor:$prediction,
+  let arguments = (ins HeterPS_LossKindAttr:$kind, HeterPS_FloatTensor:$prediction,
                        HeterPS_NumericTensor:$label,
                        HeterPS_FloatTensor:$loss_grad,
                        Optional<HeterPS_FloatTensor>:$weight,
@@ -1421,11 +1420,11 @@ def HeterPS_PoolGradOp : HeterPS_Op<"pool_grad",
     With the attributes of the forward pooling op; `kind` is `max` or `avg`.
 
     ```mlir
-    %dx = heterps.pool_grad "max" %x, %y, %dy {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>}
+    %dx = heterps.pool_grad max %x, %y, %dy {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>}
             : (tensor<?x4x8x8xf32>, tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>) -> tensor<?x4x8x8xf32>
     ```
   }];
-  let arguments = (ins StrAttr:$kind, HeterPS_FloatTensor:$input,
+  let arguments = (ins HeterPS_PoolKindAttr:$kind, HeterPS_FloatTensor:$input,
                        HeterPS_FloatTensor:$result,
                        HeterPS_FloatTensor:$result_grad,
                        DenseI64ArrayAttr:$kernel_shape,
@@ -1509,19 +1508,20 @@ def HeterPS_UpdateParamOp : HeterPS_Op<"update_param",
     do).
 
     ```mlir
-    heterps.update_param @fc1.weight, %g {kind = "adam", learning_rate = 1.0e-03 : f64}
+    heterps.update_param adam @fc1.weight, %g {learning_rate = 1.0e-03 : f64}
         : tensor<13x64xf32>
     ```
   }];
   let arguments = (ins FlatSymbolRefAttr:$name, HeterPS_FloatTensor:$gradient,
-                       StrAttr:$kind, F64Attr:$learning_rate,
+                       HeterPS_OptimizerKindAttr:$kind,
+                       F64Attr:$learning_rate,
                        DefaultValuedAttr<F64Attr, "0.0">:$momentum,
                        DefaultValuedAttr<F64Attr, "0.9">:$beta1,
                        DefaultValuedAttr<F64Attr, "0.999">:$beta2,
                        DefaultValuedAttr<F64Attr, "1.0e-8">:$epsilon,
                        DefaultValuedAttr<F64Attr, "0.0">:$weight_decay);
   let assemblyFormat = [{
-    $name `,` $gradient attr-dict `:` type($gradient)
+    $kind $name `,` $gradient attr-dict `:` type($gradient)
   }];
   let hasVerifier = 1;
 }
