@@ -55,8 +55,14 @@ CostModel::CostModel(const PlacementProblem &problem) : problem(problem) {
     for (int l = 0; l < numOps; ++l)
       opTimePrefix[t][l + 1] = opTimePrefix[t][l] + opTime[l][t];
   parameterPrefix.assign(numOps + 1, 0);
-  for (int l = 0; l < numOps; ++l)
-    parameterPrefix[l + 1] = parameterPrefix[l] + problem.ops[l].parameterBytes;
+  residentPrefix.assign(numOps + 1, 0);
+  activationPrefix.assign(numOps + 1, 0);
+  for (int l = 0; l < numOps; ++l) {
+    const OpInfo &op = problem.ops[l];
+    parameterPrefix[l + 1] = parameterPrefix[l] + op.parameterBytes;
+    residentPrefix[l + 1] = residentPrefix[l] + op.residentBytes;
+    activationPrefix[l + 1] = activationPrefix[l] + op.outputBytes;
+  }
 
   // A result is live across the cuts from its producer up to its last user.
   std::vector<int> lastUse(numOps, -1);
@@ -99,7 +105,8 @@ double CostModel::stageSeconds(double compute, double transfer,
 }
 
 StageEvaluation CostModel::evaluateStage(int first, int last, int resource,
-                                         int nextResource) const {
+                                         int nextResource,
+                                         int64_t inFlight) const {
   StageEvaluation stage;
   stage.resource = resource;
   stage.firstOp = first;
@@ -114,7 +121,48 @@ StageEvaluation CostModel::evaluateStage(int first, int last, int resource,
   double parameterBytes = parameterPrefix[last + 1] - parameterPrefix[first];
   double batch = static_cast<double>(problem.batchSize);
   double budget = batch / problem.throughput;
-  int64_t maxUnits = problem.cluster.resources[resource].units;
+  const ResourceType &type = problem.cluster.resources[resource];
+  int64_t maxUnits = type.units;
+
+  // Memory: each unit holds the stage's parameters with their gradients and
+  // optimizer state, and its share of the batch's activations for the
+  // micro-batches in flight (training keeps them until the backward pass;
+  // inference only the micro-batch being computed).
+  int64_t microBatches = std::max<int64_t>(1, problem.microBatches);
+  if (!problem.training)
+    inFlight = 1;
+  else if (inFlight <= 0 || inFlight > microBatches)
+    inFlight = microBatches;
+  stage.residentBytes = residentPrefix[last + 1] - residentPrefix[first];
+  double activations = (activationPrefix[last + 1] - activationPrefix[first]) *
+                       static_cast<double>(inFlight) /
+                       static_cast<double>(microBatches);
+  stage.memoryLimitBytes = type.memoryGB * 1e9;
+  auto activationsPerUnit = [&](int64_t units) {
+    return activations / static_cast<double>(std::max<int64_t>(1, units));
+  };
+  // The fewest units whose memory holds the stage.
+  int64_t memoryUnits = maxUnits + 1;
+  double spare = stage.memoryLimitBytes - stage.residentBytes;
+  if (spare > 0)
+    memoryUnits = activations <= 0
+                      ? 1
+                      : static_cast<int64_t>(std::min<double>(
+                            std::ceil(activations / spare * (1 - 1e-12)),
+                            static_cast<double>(maxUnits) + 1));
+  if (memoryUnits > maxUnits) {
+    stage.outOfMemory = true;
+    stage.units = 0;
+    int64_t units = std::max<int64_t>(1, maxUnits);
+    stage.activationBytes = activationsPerUnit(units);
+    stage.seconds = stageSeconds(stage.computeSeconds, stage.transferSeconds,
+                                 parameterBytes, resource, units);
+    stage.syncSeconds = stage.seconds -
+                        stage.computeSeconds / static_cast<double>(units) -
+                        stage.transferSeconds;
+    stage.throughput = batch / stage.seconds;
+    return stage;
+  }
 
   // ET(k) is convex in k (compute / k falls, synchronisation grows), so the
   // search starts at the bound that ignores synchronisation and stops as soon
@@ -127,6 +175,7 @@ StageEvaluation CostModel::evaluateStage(int first, int last, int resource,
   } else {
     start = maxUnits + 1;
   }
+  start = std::max(start, memoryUnits);
   double bestSeconds = std::numeric_limits<double>::infinity();
   int64_t bestUnits = 1;
   if (start > maxUnits) {
@@ -145,6 +194,7 @@ StageEvaluation CostModel::evaluateStage(int first, int last, int resource,
                           stage.transferSeconds;
       stage.seconds = seconds;
       stage.throughput = batch / seconds;
+      stage.activationBytes = activationsPerUnit(k);
       return stage;
     }
     if (seconds >= bestSeconds)
@@ -153,6 +203,7 @@ StageEvaluation CostModel::evaluateStage(int first, int last, int resource,
     bestUnits = k;
   }
   stage.units = 0;
+  stage.activationBytes = activationsPerUnit(bestUnits);
   stage.seconds = bestSeconds;
   stage.syncSeconds = bestSeconds -
                       stage.computeSeconds / static_cast<double>(bestUnits) -
@@ -174,11 +225,49 @@ Evaluation CostModel::evaluate(llvm::ArrayRef<int> assignment) const {
   }
   for (size_t i = 0; i < runs.size(); ++i) {
     int next = i + 1 < runs.size() ? assignment[runs[i + 1].first] : -1;
+    // 1F1B: stage i starts the backward pass of its first micro-batch after
+    // the forward passes of the stages behind it, so it keeps
+    // min(micro-batches, stages from it to the last) in flight.
+    int64_t inFlight = static_cast<int64_t>(runs.size() - i);
     result.stages.push_back(evaluateStage(runs[i].first, runs[i].second,
-                                          assignment[runs[i].first], next));
+                                          assignment[runs[i].first], next,
+                                          inFlight));
   }
 
   const Cluster &cluster = problem.cluster;
+  // A stage that no number of units can hold is the first thing to fix. It
+  // ranks as a shortfall of the whole target and more, growing with how far
+  // the memory is exceeded, so that searches move ops off it.
+  double worstOverflow = 0;
+  for (size_t i = 0; i < result.stages.size(); ++i) {
+    const StageEvaluation &stage = result.stages[i];
+    if (!stage.outOfMemory)
+      continue;
+    double overflow = stage.memoryBytes() / stage.memoryLimitBytes;
+    if (overflow > worstOverflow) {
+      worstOverflow = overflow;
+      result.bottleneckStage = static_cast<int>(i);
+    }
+  }
+  if (result.bottleneckStage >= 0) {
+    const StageEvaluation &stage = result.stages[result.bottleneckStage];
+    const ResourceType &type = cluster.resources[stage.resource];
+    result.throughput = std::numeric_limits<double>::infinity();
+    for (const StageEvaluation &each : result.stages)
+      result.throughput = std::min(result.throughput, each.throughput);
+    result.outOfMemory = true;
+    result.shortfall = problem.throughput * worstOverflow;
+    result.reason = llvm::formatv(
+        "stage {0} (ops {1}..{2} on {3}) needs {4:f2} GB per unit "
+        "({5:f2} GB of parameters, gradients and optimizer state, {6:f2} GB "
+        "of activations with all {7} unit(s)) but a unit of {3} has {8:f2} "
+        "GB",
+        result.bottleneckStage, stage.firstOp, stage.lastOp, type.name,
+        stage.memoryBytes() / 1e9, stage.residentBytes / 1e9,
+        stage.activationBytes / 1e9, type.units, type.memoryGB);
+    return result;
+  }
+
   std::vector<int64_t> unitsUsed(cluster.resources.size(), 0);
   result.throughput = std::numeric_limits<double>::infinity();
   double worstShortfall = -1;

@@ -41,9 +41,11 @@ heterps::schedule::solveHeuristic(const CostModel &model,
       // CPU, compute-bound ones (arithmetic intensity above the GPU's ridge
       // point divided by 8, i.e. GEMM- and conv-like) to the GPU; the rest
       // (elementwise ops, views, parameter reads) stay with their first
-      // producer rather than cutting a stage.
+      // producer rather than cutting a stage. An op whose parameters and
+      // optimizer state alone fill a GPU stays on the CPU.
       const ResourceType &type = problem.cluster.resources[gpu];
       double ridge = type.peakGflops / type.memoryGBps / 8;
+      double gpuBytes = type.memoryGB * 1e9;
       std::vector<int> plan(numOps);
       for (int l = 0; l < numOps; ++l) {
         const OpInfo &op = problem.ops[l];
@@ -53,7 +55,7 @@ heterps::schedule::solveHeuristic(const CostModel &model,
           plan[l] = op.pinned;
         else if (op.embeddingBytes > 0)
           plan[l] = cpu;
-        else if (flops > ridge * bytes)
+        else if (flops > ridge * bytes && op.residentBytes < gpuBytes)
           plan[l] = gpu;
         else if (!op.operands.empty())
           plan[l] = plan[op.operands.front()];

@@ -30,6 +30,13 @@ llvm::Error PlacementProblem::validate() const {
   if (!(samples > 0) || !std::isfinite(samples))
     return problemError(
         llvm::formatv("sample count {0} is not positive", samples));
+  if (microBatches < 1)
+    return problemError(
+        llvm::formatv("micro-batch count {0} is not positive", microBatches));
+  for (const TableInfo &table : tables)
+    if (!(table.bytes >= 0) || !std::isfinite(table.bytes))
+      return problemError(llvm::formatv(
+          "table {0} has a negative or non-finite size", table.name));
   int numResources = static_cast<int>(cluster.resources.size());
   for (size_t l = 0; l < ops.size(); ++l) {
     const OpInfo &op = ops[l];
@@ -42,9 +49,9 @@ llvm::Error PlacementProblem::validate() const {
       return problemError(
           llvm::formatv("op {0} ({1}) is pinned to resource type {2} of {3}", l,
                         op.name, op.pinned, numResources));
-    for (double value :
-         {op.forwardFlops, op.backwardFlops, op.forwardBytes, op.backwardBytes,
-          op.parameterBytes, op.embeddingBytes, op.outputBytes})
+    for (double value : {op.forwardFlops, op.backwardFlops, op.forwardBytes,
+                         op.backwardBytes, op.parameterBytes, op.embeddingBytes,
+                         op.outputBytes, op.residentBytes})
       if (!(value >= 0) || !std::isfinite(value))
         return problemError(llvm::formatv(
             "op {0} ({1}) has a negative or non-finite cost figure", l,

@@ -6,6 +6,8 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
+
 using namespace heterps::schedule;
 using llvm::json::Array;
 using llvm::json::Object;
@@ -31,8 +33,27 @@ llvm::json::Value heterps::schedule::buildReport(const CostModel &model,
         {"transfer_ms", stage.transferSeconds * 1e3},
         {"sync_ms", stage.syncSeconds * 1e3},
         {"throughput", stage.throughput},
+        {"memory_gb", stage.memoryBytes() / 1e9},
+        {"resident_gb", stage.residentBytes / 1e9},
+        {"activation_gb", stage.activationBytes / 1e9},
+        {"memory_limit_gb", stage.memoryLimitBytes / 1e9},
     });
   }
+  // Tables are always served by the parameter server: a unit holds only
+  // the rows of the batches in flight, which count as activations. Whether
+  // a table would fit in any unit's memory is said, since that is what
+  // users compare against frameworks that keep small tables on the GPU.
+  double largestUnitBytes = 0;
+  for (const ResourceType &type : problem.cluster.resources)
+    largestUnitBytes = std::max(largestUnitBytes, type.memoryGB * 1e9);
+  Array tables;
+  for (const TableInfo &table : problem.tables)
+    tables.push_back(Object{
+        {"name", table.name},
+        {"gb", table.bytes / 1e9},
+        {"location", "ps"},
+        {"exceeds_every_unit", table.bytes > largestUnitBytes},
+    });
   Object report{
       {"solver", result.solver},
       {"seed", static_cast<int64_t>(seed)},
@@ -46,6 +67,8 @@ llvm::json::Value heterps::schedule::buildReport(const CostModel &model,
       {"evaluations", static_cast<int64_t>(result.evaluations)},
       {"throughput_target", problem.throughput},
       {"batch_size", problem.batchSize},
+      {"micro_batches", problem.microBatches},
+      {"tables", std::move(tables)},
       {"samples", problem.samples},
       {"cluster", problem.cluster.name},
   };

@@ -27,7 +27,8 @@ struct PlaceOpsPass
     ModuleOp module = getOperation();
     ScheduleOptions options{
         getArgument().str(), clusterFile, functionName, throughput,
-        batchSize,           samples,     training,     profileFile};
+        batchSize,           samples,     training,     profileFile,
+        microBatches};
     FailureOr<ScheduledFunction> scheduled =
         buildScheduledFunction(module, options);
     if (failed(scheduled))

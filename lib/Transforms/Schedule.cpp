@@ -36,6 +36,7 @@ struct SchedulePass
     to.samples = samples;
     to.training = training;
     to.profileFile = profileFile;
+    to.microBatches = microBatches;
   }
 
   PlaceOpsPassOptions placeOptions() const {

@@ -6,6 +6,8 @@
 #include "heterps/Dialect/HeterPS/IR/HeterPSPlacement.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
@@ -51,6 +53,7 @@ mlir::heterps::buildScheduledFunction(ModuleOp module,
   problem.throughput = options.throughput;
   problem.batchSize = options.batchSize;
   problem.samples = options.samples;
+  problem.microBatches = options.microBatches;
   bool trainingStep =
       (*function)->hasAttr(HeterPSDialect::getTrainingAttrName());
   problem.training = options.training || trainingStep;
@@ -119,6 +122,31 @@ mlir::heterps::buildScheduledFunction(ModuleOp module,
       result.followers[indexOf.lookup(owner)].push_back(&op);
   }
 
+  // What a unit keeps per parameter: the parameter and, in training, its
+  // gradient and the state of the optimizer that updates it (a forward-only
+  // model costed as training is taken to use SGD).
+  llvm::StringMap<OptimizerKind> updateOf;
+  function->walk([&](UpdateParamOp update) {
+    updateOf[update.getName()] = update.getKind();
+  });
+  auto residentCopies = [&](StringRef param) -> double {
+    if (!problem.training)
+      return 1;
+    auto it = updateOf.find(param);
+    OptimizerKind kind = it == updateOf.end() ? OptimizerKind::sgd : it->second;
+    return 2 + getOptimizerStateTensors(kind);
+  };
+  auto residentOf = [&](ArrayRef<Operation *> ops) {
+    llvm::StringSet<> seen;
+    double bytes = 0;
+    for (Operation *op : ops)
+      if (auto load = dyn_cast<LoadParamOp>(op);
+          load && seen.insert(load.getName()).second)
+        bytes += getNumBytes(load.getType(), options.batchSize) *
+                 residentCopies(load.getName());
+    return bytes;
+  };
+
   for (auto [index, op] : llvm::enumerate(result.ops)) {
     schedule::OpInfo info;
     info.name = getOpName(op, index);
@@ -129,6 +157,9 @@ mlir::heterps::buildScheduledFunction(ModuleOp module,
     for (Operation *follower : result.followers[index])
       if (isa<LoadParamOp, ConstantOp>(follower))
         costOf(follower, info);
+    SmallVector<Operation *> owned{op};
+    llvm::append_range(owned, result.followers[index]);
+    info.residentBytes = residentOf(owned);
     for (Type type : op->getResultTypes())
       if (auto shaped = dyn_cast<ShapedType>(type))
         info.outputBytes += getNumBytes(shaped, options.batchSize);
@@ -147,6 +178,15 @@ mlir::heterps::buildScheduledFunction(ModuleOp module,
                                  << options.clusterFile << " does not define";
     }
     problem.ops.push_back(std::move(info));
+  }
+  // Tables are costed as the parameter server's: rows and optimizer state.
+  for (auto table : module.getOps<EmbeddingTableOp>()) {
+    double rows = static_cast<double>(table.getVocab()) *
+                  static_cast<double>(table.getDim()) * sizeof(float);
+    OptimizerAttr optimizer = table.getOptimizerAttr();
+    double copies =
+        1 + (optimizer ? getOptimizerStateTensors(optimizer.getKind()) : 0);
+    problem.tables.push_back({table.getSymName().str(), rows * copies});
   }
   if (llvm::Error error = problem.validate())
     return module.emitError()
@@ -175,6 +215,11 @@ mlir::heterps::getResourceAttrs(MLIRContext *context,
 void mlir::heterps::emitInfeasible(Operation *anchor, StringRef passName,
                                    const schedule::Evaluation &evaluation,
                                    const schedule::PlacementProblem &problem) {
+  if (evaluation.outOfMemory) {
+    anchor->emitError() << passName << ": the plan does not fit in memory: "
+                        << evaluation.reason;
+    return;
+  }
   anchor->emitError() << passName << ": the throughput target of "
                       << llvm::formatv("{0:f1}", problem.throughput)
                       << " samples/s cannot be met: " << evaluation.reason;

@@ -31,6 +31,7 @@ struct ScheduleOptions {
   double samples = 0;
   bool training = true;
   std::string profileFile;
+  int64_t microBatches = 1;
 };
 
 /// A function's ops (in order, the terminator excluded) and the problem

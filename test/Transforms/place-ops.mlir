@@ -41,10 +41,13 @@
 // REPORT: "solver": "exhaustive"
 // REPORT: "stages": [
 // REPORT: "index": 0,
+// REPORT-NEXT: "memory_gb": {{.*}},
+// REPORT-NEXT: "memory_limit_gb": 32,
 // REPORT-NEXT: "ops": [
 // REPORT-NEXT: "lookup0",
 // REPORT-NEXT: "lookup1"
 // REPORT-NEXT: ],
+// REPORT-NEXT: "resident_gb": 0,
 // REPORT-NEXT: "resource": "cpu",
 // REPORT: "units": 11
 // REPORT: "index": 1,

@@ -131,6 +131,60 @@ TEST(CostModelTest, UnitLimitsAcrossStagesOfOneType) {
                       "(about 333333.3 samples/s short)");
 }
 
+TEST(CostModelTest, ResidentBytesBeyondAUnitAreRefused) {
+  PlacementProblem problem = makeProblem();
+  // 50 GB of parameters, gradients and optimizer state: more than a GPU's
+  // 40 GB whatever the units, less than a 64 GB CPU.
+  problem.ops[1].residentBytes = 50e9;
+  problem.cluster.resources[0].memoryGB = 64;
+  CostModel model(problem);
+  Evaluation e = model.evaluate({0, 1, 1});
+  EXPECT_FALSE(e.feasible);
+  EXPECT_TRUE(e.outOfMemory);
+  EXPECT_EQ(e.bottleneckStage, 1);
+  EXPECT_TRUE(e.stages[1].outOfMemory);
+  EXPECT_EQ(e.stages[1].units, 0);
+  EXPECT_EQ(e.reason,
+            "stage 1 (ops 1..2 on gpu) needs 50.00 GB per unit (50.00 GB of "
+            "parameters, gradients and optimizer state, 0.00 GB of "
+            "activations with all 4 unit(s)) but a unit of gpu has 40.00 GB");
+  // Out of memory ranks below missing the target (all on CPUs).
+  Evaluation slow = model.evaluate({0, 0, 0});
+  EXPECT_FALSE(slow.outOfMemory);
+  EXPECT_GT(model.objective(e), model.objective(slow));
+}
+
+TEST(CostModelTest, ActivationsSpreadOverUnitsAndMicroBatches) {
+  PlacementProblem problem = makeProblem();
+  // 30 GB resident on the GPU stage leaves 10 GB for 25 GB of activations
+  // per batch: three units, though one meets the target.
+  problem.ops[1].residentBytes = 30e9;
+  problem.ops[2].outputBytes = 25e9;
+  {
+    CostModel model(problem);
+    Evaluation e = model.evaluate({0, 1, 1});
+    ASSERT_TRUE(e.feasible) << e.reason;
+    EXPECT_EQ(e.stages[1].units, 3);
+    EXPECT_DOUBLE_EQ(e.stages[1].residentBytes, 30e9);
+    EXPECT_NEAR(e.stages[1].activationBytes, (25e9 + 1e5) / 3, 1);
+    EXPECT_DOUBLE_EQ(e.stages[1].memoryLimitBytes, 40e9);
+  }
+  // With 4 micro-batches, 1F1B keeps one micro-batch in flight on the last
+  // stage: a quarter of the activations, one unit. A stage evaluated
+  // without its depth is charged every micro-batch.
+  problem.microBatches = 4;
+  CostModel model(problem);
+  Evaluation e = model.evaluate({0, 1, 1});
+  ASSERT_TRUE(e.feasible) << e.reason;
+  EXPECT_EQ(e.stages[1].units, 1);
+  EXPECT_NEAR(e.stages[1].activationBytes, (25e9 + 1e5) / 4, 1);
+  EXPECT_EQ(model.evaluateStage(1, 2, 1, -1).units, 3);
+  // Inference keeps no activations for a backward pass.
+  problem.training = false;
+  CostModel inference(problem);
+  EXPECT_EQ(inference.evaluateStage(1, 2, 1, -1).units, 1);
+}
+
 TEST(CostModelTest, InferenceSkipsBackwardWork) {
   PlacementProblem problem = makeProblem();
   problem.training = false;

@@ -37,6 +37,16 @@ struct StageEvaluation {
   double seconds = 0;
   /// B / ET_i(k), samples/s.
   double throughput = 0;
+  /// What one unit holds with `units` units (with the most units the type
+  /// has when `units` is 0): resident bytes (parameters, gradients,
+  /// optimizer state) and stashed activations, and the unit's memory.
+  double residentBytes = 0;
+  double activationBytes = 0;
+  double memoryLimitBytes = 0;
+  /// The stage does not fit in its units' memory with any number of units.
+  bool outOfMemory = false;
+
+  double memoryBytes() const { return residentBytes + activationBytes; }
 };
 
 struct Evaluation {
@@ -54,6 +64,9 @@ struct Evaluation {
   int bottleneckStage = -1;
   double shortfall = 0;
   std::string reason;
+  /// The plan is infeasible because a stage does not fit in its units'
+  /// memory (rather than because of the target).
+  bool outOfMemory = false;
 };
 
 class CostModel {
@@ -75,10 +88,15 @@ public:
 
   /// Evaluates the stage of ops first..last on `resource` followed by a
   /// stage on `nextResource` (-1 when it is the last stage), provisioned
-  /// with the fewest units that meet the target (at most the type's units;
-  /// `units` is 0 when even those are not enough).
+  /// with the fewest units that meet the target and whose memory holds the
+  /// stage (at most the type's units; `units` is 0 when even those are not
+  /// enough).
+  /// `inFlight` is how many micro-batches' activations the stage keeps
+  /// (1F1B: min(micro-batches, stages from this one to the last)); by
+  /// default every micro-batch, the most any stage keeps, so that a search
+  /// that does not know the stage's depth stays on the safe side.
   StageEvaluation evaluateStage(int first, int last, int resource,
-                                int nextResource) const;
+                                int nextResource, int64_t inFlight = 0) const;
 
   /// Evaluates a full placement: assignment[op] is a resource index.
   Evaluation evaluate(llvm::ArrayRef<int> assignment) const;
@@ -107,6 +125,9 @@ private:
   /// parameter bytes.
   std::vector<std::vector<double>> opTimePrefix;
   std::vector<double> parameterPrefix;
+  /// Prefix sums of resident bytes and of the activations a stage keeps.
+  std::vector<double> residentPrefix;
+  std::vector<double> activationPrefix;
   std::vector<double> crossing;
   /// An upper bound of any feasible job cost (every op on its most
   /// expensive option), used to rank infeasible plans above feasible ones.

@@ -37,8 +37,12 @@ struct OpInfo {
   /// in training).
   double embeddingBytes = 0;
   /// Bytes of the op's results, sent to a later stage when a consumer is
-  /// there (and their gradients sent back in training).
+  /// there (and their gradients sent back in training). In training they
+  /// are also the activations a unit keeps until the backward pass.
   double outputBytes = 0;
+  /// Bytes a unit running the op holds for the whole job: its dense
+  /// parameters and, in training, their gradients and optimizer state.
+  double residentBytes = 0;
   /// Producers of the op's operands (indices into the op list, all smaller).
   std::vector<int> operands;
   /// A resource type the user forced the op onto, or -1.
@@ -59,6 +63,14 @@ llvm::Expected<ProfileTable> parseProfileTable(llvm::StringRef text,
                                                llvm::StringRef fileName);
 llvm::Expected<ProfileTable> loadProfileTable(llvm::StringRef path);
 
+/// An embedding table of the model. Tables live in the parameter server;
+/// the placement report says how each compares with a unit's memory.
+struct TableInfo {
+  std::string name;
+  /// Rows and their optimizer state.
+  double bytes = 0;
+};
+
 struct PlacementProblem {
   Cluster cluster;
   /// In topological order.
@@ -72,6 +84,10 @@ struct PlacementProblem {
   /// Training runs forward and backward and synchronises parameters;
   /// inference only forward.
   bool training = true;
+  /// Micro-batches per batch: the pipeline schedule (1F1B) keeps at most
+  /// this many micro-batches' activations in flight on a stage.
+  int64_t microBatches = 1;
+  std::vector<TableInfo> tables;
   std::optional<ProfileTable> profile;
 
   /// Checks the problem: operands precede their users, pins name resource

@@ -13,6 +13,10 @@ defvar FunctionOption =
     Option<"functionName", "function", "std::string", "\"\"",
            "The function to work on (default: the module's only function)">;
 
+defvar MicroBatchesOption =
+    Option<"microBatches", "micro-batches", "int64_t", "1",
+           "Micro-batches per batch">;
+
 // The inputs of the cost model: place-ops, provision and heterps-schedule.
 defvar CostModelOptions = [
   Option<"clusterFile", "cluster", "std::string", "\"\"",
@@ -27,7 +31,8 @@ defvar CostModelOptions = [
   Option<"training", "training", "bool", "true",
          "Cost a forward-only model as a training step (forward, backward, parameter sync); a function with heterps.training always is">,
   Option<"profileFile", "profile", "std::string", "\"\"",
-         "Measured op times (JSON) that replace the roofline estimate">
+         "Measured op times (JSON) that replace the roofline estimate">,
+  MicroBatchesOption
 ];
 
 // The search: place-ops and heterps-schedule.
@@ -58,10 +63,6 @@ defvar SolverOptions = [
   Option<"geneticGenerations", "genetic-generations", "int", "150",
          "genetic: generations">
 ];
-
-defvar MicroBatchesOption =
-    Option<"microBatches", "micro-batches", "int64_t", "1",
-           "Micro-batches per batch">;
 
 
 def PrintOpCostPass : Pass<"heterps-print-op-cost"> {
@@ -281,8 +282,7 @@ def SchedulePass : Pass<"heterps-schedule", "::mlir::ModuleOp"> {
     connected by `heterps.send` / `heterps.recv` channels, as the passes it
     runs describe.
   }];
-  let options = !listconcat(CostModelOptions, SolverOptions,
-                            [MicroBatchesOption]);
+  let options = !listconcat(CostModelOptions, SolverOptions);
 }
 
 def AutodiffPass : Pass<"heterps-autodiff", "::mlir::ModuleOp"> {

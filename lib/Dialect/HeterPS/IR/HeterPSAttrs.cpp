@@ -127,6 +127,19 @@ void InitAttr::print(AsmPrinter &printer) const {
 // OptimizerAttr, TrainingAttr, PredictionAttr
 //===----------------------------------------------------------------------===//
 
+int mlir::heterps::getOptimizerStateTensors(OptimizerKind kind) {
+  switch (kind) {
+  case OptimizerKind::sgd:
+    return 0;
+  case OptimizerKind::momentum:
+  case OptimizerKind::adagrad:
+    return 1;
+  case OptimizerKind::adam:
+    return 2;
+  }
+  llvm_unreachable("unknown optimizer kind");
+}
+
 LogicalResult OptimizerAttr::verify(
     function_ref<InFlightDiagnostic()> emitError, OptimizerKind kind,
     APFloat learningRateValue, APFloat momentumValue, APFloat beta1Value,

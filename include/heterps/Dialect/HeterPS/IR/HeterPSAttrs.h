@@ -11,4 +11,14 @@
 #define GET_ATTRDEF_CLASSES
 #include "heterps/Dialect/HeterPS/IR/HeterPSAttrs.h.inc"
 
+namespace mlir {
+namespace heterps {
+
+/// How many tensors of a parameter's shape the optimizer keeps besides the
+/// parameter (momentum's buffer, Adam's two moments, Adagrad's sum).
+int getOptimizerStateTensors(OptimizerKind kind);
+
+} // namespace heterps
+} // namespace mlir
+
 #endif // HETERPS_DIALECT_HETERPS_IR_HETERPSATTRS_H
