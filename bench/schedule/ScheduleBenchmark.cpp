@@ -169,6 +169,110 @@ Workload cnnModel(int numResources) {
   return w;
 }
 
+/// A transformer encoder of `layers` layers as ONNX exporters write it
+/// (layer norm and GELU spelled out in elementwise ops, the heads split by
+/// reshapes and transposes): about 51 ops per layer. Sequence 128, width
+/// 768, 12 heads, feed-forward 3072, batch 64 sequences.
+Workload transformerModel(int numResources, int layers) {
+  Workload w{"transformer-" + std::to_string(layers), {}};
+  PlacementProblem &p = w.problem;
+  p.cluster = makeReferenceCluster(numResources);
+  p.batchSize = 64;
+  const double rows = 64.0 * 128, width = 768, heads = 12, ffn = 3072,
+               seq = 128;
+  const double tokens = rows * width, scores = 64.0 * heads * seq * seq;
+  auto add = [&](OpInfo op, std::vector<int> operands) {
+    op.operands = std::move(operands);
+    p.ops.push_back(std::move(op));
+    return static_cast<int>(p.ops.size()) - 1;
+  };
+  auto pointwise = [&](const std::string &name, double elements, int operand,
+                       double parameters = 0) {
+    OpInfo op = elementwise(name, elements);
+    op.parameterBytes = parameters;
+    return add(op, {operand});
+  };
+  auto view = [&](const std::string &name, double elements, int operand) {
+    OpInfo op = makeOp(name, "heterps.reshape", 0);
+    op.outputBytes = 4 * elements;
+    return add(op, {operand});
+  };
+  auto gemm = [&](const std::string &name, double in, double out, int operand) {
+    return pointwise(name + ".bias", rows * out,
+                     add(denseLayer(name, rows, in, out), {operand}), 4 * out);
+  };
+  auto layerNorm = [&](const std::string &name, int x) {
+    int mean = pointwise(name + ".mean", tokens, x);
+    int centred = add(elementwise(name + ".sub", tokens), {x, mean});
+    int square = pointwise(name + ".pow", tokens, centred);
+    int variance = pointwise(name + ".var", tokens, square);
+    int shifted = pointwise(name + ".eps", rows, variance);
+    int deviation = pointwise(name + ".sqrt", rows, shifted);
+    int normal = add(elementwise(name + ".div", tokens), {centred, deviation});
+    int scaled = pointwise(name + ".gamma", tokens, normal, 4 * width);
+    return pointwise(name + ".beta", tokens, scaled, 4 * width);
+  };
+  auto attentionMatMul = [&](const std::string &name, int a, int b,
+                             double outputs) {
+    OpInfo op = makeOp(name, "heterps.batch_matmul", 0);
+    op.forwardFlops = 2 * scores * (width / heads);
+    op.backwardFlops = 2 * op.forwardFlops;
+    op.forwardBytes = 4 * (2 * tokens + outputs);
+    op.backwardBytes = 2 * op.forwardBytes;
+    op.outputBytes = 4 * outputs;
+    return add(op, {a, b});
+  };
+  OpInfo embed = makeOp("embed", "heterps.embedding_lookup", 0);
+  embed.embeddingBytes = tokens * 4;
+  embed.forwardBytes = embed.embeddingBytes;
+  embed.backwardBytes = embed.embeddingBytes;
+  embed.outputBytes = tokens * 4;
+  int x = add(embed, {});
+  for (int layer = 0; layer < layers; ++layer) {
+    std::string prefix = "layer" + std::to_string(layer) + ".";
+    int normed = layerNorm(prefix + "ln1", x);
+    int heads3[3];
+    const char *names[3] = {"q", "k", "v"};
+    for (int i = 0; i < 3; ++i) {
+      int projected = gemm(prefix + names[i], width, width, normed);
+      int split = view(prefix + names[i] + ".reshape", tokens, projected);
+      OpInfo transpose = elementwise(prefix + names[i] + ".transpose", tokens);
+      transpose.kind = "heterps.transpose";
+      heads3[i] = add(transpose, {split});
+    }
+    int logits = attentionMatMul(prefix + "qk", heads3[0], heads3[1], scores);
+    int scaled = pointwise(prefix + "scale", scores, logits);
+    int exps = pointwise(prefix + "softmax.exp", scores, scaled);
+    int sums = pointwise(prefix + "softmax.sum", scores, exps);
+    int probs = add(elementwise(prefix + "softmax.div", scores), {exps, sums});
+    int context = attentionMatMul(prefix + "av", probs, heads3[2], tokens);
+    OpInfo merge = elementwise(prefix + "merge.transpose", tokens);
+    merge.kind = "heterps.transpose";
+    int merged = view(prefix + "merge.reshape", tokens, add(merge, {context}));
+    int attended = gemm(prefix + "out", width, width, merged);
+    int residual =
+        add(elementwise(prefix + "residual1", tokens), {x, attended});
+    int normed2 = layerNorm(prefix + "ln2", residual);
+    int hidden = gemm(prefix + "ffn1", width, ffn, normed2);
+    double wide = rows * ffn;
+    int halved = pointwise(prefix + "gelu.div", wide, hidden);
+    int erf = pointwise(prefix + "gelu.erf", wide, halved);
+    int plus = pointwise(prefix + "gelu.add", wide, erf);
+    int product = add(elementwise(prefix + "gelu.mul", wide), {hidden, plus});
+    int gelu = pointwise(prefix + "gelu.half", wide, product);
+    int output = gemm(prefix + "ffn2", ffn, width, gelu);
+    x = add(elementwise(prefix + "residual2", tokens), {residual, output});
+  }
+  int pooled = pointwise("pool", rows, x);
+  add(denseLayer("classifier", 64, width, 2), {pooled});
+  for (OpInfo &op : p.ops)
+    op.residentBytes = 4 * op.parameterBytes; // Adam: weights, grads, m, v
+  // About nine A100s' worth at 12 layers, whatever the depth.
+  p.throughput = 2000.0 * 12 / layers;
+  p.samples = 1e8;
+  return w;
+}
+
 std::vector<std::string> split(llvm::StringRef text) {
   llvm::SmallVector<llvm::StringRef> parts;
   text.split(parts, ',', -1, false);
@@ -193,9 +297,16 @@ int main(int argc, char **argv) {
   for (llvm::StringRef name : getSolverNames())
     solvers.push_back(name.str());
   double timeBudget = 0;
+  bool large = false, sizesGiven = false;
+  int maxSearchOps = SolverOptions().maxSearchOps;
   for (int i = 1; i < argc; ++i) {
     llvm::StringRef arg = argv[i];
-    if (arg.consume_front("--sizes=")) {
+    if (arg == "--large") {
+      large = true;
+    } else if (arg.consume_front("--max-search-ops=")) {
+      maxSearchOps = std::stoi(arg.str());
+    } else if (arg.consume_front("--sizes=")) {
+      sizesGiven = true;
       sizes.clear();
       for (const std::string &size : split(arg))
         sizes.push_back(std::stoi(size));
@@ -208,15 +319,23 @@ int main(int argc, char **argv) {
     } else {
       llvm::errs() << "heterps-bench-schedule: unknown option '" << arg
                    << "'\nusage: heterps-bench-schedule [--sizes=16,32,64,128]"
-                      " [--seeds=N] [--solvers=a,b] [--time-budget=S]\n";
+                      " [--seeds=N] [--solvers=a,b] [--time-budget=S] "
+                      "[--large] [--max-search-ops=N]\n";
       return 2;
     }
   }
+  if (large && !sizesGiven)
+    sizes = {500, 1000, 2000};
 
   std::vector<Workload> workloads;
   for (int types = 2; types <= 3; ++types) {
-    for (Workload w : {ctrModel(types), mlpModel(types), cnnModel(types)}) {
-      w.name += "/" + std::to_string(types) + "t";
+    std::vector<Workload> models;
+    if (large)
+      models = {transformerModel(types, 12), transformerModel(types, 39)};
+    else
+      models = {ctrModel(types), mlpModel(types), cnnModel(types)};
+    for (Workload w : models) {
+      w.name += llvm::formatv(" ({0} ops)/{1}t", w.problem.ops.size(), types);
       workloads.push_back(std::move(w));
     }
     for (int size : sizes)
@@ -234,6 +353,8 @@ int main(int argc, char **argv) {
   // Per group (model, or random kind and size) and solver.
   std::map<std::string, std::map<std::string, Row>> table;
   std::vector<std::string> groups;
+  // rl's cost over the cost model's lower bound, minus one, per instance.
+  std::vector<double> rlGaps;
   for (Workload &workload : workloads) {
     CostModel model(workload.problem);
     std::map<std::string, SolverResult> results;
@@ -243,8 +364,15 @@ int main(int argc, char **argv) {
       options.timeBudgetSeconds = timeBudget;
       // The oracle where it takes seconds, not minutes.
       options.maxPlans = 2000000;
+      options.maxSearchOps = maxSearchOps;
+      // dp-ops: dp on the ops themselves, the reference for the grouping.
+      llvm::StringRef solver = name;
+      if (name == "dp-ops") {
+        solver = "dp";
+        options.maxSearchOps = 0;
+      }
       llvm::Expected<SolverResult> result =
-          solvePlacement(name, model, options);
+          solvePlacement(solver, model, options);
       if (!result) {
         llvm::consumeError(result.takeError());
         continue;
@@ -263,6 +391,9 @@ int main(int argc, char **argv) {
         continue;
       }
       row.ratios.push_back(model.objective(it->second.evaluation) / best);
+      if (name == "rl" && model.lowerBoundUsd() > 0)
+        rlGaps.push_back(it->second.evaluation.costUsd / model.lowerBoundUsd() -
+                         1);
       row.seconds.push_back(it->second.searchSeconds);
     }
   }
@@ -311,7 +442,7 @@ int main(int argc, char **argv) {
     }
     llvm::outs() << "\n";
   }
-  if (!rlRatiosUpTo64.empty()) {
+  if (!rlRatiosUpTo64.empty() && !large) {
     double logSum = 0;
     for (double r : rlRatiosUpTo64)
       logSum += std::log(r);
@@ -321,6 +452,17 @@ int main(int argc, char **argv) {
         "(target 10 s)\n",
         std::exp(logSum / rlRatiosUpTo64.size()), rlWorstUpTo64,
         rlRatiosUpTo64.size(), rlSeconds64);
+  }
+  if (!rlGaps.empty()) {
+    double sum = 0, worst = 0;
+    for (double gap : rlGaps) {
+      sum += gap;
+      worst = std::max(worst, gap);
+    }
+    llvm::outs() << llvm::formatv(
+        "rl gap_to_bound (cost / lower bound - 1): mean {0:f3}, worst {1:f3} "
+        "over {2} instances\n",
+        sum / rlGaps.size(), worst, rlGaps.size());
   }
   return 0;
 }

@@ -4,7 +4,9 @@
 For each model (HeterPS IR or ONNX) and each target, runs heterps-opt's
 heterps-place-ops with every solver and prints each solver's job cost
 divided by the cheapest plan any of them found, and the kinds of the stages
-of the rl and dp plans (c = CPU stage, g = GPU stage). The ratios compare
+of the rl and dp plans (c = CPU stage, g = GPU stage), and rl's
+gap_to_bound from the report (its cost over a lower bound of every plan's
+cost, minus one: how far the optimum can at most be). The ratios compare
 solvers run by the same script on the same problem.
 
   bench/schedule/solver-sweep.py --opt=build/bin/heterps-opt \\
@@ -84,8 +86,9 @@ def main():
         cluster_kinds = {r["name"]: r["kind"] for r in json.load(f)["resources"]}
 
     failures = []
-    print("| model | target | " + " | ".join(solvers) + " | rl stages | dp stages |")
-    print("|---|---|" + "---|" * (len(solvers) + 2))
+    print("| model | target | " + " | ".join(solvers) +
+          " | rl stages | dp stages | rl gap to bound |")
+    print("|---|---|" + "---|" * (len(solvers) + 3))
     worst = 1.0
     with tempfile.TemporaryDirectory() as scratch:
         report_path = os.path.join(scratch, "report.json")
@@ -100,7 +103,7 @@ def main():
                          if r is not None and r["feasible"]}
                 if not costs:
                     print(f"| {name} | {target:g} | " +
-                          " | ".join("-" for _ in solvers) + " | - | - |")
+                          " | ".join("-" for _ in solvers) + " | - | - | - |")
                     continue
                 best = min(costs.values())
                 cells = [f"{costs[s] / best:.4f}" if s in costs else "-"
@@ -110,8 +113,10 @@ def main():
                           for s in ("rl", "dp")]
                 for s in costs:
                     mixed |= len(set(kinds(reports[s], cluster_kinds))) > 1
+                gap = (f"{reports['rl']['gap_to_bound']:.3f}"
+                       if "rl" in costs else "-")
                 print(f"| {name} | {target:g} | " + " | ".join(cells) +
-                      f" | {stages[0]} | {stages[1]} |")
+                      f" | {stages[0]} | {stages[1]} | {gap} |")
                 if "rl" not in costs:
                     failures.append(f"{name} at {target:g}: rl found no plan")
                     continue

@@ -20,6 +20,11 @@ CostModel::CostModel(const PlacementProblem &problem) : problem(problem) {
     const OpInfo &op = problem.ops[l];
     for (int t = 0; t < numResources; ++t) {
       const ResourceType &type = cluster.resources[t];
+      // A malformed list is left to validate() to report.
+      if (op.seconds.size() == static_cast<size_t>(numResources)) {
+        opTime[l][t] = op.seconds[t];
+        continue;
+      }
       double seconds = -1;
       if (problem.profile) {
         auto opIt = problem.profile->seconds.find(op.name);
@@ -82,6 +87,21 @@ CostModel::CostModel(const PlacementProblem &problem) : problem(problem) {
     live += delta[l];
     crossing[l] = std::max(0.0, live);
   }
+  if (problem.crossingBytes.size() == static_cast<size_t>(numOps))
+    crossing = problem.crossingBytes;
+
+  double cheapestUnitSeconds = 0;
+  for (int l = 0; l < numOps; ++l) {
+    double cheapest = std::numeric_limits<double>::infinity();
+    for (int t = 0; t < numResources; ++t)
+      if (allowed(l, t))
+        cheapest = std::min(cheapest,
+                            opTime[l][t] * cluster.resources[t].pricePerHour);
+    if (std::isfinite(cheapest))
+      cheapestUnitSeconds += cheapest;
+  }
+  costLowerBound = problem.samples / 3600.0 * cheapestUnitSeconds /
+                   static_cast<double>(problem.batchSize);
 
   double allUnitsPerHour = 0;
   for (const ResourceType &type : cluster.resources)
@@ -90,18 +110,22 @@ CostModel::CostModel(const PlacementProblem &problem) : problem(problem) {
                    std::max(allUnitsPerHour, 1e-9);
 }
 
+double CostModel::syncSeconds(double parameterBytes, int resource,
+                              int64_t units) const {
+  if (!problem.training || units <= 1 || parameterBytes <= 0)
+    return 0;
+  // Ring all-reduce of the stage's dense parameters between its units.
+  const Link &link = problem.cluster.links[resource][resource];
+  double k = static_cast<double>(units);
+  return 2 * (k - 1) / k * parameterBytes / (link.gbps * 1e9) +
+         2 * (k - 1) * link.latencyUs * 1e-6;
+}
+
 double CostModel::stageSeconds(double compute, double transfer,
                                double parameterBytes, int resource,
                                int64_t units) const {
-  double seconds = compute / static_cast<double>(units) + transfer;
-  if (problem.training && units > 1 && parameterBytes > 0) {
-    // Ring all-reduce of the stage's dense parameters between its units.
-    const Link &link = problem.cluster.links[resource][resource];
-    double k = static_cast<double>(units);
-    seconds += 2 * (k - 1) / k * parameterBytes / (link.gbps * 1e9) +
-               2 * (k - 1) * link.latencyUs * 1e-6;
-  }
-  return seconds;
+  return compute / static_cast<double>(units) + transfer +
+         syncSeconds(parameterBytes, resource, units);
 }
 
 StageEvaluation CostModel::evaluateStage(int first, int last, int resource,
@@ -157,9 +181,7 @@ StageEvaluation CostModel::evaluateStage(int first, int last, int resource,
     stage.activationBytes = activationsPerUnit(units);
     stage.seconds = stageSeconds(stage.computeSeconds, stage.transferSeconds,
                                  parameterBytes, resource, units);
-    stage.syncSeconds = stage.seconds -
-                        stage.computeSeconds / static_cast<double>(units) -
-                        stage.transferSeconds;
+    stage.syncSeconds = syncSeconds(parameterBytes, resource, units);
     stage.throughput = batch / stage.seconds;
     return stage;
   }
@@ -189,9 +211,7 @@ StageEvaluation CostModel::evaluateStage(int first, int last, int resource,
                                   parameterBytes, resource, k);
     if (seconds <= budget * (1 + 1e-12)) {
       stage.units = k;
-      stage.syncSeconds = seconds -
-                          stage.computeSeconds / static_cast<double>(k) -
-                          stage.transferSeconds;
+      stage.syncSeconds = syncSeconds(parameterBytes, resource, k);
       stage.seconds = seconds;
       stage.throughput = batch / seconds;
       stage.activationBytes = activationsPerUnit(k);
@@ -205,24 +225,51 @@ StageEvaluation CostModel::evaluateStage(int first, int last, int resource,
   stage.units = 0;
   stage.activationBytes = activationsPerUnit(bestUnits);
   stage.seconds = bestSeconds;
-  stage.syncSeconds = bestSeconds -
-                      stage.computeSeconds / static_cast<double>(bestUnits) -
-                      stage.transferSeconds;
+  stage.syncSeconds = syncSeconds(parameterBytes, resource, bestUnits);
   stage.throughput = batch / bestSeconds;
   return stage;
 }
 
-Evaluation CostModel::evaluate(llvm::ArrayRef<int> assignment) const {
+Evaluation CostModel::evaluate(llvm::ArrayRef<int> assignment,
+                               llvm::ArrayRef<int> cuts) const {
   Evaluation result;
   int numOps = getNumOps();
-  // Stages are the maximal runs of consecutive ops on one resource type.
+  // Stages are the maximal runs of consecutive ops on one resource type,
+  // cut again where asked.
   std::vector<std::pair<int, int>> runs;
+  const int *cut = cuts.begin();
   for (int l = 0; l < numOps; ++l) {
-    if (l == 0 || assignment[l] != assignment[l - 1])
+    while (cut != cuts.end() && *cut < l)
+      ++cut;
+    bool cutHere = cut != cuts.end() && *cut == l;
+    if (l == 0 || assignment[l] != assignment[l - 1] || cutHere)
       runs.push_back({l, l});
     else
       runs.back().second = l;
   }
+  // A stage whose parameters and optimizer state exceed a unit's memory is
+  // cut into the fewest stages that hold them (first fit in op order): the
+  // pipeline parallelism a model larger than one unit needs, found for
+  // every solver, not only for those that choose cuts.
+  std::vector<std::pair<int, int>> fitted;
+  for (auto [first, last] : runs) {
+    double limit = problem.cluster.resources[assignment[first]].memoryGB * 1e9;
+    auto resident = [&](int from, int to) {
+      return residentPrefix[to + 1] - residentPrefix[from];
+    };
+    if (resident(first, last) <= limit) {
+      fitted.push_back({first, last});
+      continue;
+    }
+    int start = first;
+    for (int l = first + 1; l <= last; ++l)
+      if (resident(start, l) > limit) {
+        fitted.push_back({start, l - 1});
+        start = l;
+      }
+    fitted.push_back({start, last});
+  }
+  runs.swap(fitted);
   for (size_t i = 0; i < runs.size(); ++i) {
     int next = i + 1 < runs.size() ? assignment[runs[i + 1].first] : -1;
     // 1F1B: stage i starts the backward pass of its first micro-batch after

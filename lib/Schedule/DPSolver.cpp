@@ -1,9 +1,11 @@
 //===- DPSolver.cpp - Dynamic programming over stage boundaries -----------===//
 //
 // Stages are contiguous runs of the topological order, so a plan is a
-// sequence of (first op, last op, resource type) with consecutive stages on
-// different types; a stage's time depends only on its ops, its type and the
-// type of the next stage (the link its outputs cross). The hourly price of a
+// sequence of (first op, last op, resource type); consecutive stages may run
+// on one type (a pipeline cut inside a run of ops of that type, which pays
+// when one stage would not fit a unit's memory). A stage's time depends only
+// on its ops, its type and the type of the next stage (the link its outputs
+// cross). The hourly price of a
 // plan is a sum over its stages, but its throughput is the minimum over them.
 // For a throughput threshold R, a DP finds the cheapest plan whose every
 // stage reaches R; the job cost of that plan is at most price / R. Running
@@ -32,12 +34,32 @@ struct Candidate {
 
 } // namespace
 
+/// The plan that ends with `last`, followed back through `from`: a type
+/// per op, and the ops where a stage starts on the type of the stage before.
+static void tracePlan(int numOps, const Candidate *last,
+                      const std::vector<std::vector<const Candidate *>> &from,
+                      std::vector<int> &assignment, std::vector<int> &cuts) {
+  assignment.assign(numOps, 0);
+  cuts.clear();
+  for (const Candidate *c = last; c; c = from[c->first][c->resource]) {
+    for (int l = c->first; l <= c->last; ++l)
+      assignment[l] = c->resource;
+    if (c->next == c->resource)
+      cuts.push_back(c->last + 1);
+    if (c->first == 0)
+      break;
+  }
+  std::reverse(cuts.begin(), cuts.end());
+}
+
 /// Runs the DP over `candidates` (grouped by first op) keeping only stages
-/// with throughput >= `threshold`; returns the cheapest plan by hourly price.
-static std::vector<int>
-cheapestPlan(int numOps, int numResources,
-             const std::vector<std::vector<Candidate>> &byFirst,
-             double threshold) {
+/// with throughput >= `threshold` (and, unless `allowCuts`, followed by a
+/// stage on another type); returns the cheapest plan by hourly price (false
+/// when there is none).
+static bool cheapestPlan(int numOps, int numResources,
+                         const std::vector<std::vector<Candidate>> &byFirst,
+                         double threshold, bool allowCuts,
+                         std::vector<int> &assignment, std::vector<int> &cuts) {
   const double inf = std::numeric_limits<double>::infinity();
   // price[i][t]: the cheapest ops 0..i-1 such that the stage starting at i
   // is on type t; from[i][t] the candidate that got there.
@@ -51,7 +73,8 @@ cheapestPlan(int numOps, int numResources,
   const Candidate *bestLast = nullptr;
   for (int i = 0; i < numOps; ++i) {
     for (const Candidate &c : byFirst[i]) {
-      if (c.units == 0 || c.throughput < threshold)
+      if (c.units == 0 || c.throughput < threshold ||
+          (!allowCuts && c.next == c.resource))
         continue;
       double start = price[i][c.resource];
       if (start == inf)
@@ -68,24 +91,18 @@ cheapestPlan(int numOps, int numResources,
       }
     }
   }
-  std::vector<int> assignment;
   if (!bestLast)
-    return assignment;
-  assignment.assign(numOps, -1);
-  for (const Candidate *c = bestLast; c; c = from[c->first][c->resource]) {
-    for (int l = c->first; l <= c->last; ++l)
-      assignment[l] = c->resource;
-    if (c->first == 0)
-      break;
-  }
-  return assignment;
+    return false;
+  tracePlan(numOps, bestLast, from, assignment, cuts);
+  return true;
 }
 
 /// The plan whose slowest stage is fastest (with every stage at its maximum
 /// units): what an infeasible target comes closest to.
-static std::vector<int>
-fastestPlan(int numOps, int numResources,
-            const std::vector<std::vector<Candidate>> &byFirst) {
+static void fastestPlan(int numOps, int numResources,
+                        const std::vector<std::vector<Candidate>> &byFirst,
+                        bool allowCuts, std::vector<int> &assignment,
+                        std::vector<int> &cuts) {
   std::vector<std::vector<double>> best(numOps + 1,
                                         std::vector<double>(numResources, -1));
   std::vector<std::vector<const Candidate *>> from(
@@ -96,7 +113,7 @@ fastestPlan(int numOps, int numResources,
   const Candidate *bestLast = nullptr;
   for (int i = 0; i < numOps; ++i)
     for (const Candidate &c : byFirst[i]) {
-      if (best[i][c.resource] < 0)
+      if (best[i][c.resource] < 0 || (!allowCuts && c.next == c.resource))
         continue;
       double rate = std::min(best[i][c.resource], c.throughput);
       if (c.next < 0) {
@@ -109,14 +126,7 @@ fastestPlan(int numOps, int numResources,
         from[c.last + 1][c.next] = &c;
       }
     }
-  std::vector<int> assignment(numOps, 0);
-  for (const Candidate *c = bestLast; c; c = from[c->first][c->resource]) {
-    for (int l = c->first; l <= c->last; ++l)
-      assignment[l] = c->resource;
-    if (c->first == 0)
-      break;
-  }
-  return assignment;
+  tracePlan(numOps, bestLast, from, assignment, cuts);
 }
 
 llvm::Expected<SolverResult>
@@ -132,7 +142,7 @@ heterps::schedule::solveDP(const CostModel &model,
     for (int t = 0; t < numResources; ++t)
       for (int j = i; j < numOps && model.allowed(j, t); ++j)
         for (int next = -1; next < numResources; ++next) {
-          if (next == t || (next < 0) != (j == numOps - 1))
+          if ((next < 0) != (j == numOps - 1))
             continue;
           if (next >= 0 && !model.allowed(j + 1, next))
             continue;
@@ -166,24 +176,41 @@ heterps::schedule::solveDP(const CostModel &model,
 
   SolverResult result;
   double bestObjective = std::numeric_limits<double>::infinity();
-  for (double threshold : thresholds) {
-    std::vector<int> plan =
-        cheapestPlan(numOps, numResources, byFirst, threshold);
-    ++result.evaluations;
-    if (plan.empty())
-      break; // Higher thresholds admit fewer stages: none will work.
-    Evaluation evaluation = model.evaluate(plan);
-    double objective = model.objective(evaluation);
-    if (objective < bestObjective) {
-      bestObjective = objective;
+  std::vector<int> plan, cuts;
+  // The DP checks each stage against its type's units alone; with cuts, a
+  // type's stages are more likely to need more units together than it has.
+  // The plans without cuts are always searched, so that allowing cuts never
+  // loses a plan the stricter search finds.
+  std::vector<bool> searches{false};
+  if (options.searchCuts)
+    searches.push_back(true);
+  for (bool allowCuts : searches)
+    for (double threshold : thresholds) {
+      ++result.evaluations;
+      if (!cheapestPlan(numOps, numResources, byFirst, threshold, allowCuts,
+                        plan, cuts))
+        break; // Higher thresholds admit fewer stages: none will work.
+      Evaluation evaluation = model.evaluate(plan, cuts);
+      double objective = model.objective(evaluation);
+      if (objective < bestObjective) {
+        bestObjective = objective;
+        result.assignment = plan;
+        result.cuts = cuts;
+        result.evaluation = evaluation;
+      }
+    }
+  // No threshold gave a feasible plan (none reaches the target, or the
+  // stages of one type together need more units than it has): the plan
+  // that comes closest.
+  if (!result.evaluation.feasible) {
+    fastestPlan(numOps, numResources, byFirst, options.searchCuts, plan, cuts);
+    Evaluation evaluation = model.evaluate(plan, cuts);
+    if (result.assignment.empty() ||
+        model.objective(evaluation) < bestObjective) {
       result.assignment = plan;
+      result.cuts = cuts;
       result.evaluation = evaluation;
     }
   }
-  if (result.assignment.empty()) {
-    result.assignment = fastestPlan(numOps, numResources, byFirst);
-    result.evaluation = model.evaluate(result.assignment);
-  }
-  (void)options;
   return result;
 }

@@ -56,7 +56,22 @@ llvm::Error PlacementProblem::validate() const {
         return problemError(llvm::formatv(
             "op {0} ({1}) has a negative or non-finite cost figure", l,
             op.name));
+    if (!op.seconds.empty() &&
+        op.seconds.size() != static_cast<size_t>(numResources))
+      return problemError(llvm::formatv(
+          "op {0} ({1}) has times for {2} resource types, expected {3}", l,
+          op.name, op.seconds.size(), numResources));
+    for (double value : op.seconds)
+      if (!(value >= 0) || !std::isfinite(value))
+        return problemError(llvm::formatv(
+            "op {0} ({1}) has a negative or non-finite time", l, op.name));
   }
+  if (!crossingBytes.empty() && crossingBytes.size() != ops.size())
+    return problemError(llvm::formatv("{0} crossing figures for {1} ops",
+                                      crossingBytes.size(), ops.size()));
+  for (double value : crossingBytes)
+    if (!(value >= 0) || !std::isfinite(value))
+      return problemError("a crossing figure is negative or non-finite");
   return llvm::Error::success();
 }
 

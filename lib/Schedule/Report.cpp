@@ -65,6 +65,7 @@ llvm::json::Value heterps::schedule::buildReport(const CostModel &model,
       {"cost_per_hour", evaluation.costPerHour},
       {"stages", std::move(stages)},
       {"evaluations", static_cast<int64_t>(result.evaluations)},
+      {"search_groups", static_cast<int64_t>(result.groups)},
       {"throughput_target", problem.throughput},
       {"batch_size", problem.batchSize},
       {"micro_batches", problem.microBatches},
@@ -72,6 +73,13 @@ llvm::json::Value heterps::schedule::buildReport(const CostModel &model,
       {"samples", problem.samples},
       {"cluster", problem.cluster.name},
   };
+  // How far any plan can be from the optimum: the cost over a bound no
+  // plan beats (docs/Scheduling.md).
+  report["lower_bound_usd"] = model.lowerBoundUsd();
+  if (evaluation.feasible && model.lowerBoundUsd() > 0)
+    report["gap_to_bound"] = evaluation.costUsd / model.lowerBoundUsd() - 1;
+  else
+    report["gap_to_bound"] = nullptr;
   if (!evaluation.feasible) {
     report["reason"] = evaluation.reason;
     report["bottleneck_stage"] = evaluation.bottleneckStage;

@@ -1,9 +1,11 @@
 //===- Solver.cpp - The solver registry and the shared local search -------===//
 
 #include "heterps/Schedule/Solver.h"
+#include "heterps/Schedule/Clustering.h"
 
 #include "llvm/Support/ErrorHandling.h"
 
+#include <algorithm>
 #include <chrono>
 
 using namespace heterps::schedule;
@@ -87,33 +89,74 @@ heterps::schedule::solvePlacement(llvm::StringRef name, const CostModel &model,
                                  name.str().c_str(), known.c_str());
 }
 
+static llvm::Expected<SolverResult> runSolver(SolverKind kind,
+                                              const CostModel &model,
+                                              const SolverOptions &options) {
+  switch (kind) {
+  case SolverKind::RL:
+    return solveRL(model, options);
+  case SolverKind::Exhaustive:
+    return solveExhaustive(model, options);
+  case SolverKind::DP:
+    return solveDP(model, options);
+  case SolverKind::Greedy:
+    return solveGreedy(model, options);
+  case SolverKind::Genetic:
+    return solveGenetic(model, options);
+  case SolverKind::Heuristic:
+    return solveHeuristic(model, options);
+  case SolverKind::CPUOnly:
+    return solveSingleKind(model, options, ResourceKind::CPU);
+  case SolverKind::GPUOnly:
+    return solveSingleKind(model, options, ResourceKind::GPU);
+  }
+  llvm_unreachable("unhandled SolverKind");
+}
+
 llvm::Expected<SolverResult>
 heterps::schedule::solvePlacement(SolverKind kind, const CostModel &model,
                                   const SolverOptions &options) {
   if (llvm::Error error = model.getProblem().validate())
     return error;
+  if (options.maxSearchOps < 0)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "the most ops searched directly (%d) is negative",
+        options.maxSearchOps);
   auto start = std::chrono::steady_clock::now();
   llvm::Expected<SolverResult> result = [&]() -> llvm::Expected<SolverResult> {
-    switch (kind) {
-    case SolverKind::RL:
-      return solveRL(model, options);
-    case SolverKind::Exhaustive:
-      return solveExhaustive(model, options);
-    case SolverKind::DP:
-      return solveDP(model, options);
-    case SolverKind::Greedy:
-      return solveGreedy(model, options);
-    case SolverKind::Genetic:
-      return solveGenetic(model, options);
-    case SolverKind::Heuristic:
-      return solveHeuristic(model, options);
-    case SolverKind::CPUOnly:
-      return solveSingleKind(model, options, ResourceKind::CPU);
-    case SolverKind::GPUOnly:
-      return solveSingleKind(model, options, ResourceKind::GPU);
-    }
-    llvm_unreachable("unhandled SolverKind");
+    if (options.maxSearchOps == 0 || model.getNumOps() <= options.maxSearchOps)
+      return runSolver(kind, model, options);
+    // Search the groups, then place each boundary of the plan at the op
+    // where it costs least.
+    OpClustering clustering = clusterOps(model, options.maxSearchOps);
+    CostModel groupedModel(clustering.problem);
+    llvm::Expected<SolverResult> grouped =
+        runSolver(kind, groupedModel, options);
+    if (!grouped)
+      return grouped.takeError();
+    SolverResult expanded = std::move(*grouped);
+    expanded.assignment = clustering.expand(expanded.assignment);
+    for (int &cut : expanded.cuts)
+      cut = clustering.begin[cut];
+    expanded.evaluations +=
+        refineStageBoundaries(model, expanded.assignment, expanded.cuts);
+    expanded.groups = clustering.getNumGroups();
+    return expanded;
   }();
+  if (!result)
+    return result.takeError();
+  // Every solver's plan may gain from cutting a run of one type in two (dp
+  // and exhaustive consider it already, the others choose types only).
+  if (options.searchCuts)
+    result->evaluations += improveCuts(model, result->assignment, result->cuts);
+  result->evaluation = model.evaluate(result->assignment, result->cuts);
+  // The cuts the cost model made for memory become the plan's own.
+  result->cuts.clear();
+  const std::vector<StageEvaluation> &stages = result->evaluation.stages;
+  for (size_t i = 1; i < stages.size(); ++i)
+    if (stages[i].resource == stages[i - 1].resource)
+      result->cuts.push_back(stages[i].firstOp);
   if (!result)
     return result.takeError();
   result->solver = getSolverName(kind).str();
@@ -159,6 +202,54 @@ uint64_t heterps::schedule::improveByLocalSearch(const CostModel &model,
             improved = true;
           }
         }
+  }
+  return evaluations;
+}
+
+uint64_t heterps::schedule::improveCuts(const CostModel &model,
+                                        llvm::ArrayRef<int> assignment,
+                                        std::vector<int> &cuts) {
+  const int numOps = model.getNumOps();
+  uint64_t evaluations = 1;
+  double best = model.objective(assignment, cuts);
+  std::vector<int> candidate;
+  bool improved = true;
+  while (improved) {
+    improved = false;
+    // Each cut removed.
+    for (size_t i = 0; i < cuts.size();) {
+      candidate = cuts;
+      candidate.erase(candidate.begin() + i);
+      double objective = model.objective(assignment, candidate);
+      ++evaluations;
+      if (objective < best * (1 - 1e-12)) {
+        best = objective;
+        cuts.swap(candidate);
+        improved = true;
+        continue;
+      }
+      ++i;
+    }
+    // The best cut added inside each run of one type.
+    int bestCut = -1;
+    for (int l = 1; l < numOps; ++l) {
+      if (assignment[l] != assignment[l - 1] ||
+          std::binary_search(cuts.begin(), cuts.end(), l))
+        continue;
+      candidate = cuts;
+      candidate.insert(std::lower_bound(candidate.begin(), candidate.end(), l),
+                       l);
+      double objective = model.objective(assignment, candidate);
+      ++evaluations;
+      if (objective < best * (1 - 1e-12)) {
+        best = objective;
+        bestCut = l;
+      }
+    }
+    if (bestCut >= 0) {
+      cuts.insert(std::lower_bound(cuts.begin(), cuts.end(), bestCut), bestCut);
+      improved = true;
+    }
   }
   return evaluations;
 }

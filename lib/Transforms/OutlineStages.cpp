@@ -203,6 +203,7 @@ struct OutlineStagesPass
         // The stage carries the placement now.
         clone->removeAttr(HeterPSDialect::getDeviceAttrName());
         clone->removeAttr(HeterPSDialect::getStageAttrName());
+        clone->removeAttr(HeterPSDialect::getStageCutAttrName());
       }
       SmallVector<Value> yielded;
       for (Value result : results)

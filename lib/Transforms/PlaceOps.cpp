@@ -38,6 +38,8 @@ struct PlaceOpsPass
     schedule::SolverOptions solverOptions;
     solverOptions.seed = seed;
     solverOptions.timeBudgetSeconds = timeBudget;
+    solverOptions.maxSearchOps = maxSearchOps;
+    solverOptions.searchCuts = searchCuts;
     solverOptions.iterations = rlIterations;
     solverOptions.samplesPerIteration = rlSamples;
     solverOptions.learningRate = rlLearningRate;
@@ -64,6 +66,12 @@ struct PlaceOpsPass
     for (auto [index, type] : llvm::enumerate(result->assignment))
       scheduled->setAttr(index, HeterPSDialect::getDeviceAttrName(),
                          resources[type]);
+    // Cuts of an earlier placement are replaced by this one's.
+    for (Operation *op : scheduled->ops)
+      op->removeAttr(HeterPSDialect::getStageCutAttrName());
+    for (int cut : result->cuts)
+      scheduled->ops[cut]->setAttr(HeterPSDialect::getStageCutAttrName(),
+                                   UnitAttr::get(context));
 
     if (!reportFile.empty())
       if (llvm::Error error =

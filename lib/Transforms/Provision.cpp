@@ -46,7 +46,8 @@ struct ProvisionPass
       assignment.push_back(info.pinned);
     }
     schedule::CostModel model(problem);
-    schedule::Evaluation evaluation = model.evaluate(assignment);
+    schedule::Evaluation evaluation =
+        model.evaluate(assignment, scheduled->cuts);
     if (!evaluation.feasible) {
       emitInfeasible(scheduled->function, getArgument(), evaluation, problem);
       return signalPassFailure();

@@ -46,6 +46,8 @@ struct SchedulePass
     place.seed = seed;
     place.reportFile = reportFile;
     place.timeBudget = timeBudget;
+    place.maxSearchOps = maxSearchOps;
+    place.searchCuts = searchCuts;
     place.rlIterations = rlIterations;
     place.rlSamples = rlSamples;
     place.rlLearningRate = rlLearningRate;

@@ -177,6 +177,8 @@ mlir::heterps::buildScheduledFunction(ModuleOp module,
                                  << "\", which the cluster file "
                                  << options.clusterFile << " does not define";
     }
+    if (op->hasAttr(HeterPSDialect::getStageCutAttrName()))
+      result.cuts.push_back(static_cast<int>(index));
     problem.ops.push_back(std::move(info));
   }
   // Tables are costed as the parameter server's: rows and optimizer state.

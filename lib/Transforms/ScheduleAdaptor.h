@@ -45,6 +45,8 @@ struct ScheduledFunction {
   SmallVector<Operation *> ops;
   SmallVector<SmallVector<Operation *>> followers;
   schedule::PlacementProblem problem;
+  /// The ops (indices into `ops`, ascending) that carry heterps.stage_cut.
+  std::vector<int> cuts;
 
   /// Sets `name` on ops[index] and on its followers.
   void setAttr(size_t index, StringRef name, Attribute value);

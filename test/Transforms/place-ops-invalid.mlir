@@ -44,7 +44,7 @@ module {
 // 69 GB of weights and as many of gradients fit no unit (32 GB CPUs, 40 GB
 // GPUs): the error names the stage, what it holds and the unit's memory.
 heterps.param @huge : tensor<65536x262144xf32> = #heterps.init<zeros>
-// expected-error @+1 {{heterps-place-ops: the plan does not fit in memory: stage 0 (ops 0..1 on gpu) needs 137.47 GB per unit (137.44 GB of parameters, gradients and optimizer state, 0.03 GB of activations with all 16 unit(s)) but a unit of gpu has 40.00 GB}}
+// expected-error @+1 {{heterps-place-ops: the plan does not fit in memory: stage 0 (ops 0..0 on gpu) needs 137.47 GB per unit (137.44 GB of parameters, gradients and optimizer state, 0.03 GB of activations with all 16 unit(s)) but a unit of gpu has 40.00 GB}}
 func.func @out_of_memory(%x: tensor<?x65536xf32>) -> tensor<?x1xf32> {
   %w = heterps.load_param @huge : tensor<65536x262144xf32>
   %y = heterps.matmul %x, %w : (tensor<?x65536xf32>, tensor<65536x262144xf32>) -> tensor<?x262144xf32>

@@ -17,3 +17,12 @@ func.func @cpu_bound(%x: tensor<?x4096xf32>) -> tensor<?x4096xf32> {
   %y = heterps.matmul %x, %w {heterps.device = #heterps.device<"cpu", cpu>} : (tensor<?x4096xf32>, tensor<4096x4096xf32>) -> tensor<?x4096xf32>
   return %y : tensor<?x4096xf32>
 }
+
+// -----
+
+// heterps.stage_cut marks where a stage starts; it carries no value.
+func.func @valued_cut(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  // expected-error @+1 {{'heterps.stage_cut' is a unit attribute, found 1 : i64}}
+  %y = heterps.relu %x {heterps.device = #heterps.device<"cpu", cpu>, heterps.stage_cut = 1} : tensor<?x4xf32>
+  return %y : tensor<?x4xf32>
+}

@@ -30,6 +30,9 @@
 // CHECK: return %[[P]] : tensor<f32>
 
 // REPORT: "feasible": true
+// REPORT: "gap_to_bound": 0.4264
+// REPORT: "lower_bound_usd": 1.4475
+// REPORT: "micro_batches": 4
 // REPORT: "solver": "dp"
 
 // ROUNDTRIP: heterps.stage 1 on <"gpu", gpu> units 2

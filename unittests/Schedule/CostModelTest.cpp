@@ -144,14 +144,37 @@ TEST(CostModelTest, ResidentBytesBeyondAUnitAreRefused) {
   EXPECT_EQ(e.bottleneckStage, 1);
   EXPECT_TRUE(e.stages[1].outOfMemory);
   EXPECT_EQ(e.stages[1].units, 0);
+  // The op that holds too much is cut from the op after it, which fits.
+  ASSERT_EQ(e.stages.size(), 3u);
   EXPECT_EQ(e.reason,
-            "stage 1 (ops 1..2 on gpu) needs 50.00 GB per unit (50.00 GB of "
+            "stage 1 (ops 1..1 on gpu) needs 50.00 GB per unit (50.00 GB of "
             "parameters, gradients and optimizer state, 0.00 GB of "
             "activations with all 4 unit(s)) but a unit of gpu has 40.00 GB");
   // Out of memory ranks below missing the target (all on CPUs).
   Evaluation slow = model.evaluate({0, 0, 0});
   EXPECT_FALSE(slow.outOfMemory);
   EXPECT_GT(model.objective(e), model.objective(slow));
+}
+
+TEST(CostModelTest, StagesTooLargeForAUnitAreCutWhereTheyFit) {
+  PlacementProblem problem = makeProblem();
+  // 25 GB on each GPU op: 50 GB together exceed a 40 GB GPU, each fits.
+  problem.ops[1].residentBytes = 25e9;
+  problem.ops[2].residentBytes = 25e9;
+  CostModel model(problem);
+  Evaluation e = model.evaluate({0, 1, 1});
+  EXPECT_FALSE(e.outOfMemory);
+  ASSERT_EQ(e.stages.size(), 3u);
+  EXPECT_EQ(e.stages[1].resource, 1);
+  EXPECT_EQ(e.stages[1].firstOp, 1);
+  EXPECT_EQ(e.stages[1].lastOp, 1);
+  EXPECT_EQ(e.stages[2].resource, 1);
+  EXPECT_EQ(e.stages[2].firstOp, 2);
+  // An explicit cut gives the same stages; cuts where the types change
+  // anyway change nothing.
+  Evaluation cut = model.evaluate({0, 1, 1}, {1, 2});
+  ASSERT_EQ(cut.stages.size(), 3u);
+  EXPECT_EQ(model.objective(cut), model.objective(e));
 }
 
 TEST(CostModelTest, ActivationsSpreadOverUnitsAndMicroBatches) {
@@ -183,6 +206,21 @@ TEST(CostModelTest, ActivationsSpreadOverUnitsAndMicroBatches) {
   problem.training = false;
   CostModel inference(problem);
   EXPECT_EQ(inference.evaluateStage(1, 2, 1, -1).units, 1);
+}
+
+TEST(CostModelTest, LowerBoundIsTheCheapestUnitSecondsOfEveryOp) {
+  PlacementProblem problem = makeProblem();
+  CostModel model(problem);
+  // Per op, min over types of time * price: lookup 3e-3 * $1 (CPU), gemm
+  // 0.03 on either, loss 1e-5 on either; per batch of 100, over 1e8 samples.
+  EXPECT_NEAR(model.lowerBoundUsd(), 1e8 / 3600.0 * 0.03301 / 100, 1e-9);
+  // No plan beats it.
+  for (int plan = 0; plan < 8; ++plan) {
+    Evaluation e = model.evaluate({plan & 1, (plan >> 1) & 1, (plan >> 2) & 1});
+    if (e.feasible) {
+      EXPECT_LE(model.lowerBoundUsd(), e.costUsd) << plan;
+    }
+  }
 }
 
 TEST(CostModelTest, InferenceSkipsBackwardWork) {

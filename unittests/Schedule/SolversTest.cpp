@@ -24,7 +24,7 @@ TEST(SolversTest, EverySolverGivesAValidPlan) {
   PlacementProblem problem =
       makeRandomProblem({/*numOps=*/10, /*numResources=*/3, false, 512}, 7);
   CostModel model(problem);
-  double oracle = model.objective(solve("exhaustive", model).assignment);
+  double oracle = model.objective(solve("exhaustive", model).evaluation);
   for (llvm::StringRef name : getSolverNames()) {
     SolverResult result = solve(name, model);
     ASSERT_EQ(result.assignment.size(), problem.ops.size()) << name.str();
@@ -38,26 +38,41 @@ TEST(SolversTest, EverySolverGivesAValidPlan) {
 }
 
 TEST(SolversTest, DPEqualsExhaustiveOnChains) {
-  int instances = 0;
-  for (int numOps = 2; numOps <= 14; ++numOps)
+  int instances = 0, feasible = 0;
+  for (int numOps = 2; numOps <= 12; ++numOps)
     for (int numResources = 2; numResources <= 3; ++numResources) {
-      // 3^14 plans take too long for a unit test; 3 types up to 10 ops.
-      if (numResources == 3 && numOps > 10)
+      // With the cuts inside runs of one type, T (T + 1)^(n - 1) plans: 3
+      // types up to 8 ops keep the test to seconds.
+      if (numResources == 3 && numOps > 8)
         continue;
       for (uint64_t seed = 1; seed <= 3; ++seed) {
         PlacementProblem problem = makeRandomProblem(
             {numOps, numResources, false, 512}, seed * 1000 + numOps);
         CostModel model(problem);
-        SolverResult exact = solve("exhaustive", model);
-        SolverResult dp = solve("dp", model);
+        SolverOptions withCuts;
+        withCuts.searchCuts = true;
+        SolverResult exact = solve("exhaustive", model, withCuts);
+        SolverResult dp = solve("dp", model, withCuts);
         double a = model.objective(exact.evaluation);
         double b = model.objective(dp.evaluation);
-        EXPECT_NEAR(b / a, 1.0, 1e-9)
-            << numOps << " ops, " << numResources << " types, seed " << seed;
+        // Where no plan meets the target, dp returns the plan whose slowest
+        // stage is fastest, which is not always the smallest shortfall once
+        // the stages of one type together exceed its units.
+        EXPECT_EQ(dp.evaluation.feasible, exact.evaluation.feasible);
+        if (exact.evaluation.feasible) {
+          EXPECT_NEAR(b / a, 1.0, 1e-9)
+              << numOps << " ops, " << numResources << " types, seed " << seed;
+          ++feasible;
+          // No plan, the optimum included, beats the lower bound.
+          EXPECT_LE(model.lowerBoundUsd(),
+                    exact.evaluation.costUsd * (1 + 1e-12))
+              << numOps << " ops, " << numResources << " types, seed " << seed;
+        }
         ++instances;
       }
     }
-  EXPECT_EQ(instances, 3 * (13 + 9));
+  EXPECT_EQ(instances, 3 * (11 + 7));
+  EXPECT_GE(feasible, 40);
 }
 
 TEST(SolversTest, DPIsExactOnDAGsInTheirTopologicalOrder) {
@@ -131,9 +146,13 @@ TEST(SolversTest, ReportHasTheDocumentedKeys) {
   llvm::json::Value report = buildReport(model, result, 9);
   const llvm::json::Object *object = report.getAsObject();
   ASSERT_TRUE(object);
-  for (const char *key : {"solver", "seed", "search_seconds", "feasible",
-                          "throughput", "cost_usd", "cost_per_hour", "stages"})
+  for (const char *key :
+       {"solver", "seed", "search_seconds", "feasible", "throughput",
+        "cost_usd", "cost_per_hour", "stages", "lower_bound_usd",
+        "gap_to_bound", "tables", "micro_batches"})
     EXPECT_TRUE(object->get(key)) << key;
+  ASSERT_TRUE(result.evaluation.feasible);
+  EXPECT_GE(*object->getNumber("gap_to_bound"), 0);
   const llvm::json::Array *stages = object->getArray("stages");
   ASSERT_TRUE(stages && !stages->empty());
   for (const char *key : {"index", "resource", "units", "ops", "time_ms"})

@@ -87,7 +87,8 @@ public:
   double crossingBytes(int op) const { return crossing[op]; }
 
   /// Evaluates the stage of ops first..last on `resource` followed by a
-  /// stage on `nextResource` (-1 when it is the last stage), provisioned
+  /// stage on `nextResource` (-1 when it is the last stage; `resource`
+  /// itself when the next stage runs on the same type), provisioned
   /// with the fewest units that meet the target and whose memory holds the
   /// stage (at most the type's units; `units` is 0 when even those are not
   /// enough).
@@ -98,16 +99,29 @@ public:
   StageEvaluation evaluateStage(int first, int last, int resource,
                                 int nextResource, int64_t inFlight = 0) const;
 
-  /// Evaluates a full placement: assignment[op] is a resource index.
-  Evaluation evaluate(llvm::ArrayRef<int> assignment) const;
+  /// Evaluates a full placement: assignment[op] is a resource index. The
+  /// stages are the maximal runs of ops on one type, each also cut before
+  /// every op in `cuts` (ascending op indices): consecutive stages on one
+  /// type, pipelined like any others. A stage whose resident bytes exceed a
+  /// unit's memory is cut further, into the fewest stages that hold them.
+  Evaluation evaluate(llvm::ArrayRef<int> assignment,
+                      llvm::ArrayRef<int> cuts = {}) const;
 
   /// The number to minimise: the job cost of a feasible plan; above every
   /// feasible cost for an infeasible one, growing with the shortfall, so
   /// that searches are steered towards feasibility.
   double objective(const Evaluation &evaluation) const;
-  double objective(llvm::ArrayRef<int> assignment) const {
-    return objective(evaluate(assignment));
+  double objective(llvm::ArrayRef<int> assignment,
+                   llvm::ArrayRef<int> cuts = {}) const {
+    return objective(evaluate(assignment, cuts));
   }
+
+  /// A lower bound of the job cost of every feasible plan, USD: each op on
+  /// the type where its unit-seconds cost least, with fractional units and
+  /// no transfers, synchronisation or memory limits. A stage of k units
+  /// that reaches TP samples/s has k >= OCT * TP / B, so its share of the
+  /// job cost N * k * p / (3600 TP) is at least N * OCT * p / (3600 B).
+  double lowerBoundUsd() const { return costLowerBound; }
 
   /// Whether `resource` may run op `op` (respects pins).
   bool allowed(int op, int resource) const {
@@ -116,6 +130,8 @@ public:
   }
 
 private:
+  /// SY(k): the ring all-reduce of `parameterBytes` between `units` units.
+  double syncSeconds(double parameterBytes, int resource, int64_t units) const;
   double stageSeconds(double compute, double transfer, double parameterBytes,
                       int resource, int64_t units) const;
 
@@ -132,6 +148,7 @@ private:
   /// An upper bound of any feasible job cost (every op on its most
   /// expensive option), used to rank infeasible plans above feasible ones.
   double infeasibleBase = 0;
+  double costLowerBound = 0;
 };
 
 } // namespace schedule

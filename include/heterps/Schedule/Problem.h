@@ -47,6 +47,11 @@ struct OpInfo {
   std::vector<int> operands;
   /// A resource type the user forced the op onto, or -1.
   int pinned = -1;
+  /// When not empty, the op's time on one unit of each resource type (in
+  /// the cluster's order), seconds per batch, parameter-server traffic
+  /// included: it replaces the roofline and the profile. A group of ops
+  /// (Clustering.h) carries the sum of its ops' times.
+  std::vector<double> seconds;
 };
 
 /// Measured per-op times that replace the roofline estimate (the JSON
@@ -89,6 +94,11 @@ struct PlacementProblem {
   int64_t microBatches = 1;
   std::vector<TableInfo> tables;
   std::optional<ProfileTable> profile;
+  /// When not empty, the bytes live across the cut after each op (one entry
+  /// per op), instead of the figure derived from operands and outputBytes:
+  /// a group of ops has outputs with different last users, which one
+  /// outputBytes cannot describe.
+  std::vector<double> crossingBytes;
 
   /// Checks the problem: operands precede their users, pins name resource
   /// types, figures are finite and non-negative.

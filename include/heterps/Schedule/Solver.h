@@ -27,6 +27,14 @@ struct SolverOptions {
   /// Stop searching after this many seconds (0: no limit). Solvers that
   /// iterate return the best plan found so far.
   double timeBudgetSeconds = 0;
+  /// Problems with more ops than this are searched on about this many
+  /// contiguous groups of ops (Clustering.h), whose plan's stage boundaries
+  /// are then moved op by op; 0 always searches the ops themselves.
+  int maxSearchOps = 256;
+  /// Also search cuts inside runs of one type where they lower the cost (dp
+  /// and exhaustive exactly, the others by adding and removing cuts after
+  /// their search). Cuts that memory requires are made either way.
+  bool searchCuts = false;
 
   // rl
   int iterations = 200;
@@ -53,10 +61,15 @@ struct SolverOptions {
 struct SolverResult {
   std::string solver;
   std::vector<int> assignment;
+  /// Ops (ascending) where a stage starts on the same type as the stage
+  /// before it: pipeline cuts inside a run of one type.
+  std::vector<int> cuts;
   Evaluation evaluation;
   double searchSeconds = 0;
   /// Plans evaluated.
   uint64_t evaluations = 0;
+  /// The groups of ops the search ran on; 0 when it ran on the ops.
+  int groups = 0;
 };
 
 /// The solvers, in the order the documentation lists them.
@@ -113,6 +126,13 @@ llvm::Expected<SolverResult> solveRL(const CostModel &model,
 /// improvement, in op order). Returns the number of plans evaluated.
 uint64_t improveByLocalSearch(const CostModel &model,
                               std::vector<int> &assignment);
+
+/// Removes, or adds, pipeline cuts inside runs of one type (`cuts`, as in
+/// SolverResult) while that lowers the objective: a stage split in two
+/// holds half the parameters per unit. Returns the number of plans
+/// evaluated.
+uint64_t improveCuts(const CostModel &model, llvm::ArrayRef<int> assignment,
+                     std::vector<int> &cuts);
 
 } // namespace schedule
 } // namespace heterps

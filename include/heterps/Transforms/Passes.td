@@ -46,6 +46,12 @@ defvar SolverOptions = [
          "Write the placement report (JSON) here">,
   Option<"timeBudget", "time-budget", "double", "0",
          "Stop searching after this many seconds (0: no limit)">,
+  Option<"maxSearchOps", "max-search-ops", "int", "256",
+         "Search larger graphs on about this many groups of contiguous ops, "
+         "then move each stage boundary op by op (0: never group)">,
+  Option<"searchCuts", "search-cuts", "bool", "false",
+         "Also cut runs of one type into several stages where that lowers "
+         "the cost (cuts that memory requires are always made)">,
   Option<"rlIterations", "rl-iterations", "int", "200",
          "rl: policy-gradient iterations">,
   Option<"rlSamples", "rl-samples", "int", "32",
@@ -118,6 +124,12 @@ def PlaceOpsPass : Pass<"heterps-place-ops", "::mlir::ModuleOp"> {
     with its forward op, which is costed for forward plus backward whatever
     `training=` says. `heterps-provision` groups the same way.
 
+    A plan may cut a run of ops on one type into several pipeline stages
+    (when one stage's parameters would not fit a unit, say): the first op of
+    each such stage gets the unit attribute `heterps.stage_cut`. Graphs with
+    more than `max-search-ops` ops are searched on groups of contiguous ops,
+    then each stage boundary is moved op by op.
+
     Solvers: `rl` (the paper's LSTM policy trained with REINFORCE),
     `exhaustive`, `dp`, `greedy`, `genetic`, `heuristic`, `cpu-only`,
     `gpu-only`; docs/Scheduling.md describes each.
@@ -148,7 +160,8 @@ def ProvisionPass : Pass<"heterps-provision", "::mlir::ModuleOp"> {
   let summary = "Gives every stage the fewest units that meet the target";
   let description = [{
     Cuts the placed function into stages (maximal runs of consecutive ops on
-    one resource type), gives each the smallest number of units with which
+    one resource type, cut again before every op that carries
+    `heterps.stage_cut`), gives each the smallest number of units with which
     it reaches the throughput target (docs/Scheduling.md) and records it on
     every op as `heterps.stage`; the module gets the predicted throughput and
     cost in `heterps.prediction`. It is an error when the target cannot be

@@ -200,7 +200,8 @@ public:
       StringRef name = attr.getName().strref();
       // Placement and staging are carried by the stage itself.
       if (name == HeterPSDialect::getDeviceAttrName() ||
-          name == HeterPSDialect::getStageAttrName())
+          name == HeterPSDialect::getStageAttrName() ||
+          name == HeterPSDialect::getStageCutAttrName())
         continue;
       if (name == HeterPSDialect::getDropoutIdAttrName())
         name = "dropout_id";

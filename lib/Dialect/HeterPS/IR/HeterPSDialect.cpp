@@ -66,6 +66,12 @@ LogicalResult HeterPSDialect::verifyOperationAttribute(Operation *op,
              << attr.getValue();
     return success();
   }
+  if (name == getStageCutAttrName()) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitOpError() << "'" << name << "' is a unit attribute, found "
+                               << attr.getValue();
+    return success();
+  }
   if (name == getPredictionAttrName()) {
     if (!isa<ModuleOp>(op) || !isa<PredictionAttr>(attr.getValue()))
       return op->emitOpError() << "'" << name

@@ -62,6 +62,12 @@ def HeterPS_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getStageAttrName() {
       return ::llvm::StringLiteral("heterps.stage");
     }
+    /// The discardable unit attribute heterps-place-ops sets on an op that
+    /// starts a pipeline stage although the op before it runs on the same
+    /// resource type; heterps-provision cuts the stages there.
+    static constexpr ::llvm::StringLiteral getStageCutAttrName() {
+      return ::llvm::StringLiteral("heterps.stage_cut");
+    }
     /// The module attribute that records the scheduler's predicted
     /// throughput and cost.
     static constexpr ::llvm::StringLiteral getPredictionAttrName() {
