@@ -119,10 +119,9 @@ heterps::schedule::solvePlacement(SolverKind kind, const CostModel &model,
   if (llvm::Error error = model.getProblem().validate())
     return error;
   if (options.maxSearchOps < 0)
-    return llvm::createStringError(
-        llvm::inconvertibleErrorCode(),
-        "the most ops searched directly (%d) is negative",
-        options.maxSearchOps);
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "max-search-ops %d is negative",
+                                   options.maxSearchOps);
   auto start = std::chrono::steady_clock::now();
   llvm::Expected<SolverResult> result = [&]() -> llvm::Expected<SolverResult> {
     if (options.maxSearchOps == 0 || model.getNumOps() <= options.maxSearchOps)
