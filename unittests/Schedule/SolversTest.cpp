@@ -4,6 +4,8 @@
 #include "heterps/Schedule/Report.h"
 #include "heterps/Schedule/Solver.h"
 
+#include "SolveForTest.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,14 +13,6 @@
 using namespace heterps::schedule;
 
 namespace {
-
-SolverResult solve(llvm::StringRef name, const CostModel &model,
-                   const SolverOptions &options = {}) {
-  llvm::Expected<SolverResult> result = solvePlacement(name, model, options);
-  EXPECT_TRUE(static_cast<bool>(result))
-      << name.str() << ": " << llvm::toString(result.takeError());
-  return result ? *result : SolverResult();
-}
 
 TEST(SolversTest, EverySolverGivesAValidPlan) {
   PlacementProblem problem =
