@@ -9,6 +9,12 @@
 //
 //   heterps-bench-schedule [--sizes=16,32,64,128] [--seeds=3]
 //                          [--solvers=rl,dp,...] [--time-budget=S]
+//                          [--large] [--max-search-ops=N] [--no-search-cuts]
+//
+// Every solver may cut runs of one type into several stages
+// (SolverOptions::searchCuts), and the exhaustive optimum includes such
+// plans; --no-search-cuts restricts every solver to the stages the types
+// alone give.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +27,7 @@
 
 #include <cmath>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -282,6 +289,18 @@ std::vector<std::string> split(llvm::StringRef text) {
   return result;
 }
 
+/// A whole number in [minimum, INT_MAX] written in `text`, for `flag`.
+std::optional<int> parseCount(llvm::StringRef flag, llvm::StringRef text,
+                              int minimum) {
+  int value = 0;
+  if (text.trim().getAsInteger(10, value) || value < minimum) {
+    llvm::errs() << "heterps-bench-schedule: " << flag << ": '" << text
+                 << "' is not a whole number >= " << minimum << "\n";
+    return std::nullopt;
+  }
+  return value;
+}
+
 struct Row {
   std::vector<double> ratios;
   std::vector<double> seconds;
@@ -297,33 +316,56 @@ int main(int argc, char **argv) {
   for (llvm::StringRef name : getSolverNames())
     solvers.push_back(name.str());
   double timeBudget = 0;
-  bool large = false, sizesGiven = false;
+  bool large = false, sizesGiven = false, searchCuts = true;
   int maxSearchOps = SolverOptions().maxSearchOps;
   for (int i = 1; i < argc; ++i) {
     llvm::StringRef arg = argv[i];
     if (arg == "--large") {
       large = true;
+    } else if (arg == "--no-search-cuts") {
+      searchCuts = false;
     } else if (arg.consume_front("--max-search-ops=")) {
-      maxSearchOps = std::stoi(arg.str());
+      std::optional<int> value = parseCount("--max-search-ops", arg, 0);
+      if (!value)
+        return 2;
+      maxSearchOps = *value;
     } else if (arg.consume_front("--sizes=")) {
       sizesGiven = true;
       sizes.clear();
-      for (const std::string &size : split(arg))
-        sizes.push_back(std::stoi(size));
+      for (const std::string &size : split(arg)) {
+        std::optional<int> value = parseCount("--sizes", size, 2);
+        if (!value)
+          return 2;
+        sizes.push_back(*value);
+      }
     } else if (arg.consume_front("--seeds=")) {
-      seeds = std::stoi(arg.str());
+      std::optional<int> value = parseCount("--seeds", arg, 1);
+      if (!value)
+        return 2;
+      seeds = *value;
     } else if (arg.consume_front("--solvers=")) {
       solvers = split(arg);
     } else if (arg.consume_front("--time-budget=")) {
-      timeBudget = std::stod(arg.str());
+      if (arg.getAsDouble(timeBudget) || !(timeBudget >= 0)) {
+        llvm::errs() << "heterps-bench-schedule: --time-budget: '" << arg
+                     << "' is not a number of seconds >= 0\n";
+        return 2;
+      }
     } else {
       llvm::errs() << "heterps-bench-schedule: unknown option '" << arg
                    << "'\nusage: heterps-bench-schedule [--sizes=16,32,64,128]"
                       " [--seeds=N] [--solvers=a,b] [--time-budget=S] "
-                      "[--large] [--max-search-ops=N]\n";
+                      "[--large] [--max-search-ops=N] [--no-search-cuts]\n";
       return 2;
     }
   }
+  for (const std::string &name : solvers)
+    if (name != "dp-ops" && !parseSolverKind(name)) {
+      llvm::errs() << "heterps-bench-schedule: --solvers: unknown solver '"
+                   << name << "' (known: " << llvm::join(getSolverNames(), ", ")
+                   << ", dp-ops)\n";
+      return 2;
+    }
   if (large && !sizesGiven)
     sizes = {500, 1000, 2000};
 
@@ -365,6 +407,7 @@ int main(int argc, char **argv) {
       // The oracle where it takes seconds, not minutes.
       options.maxPlans = 2000000;
       options.maxSearchOps = maxSearchOps;
+      options.searchCuts = searchCuts;
       // dp-ops: dp on the ops themselves, the reference for the grouping.
       llvm::StringRef solver = name;
       if (name == "dp-ops") {

@@ -141,23 +141,26 @@ PolicyInput heterps::schedule::buildPolicyInput(const CostModel &model,
 //===----------------------------------------------------------------------===//
 
 namespace {
-/// Where each parameter block starts in the flat vector.
+/// Where each parameter block starts in the flat vector, for a policy with
+/// `numActions` outputs (format 1 had no cut action: one per type).
 struct Layout {
-  int F, D, H, R;
+  int F, D, H, R, A;
   Eigen::Index wx, wh, b, wo, bo, ws, size;
 
-  Layout(int featureSize, int hiddenSize, int maxResources)
+  Layout(int featureSize, int hiddenSize, int maxResources, int numActions)
       : F(featureSize), D(featureSize + 3 * maxResources), H(hiddenSize),
-        R(maxResources) {
+        R(maxResources), A(numActions) {
     Eigen::Index G = 4 * Eigen::Index(H);
     wx = 0;
     wh = wx + G * D;
     b = wh + G * H;
     wo = b + G;
-    bo = wo + Eigen::Index(R) * H;
-    ws = bo + R;
-    size = ws + Eigen::Index(R) * D;
+    bo = wo + Eigen::Index(A) * H;
+    ws = bo + A;
+    size = ws + Eigen::Index(A) * D;
   }
+  Layout(int featureSize, int hiddenSize, int maxResources)
+      : Layout(featureSize, hiddenSize, maxResources, maxResources + 1) {}
 };
 
 template <typename Vector> struct Views {
@@ -173,10 +176,10 @@ template <typename Vector> struct Views {
   Views(Vector &v, const Layout &layout)
       : wx(v.data() + layout.wx, 4 * layout.H, layout.D),
         wh(v.data() + layout.wh, 4 * layout.H, layout.H),
-        wo(v.data() + layout.wo, layout.R, layout.H),
-        ws(v.data() + layout.ws, layout.R, layout.D),
+        wo(v.data() + layout.wo, layout.A, layout.H),
+        ws(v.data() + layout.ws, layout.A, layout.D),
         b(v.data() + layout.b, 4 * layout.H),
-        bo(v.data() + layout.bo, layout.R) {}
+        bo(v.data() + layout.bo, layout.A) {}
 };
 } // namespace
 
@@ -221,6 +224,11 @@ void LSTMPolicy::initialize(std::mt19937_64 &rng, double stayBias,
     p.ws(r, featureSize + r) += stayBias;
     p.ws(r, featureSize + maxResources + r) += cutStayBias;
   }
+  // A cut pays for a transfer like a change of type; it pays back where the
+  // stage so far needs many units (their all-reduce, their limit): the
+  // stage's load raises it.
+  for (int r = 0; r < maxResources; ++r)
+    p.ws(getCutAction(), featureSize + 2 * maxResources + r) += stayBias;
 }
 
 void LSTMPolicy::forward(const PolicyInput &input, int batch, Mode mode,
@@ -229,6 +237,7 @@ void LSTMPolicy::forward(const PolicyInput &input, int batch, Mode mode,
   Views<const VectorXd> p(params, layout);
   const int L = static_cast<int>(input.features.cols());
   const int H = hiddenSize, R = maxResources, F = featureSize;
+  const int A = getNumActions(), cut = getCutAction();
   assert(input.features.rows() == F && input.mask.rows() == R &&
          input.mask.cols() == L && input.cutLoad.size() == L &&
          input.loads.rows() == R && input.loads.cols() == L &&
@@ -237,10 +246,13 @@ void LSTMPolicy::forward(const PolicyInput &input, int batch, Mode mode,
 
   trace.numSteps = L;
   trace.batch = batch;
+  const size_t size = static_cast<size_t>(L) * batch;
   if (mode == Mode::Replay)
-    assert(trace.actions.size() == static_cast<size_t>(L) * batch);
+    assert(trace.actions.size() == size);
   else
-    trace.actions.assign(static_cast<size_t>(L) * batch, 0);
+    trace.actions.assign(size, 0);
+  trace.types.assign(size, 0);
+  trace.cutAllowed.assign(size, 0);
   for (auto *buffers :
        {&trace.dynamic, &trace.gates, &trace.cell, &trace.cellTanh,
         &trace.hidden, &trace.probs, &trace.logProbs})
@@ -250,9 +262,9 @@ void LSTMPolicy::forward(const PolicyInput &input, int batch, Mode mode,
 
   const int Y = getDynamicSize();
   MatrixXd zeros = MatrixXd::Zero(H, batch);
-  VectorXd fixedGate(4 * H), fixedLogit(R);
-  // The load of the current stage (the run of ops on one type ending at the
-  // previous op) of each sequence.
+  VectorXd fixedGate(4 * H), fixedLogit(A);
+  // The load of the current stage (the ops since the last change of type or
+  // cut, up to the previous op) of each sequence.
   std::vector<double> stageLoad(batch, 0.0);
   for (int t = 0; t < L; ++t) {
     const MatrixXd &hPrev = t > 0 ? trace.hidden[t - 1] : zeros;
@@ -261,10 +273,12 @@ void LSTMPolicy::forward(const PolicyInput &input, int batch, Mode mode,
     dynamic.setZero(Y, batch);
     if (t > 0)
       for (int b = 0; b < batch; ++b) {
-        int previous = trace.action(t - 1, b);
+        int previous = trace.type(t - 1, b);
         dynamic(previous, b) = 1;
         dynamic(R + previous, b) = input.cutLoad(t);
         dynamic(2 * R + previous, b) = std::log1p(stageLoad[b]);
+        trace.cutAllowed[static_cast<size_t>(t) * batch + b] =
+            input.allowCuts && input.mask(previous, t) != 0;
       }
     // The features are the same for every sequence; only the inputs that
     // depend on the plan differ.
@@ -294,27 +308,28 @@ void LSTMPolicy::forward(const PolicyInput &input, int batch, Mode mode,
 
     MatrixXd &probs = trace.probs[t];
     MatrixXd &logProbs = trace.logProbs[t];
-    probs.resize(R, batch);
+    probs.resize(A, batch);
     probs.noalias() = p.wo * trace.hidden[t];
     probs.noalias() += p.ws.rightCols(Y) * dynamic;
     probs.colwise() += fixedLogit;
-    logProbs.resize(R, batch);
+    logProbs.resize(A, batch);
     for (int b = 0; b < batch; ++b) {
+      auto allowed = [&](int r) { return trace.allowed(t, b, r); };
       auto logits = probs.col(b);
-      // Softmax over the allowed types only; masked types get probability
+      // Softmax over the allowed actions only; masked ones get probability
       // 0 (and a log-probability of 0 that nothing reads).
       double top = -std::numeric_limits<double>::infinity();
-      for (int r = 0; r < R; ++r)
-        if (input.mask(r, t) != 0)
+      for (int r = 0; r < A; ++r)
+        if (allowed(r))
           top = std::max(top, logits(r));
       assert(std::isfinite(top) && "an op with no allowed resource type");
       double sum = 0;
-      for (int r = 0; r < R; ++r)
-        if (input.mask(r, t) != 0)
+      for (int r = 0; r < A; ++r)
+        if (allowed(r))
           sum += std::exp(logits(r) - top);
       double logSum = top + std::log(sum);
-      for (int r = 0; r < R; ++r) {
-        if (input.mask(r, t) != 0) {
+      for (int r = 0; r < A; ++r) {
+        if (allowed(r)) {
           logProbs(r, b) = logits(r) - logSum;
           probs(r, b) = std::exp(logProbs(r, b));
         } else {
@@ -325,14 +340,14 @@ void LSTMPolicy::forward(const PolicyInput &input, int batch, Mode mode,
 
       int &action = trace.actions[static_cast<size_t>(t) * batch + b];
       int last = -1;
-      for (int r = 0; r < R; ++r)
-        if (input.mask(r, t) != 0)
+      for (int r = 0; r < A; ++r)
+        if (allowed(r))
           last = r;
       if (mode == Mode::Sample) {
         double u = uniform01(*rng), cumulative = 0;
         action = last;
-        for (int r = 0; r < R; ++r) {
-          if (input.mask(r, t) == 0)
+        for (int r = 0; r < A; ++r) {
+          if (!allowed(r))
             continue;
           cumulative += probs(r, b);
           if (u < cumulative) {
@@ -342,20 +357,23 @@ void LSTMPolicy::forward(const PolicyInput &input, int batch, Mode mode,
         }
       } else if (mode == Mode::Greedy) {
         action = last;
-        for (int r = 0; r < R; ++r)
-          if (input.mask(r, t) != 0 && probs(r, b) > probs(action, b))
+        for (int r = 0; r < A; ++r)
+          if (allowed(r) && probs(r, b) > probs(action, b))
             action = r;
       } else {
-        assert(action >= 0 && action < R && input.mask(action, t) != 0 &&
+        assert(action >= 0 && action < A && allowed(action) &&
                "replayed action not allowed");
       }
-      bool sameStage = t > 0 && trace.action(t - 1, b) == action;
-      stageLoad[b] = (sameStage ? stageLoad[b] : 0.0) + input.loads(action, t);
+      int previous = t > 0 ? trace.type(t - 1, b) : -1;
+      int type = action == cut ? previous : action;
+      trace.types[static_cast<size_t>(t) * batch + b] = type;
+      bool sameStage = action == previous;
+      stageLoad[b] = (sameStage ? stageLoad[b] : 0.0) + input.loads(type, t);
     }
   }
 }
 
-/// The entropy of column `b` of `probs` over the allowed types.
+/// The entropy of column `b` of `probs` over the allowed actions.
 static double entropy(const MatrixXd &probs, const MatrixXd &logProbs, int b) {
   double sum = 0;
   for (Eigen::Index r = 0; r < probs.rows(); ++r)
@@ -380,23 +398,23 @@ void LSTMPolicy::backward(const Trace &trace, const MatrixXd &weights,
   Views<const VectorXd> p(params, layout);
   Views<VectorXd> g(gradient, layout);
   const int L = trace.numSteps, B = trace.batch;
-  const int H = hiddenSize, R = maxResources, F = featureSize;
+  const int H = hiddenSize, A = getNumActions(), F = featureSize;
   const int Y = getDynamicSize();
 
   MatrixXd zeros = MatrixXd::Zero(H, B);
   MatrixXd dHiddenNext = MatrixXd::Zero(H, B), dCellNext = MatrixXd::Zero(H, B);
-  MatrixXd dLogits(R, B), dHidden(H, B), dCell(H, B), dGates(4 * H, B);
+  MatrixXd dLogits(A, B), dHidden(H, B), dCell(H, B), dGates(4 * H, B);
   VectorXd rowSum;
   for (int t = L - 1; t >= 0; --t) {
     const MatrixXd &probs = trace.probs[t];
     const MatrixXd &logProbs = trace.logProbs[t];
     // d/dz_r of log pi(a) is [r = a] - pi_r; of the entropy,
-    // -pi_r (log pi_r + H). Masked types have pi_r = 0: no gradient.
+    // -pi_r (log pi_r + H). Masked actions have pi_r = 0: no gradient.
     for (int b = 0; b < B; ++b) {
       double h = entropy(probs, logProbs, b);
       int action = trace.action(t, b);
-      for (int r = 0; r < R; ++r) {
-        if (trace.mask(r, t) == 0) {
+      for (int r = 0; r < A; ++r) {
+        if (!trace.allowed(t, b, r)) {
           dLogits(r, b) = 0;
           continue;
         }
@@ -448,7 +466,9 @@ void LSTMPolicy::backward(const Trace &trace, const MatrixXd &weights,
 //===----------------------------------------------------------------------===//
 
 static constexpr llvm::StringLiteral kMagic = "heterps-lstm-policy";
-static constexpr int kVersion = 1;
+static constexpr int kVersion = 2;
+/// Format 1: the same blocks without the cut action's row.
+static constexpr int kVersionWithoutCuts = 1;
 
 llvm::Error LSTMPolicy::save(llvm::StringRef path) const {
   std::error_code ec;
@@ -497,9 +517,9 @@ llvm::Error LSTMPolicy::load(llvm::StringRef path) {
   if (words.size() != 2 || words[0] != kMagic ||
       words[1].getAsInteger(10, version))
     return fail("does not start with '" + kMagic + " <version>'");
-  if (version != kVersion)
-    return fail(llvm::formatv("has format version {0}, expected {1}", version,
-                              kVersion));
+  if (version != kVersion && version != kVersionWithoutCuts)
+    return fail(llvm::formatv("has format version {0}, expected {1} or {2}",
+                              version, kVersionWithoutCuts, kVersion));
   header(1);
   int features = 0, hidden = 0, resources = 0;
   if (words.size() != 6 || words[0] != "features" ||
@@ -518,13 +538,15 @@ llvm::Error LSTMPolicy::load(llvm::StringRef path) {
   if (words.size() != 2 || words[0] != "parameters" ||
       words[1].getAsInteger(10, count))
     return fail("line 3 is not 'parameters <N>'");
-  if (count != params.size())
+  Layout layout(featureSize, hiddenSize, maxResources,
+                version == kVersion ? getNumActions() : maxResources);
+  if (count != layout.size)
     return fail(llvm::formatv("declares {0} parameters, expected {1}", count,
-                              params.size()));
+                              layout.size));
   if (tokens.size() != static_cast<size_t>(count) + 3)
     return fail(llvm::formatv("has {0} parameter lines, expected {1}",
                               tokens.size() - 3, count));
-  VectorXd values(params.size());
+  VectorXd values(layout.size);
   for (Eigen::Index i = 0; i < values.size(); ++i) {
     double value = 0;
     if (tokens[i + 3].getAsDouble(value) || !std::isfinite(value))
@@ -532,7 +554,22 @@ llvm::Error LSTMPolicy::load(llvm::StringRef path) {
                                 i, tokens[i + 3]));
     values(i) = value;
   }
-  params = std::move(values);
+  if (version == kVersion) {
+    params = std::move(values);
+    return llvm::Error::success();
+  }
+  Layout current(featureSize, hiddenSize, maxResources);
+  VectorXd converted = VectorXd::Zero(current.size);
+  Views<const VectorXd> from(values, layout);
+  Views<VectorXd> to(converted, current);
+  to.wx = from.wx;
+  to.wh = from.wh;
+  to.b = from.b;
+  to.wo.topRows(maxResources) = from.wo;
+  to.bo.head(maxResources) = from.bo;
+  to.ws.topRows(maxResources) = from.ws;
+  to.bo(getCutAction()) = from.bo.minCoeff();
+  params = std::move(converted);
   return llvm::Error::success();
 }
 

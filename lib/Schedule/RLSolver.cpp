@@ -1,10 +1,13 @@
 //===- RLSolver.cpp - The rl placement solver -----------------------------===//
 //
 // The solver of the HeterPS paper: an LSTM policy reads the ops in order and
-// samples a resource type per op; REINFORCE with a moving-average baseline and
-// an entropy bonus, optimised with Adam, pushes it towards cheap plans. The
-// best plan sampled is returned, polished by the shared local search
-// (single-op and contiguous-run moves, Solver.cpp).
+// samples a resource type per op (and, with SolverOptions::searchCuts, where
+// to start a new stage on the same type); REINFORCE with a moving-average
+// baseline and an entropy bonus, optimised with Adam, pushes it towards cheap
+// plans. The best plan sampled is returned, polished by the shared local
+// search (single-op and contiguous-run moves, Solver.cpp) and by placing the
+// boundaries of its runs of one type exactly for the sequence of types the
+// policy chose and the sequences next to it (polishRunSequence).
 //
 // Two choices beyond the paper keep the search from settling on the first
 // feasible plan it meets:
@@ -70,6 +73,74 @@ static llvm::Error checkOptions(const SolverOptions &options) {
   return llvm::Error::success();
 }
 
+/// The types of the runs of one type of `assignment`, in order.
+static std::vector<int> getRunTypes(llvm::ArrayRef<int> assignment) {
+  std::vector<int> runTypes;
+  for (size_t l = 0; l < assignment.size(); ++l)
+    if (l == 0 || assignment[l] != assignment[l - 1])
+      runTypes.push_back(assignment[l]);
+  return runTypes;
+}
+
+/// Places the boundaries between the runs of one type of the plan, and the
+/// cuts inside them, exactly for the sequence of run types the policy chose
+/// (placeRunsExactly), which gets each stage's units right where rounding
+/// decides the cost; then tries the sequences one step away (a run removed,
+/// or given another type) the same way while one is cheaper. A run that is
+/// worth keeping only once it is cut, or removing only once its neighbours
+/// are, is out of reach of moves of ops. Returns the plans evaluated.
+static uint64_t polishRunSequence(const CostModel &model, bool searchCuts,
+                                  std::vector<int> &assignment,
+                                  std::vector<int> &cuts) {
+  const int numResources = model.getNumResources();
+  uint64_t evaluations = 0;
+  double best = model.objective(assignment, cuts);
+  auto tryRuns = [&](llvm::ArrayRef<int> runTypes) {
+    SolverResult placed;
+    if (!placeRunsExactly(model, runTypes, searchCuts, placed))
+      return false;
+    evaluations += placed.evaluations;
+    double objective = model.objective(placed.evaluation);
+    if (!(objective < best * (1 - 1e-12)))
+      return false;
+    best = objective;
+    assignment = std::move(placed.assignment);
+    cuts = std::move(placed.cuts);
+    return true;
+  };
+  tryRuns(getRunTypes(assignment));
+  // The sequences one step away: run k removed, given another type, or
+  // with a run of another type inside it (the DP places it); runs that
+  // become adjacent on one type merge.
+  enum class Move { Remove, Retype, Split };
+  auto neighbour = [](std::vector<int> runTypes, size_t k, Move move,
+                      int type) {
+    if (move == Move::Remove)
+      runTypes.erase(runTypes.begin() + k);
+    else if (move == Move::Retype)
+      runTypes[k] = type;
+    else
+      runTypes.insert(runTypes.begin() + k + 1, {type, runTypes[k]});
+    runTypes.erase(std::unique(runTypes.begin(), runTypes.end()),
+                   runTypes.end());
+    return runTypes;
+  };
+  bool improved = true;
+  while (improved) {
+    improved = false;
+    std::vector<int> runTypes = getRunTypes(assignment);
+    for (size_t k = 0; k < runTypes.size() && !improved; ++k) {
+      if (runTypes.size() > 1)
+        improved = tryRuns(neighbour(runTypes, k, Move::Remove, 0));
+      for (int type = 0; type < numResources && !improved; ++type)
+        if (type != runTypes[k])
+          improved = tryRuns(neighbour(runTypes, k, Move::Retype, type)) ||
+                     tryRuns(neighbour(runTypes, k, Move::Split, type));
+    }
+  }
+  return evaluations;
+}
+
 llvm::Expected<SolverResult>
 heterps::schedule::solveRL(const CostModel &model,
                            const SolverOptions &options) {
@@ -107,30 +178,40 @@ heterps::schedule::solveRL(const CostModel &model,
     policy.initialize(rng, kStayBias, kCutStayBias);
   }
   PolicyInput input = buildPolicyInput(model, maxResources);
+  input.allowCuts = options.searchCuts;
+  const int cutAction = policy.getCutAction();
   AdamOptimizer adam(policy.getNumParameters(), options.learningRate);
 
   SolverResult result;
   result.solver = "rl";
   // Once the policy sharpens, most samples repeat earlier plans: each
   // distinct plan is evaluated once.
+  // The actions name a plan: its types, and its cuts inside runs of one type.
   std::unordered_map<std::string, double> seen;
-  std::vector<int> plan(numOps), best;
+  std::vector<int> actions(numOps), plan(numOps), cuts, best, bestCuts;
   double bestObjective = std::numeric_limits<double>::infinity();
   int newPlans = 0;
   bool runFoundBest = false;
   auto score = [&](const LSTMPolicy::Trace &trace, int b) {
     for (int l = 0; l < numOps; ++l)
-      plan[l] = trace.action(l, b);
-    std::string key(reinterpret_cast<const char *>(plan.data()),
-                    plan.size() * sizeof(int));
+      actions[l] = trace.action(l, b);
+    std::string key(reinterpret_cast<const char *>(actions.data()),
+                    actions.size() * sizeof(int));
     auto [it, inserted] = seen.try_emplace(std::move(key), 0.0);
     if (inserted) {
-      it->second = model.objective(plan);
+      cuts.clear();
+      for (int l = 0; l < numOps; ++l) {
+        plan[l] = trace.type(l, b);
+        if (actions[l] == cutAction)
+          cuts.push_back(l);
+      }
+      it->second = model.objective(plan, cuts);
       ++result.evaluations;
       ++newPlans;
       if (it->second < bestObjective) {
         bestObjective = it->second;
         best = plan;
+        bestCuts = cuts;
         runFoundBest = true;
       }
     }
@@ -201,9 +282,12 @@ heterps::schedule::solveRL(const CostModel &model,
   }
 
   // Polishing: the shared local search (single ops and contiguous runs moved
-  // to another type) puts right the ops, and the stage boundaries, that the
-  // sampled plans left slightly off.
-  result.evaluations += improveByLocalSearch(model, best);
+  // to another type, the policy's cuts kept) puts right the ops that the
+  // sampled plans left slightly off; then the sequence of types of the
+  // plan's runs is polished (polishRunSequence).
+  result.evaluations += improveByLocalSearch(model, best, bestCuts);
+  result.evaluations +=
+      polishRunSequence(model, options.searchCuts, best, bestCuts);
 
   if (!options.policyOut.empty()) {
     policy.getParameters() = bestParameters;
@@ -212,7 +296,8 @@ heterps::schedule::solveRL(const CostModel &model,
   }
 
   result.assignment = best;
-  result.evaluation = model.evaluate(best);
+  result.cuts = bestCuts;
+  result.evaluation = model.evaluate(best, bestCuts);
   result.searchSeconds = elapsed();
   return result;
 }

@@ -166,7 +166,8 @@ heterps::schedule::solvePlacement(SolverKind kind, const CostModel &model,
 }
 
 uint64_t heterps::schedule::improveByLocalSearch(const CostModel &model,
-                                                 std::vector<int> &assignment) {
+                                                 std::vector<int> &assignment,
+                                                 llvm::ArrayRef<int> cuts) {
   // Two neighbourhoods: moving one op to another type, and moving a
   // contiguous run of ops to one type. The second shifts a stage boundary or
   // merges and splits stages in one step, which single-op moves cannot do
@@ -174,7 +175,7 @@ uint64_t heterps::schedule::improveByLocalSearch(const CostModel &model,
   // and its own units). First improvement, repeated until no move helps.
   int numOps = model.getNumOps(), numResources = model.getNumResources();
   uint64_t evaluations = 0;
-  double best = model.objective(assignment);
+  double best = model.objective(assignment, cuts);
   ++evaluations;
   std::vector<int> candidate;
   bool improved = true;
@@ -193,7 +194,7 @@ uint64_t heterps::schedule::improveByLocalSearch(const CostModel &model,
           candidate = assignment;
           for (int l = first; l <= last; ++l)
             candidate[l] = t;
-          double objective = model.objective(candidate);
+          double objective = model.objective(candidate, cuts);
           ++evaluations;
           if (objective < best * (1 - 1e-12)) {
             best = objective;

@@ -40,7 +40,7 @@
 // RL: heterps.pipeline
 // RL-REPORT: "seed": 7
 // RL-REPORT: "solver": "rl"
-// RL-POLICY: heterps-lstm-policy 1
+// RL-POLICY: heterps-lstm-policy 2
 // RL-POLICY-NEXT: features {{[0-9]+}} hidden 8
 
 // BAD-SOLVER: for the --solver option: Cannot find option named 'annealing'!

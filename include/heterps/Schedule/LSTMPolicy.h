@@ -1,12 +1,15 @@
 //===- LSTMPolicy.h - The placement policy of the rl solver -----*- C++ -*-===//
 //
 // An LSTM that reads the ops of a placement problem in topological order and
-// emits, per op, a softmax over resource types (DESIGN.md section 4, the `rl`
-// solver). Each step sees the op's features and the resource type chosen for
-// the previous op, so that the policy can learn to keep runs of ops together
-// (stages). The policy is sized for a fixed maximum number of resource types;
-// types a problem lacks, and types a pin forbids, are masked out, so a policy
-// trained on one problem can warm-start another with the same maximum.
+// emits, per op, a softmax over its actions (DESIGN.md section 4, the `rl`
+// solver): a resource type, or the cut action, a new pipeline stage on the
+// previous op's type. Each step sees the op's features and the resource type
+// of the previous op, so that the policy can learn to keep runs of ops
+// together (stages). The policy is sized for a fixed maximum number of
+// resource types; types a problem lacks, and types a pin forbids, are masked
+// out, so a policy trained on one problem can warm-start another with the
+// same maximum. The cut action is masked out unless the problem allows cuts
+// inside a run of one type (PolicyInput::allowCuts).
 //
 // Everything is in double precision: the gradient is checked against finite
 // differences in the unit tests, and the networks are small.
@@ -66,11 +69,13 @@ int getOpFeatureSize(int maxResources);
 /// load of the cut before it (what a change of type there costs, as a share
 /// of a stage's time budget, log-scaled); and its load on each type (its time
 /// as a share of a unit's budget, which adds up to the units a stage needs).
+/// `allowCuts`: whether the policy may cut a run of one type into stages.
 struct PolicyInput {
   Eigen::MatrixXd features;
   Eigen::MatrixXd mask;
   Eigen::VectorXd cutLoad;
   Eigen::MatrixXd loads;
+  bool allowCuts = false;
 };
 
 /// Builds the policy input for `model`'s problem. The cluster must have at
@@ -79,11 +84,11 @@ PolicyInput buildPolicyInput(const CostModel &model, int maxResources);
 
 class LSTMPolicy {
 public:
-  /// How forward() picks each op's resource type.
+  /// How forward() picks each op's action.
   enum class Mode {
     /// Draw from the softmax.
     Sample,
-    /// Take the most probable allowed type.
+    /// Take the most probable allowed action.
     Greedy,
     /// Replay the actions already in the trace (teacher forcing).
     Replay,
@@ -94,12 +99,19 @@ public:
   struct Trace {
     int numSteps = 0;
     int batch = 0;
-    /// actions[t * batch + b]: the type chosen for op t in sequence b.
+    /// actions[t * batch + b]: the action chosen for op t in sequence b, a
+    /// resource type or the cut action (getCutAction()).
     std::vector<int> actions;
+    /// types[t * batch + b]: the resource type op t gets in sequence b (the
+    /// previous op's where the action is the cut).
+    std::vector<int> types;
+    /// cutAllowed[t * batch + b]: whether the cut action was allowed (the
+    /// problem allows cuts, t > 0, and op t may run on op t - 1's type).
+    std::vector<char> cutAllowed;
     /// Per step: the plan-dependent inputs (getDynamicSize rows), the gate
     /// activations (i, f, g, o blocks of hidden rows), the cell, tanh of the
     /// cell, the hidden state, the probabilities and their logarithms (0
-    /// where masked), one column per sequence.
+    /// where masked; getNumActions rows), one column per sequence.
     std::vector<Eigen::MatrixXd> dynamic, gates, cell, cellTanh, hidden, probs,
         logProbs;
     /// The input the step saw: the op's features column and the mask.
@@ -108,6 +120,15 @@ public:
 
     int action(int step, int sequence) const {
       return actions[static_cast<size_t>(step) * batch + sequence];
+    }
+    int type(int step, int sequence) const {
+      return types[static_cast<size_t>(step) * batch + sequence];
+    }
+    /// Whether `action` was allowed for op `step` of `sequence`.
+    bool allowed(int step, int sequence, int action) const {
+      if (action < mask.rows())
+        return mask(action, step) != 0;
+      return cutAllowed[static_cast<size_t>(step) * batch + sequence] != 0;
     }
   };
 
@@ -118,6 +139,10 @@ public:
   int getFeatureSize() const { return featureSize; }
   int getHiddenSize() const { return hiddenSize; }
   int getMaxResources() const { return maxResources; }
+  /// The actions: one per resource type, then the cut.
+  int getNumActions() const { return maxResources + 1; }
+  /// The action that starts a new stage on the previous op's type.
+  int getCutAction() const { return maxResources; }
   /// The inputs that depend on the actions taken so far, three blocks of
   /// maxResources: the previous op's type (one-hot), the same one-hot
   /// times the load of the cut before this op (what leaving the type here
@@ -129,8 +154,9 @@ public:
   int getNumParameters() const { return static_cast<int>(params.size()); }
 
   /// All parameters in one vector: W_x (4H x D), W_h (4H x H), b (4H),
-  /// W_out (R x H), b_out (R), W_skip (R x D), each column-major, where D is
-  /// the input size, H the hidden size and R the maximum resource types.
+  /// W_out (A x H), b_out (A), W_skip (A x D), each column-major, where D is
+  /// the input size, H the hidden size and A the actions (the maximum
+  /// resource types, then the cut).
   /// W_skip reads the input straight into the logits, which lets the policy
   /// learn "stay on the previous type" and per-op preferences without
   /// going through the recurrence first.
@@ -142,18 +168,20 @@ public:
   /// and a forget-gate bias of 1. The logit of the previous op's type gets
   /// `stayBias` plus `cutStayBias` times the load of the cut before the op,
   /// so that the first plans sampled have few stages, cut where little data
-  /// crosses (both 0: no preference).
+  /// crosses (both 0: no preference); the cut action starts `stayBias`
+  /// below a change of type.
   void initialize(std::mt19937_64 &rng, double stayBias = 0,
                   double cutStayBias = 0);
 
   /// Runs the policy over `input`'s ops for `batch` sequences. In Sample
   /// mode `rng` draws the actions (it is not used otherwise); in Replay mode
   /// `trace.actions` must already hold numOps * batch allowed actions.
+  /// `trace.types` is filled in every mode.
   void forward(const PolicyInput &input, int batch, Mode mode,
                std::mt19937_64 *rng, Trace &trace) const;
 
   /// J = sum_{t,b} weights(t, b) * log pi(a_tb) + entropyWeight *
-  /// sum_{t,b} H(pi_tb), where H is the entropy over the allowed types.
+  /// sum_{t,b} H(pi_tb), where H is the entropy over the allowed actions.
   /// `weights` has one row per op and one column per sequence.
   double objective(const Trace &trace, const Eigen::MatrixXd &weights,
                    double entropyWeight) const;
@@ -164,13 +192,15 @@ public:
                 double entropyWeight, Eigen::VectorXd &gradient) const;
 
   /// Writes the policy to `path` in the text format:
-  ///   heterps-lstm-policy 1
+  ///   heterps-lstm-policy 2
   ///   features <F> hidden <H> resources <R>
   ///   parameters <N>
   ///   <N numbers, one per line, in getParameters() order>
   llvm::Error save(llvm::StringRef path) const;
   /// Reads a policy saved by save() into this one; its dimensions must be
-  /// this policy's.
+  /// this policy's. Format 1 (a policy without the cut action) is read
+  /// too: its cut action gets zero weights and the smallest bias of the
+  /// types.
   llvm::Error load(llvm::StringRef path);
 
 private:

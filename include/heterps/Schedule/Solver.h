@@ -32,9 +32,10 @@ struct SolverOptions {
   /// are then moved op by op; 0 always searches the ops themselves.
   int maxSearchOps = 256;
   /// Also search cuts inside runs of one type where they lower the cost (dp
-  /// and exhaustive exactly, the others by adding and removing cuts after
-  /// their search). Cuts that memory requires are made either way.
-  bool searchCuts = false;
+  /// and exhaustive exactly, rl with its cut action and exact polish, the
+  /// others by adding and removing cuts after their search). Cuts that
+  /// memory requires are made either way.
+  bool searchCuts = true;
 
   // rl
   int iterations = 200;
@@ -123,9 +124,20 @@ llvm::Expected<SolverResult> solveRL(const CostModel &model,
 
 /// Improves `assignment` by moving single ops, or contiguous runs of ops, to
 /// another resource type while that lowers the objective (first
-/// improvement, in op order). Returns the number of plans evaluated.
+/// improvement, in op order), with the stages also cut at `cuts`. Returns
+/// the number of plans evaluated.
 uint64_t improveByLocalSearch(const CostModel &model,
-                              std::vector<int> &assignment);
+                              std::vector<int> &assignment,
+                              llvm::ArrayRef<int> cuts = {});
+
+/// The cheapest plan whose runs of one type have the types `runTypes`, in
+/// that order (consecutive entries differ): dp restricted to that sequence
+/// places the boundaries between the runs and, with `searchCuts`, the cuts
+/// inside them, exactly as dp does. Returns false when pins leave no such
+/// plan; otherwise fills the assignment, cuts, evaluation and evaluations of
+/// `result`.
+bool placeRunsExactly(const CostModel &model, llvm::ArrayRef<int> runTypes,
+                      bool searchCuts, SolverResult &result);
 
 /// Removes, or adds, pipeline cuts inside runs of one type (`cuts`, as in
 /// SolverResult) while that lowers the objective: a stage split in two

@@ -49,7 +49,7 @@ defvar SolverOptions = [
   Option<"maxSearchOps", "max-search-ops", "int", "256",
          "Search larger graphs on about this many groups of contiguous ops, "
          "then move each stage boundary op by op (0: never group)">,
-  Option<"searchCuts", "search-cuts", "bool", "false",
+  Option<"searchCuts", "search-cuts", "bool", "true",
          "Also cut runs of one type into several stages where that lowers "
          "the cost (cuts that memory requires are always made)">,
   Option<"rlIterations", "rl-iterations", "int", "200",
