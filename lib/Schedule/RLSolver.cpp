@@ -86,7 +86,8 @@ static std::vector<int> getRunTypes(llvm::ArrayRef<int> assignment) {
 /// cuts inside them, exactly for the sequence of run types the policy chose
 /// (placeRunsExactly), which gets each stage's units right where rounding
 /// decides the cost; then tries the sequences one step away (a run removed,
-/// or given another type) the same way while one is cheaper. A run that is
+/// given another type, or split or preceded by a run of another type) the
+/// same way while one is cheaper. A run that is
 /// worth keeping only once it is cut, or removing only once its neighbours
 /// are, is out of reach of moves of ops. Returns the plans evaluated.
 static uint64_t polishRunSequence(const CostModel &model, bool searchCuts,
@@ -110,17 +111,25 @@ static uint64_t polishRunSequence(const CostModel &model, bool searchCuts,
   };
   tryRuns(getRunTypes(assignment));
   // The sequences one step away: run k removed, given another type, or
-  // with a run of another type inside it (the DP places it); runs that
-  // become adjacent on one type merge.
-  enum class Move { Remove, Retype, Split };
+  // with a run of another type inside it or before it (or after the last),
+  // which the DP then places; runs that become adjacent on one type merge.
+  enum class Move { Remove, Retype, Split, Insert };
   auto neighbour = [](std::vector<int> runTypes, size_t k, Move move,
                       int type) {
-    if (move == Move::Remove)
+    switch (move) {
+    case Move::Remove:
       runTypes.erase(runTypes.begin() + k);
-    else if (move == Move::Retype)
+      break;
+    case Move::Retype:
       runTypes[k] = type;
-    else
+      break;
+    case Move::Split:
       runTypes.insert(runTypes.begin() + k + 1, {type, runTypes[k]});
+      break;
+    case Move::Insert:
+      runTypes.insert(runTypes.begin() + k, type);
+      break;
+    }
     runTypes.erase(std::unique(runTypes.begin(), runTypes.end()),
                    runTypes.end());
     return runTypes;
@@ -129,13 +138,19 @@ static uint64_t polishRunSequence(const CostModel &model, bool searchCuts,
   while (improved) {
     improved = false;
     std::vector<int> runTypes = getRunTypes(assignment);
-    for (size_t k = 0; k < runTypes.size() && !improved; ++k) {
-      if (runTypes.size() > 1)
+    const size_t numRuns = runTypes.size();
+    for (size_t k = 0; k <= numRuns && !improved; ++k) {
+      if (k < numRuns && numRuns > 1)
         improved = tryRuns(neighbour(runTypes, k, Move::Remove, 0));
-      for (int type = 0; type < numResources && !improved; ++type)
-        if (type != runTypes[k])
+      for (int type = 0; type < numResources && !improved; ++type) {
+        bool before = k > 0 && runTypes[k - 1] == type;
+        bool at = k < numRuns && runTypes[k] == type;
+        if (!before && !at)
+          improved = tryRuns(neighbour(runTypes, k, Move::Insert, type));
+        if (k < numRuns && !at && !improved)
           improved = tryRuns(neighbour(runTypes, k, Move::Retype, type)) ||
                      tryRuns(neighbour(runTypes, k, Move::Split, type));
+      }
     }
   }
   return evaluations;
@@ -285,9 +300,17 @@ heterps::schedule::solveRL(const CostModel &model,
   // to another type, the policy's cuts kept) puts right the ops that the
   // sampled plans left slightly off; then the sequence of types of the
   // plan's runs is polished (polishRunSequence).
-  result.evaluations += improveByLocalSearch(model, best, bestCuts);
-  result.evaluations +=
-      polishRunSequence(model, options.searchCuts, best, bestCuts);
+  // Each step can open moves for the other: alternate while one helps.
+  double polished = model.objective(best, bestCuts);
+  while (true) {
+    result.evaluations += improveByLocalSearch(model, best, bestCuts);
+    result.evaluations +=
+        polishRunSequence(model, options.searchCuts, best, bestCuts);
+    double objective = model.objective(best, bestCuts);
+    if (!(objective < polished * (1 - 1e-12)))
+      break;
+    polished = objective;
+  }
 
   if (!options.policyOut.empty()) {
     policy.getParameters() = bestParameters;

@@ -76,8 +76,11 @@ llvm::json::Value heterps::schedule::buildReport(const CostModel &model,
   // How far any plan can be from the optimum: the cost over a bound no
   // plan beats (docs/Scheduling.md).
   report["lower_bound_usd"] = model.lowerBoundUsd();
+  // A plan at the bound differs from it by rounding only: its gap is 0,
+  // not -1e-16.
   if (evaluation.feasible && model.lowerBoundUsd() > 0)
-    report["gap_to_bound"] = evaluation.costUsd / model.lowerBoundUsd() - 1;
+    report["gap_to_bound"] =
+        std::max(0.0, evaluation.costUsd / model.lowerBoundUsd() - 1);
   else
     report["gap_to_bound"] = nullptr;
   if (!evaluation.feasible) {

@@ -5,20 +5,32 @@
 // HeterPS dialect; the imported module (with its locations) then goes through
 // MlirOptMain like any parsed file, so every pass option still applies.
 //
+// Two departures from mlir-opt: an option that is not registered is always
+// an error (LLVM's parser reads any unknown option that starts with `h` as
+// the grouped `-h` and prints the help with exit code 0, so a misspelled
+// `--heterps-autodif=...` did nothing, successfully); and diagnostics do not
+// dump the failing op in generic form unless --mlir-print-op-on-diagnostic
+// asks for it (a missing cluster file printed the whole module).
+//
 //===----------------------------------------------------------------------===//
 
 #include "heterps/Dialect/HeterPS/IR/HeterPSDialect.h"
 #include "heterps/Import/ONNX/ImportONNX.h"
 #include "heterps/Transforms/Passes.h"
 
+#include "mlir/Debug/Counter.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/AsmState.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OperationSupport.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/Timing.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
@@ -55,6 +67,51 @@ static int importAndRun(llvm::StringRef inputFilename,
   return 0;
 }
 
+/// Registers the options registerAndParseCLIOptions registers (each
+/// registration happens once, so its own call later changes nothing) and
+/// returns false, having said why, when an argument names an option that
+/// none of them is. `-o` and the input file are its own.
+static bool checkOptionNames(int argc, char **argv,
+                             mlir::DialectRegistry &registry) {
+  mlir::MlirOptMainConfig::registerCLOptions(registry);
+  mlir::registerAsmPrinterCLOptions();
+  mlir::registerMLIRContextCLOptions();
+  mlir::registerPassManagerCLOptions();
+  mlir::registerDefaultTimingManagerCLOptions();
+  mlir::tracing::DebugCounter::registerCLOptions();
+  const auto &options = llvm::cl::getRegisteredOptions();
+  if (llvm::cl::Option *printOp = options.lookup("mlir-print-op-on-diagnostic"))
+    static_cast<llvm::cl::opt<bool> *>(printOp)->setInitialValue(false);
+  for (int i = 1; i < argc; ++i) {
+    llvm::StringRef arg = argv[i];
+    if (arg == "--")
+      break;
+    if (arg.size() < 2 || arg[0] != '-')
+      continue;
+    llvm::StringRef name =
+        arg.drop_front(arg.starts_with("--") ? 2 : 1).split('=').first;
+    if (name == "o" || options.count(name))
+      continue;
+    llvm::StringRef nearest;
+    unsigned distance = ~0u;
+    for (const auto &entry : options) {
+      if (entry.second->getOptionHiddenFlag() == llvm::cl::ReallyHidden)
+        continue;
+      unsigned d = name.edit_distance(entry.first, true, distance);
+      if (d < distance) {
+        distance = d;
+        nearest = entry.first;
+      }
+    }
+    llvm::errs() << "heterps-opt: unknown option '" << arg << "'";
+    if (!nearest.empty() && distance <= std::max<size_t>(2, name.size() / 3))
+      llvm::errs() << "; did you mean '--" << nearest << "'?";
+    llvm::errs() << " (--help lists the options)\n";
+    return false;
+  }
+  return true;
+}
+
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   registry.insert<mlir::heterps::HeterPSDialect, mlir::func::FuncDialect,
@@ -66,6 +123,8 @@ int main(int argc, char **argv) {
   mlir::registerInlinerPass();
   mlir::registerSymbolDCEPass();
 
+  if (!checkOptionNames(argc, argv, registry))
+    return 1;
   auto [inputFilename, outputFilename] = mlir::registerAndParseCLIOptions(
       argc, argv, "HeterPS optimizer driver\n", registry);
   if (llvm::StringRef(inputFilename).ends_with(".onnx"))
