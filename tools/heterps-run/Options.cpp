@@ -121,7 +121,11 @@ Inference:
   --infer                  forward pass only; with --data, report metrics
   --output-dir=DIR         write each output as DIR/<output name>.pb
 Other:
-  --print-plan             print the plan's stages and ops, then exit
+  --print-plan[=F]         print the plan, then exit: text (the default) lists
+                           its stages, tables and prediction; dot writes it
+                           as a Graphviz graph (stages as boxes, ops coloured
+                           by resource type, channels with bytes per sample;
+                           scripts/render-plan.sh makes an SVG)
   --help                   this text
 )";
 
@@ -307,7 +311,6 @@ Options heterps::run::parseOptions(int argc, char **argv) {
   std::map<std::string, std::function<void()>> flags{
       {"csv-header", [&] { o.csvHeader = true; }},
       {"infer", [&] { o.infer = true; }},
-      {"print-plan", [&] { o.printPlan = true; }},
       {"skip-non-finite", [&] { o.skipNonFinite = true; }},
   };
   for (int i = 1; i < argc; ++i) {
@@ -329,6 +332,12 @@ Options heterps::run::parseOptions(int argc, char **argv) {
     if (hasValue) {
       value = key.substr(eq + 1);
       key = key.substr(0, eq);
+    }
+    if (key == "print-plan") {
+      if (hasValue && value != "text" && value != "dot")
+        usageError("--print-plan takes text or dot, got '" + value + "'");
+      o.printPlan = hasValue ? value : "text";
+      continue;
     }
     if (auto f = flags.find(key); f != flags.end()) {
       if (hasValue)

@@ -65,7 +65,8 @@ struct Options {
   bool infer = false;
   std::string outputDir;
   std::vector<std::pair<std::string, std::string>> inputs;
-  bool printPlan = false;
+  /// --print-plan: "" (run the plan), "text" or "dot".
+  std::string printPlan;
 };
 
 /// Parses argv; prints usage and exits on --help, prints the problem and

@@ -14,6 +14,7 @@
 #include "Serve.h"
 
 #include "heterps/PS/Client.h"
+#include "heterps/Plan/PlanGraph.h"
 #include "heterps/Runtime/Checkpoint.h"
 #include "heterps/Runtime/Data.h"
 #include "heterps/Runtime/Error.h"
@@ -391,7 +392,11 @@ int main(int argc, char **argv) {
       jobReplicas = mapStageReplicas(p, job->size());
     int64_t lanes =
         o.dataLanes ? o.dataLanes : (job ? defaultDataLanes(jobReplicas) : 1);
-    if (o.printPlan) {
+    if (o.printPlan == "dot") {
+      std::fputs(plan::printPlanDot(p).c_str(), stdout);
+      return 0;
+    }
+    if (!o.printPlan.empty()) {
       printPlan(p);
       return 0;
     }

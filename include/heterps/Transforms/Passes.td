@@ -432,4 +432,42 @@ def EmitPlanPass : Pass<"heterps-emit-plan", "::mlir::ModuleOp"> {
   ];
 }
 
+def ViewPlanPass : Pass<"heterps-view-plan", "::mlir::ModuleOp"> {
+  let summary = "Writes the plan as a Graphviz graph";
+  let description = [{
+    Builds the plan `heterps-emit-plan` would write and writes it in
+    Graphviz's DOT language: a box per stage with its resource type, kind,
+    units and op count, each op filled with its resource type's colour
+    (blues for CPU types, greens for GPU types), edges along the values
+    inside a stage, one bold edge per channel from its `heterps.send` to its
+    `heterps.recv` labelled with the bytes per sample it carries, and the
+    prediction of `heterps-provision` in the title. The IR is not changed.
+
+    ```
+    heterps-opt model.onnx --heterps-autodiff='loss=bce' \
+        --heterps-schedule='cluster=cluster.json throughput=100000' \
+        --heterps-view-plan='file=plan.dot'
+    scripts/render-plan.sh plan.dot     # plan.svg, with Graphviz
+    ```
+
+    ```dot
+    subgraph cluster_stage0 {
+      label="stage 0: c6i.4xlarge (cpu) x2, 5 ops";
+      s0_0 [label="embedding_lookup\nslot0", fillcolor="#c6dbef"];
+      ...
+    s0_4 -> s1_0 [label="64 B/sample", style=bold, color="#555555"];
+    ```
+
+    `heterps-run PLAN --print-plan=dot` writes the same graph from a plan
+    file.
+  }];
+  let options = [
+    Option<"file", "file", "std::string", "\"\"",
+           "The DOT file to write ('-': standard output)">,
+    FunctionOption,
+    Option<"batchSize", "batch", "int64_t", "256",
+           "The batch size the plan records">
+  ];
+}
+
 #endif // HETERPS_TRANSFORMS_PASSES_TD
