@@ -87,9 +87,9 @@ static std::vector<int> getRunTypes(llvm::ArrayRef<int> assignment) {
 /// (placeRunsExactly), which gets each stage's units right where rounding
 /// decides the cost; then tries the sequences one step away (a run removed,
 /// given another type, or split or preceded by a run of another type) the
-/// same way while one is cheaper. A run that is
-/// worth keeping only once it is cut, or removing only once its neighbours
-/// are, is out of reach of moves of ops. Returns the plans evaluated.
+/// same way while one is cheaper. A run that is worth keeping only once it
+/// is cut, or removing only once its neighbours are, is out of reach of
+/// moves of ops. Returns the plans evaluated.
 static uint64_t polishRunSequence(const CostModel &model, bool searchCuts,
                                   std::vector<int> &assignment,
                                   std::vector<int> &cuts) {
