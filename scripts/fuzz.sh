@@ -43,7 +43,7 @@ cmake -G Ninja -S "$root" -B "$build_dir" \
   -DOpenMP_C_LIB_NAMES=gomp -DOpenMP_CXX_LIB_NAMES=gomp \
   -DOpenMP_gomp_LIBRARY="$gcc_dir/libgomp.so" \
   -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
-  -DHETERPS_ENABLE_CUDA=OFF -DHETERPS_FUZZ=ON \
+  -DHETERPS_ENABLE_CUDA=OFF -DHETERPS_ENABLE_PYTHON=OFF -DHETERPS_FUZZ=ON \
   -DHETERPS_FUZZ_SECONDS="$seconds" -DHETERPS_FUZZ_SEED="${HETERPS_FUZZ_SEED:-0}" \
   -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" >/dev/null
 cmake --build "$build_dir" --target heterps-fuzzers

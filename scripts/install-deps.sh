@@ -22,6 +22,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-numpy python3-onnx libonnx-testdata python3-yaml
   python3-protobuf
+  # The Python package (python/) and its tests.
+  pybind11-dev python3-pytest
   # The PyTorch parity test and the training benchmark (OpenBLAS gives
   # PyTorch a fair BLAS), and a real data set for the training tests.
   python3-torch libopenblas0-pthread dataset-fashion-mnist

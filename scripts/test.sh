@@ -44,7 +44,8 @@ esac
 "$root/scripts/install-deps.sh"
 flags="-fsanitize=$sanitize -fno-omit-frame-pointer"
 cmake -G Ninja -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DHETERPS_ENABLE_CUDA=OFF -DCMAKE_CXX_FLAGS="$flags" \
+  -DHETERPS_ENABLE_CUDA=OFF -DHETERPS_ENABLE_PYTHON=OFF \
+  -DCMAKE_CXX_FLAGS="$flags" \
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=$sanitize" \
   -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=$sanitize" >/dev/null
 

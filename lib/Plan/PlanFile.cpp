@@ -4,6 +4,9 @@
 #include "heterps/Plan/OpSignatures.h"
 #include "heterps/Support/CheckedMath.h"
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -69,7 +72,15 @@ std::string heterps::plan::serializePlan(const Plan &plan) {
   std::string out(kMagic, sizeof(kMagic));
   for (int i = 0; i < 4; ++i)
     out.push_back(static_cast<char>((kFormatVersion >> (8 * i)) & 0xff));
-  plan.AppendToString(&out);
+  // Deterministic: map fields (op attributes) in key order, so that one
+  // plan always gives the same bytes (a saved plan compares equal to the
+  // plan it was loaded from).
+  {
+    google::protobuf::io::StringOutputStream stream(&out);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    plan.SerializeToCodedStream(&coded);
+  }
   return out;
 }
 

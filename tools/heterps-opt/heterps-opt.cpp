@@ -14,13 +14,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "heterps/Dialect/HeterPS/IR/HeterPSDialect.h"
-#include "heterps/Import/ONNX/ImportONNX.h"
+#include "heterps/Compiler/Compile.h"
 #include "heterps/Transforms/Passes.h"
 
 #include "mlir/Debug/Counter.h"
-#include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
@@ -45,7 +42,7 @@ static int importAndRun(llvm::StringRef inputFilename,
   std::string text;
   {
     mlir::MLIRContext context(registry);
-    auto module = mlir::heterps::importONNXFile(inputFilename, &context);
+    auto module = mlir::heterps::loadModel(inputFilename, &context);
     if (mlir::failed(module))
       return 1;
     // Print with locations so that node names (`loc("fc1")`) survive the
@@ -114,8 +111,7 @@ static bool checkOptionNames(int argc, char **argv,
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
-  registry.insert<mlir::heterps::HeterPSDialect, mlir::func::FuncDialect,
-                  mlir::arith::ArithDialect>();
+  mlir::heterps::registerCompilerDialects(registry);
   mlir::heterps::registerHeterPSPasses();
   // The generic cleanups users chain with HeterPS passes.
   mlir::registerCanonicalizerPass();

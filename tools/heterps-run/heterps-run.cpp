@@ -23,6 +23,7 @@
 #include "heterps/Runtime/PlanTypes.h"
 #include "heterps/Runtime/Profile.h"
 #include "heterps/Runtime/Program.h"
+#include "heterps/Runtime/Session.h"
 #include "heterps/Runtime/Trace.h"
 #include "heterps/Runtime/Trainer.h"
 
@@ -45,29 +46,10 @@ namespace {
 std::string formatOf(const Options &o, const std::string &path) {
   if (!o.format.empty())
     return o.format;
-  if (path.empty())
-    return "synthetic";
-  // A list of files has the format of its first.
-  if (size_t comma = path.find(','); comma != std::string::npos)
-    return formatOf(o, path.substr(0, comma));
-  auto ends = [&](const char *suffix) {
-    size_t n = std::strlen(suffix);
-    return path.size() >= n && path.compare(path.size() - n, n, suffix) == 0;
-  };
-  std::string p = ends(".gz") ? path.substr(0, path.size() - 3) : path;
-  auto pends = [&](const char *suffix) {
-    size_t n = std::strlen(suffix);
-    return p.size() >= n && p.compare(p.size() - n, n, suffix) == 0;
-  };
-  if (pends(".tsv") || pends(".txt"))
-    return "criteo";
-  if (pends(".svm") || pends(".libsvm"))
-    return "libsvm";
-  if (pends(".csv"))
-    return "csv";
-  if (pends("idx3-ubyte"))
-    return "idx";
-  fail() << "cannot tell the format of '" << path << "'; give --format";
+  std::string format = dataFormatOf(path);
+  if (format.empty())
+    fail() << "cannot tell the format of '" << path << "'; give --format";
+  return format;
 }
 
 DataOptions dataOptions(const Options &o, const InputBinder &binder,
@@ -180,44 +162,6 @@ std::string rankFile(const std::string &file, int rank) {
   return (path.parent_path() / (stem + path.extension().string())).string();
 }
 
-/// The tables of a checkpoint: the embedded server writes them into the
-/// checkpoint directory; network servers write a checkpoint of their own,
-/// named after it, which MANIFEST records.
-void saveRun(const Options &o, ParamStore &params, ps::Client &tables,
-             CheckpointInfo info) {
-  saveCheckpoint(o.save, params, std::move(info),
-                 [&](const std::string &tmp, CheckpointInfo &info) {
-                   std::string name;
-                   if (o.ps.empty()) {
-                     name = tmp + "/ps";
-                   } else {
-                     name =
-                         std::filesystem::absolute(o.save).filename().string() +
-                         ".step-" + std::to_string(info.step);
-                     info.entries["ps-checkpoint"] = name;
-                   }
-                   tables.checkpoint(name, info.step);
-                 });
-}
-
-void loadRun(const Options &o, ParamStore &params, ps::Client &tables,
-             CheckpointInfo &info) {
-  info = loadCheckpoint(o.load, params);
-  auto named = info.entries.find("ps-checkpoint");
-  if (named != info.entries.end()) {
-    if (o.ps.empty())
-      fail() << "checkpoint '" << o.load << "' holds its tables in PS "
-             << "checkpoint '" << named->second
-             << "' of a PS service; give its servers with --ps";
-    tables.restore(named->second);
-  } else {
-    if (!o.ps.empty())
-      fail() << "checkpoint '" << o.load << "' was written with embedded "
-             << "tables; train without --ps to load it";
-    tables.restore(std::filesystem::absolute(o.load).string() + "/ps");
-  }
-}
-
 /// Writes every table with a vocabulary as DIR/table.<name>.pb.
 void exportTables(const std::string &dir, ps::Client &tables) {
   std::filesystem::create_directories(dir);
@@ -243,10 +187,10 @@ void exportTables(const std::string &dir, ps::Client &tables) {
 /// In a job of several processes (`job` set), every process trains; the
 /// first reports, writes the checkpoints, profile and exported tables.
 /// With more than one data lane, the batches come from `lanes`.
-int runTraining(const Options &o, Program &program, StepExecutor &stepper,
-                ParamStore &params, ps::Client &tables,
+int runTraining(const Options &o, Session &session, StepExecutor &stepper,
                 const CheckpointInfo &loaded, Communicator *job,
                 const LaneLayout &lanes) {
+  Program &program = session.program();
   bool reporter = !job || job->rank() == 0;
   TrainerOptions to;
   to.epochs = o.epochs;
@@ -269,7 +213,7 @@ int runTraining(const Options &o, Program &program, StepExecutor &stepper,
       int64_t step = info.step;
       info.entries["data-lanes"] = std::to_string(lanes.lanes);
       if (reporter) {
-        saveRun(o, params, tables, std::move(info));
+        session.save(o.save, std::move(info));
         std::printf("saved checkpoint %s at step %lld\n", o.save.c_str(),
                     static_cast<long long>(step));
         std::fflush(stdout);
@@ -308,7 +252,7 @@ int runTraining(const Options &o, Program &program, StepExecutor &stepper,
   int64_t steps = summary.steps, batchSize = to.batchSize;
 
   if (!o.exportTables.empty() && reporter)
-    exportTables(o.exportTables, tables);
+    exportTables(o.exportTables, session.tables());
   if (!o.profile.empty()) {
     OpTimes times;
     stepper.addOpTimes(times);
@@ -400,8 +344,9 @@ int main(int argc, char **argv) {
       printPlan(p);
       return 0;
     }
-    ParamStore params(p, o.seed);
-    ps::ClientOptions co;
+    SessionOptions so;
+    so.ps = o.ps;
+    ps::ClientOptions &co = so.client;
     co.deadlineSeconds = o.psDeadline;
     if (!o.psTlsCA.empty())
       co.tlsCA = ps::readCredentialFile(o.psTlsCA, "--ps-tls-ca");
@@ -413,25 +358,8 @@ int main(int argc, char **argv) {
     co.wire = o.psWire;
     if (!o.psTokenFile.empty())
       co.token = ps::readCredentialFile(o.psTokenFile, "--ps-token-file", true);
-    std::unique_ptr<ps::Shard> embedded;
-    if (o.ps.empty()) {
-      ps::ShardOptions so;
-      so.absoluteCheckpointPaths = true;
-      so.rocksdbDir = o.rocksdbDir;
-      embedded = std::make_unique<ps::Shard>(so);
-    }
-    auto connections = [&] {
-      std::vector<std::unique_ptr<ps::Connection>> servers;
-      if (embedded)
-        servers.push_back(ps::connectLocal(*embedded));
-      else
-        for (const std::string &address : ps::parseServerList(o.ps))
-          servers.push_back(ps::connectRemote(address, co));
-      return servers;
-    };
-    ps::Client tables(connections(), co);
-    tables.connect();
-    ps::v1::TableConfig defaults;
+    so.rocksdbDir = o.rocksdbDir;
+    ps::v1::TableConfig &defaults = so.tableDefaults;
     defaults.set_storage(o.tablesOnDisk ? ps::v1::STORAGE_ROCKSDB
                                         : ps::v1::STORAGE_MEMORY);
     defaults.set_cache_rows(static_cast<uint64_t>(o.tableCacheRows));
@@ -439,11 +367,7 @@ int main(int argc, char **argv) {
     defaults.set_ttl_seconds(o.ttlSeconds);
     defaults.set_non_finite(o.skipNonFinite ? ps::v1::NON_FINITE_SKIP
                                             : ps::v1::NON_FINITE_REJECT);
-    tables.createTables(p, o.seed, defaults);
-    // Every process has created the tables before any restores or pushes.
-    if (job)
-      job->barrier();
-    ProgramOptions po;
+    ProgramOptions &po = so.program;
     po.fallbackToCPU = o.fallbackCPU;
     po.threads = o.threads;
     po.seed = o.seed;
@@ -451,19 +375,25 @@ int main(int argc, char **argv) {
     po.pullAhead = *parsePullAheadMode(o.psPullAhead.empty()
                                            ? (o.ps.empty() ? "off" : "exact")
                                            : o.psPullAhead);
-    Program program(p, params, tables, po);
+    so.pipeline = o.pipeline;
+    PipelineOptions &pipelineOptions = so.pipelineOptions;
+    pipelineOptions.schedule = parsePipelineSchedule(o.schedule);
+    pipelineOptions.maxWorkers = o.maxWorkers;
+    pipelineOptions.microBatches = o.microBatches;
+    pipelineOptions.trace = !o.trace.empty();
+    pipelineOptions.processes = job.get();
+    pipelineOptions.microBatchMultiple = lanes;
+    pipelineOptions.sync = parseSyncMode(o.sync);
+    pipelineOptions.maxStaleness = std::max<int64_t>(o.maxStaleness, 0);
+    Session session(std::move(p), std::move(so));
+    Program &program = session.program();
     CheckpointInfo loaded;
     if (!o.load.empty()) {
-      if (reporter) {
-        loadRun(o, params, tables, loaded);
-      } else {
-        // The first process restores the PS's tables; every process reads
-        // the dense parameters and the data position.
-        loaded = loadCheckpoint(o.load, params);
-      }
+      // The first process restores the PS's tables; every process reads
+      // the dense parameters and the data position.
+      loaded = session.load(o.load, reporter);
       if (job)
         job->barrier();
-      program.setSteps(loaded.step);
       int64_t written = checkpointCount(loaded, "data-lanes", 1);
       if (written != lanes)
         fail() << "checkpoint '" << o.load << "' was written reading "
@@ -476,48 +406,26 @@ int main(int argc, char **argv) {
     }
     if (o.infer || !program.isTraining())
       return runInference(o, program);
-    std::unique_ptr<PipelineExecutor> pipeline;
-    // Asynchronous training is the pipelined executor's, whatever the plan.
-    if (job || o.pipeline == "on" || o.sync == "async" ||
-        (o.pipeline == "auto" && needsPipeline(p))) {
-      if (!o.psPullAhead.empty() && o.psPullAhead != "off")
-        fail() << "--ps-pull-ahead applies to one worker; this run uses the "
-                  "pipelined executor (--pipeline=off runs one worker)";
-      PipelineOptions pipelineOptions;
-      pipelineOptions.schedule = parsePipelineSchedule(o.schedule);
-      pipelineOptions.maxWorkers = o.maxWorkers;
-      pipelineOptions.microBatches = o.microBatches;
-      pipelineOptions.trace = !o.trace.empty();
-      pipelineOptions.processes = job.get();
-      pipelineOptions.microBatchMultiple = lanes;
-      pipelineOptions.sync = parseSyncMode(o.sync);
-      pipelineOptions.maxStaleness = std::max<int64_t>(o.maxStaleness, 0);
-      // Each worker talks to the PS through a client of its own.
-      pipelineOptions.tablesPerWorker = [&] {
-        auto client = std::make_unique<ps::Client>(connections(), co);
-        client->connect();
-        client->createTables(p, o.seed, defaults);
-        return std::unique_ptr<EmbeddingStore>(std::move(client));
-      };
-      pipeline = std::make_unique<PipelineExecutor>(p, params, tables, po,
-                                                    pipelineOptions);
-      pipeline->setSteps(loaded.step);
-      if (reporter)
-        std::printf("%s", pipeline->describe().c_str());
-    }
+    if (session.isPipelined() && !o.psPullAhead.empty() &&
+        o.psPullAhead != "off")
+      fail() << "--ps-pull-ahead applies to one worker; this run uses the "
+                "pipelined executor (--pipeline=off runs one worker)";
+    StepExecutor &stepper = session.stepper();
+    PipelineExecutor *pipeline = session.pipeline();
+    if (pipeline && reporter)
+      std::printf("%s", pipeline->describe().c_str());
     std::unique_ptr<TraceThread> trace;
     if (!o.trace.empty() && !pipeline) {
       trace = std::make_unique<TraceThread>("worker",
                                             std::chrono::steady_clock::now());
       program.setTrace(trace.get());
     }
-    StepExecutor &stepper =
-        pipeline ? static_cast<StepExecutor &>(*pipeline) : program;
     LaneLayout layout;
     layout.lanes = lanes;
     layout.microBatches =
-        pipeline ? pipeline->microBatches()
-                 : pipelineMicroBatches(p, {1}, o.microBatches, lanes);
+        pipeline
+            ? pipeline->microBatches()
+            : pipelineMicroBatches(session.plan(), {1}, o.microBatches, lanes);
     layout.read.assign(lanes, !job);
     if (job) {
       // The lanes of this process's micro-batches.
@@ -531,8 +439,7 @@ int main(int argc, char **argv) {
         return missing == 0;
       };
     }
-    int status = runTraining(o, program, stepper, params, tables, loaded,
-                             job.get(), layout);
+    int status = runTraining(o, session, stepper, loaded, job.get(), layout);
     if (pipeline) {
       std::string summary = pipeline->summary();
       if (reporter)

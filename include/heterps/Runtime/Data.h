@@ -85,6 +85,12 @@ public:
   virtual std::string describe() const = 0;
 };
 
+/// The format a data path's name implies: criteo (.tsv, .txt), libsvm
+/// (.svm, .libsvm), csv, idx (*idx3-ubyte), each also gzipped; synthetic for
+/// no path; "" when the name does not tell. A list of files has the format
+/// of its first.
+std::string dataFormatOf(const std::string &path);
+
 /// Opens the reader for `options.format`; wraps it in a background reader
 /// with a shuffle buffer as the options ask.
 std::unique_ptr<DataSource> openDataSource(const DataOptions &options);

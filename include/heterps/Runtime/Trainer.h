@@ -24,6 +24,18 @@
 
 namespace heterps::runtime {
 
+/// A progress report as numbers: after every `logEvery` steps (the loss and
+/// metrics of those steps) and after each evaluation (the metrics of the
+/// evaluation data).
+struct TrainingReport {
+  enum class Kind { Steps, Evaluation };
+  Kind kind = Kind::Steps;
+  /// Training steps taken so far, and the epoch (from 1).
+  int64_t step = 0, epoch = 0;
+  double samplesPerSecond = 0;
+  const Metrics *metrics = nullptr;
+};
+
 struct TrainerOptions {
   int64_t epochs = 1;
   /// Stop after this many steps (0: the epochs).
@@ -38,11 +50,18 @@ struct TrainerOptions {
   std::function<void(CheckpointInfo info)> saveCheckpoint;
   /// Receives every line the trainer reports, without its newline.
   std::function<void(const std::string &line)> log;
+  /// Receives every report; returning false ends training after the step
+  /// or evaluation reported (a front end's callbacks stop early this way).
+  std::function<bool(const TrainingReport &report)> report;
 };
 
 struct TrainingSummary {
   int64_t steps = 0, samples = 0;
   double seconds = 0, lastLoss = 0;
+  /// The metrics of the last evaluation (empty without evaluation data).
+  Metrics evaluation;
+  /// Whether a report callback ended training early.
+  bool stopped = false;
 };
 
 class Trainer {
@@ -67,6 +86,9 @@ private:
                        const std::vector<const Tensor *> *fixed,
                        const CheckpointInfo &resume);
   void log(const char *format, ...) __attribute__((format(printf, 2, 3)));
+  /// Calls options.report; false when it asks to stop.
+  bool report(TrainingReport::Kind kind, int64_t epoch, double samplesPerSecond,
+              const Metrics &metrics);
 
   Program &program;
   StepExecutor &stepper;

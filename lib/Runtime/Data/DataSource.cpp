@@ -2,10 +2,35 @@
 
 #include "Readers.h"
 
+#include <cstring>
+
 using namespace heterps::runtime;
 using namespace heterps::runtime::data;
 
 DataSource::~DataSource() = default;
+
+std::string heterps::runtime::dataFormatOf(const std::string &path) {
+  if (path.empty())
+    return "synthetic";
+  // A list of files has the format of its first.
+  if (size_t comma = path.find(','); comma != std::string::npos)
+    return dataFormatOf(path.substr(0, comma));
+  auto endsWith = [](const std::string &s, const char *suffix) {
+    size_t n = std::strlen(suffix);
+    return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
+  };
+  std::string p =
+      endsWith(path, ".gz") ? path.substr(0, path.size() - 3) : path;
+  if (endsWith(p, ".tsv") || endsWith(p, ".txt"))
+    return "criteo";
+  if (endsWith(p, ".svm") || endsWith(p, ".libsvm"))
+    return "libsvm";
+  if (endsWith(p, ".csv"))
+    return "csv";
+  if (endsWith(p, "idx3-ubyte"))
+    return "idx";
+  return "";
+}
 
 /// The reader of one file (or of the synthetic stream).
 static std::unique_ptr<DataSource> openReader(const DataOptions &options) {

@@ -47,6 +47,19 @@ void Trainer::log(const char *format, ...) {
   options.log(buf);
 }
 
+bool Trainer::report(TrainingReport::Kind kind, int64_t epoch,
+                     double samplesPerSecond, const Metrics &metrics) {
+  if (!options.report)
+    return true;
+  TrainingReport r;
+  r.kind = kind;
+  r.step = stepper.steps();
+  r.epoch = epoch + 1;
+  r.samplesPerSecond = samplesPerSecond;
+  r.metrics = &metrics;
+  return options.report(r);
+}
+
 Metrics Trainer::evaluate(DataSource &source) {
   Metrics m;
   std::vector<int> outs = predictionOutputs(program);
@@ -161,11 +174,13 @@ TrainingSummary Trainer::loop(DataSource *source, DataSource *eval,
       if (options.logEvery && summary.steps % options.logEvery == 0) {
         double secs =
             std::chrono::duration<double>(Clock::now() - windowStart).count();
+        double rate = secs > 0 ? windowSamples / secs : 0.0;
         log("step %lld  epoch %lld  samples/s %.0f  loss %.5f  %s",
             static_cast<long long>(stepper.steps()),
-            static_cast<long long>(epoch + 1),
-            secs > 0 ? windowSamples / secs : 0.0, window.meanLoss(),
+            static_cast<long long>(epoch + 1), rate, window.meanLoss(),
             metricsText(window).c_str());
+        if (!report(TrainingReport::Kind::Steps, epoch, rate, window))
+          done = summary.stopped = true;
         window.reset();
         windowSamples = 0;
         windowStart = Clock::now();
@@ -178,9 +193,12 @@ TrainingSummary Trainer::loop(DataSource *source, DataSource *eval,
     }
     if (eval) {
       stepper.synchronize();
-      Metrics m = evaluate(*eval);
+      summary.evaluation = evaluate(*eval);
       log("eval after epoch %lld: %s", static_cast<long long>(epoch + 1),
-          metricsText(m).c_str());
+          metricsText(summary.evaluation).c_str());
+      if (!report(TrainingReport::Kind::Evaluation, epoch, 0,
+                  summary.evaluation))
+        done = summary.stopped = true;
     }
   }
   summary.seconds = std::chrono::duration<double>(Clock::now() - start).count();

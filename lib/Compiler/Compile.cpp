@@ -1,0 +1,142 @@
+//===- Compile.cpp - A model to a plan, in process ------------------------===//
+
+#include "heterps/Compiler/Compile.h"
+
+#include "heterps/Dialect/HeterPS/IR/HeterPSDialect.h"
+#include "heterps/Import/ONNX/ImportONNX.h"
+#include "heterps/Target/Plan/PlanEmitter.h"
+#include "heterps/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <mutex>
+
+using namespace mlir;
+using namespace mlir::heterps;
+
+void mlir::heterps::registerCompilerDialects(DialectRegistry &registry) {
+  registry.insert<HeterPSDialect, func::FuncDialect, arith::ArithDialect>();
+}
+
+FailureOr<OwningOpRef<ModuleOp>>
+mlir::heterps::loadModel(StringRef path, MLIRContext *context) {
+  if (path.ends_with(".onnx"))
+    return importONNXFile(path, context);
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(path, context);
+  if (!module)
+    return failure();
+  return module;
+}
+
+/// The passes a pipeline may name: HeterPS's and the generic clean-ups
+/// heterps-opt registers. Registration is global and happens once.
+static void registerPipelinePasses() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    registerHeterPSPasses();
+    registerCanonicalizerPass();
+    registerCSEPass();
+    registerInlinerPass();
+    registerSymbolDCEPass();
+  });
+}
+
+static std::string formatDiagnostic(Diagnostic &diag) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  auto one = [&](Diagnostic &d) {
+    if (!isa<UnknownLoc>(d.getLocation()))
+      os << d.getLocation() << ": ";
+    switch (d.getSeverity()) {
+    case DiagnosticSeverity::Error:
+      os << "error: ";
+      break;
+    case DiagnosticSeverity::Warning:
+      os << "warning: ";
+      break;
+    case DiagnosticSeverity::Note:
+      os << "note: ";
+      break;
+    case DiagnosticSeverity::Remark:
+      os << "remark: ";
+      break;
+    }
+    os << d.str();
+  };
+  one(diag);
+  for (Diagnostic &note : diag.getNotes()) {
+    os << "\n";
+    one(note);
+  }
+  return text;
+}
+
+CompileResult mlir::heterps::compileModel(const CompileRequest &request) {
+  CompileResult result;
+  registerPipelinePasses();
+  DialectRegistry registry;
+  registerCompilerDialects(registry);
+  MLIRContext context(registry);
+  // Passes may run on several threads; the handler is called under the
+  // context's diagnostic lock.
+  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
+    result.diagnostics.push_back(formatDiagnostic(diag));
+    return success();
+  });
+  auto error = [&](const std::string &message) {
+    result.diagnostics.push_back("error: " + message);
+    return std::move(result);
+  };
+
+  FailureOr<OwningOpRef<ModuleOp>> module = failure();
+  if (!request.modelBytes.empty())
+    module = importONNXModel(request.modelBytes,
+                             request.modelPath.empty() ? "<bytes>"
+                                                       : request.modelPath,
+                             request.baseDir, &context);
+  else if (!request.modelPath.empty())
+    module = loadModel(request.modelPath, &context);
+  else
+    return error("no model: give a file or ONNX bytes");
+  if (failed(module))
+    return result;
+
+  if (!request.pipeline.empty()) {
+    // The pipeline names its anchor (`builtin.module(...)`), as
+    // heterps-opt's --pass-pipeline does.
+    std::string parseError;
+    llvm::raw_string_ostream errs(parseError);
+    FailureOr<OpPassManager> parsed = parsePassPipeline(request.pipeline, errs);
+    if (failed(parsed))
+      return error("invalid pass pipeline '" + request.pipeline +
+                   "': " + parseError);
+    if (parsed->getOpAnchorName() != ModuleOp::getOperationName())
+      return error("the pass pipeline '" + request.pipeline +
+                   "' must run on builtin.module");
+    PassManager pm(&context, ModuleOp::getOperationName());
+    static_cast<OpPassManager &>(pm) = std::move(*parsed);
+    if (failed(pm.run(**module)))
+      return result;
+  }
+
+  PlanEmitterOptions options;
+  options.passName = "compile";
+  options.functionName = request.function;
+  options.batchSize = request.batchSize;
+  if (request.batchSize < 1)
+    return error("the batch size must be positive, got " +
+                 std::to_string(request.batchSize));
+  if (failed(emitPlan(**module, options, result.plan)))
+    return result;
+  result.succeeded = true;
+  return result;
+}

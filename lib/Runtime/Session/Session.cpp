@@ -1,0 +1,112 @@
+//===- Session.cpp - A plan ready to train in this process ----------------===//
+
+#include "heterps/Runtime/Session.h"
+
+#include "heterps/Runtime/Error.h"
+
+#include <filesystem>
+
+using namespace heterps;
+using namespace heterps::runtime;
+
+Session::Session(plan::Plan plan, SessionOptions opts)
+    : thePlan(std::move(plan)), options(std::move(opts)),
+      theParams(thePlan, options.program.seed) {
+  if (options.pipeline != "auto" && options.pipeline != "on" &&
+      options.pipeline != "off")
+    fail() << "unknown pipeline mode '" << options.pipeline
+           << "' (expected auto, on or off)";
+  if (options.ps.empty()) {
+    ps::ShardOptions shard;
+    shard.absoluteCheckpointPaths = true;
+    shard.rocksdbDir = options.rocksdbDir;
+    embeddedShard = std::make_unique<ps::Shard>(shard);
+  }
+  theTables = connectClient();
+  // Every process of a job has created the tables before any restores or
+  // pushes.
+  if (Communicator *job = options.pipelineOptions.processes)
+    job->barrier();
+  theProgram = std::make_unique<Program>(thePlan, theParams, *theTables,
+                                         options.program);
+  // Asynchronous training is the pipelined executor's, whatever the plan.
+  pipelined = theProgram->isTraining() &&
+              (options.pipeline == "on" ||
+               options.pipelineOptions.sync == SyncMode::Async ||
+               options.pipelineOptions.processes ||
+               (options.pipeline == "auto" && needsPipeline(thePlan)));
+}
+
+Session::~Session() = default;
+
+StepExecutor &Session::stepper() {
+  if (!pipelined)
+    return *theProgram;
+  if (!thePipeline) {
+    PipelineOptions pipelineOptions = options.pipelineOptions;
+    // Each worker talks to the PS through a client of its own.
+    pipelineOptions.tablesPerWorker = [this] {
+      return std::unique_ptr<EmbeddingStore>(connectClient());
+    };
+    thePipeline = std::make_unique<PipelineExecutor>(
+        thePlan, theParams, *theTables, options.program, pipelineOptions);
+    thePipeline->setSteps(theProgram->steps());
+  }
+  return *thePipeline;
+}
+
+std::unique_ptr<ps::Client> Session::connectClient() {
+  std::vector<std::unique_ptr<ps::Connection>> servers;
+  if (embeddedShard)
+    servers.push_back(ps::connectLocal(*embeddedShard));
+  else
+    for (const std::string &address : ps::parseServerList(options.ps))
+      servers.push_back(ps::connectRemote(address, options.client));
+  auto client =
+      std::make_unique<ps::Client>(std::move(servers), options.client);
+  client->connect();
+  client->createTables(thePlan, options.program.seed, options.tableDefaults);
+  return client;
+}
+
+void Session::save(const std::string &dir, CheckpointInfo info) {
+  saveCheckpoint(dir, theParams, std::move(info),
+                 [&](const std::string &tmp, CheckpointInfo &info) {
+                   std::string name;
+                   if (embeddedShard) {
+                     name = tmp + "/ps";
+                   } else {
+                     name = std::filesystem::absolute(dir).filename().string() +
+                            ".step-" + std::to_string(info.step);
+                     info.entries["ps-checkpoint"] = name;
+                   }
+                   theTables->checkpoint(name, info.step);
+                 });
+}
+
+CheckpointInfo Session::load(const std::string &dir, bool restoreTables) {
+  // Asynchronous replicas copy the parameters when the executor starts.
+  if (thePipeline && options.pipelineOptions.sync == SyncMode::Async)
+    fail() << "checkpoint '" << dir << "': an asynchronous run loads its "
+           << "checkpoint before its first step";
+  CheckpointInfo info = loadCheckpoint(dir, theParams);
+  theProgram->setSteps(info.step);
+  if (thePipeline)
+    thePipeline->setSteps(info.step);
+  if (!restoreTables)
+    return info;
+  auto named = info.entries.find("ps-checkpoint");
+  if (named != info.entries.end()) {
+    if (embeddedShard)
+      fail() << "checkpoint '" << dir << "' holds its tables in PS "
+             << "checkpoint '" << named->second
+             << "' of a PS service; give its servers";
+    theTables->restore(named->second);
+  } else {
+    if (!embeddedShard)
+      fail() << "checkpoint '" << dir << "' was written with embedded "
+             << "tables; load it without PS servers";
+    theTables->restore(std::filesystem::absolute(dir).string() + "/ps");
+  }
+  return info;
+}

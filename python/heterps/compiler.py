@@ -1,0 +1,120 @@
+"""heterps.compile: a model to a plan, with the passes heterps-opt runs."""
+
+import os
+
+from . import _heterps
+from .plan import Plan
+
+_LOSSES = ("bce", "softmax-ce", "mse")
+
+
+class CompileError(_heterps.Error):
+    """A model that does not compile; `diagnostics` holds every message
+    (location, severity, text) in the order the compiler emitted them."""
+
+    def __init__(self, diagnostics):
+        self.diagnostics = list(diagnostics)
+        super().__init__("\n".join(self.diagnostics) or "compilation failed")
+
+
+def _option_value(value):
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    text = str(value)
+    # MLIR's pass-option lexer ends a value at a space or a brace unless the
+    # value is quoted.
+    if any(c in text for c in " {}'\"") or text == "":
+        if '"' in text:
+            raise ValueError(f"a pass option value cannot hold a double "
+                             f"quote: {text!r}")
+        return f'"{text}"'
+    return text
+
+
+def _pass(name, options):
+    body = " ".join(f"{key}={_option_value(value)}"
+                    for key, value in options.items() if value is not None)
+    return f"{name}{{{body}}}" if body else name
+
+
+def _model_source(model):
+    """(path, bytes, base directory) of a path, bytes or onnx.ModelProto."""
+    if isinstance(model, (str, os.PathLike)):
+        path = os.path.abspath(os.fspath(model))
+        return path, b"", os.path.dirname(path)
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        return "<bytes>", bytes(model), os.getcwd()
+    if hasattr(model, "SerializeToString"):
+        return "<onnx.ModelProto>", model.SerializeToString(), os.getcwd()
+    raise TypeError("model must be a path, bytes or an onnx.ModelProto, got "
+                    f"{type(model).__name__}")
+
+
+def compile(model, *, loss=None, label=None, optimizer="sgd",
+            learning_rate=0.01, cluster=None, throughput=None, solver="rl",
+            batch=512, samples=1e8, micro_batches=1, seed=0, profile=None,
+            function=None, autodiff_options=None, schedule_options=None):
+    """Compiles `model` into a Plan.
+
+    model: a path (.onnx or HeterPS IR), ONNX bytes or an onnx.ModelProto.
+    loss: "bce", "softmax-ce" or "mse" added on the prediction, or None for
+        the model's own loss (the model's output when it computes one).
+    label: the name of the label input the added loss reads (default
+        "label").
+    optimizer: "sgd", "momentum", "adam" or "adagrad"; None compiles an
+        inference plan (no backward ops, no updates).
+    cluster: a cluster file; with it the plan is scheduled (placement,
+        provisioning, stages and channels) for `throughput` samples/s with
+        `solver` ("rl", "dp", "exhaustive", "greedy", "genetic",
+        "heuristic", "cpu-only", "gpu-only") over `samples` training
+        samples, and `profile` (heterps-run --profile output) for measured
+        op times. Without it the plan is one stage on the CPU.
+    autodiff_options, schedule_options: further options of the
+        heterps-autodiff and heterps-schedule passes by their names
+        ({"weight-decay": 1e-5}, {"rl-iterations": 50}).
+
+    Raises CompileError with the compiler's diagnostics.
+    """
+    if batch < 1:
+        raise ValueError(f"batch must be positive, got {batch}")
+    if loss is not None and loss not in _LOSSES:
+        raise ValueError(f"unknown loss {loss!r} (expected one of "
+                         f"{', '.join(_LOSSES)}, or None for the model's)")
+    path, data, base_dir = _model_source(model)
+    passes = []
+    training = optimizer is not None
+    if training:
+        options = {"optimizer": optimizer, "learning-rate": learning_rate,
+                   "loss": loss, "label": label}
+        options.update(autodiff_options or {})
+        passes.append(_pass("heterps-autodiff", options))
+    elif loss is not None or label is not None or autodiff_options:
+        raise ValueError("loss, label and autodiff_options need an "
+                         "optimizer (optimizer=None compiles for inference)")
+    if cluster is not None:
+        if throughput is None:
+            raise ValueError("scheduling on a cluster needs a throughput "
+                             "target (samples/s)")
+        options = {
+            "cluster": os.path.abspath(os.fspath(cluster)),
+            "solver": solver,
+            "throughput": throughput,
+            "batch": batch,
+            "samples": samples,
+            "micro-batches": micro_batches,
+            "seed": seed,
+            "training": training,
+            "profile": (os.path.abspath(os.fspath(profile))
+                        if profile is not None else None),
+        }
+        options.update(schedule_options or {})
+        passes.append(_pass("heterps-schedule", options))
+    elif throughput is not None or profile is not None or schedule_options:
+        raise ValueError("throughput, profile and schedule_options need a "
+                         "cluster file (cluster=)")
+    pipeline = f"builtin.module({','.join(passes)})" if passes else ""
+    native, diagnostics = _heterps.compile(path, data, base_dir, pipeline,
+                                           function or "", batch)
+    if native is None:
+        raise CompileError(diagnostics)
+    return Plan(native, diagnostics=diagnostics)

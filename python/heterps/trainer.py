@@ -1,0 +1,179 @@
+"""heterps.Trainer: a plan's training steps and predictions in this process."""
+
+import os
+
+from . import _heterps
+from .plan import Plan
+from .server import Server
+
+_FALLBACKS = ("cpu", None)
+
+
+def _servers(ps):
+    if ps is None:
+        return ""
+    if isinstance(ps, Server):
+        return ps.address
+    if isinstance(ps, str):
+        return ps
+    return ",".join(s.address if isinstance(s, Server) else str(s)
+                    for s in ps)
+
+
+def _data_spec(data, *, format, shuffle, seed, synthetic_examples,
+               synthetic_vocab, csv_label_column, csv_header):
+    spec = _heterps.DataSpec()
+    if data is not None and data != "synthetic":
+        if isinstance(data, (list, tuple)):
+            spec.path = ",".join(os.fspath(d) for d in data)
+        else:
+            spec.path = os.fspath(data)
+    spec.format = format or ""
+    if data == "synthetic":
+        spec.format = "synthetic"
+    spec.shuffle = shuffle
+    spec.seed = seed
+    spec.synthetic_examples = synthetic_examples
+    spec.synthetic_vocab = synthetic_vocab
+    spec.csv_label_column = csv_label_column
+    spec.csv_header = csv_header
+    return spec
+
+
+class Trainer:
+    """Trains and runs a plan as heterps-run does, in this process.
+
+    plan: a heterps.Plan (or a path to a plan file).
+    ps: the PS servers ("host:port,...", a list, or heterps.Server objects);
+        None keeps the tables in a server embedded in this process.
+    threads: kernel threads per worker; seed: initial parameters and tables.
+    batch: the batch size of fit() and evaluate() (default: the plan's).
+    fallback: "cpu" runs GPU stages with the CPU kernels on a machine
+        without a GPU; None refuses to.
+    pipeline: "auto" runs a plan of several stages or replicas on the
+        pipelined executor, "on" always, "off" one worker; sync, schedule,
+        max_workers, micro_batches and max_staleness as heterps-run's flags.
+    deadline: seconds a PS call may take.
+    """
+
+    def __init__(self, plan, *, ps=None, threads=1, seed=1, batch=None,
+                 fallback="cpu", pipeline="auto", sync="sync",
+                 schedule="1f1b", max_workers=0, micro_batches=0,
+                 max_staleness=0, deadline=10.0):
+        if not isinstance(plan, Plan):
+            plan = Plan.load(plan)
+        if fallback not in _FALLBACKS:
+            raise ValueError(f"fallback must be 'cpu' or None, got "
+                             f"{fallback!r}")
+        if batch is not None and batch < 1:
+            raise ValueError(f"batch must be positive, got {batch}")
+        if not deadline > 0:
+            raise ValueError(f"deadline must be positive, got {deadline}")
+        self.plan = plan
+        self.metrics = {}
+        self._native = _heterps.Trainer(
+            plan._native, _servers(ps), threads, seed, fallback == "cpu",
+            pipeline, sync, max_workers, micro_batches, schedule,
+            max_staleness, float(deadline), batch or 0)
+
+    @property
+    def steps(self):
+        """Training steps taken so far (loaded checkpoints included)."""
+        return self._native.steps
+
+    @property
+    def batch_size(self):
+        return self._native.batch_size
+
+    def step(self, inputs):
+        """One training step on a dict of arrays by input name (the labels
+        included); returns the loss."""
+        return self._native.step(dict(inputs))
+
+    def predict(self, inputs):
+        """The prediction outputs (all but the loss) of a dict of arrays by
+        input name; labels are not needed. Returns a dict of NumPy arrays."""
+        return self._native.predict(dict(inputs))
+
+    def fit(self, data, *, epochs=1, steps=0, eval_data=None, format=None,
+            eval_format=None, shuffle=0, seed=1, log_every=100,
+            callbacks=(), verbose=True, checkpoint_dir=None,
+            checkpoint_every=0, synthetic_examples=1 << 16,
+            synthetic_vocab=1000, csv_label_column=0, csv_header=False):
+        """Trains over `data` (a file, a list of files, glob patterns, or
+        "synthetic") with the runtime's readers: criteo, libsvm, csv, idx,
+        told by the name or `format`.
+
+        callbacks: callables given a dict after every `log_every` steps
+            ({"kind": "steps", "step", "epoch", "loss", "auc" or
+            "accuracy", "samples_per_second"}) and after each evaluation
+            ({"kind": "eval", ...}); one that returns False stops training.
+        checkpoint_dir: a checkpoint at the end (and every
+            `checkpoint_every` steps) that load() resumes from.
+        Returns the summary: steps, samples, seconds, samples_per_second,
+        last_loss, stopped, evaluation.
+        """
+        if epochs < 1 or steps < 0 or log_every < 0 or checkpoint_every < 0:
+            raise ValueError("epochs must be positive; steps, log_every and "
+                             "checkpoint_every non-negative")
+        if checkpoint_every and checkpoint_dir is None:
+            raise ValueError("checkpoint_every needs checkpoint_dir")
+        common = dict(shuffle=shuffle, seed=seed,
+                      synthetic_examples=synthetic_examples,
+                      synthetic_vocab=synthetic_vocab,
+                      csv_label_column=csv_label_column,
+                      csv_header=csv_header)
+        train = _data_spec(data, format=format, **common)
+        common["shuffle"] = 0
+        evaluation = (None if eval_data is None else
+                      _data_spec(eval_data, format=eval_format or format,
+                                 **common))
+        callbacks = list(callbacks)
+        for callback in callbacks:
+            if not callable(callback):
+                raise TypeError(f"callbacks must be callable, got "
+                                f"{type(callback).__name__}")
+
+        def report(entry):
+            self.metrics = {k: v for k, v in entry.items()
+                            if k in ("loss", "auc", "accuracy")}
+            keep_going = True
+            for callback in callbacks:
+                if callback(dict(entry)) is False:
+                    keep_going = False
+            return keep_going
+
+        summary = self._native.fit(
+            train, evaluation, epochs, steps, log_every,
+            os.fspath(checkpoint_dir) if checkpoint_dir is not None else "",
+            checkpoint_every, print if verbose else None, report)
+        if summary["evaluation"] is not None:
+            self.metrics = dict(summary["evaluation"])
+        return summary
+
+    def evaluate(self, data, *, format=None, synthetic_examples=1 << 16,
+                 synthetic_vocab=1000, csv_label_column=0, csv_header=False,
+                 seed=1):
+        """The metrics (auc or accuracy) of the predictions over `data`."""
+        spec = _data_spec(data, format=format, shuffle=0, seed=seed,
+                          synthetic_examples=synthetic_examples,
+                          synthetic_vocab=synthetic_vocab,
+                          csv_label_column=csv_label_column,
+                          csv_header=csv_header)
+        self.metrics = self._native.evaluate(spec)
+        return dict(self.metrics)
+
+    def save(self, directory):
+        """Writes a checkpoint (parameters, tables, step) that heterps-run
+        --load and Trainer.load read."""
+        self._native.save(os.fspath(directory))
+
+    def load(self, directory):
+        """Loads a checkpoint of this plan (written by save(), fit() or
+        heterps-run --save); the next fit() resumes at its position in the
+        data. Returns its step."""
+        return self._native.load(os.fspath(directory))
+
+    def __repr__(self):
+        return (f"Trainer(plan @{self.plan.function}, step {self.steps}, "
+                f"batch {self.batch_size})")

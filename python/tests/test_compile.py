@@ -1,0 +1,121 @@
+"""heterps.compile and heterps.Plan."""
+
+import subprocess
+
+import onnx
+import pytest
+
+import heterps
+from conftest import CLUSTER, ONNX_INPUTS, ROOT
+
+CTR = ONNX_INPUTS / "torch-ctr.onnx"
+
+
+def test_scheduled_plan_has_stages_and_prediction():
+    plan = heterps.compile(CTR, loss="bce", optimizer="adagrad",
+                           cluster=CLUSTER, throughput=200_000, solver="dp",
+                           batch=512, micro_batches=4)
+    assert plan.training["loss"] == "bce"
+    assert plan.training["optimizer"] == "adagrad"
+    assert plan.batch_size == 512
+    assert len(plan.stages) >= 1
+    assert all(s.units >= 1 and s.ops for s in plan.stages)
+    assert {s.kind for s in plan.stages} <= {"cpu", "gpu"}
+    assert plan.predicted is not None
+    assert plan.predicted.throughput >= 200_000
+    assert plan.predicted.cost_per_hour > 0
+    names = [(i.name, i.dtype, i.label) for i in plan.inputs]
+    assert names == [("dense", "float32", False), ("sparse", "int64", False),
+                     ("label", "float32", True)]
+    assert plan.inputs[0].shape == (-1, 13)
+    assert [t["vocab"] for t in plan.tables] == [100] * 8
+    assert "stage 0" in repr(plan)
+
+
+def test_path_bytes_and_model_proto_compile_alike():
+    by_path = heterps.compile(CTR, loss="bce")
+    by_bytes = heterps.compile(CTR.read_bytes(), loss="bce")
+    by_proto = heterps.compile(onnx.load(str(CTR)), loss="bce")
+    for other in (by_bytes, by_proto):
+        assert other.inputs == by_path.inputs
+        assert other.outputs == by_path.outputs
+        assert ([len(s.ops) for s in other.stages] ==
+                [len(s.ops) for s in by_path.stages])
+
+
+def test_inference_plan_has_no_training():
+    plan = heterps.compile(CTR, optimizer=None)
+    assert plan.training is None
+    assert [i.name for i in plan.inputs] == ["dense", "sparse"]
+    assert [o.name for o in plan.outputs] == ["output"]
+
+
+def test_ir_input_compiles(tmp_path):
+    plan = heterps.compile(ROOT / "examples" / "ctr.mlir",
+                           optimizer="sgd", learning_rate=0.1)
+    assert plan.training["optimizer"] == "sgd"
+    assert [t["name"] for t in plan.tables] == ["slot0", "slot1", "slot2",
+                                                "slot3"]
+
+
+def test_save_load_and_dot_match_heterps_run(tmp_path, ctr_plan, heterps_run):
+    path = tmp_path / "ctr.plan"
+    ctr_plan.save(path)
+    loaded = heterps.Plan.load(path)
+    assert loaded.to_bytes() == ctr_plan.to_bytes()
+    assert heterps.Plan.from_bytes(path.read_bytes()).to_bytes() == \
+        ctr_plan.to_bytes()
+    dot = subprocess.run([heterps_run, str(path), "--print-plan=dot"],
+                         check=True, capture_output=True, text=True).stdout
+    assert dot == ctr_plan.to_dot()
+    assert dot.startswith("digraph")
+
+
+def test_missing_file_is_a_compile_error(tmp_path):
+    with pytest.raises(heterps.CompileError) as info:
+        heterps.compile(tmp_path / "missing.onnx")
+    assert "missing.onnx" in str(info.value)
+    assert info.value.diagnostics
+
+
+def test_bytes_that_are_not_onnx():
+    with pytest.raises(heterps.CompileError, match="not an ONNX model"):
+        heterps.compile(b"\x00\x01garbage")
+
+
+def test_unknown_pass_option_names_the_option():
+    with pytest.raises(heterps.CompileError, match="optimiser"):
+        heterps.compile(CTR, loss="bce",
+                        autodiff_options={"optimiser": "adam"})
+    with pytest.raises(heterps.CompileError, match="rmsprop"):
+        heterps.compile(CTR, loss="bce", optimizer="rmsprop")
+
+
+def test_schedule_error_is_raised_with_its_diagnostics(tmp_path):
+    cluster = tmp_path / "cluster.json"
+    cluster.write_text('{"resources": [{"name": "cpu", "kind": "tpu"}]}')
+    with pytest.raises(heterps.CompileError) as info:
+        heterps.compile(CTR, loss="bce", cluster=cluster, throughput=1000)
+    assert "cluster.json" in str(info.value)
+
+
+def test_argument_mistakes_are_refused_before_compiling():
+    with pytest.raises(ValueError, match="unknown loss"):
+        heterps.compile(CTR, loss="hinge")
+    with pytest.raises(ValueError, match="throughput"):
+        heterps.compile(CTR, loss="bce", cluster=CLUSTER)
+    with pytest.raises(ValueError, match="cluster"):
+        heterps.compile(CTR, loss="bce", throughput=1000)
+    with pytest.raises(ValueError, match="optimizer"):
+        heterps.compile(CTR, loss="bce", optimizer=None)
+    with pytest.raises(ValueError, match="batch"):
+        heterps.compile(CTR, batch=0)
+    with pytest.raises(TypeError, match="model"):
+        heterps.compile(42)
+
+
+def test_corrupt_plan_file(tmp_path):
+    path = tmp_path / "bad.plan"
+    path.write_bytes(b"HPSPLAN\n\x01\x00\x00\x00garbage")
+    with pytest.raises(heterps.Error, match="bad.plan"):
+        heterps.Plan.load(path)

@@ -1,0 +1,181 @@
+"""heterps.Trainer: steps, predictions, fit, checkpoints, PS servers."""
+
+import re
+import subprocess
+
+import numpy as np
+import onnx
+import pytest
+from onnx import numpy_helper
+
+import heterps
+from conftest import ONNX_INPUTS, ROOT, ctr_batch
+
+
+def write_inputs(directory, batch):
+    args = []
+    for name, array in batch.items():
+        path = directory / f"{name}.pb"
+        path.write_bytes(
+            numpy_helper.from_array(array, name).SerializeToString())
+        args += ["--input", f"{name}={path}"]
+    return args
+
+
+def test_step_and_predict_equal_heterps_run(tmp_path, ctr_plan, heterps_run):
+    batch = ctr_batch(16, seed=3)
+    trainer = heterps.Trainer(ctr_plan, seed=1)
+    losses = [trainer.step(batch) for _ in range(3)]
+    assert trainer.steps == 3
+    predicted = trainer.predict({"dense": batch["dense"],
+                                 "sparse": batch["sparse"]})
+    assert list(predicted) == ["output"]
+    assert predicted["output"].shape == (16, 1)
+    assert predicted["output"].dtype == np.float32
+
+    plan = tmp_path / "ctr.plan"
+    ctr_plan.save(plan)
+    inputs = write_inputs(tmp_path, batch)
+    train = subprocess.run(
+        [heterps_run, str(plan), *inputs, "--steps=3", "--seed=1",
+         f"--save={tmp_path / 'ckpt'}"],
+        check=True, capture_output=True, text=True).stdout
+    last = float(re.search(r"last loss (\S+)", train).group(1))
+    assert last == pytest.approx(losses[-1], abs=1e-6)
+    subprocess.run(
+        [heterps_run, str(plan), "--infer", f"--load={tmp_path / 'ckpt'}",
+         *inputs[:4], f"--output-dir={tmp_path / 'out'}"],
+        check=True, capture_output=True, text=True)
+    expected = numpy_helper.to_array(
+        onnx.load_tensor(str(tmp_path / "out" / "output.pb")))
+    np.testing.assert_array_equal(predicted["output"], expected)
+
+
+def test_loss_falls_on_a_fixed_batch(ctr_plan):
+    trainer = heterps.Trainer(ctr_plan)
+    batch = ctr_batch(64, seed=4)
+    first = trainer.step(batch)
+    for _ in range(30):
+        last = trainer.step(batch)
+    assert last < 0.5 * first
+
+
+def test_fit_with_callbacks_and_evaluation(ctr_plan):
+    trainer = heterps.Trainer(ctr_plan, batch=64)
+    reports = []
+    summary = trainer.fit("synthetic", epochs=2, eval_data="synthetic",
+                          log_every=8, callbacks=[reports.append],
+                          verbose=False, synthetic_examples=64 * 16,
+                          synthetic_vocab=100)
+    assert summary["steps"] == 32
+    assert summary["samples"] == 32 * 64
+    assert not summary["stopped"]
+    steps = [r for r in reports if r["kind"] == "steps"]
+    evals = [r for r in reports if r["kind"] == "eval"]
+    assert [r["step"] for r in steps] == [8, 16, 24, 32]
+    assert [r["epoch"] for r in evals] == [1, 2]
+    assert all(0 <= r["auc"] <= 1 and r["loss"] > 0 for r in steps)
+    assert 0 <= summary["evaluation"]["auc"] <= 1
+    assert trainer.metrics == summary["evaluation"]
+    assert trainer.evaluate("synthetic", synthetic_examples=256,
+                            synthetic_vocab=100)["auc"] >= 0
+
+
+def test_a_callback_stops_training(ctr_plan):
+    trainer = heterps.Trainer(ctr_plan, batch=32)
+    summary = trainer.fit("synthetic", epochs=3, log_every=4, verbose=False,
+                          callbacks=[lambda report: report["step"] < 8],
+                          synthetic_examples=32 * 10, synthetic_vocab=100)
+    assert summary["stopped"]
+    assert summary["steps"] == 8 and trainer.steps == 8
+
+
+def test_a_callback_error_propagates(ctr_plan):
+    def broken(report):
+        raise ZeroDivisionError("from the callback")
+
+    trainer = heterps.Trainer(ctr_plan, batch=32)
+    with pytest.raises(ZeroDivisionError, match="from the callback"):
+        trainer.fit("synthetic", log_every=2, callbacks=[broken],
+                    verbose=False, synthetic_examples=256,
+                    synthetic_vocab=100)
+
+
+def test_save_and_load(tmp_path, ctr_plan):
+    batch = ctr_batch(16, seed=5)
+    trainer = heterps.Trainer(ctr_plan)
+    for _ in range(4):
+        trainer.step(batch)
+    trainer.save(tmp_path / "ckpt")
+    before = trainer.predict(batch)["output"]
+
+    restored = heterps.Trainer(ctr_plan, seed=99)
+    assert not np.array_equal(restored.predict(batch)["output"], before)
+    assert restored.load(tmp_path / "ckpt") == 4
+    assert restored.steps == 4
+    np.testing.assert_array_equal(restored.predict(batch)["output"], before)
+    # Both go on to the same step.
+    assert restored.step(batch) == trainer.step(batch)
+
+
+def test_fit_writes_checkpoints_that_resume(tmp_path, ctr_plan):
+    trainer = heterps.Trainer(ctr_plan, batch=32)
+    trainer.fit("synthetic", steps=6, checkpoint_dir=tmp_path / "ck",
+                checkpoint_every=3, verbose=False, synthetic_examples=32 * 8,
+                synthetic_vocab=100)
+    resumed = heterps.Trainer(ctr_plan, batch=32)
+    assert resumed.load(tmp_path / "ck") == 6
+
+
+def test_tables_in_a_ps_server_train_like_embedded(ctr_plan):
+    batch = ctr_batch(16, seed=6)
+    embedded = heterps.Trainer(ctr_plan, seed=2)
+    with heterps.serve() as server:
+        assert server.port > 0
+        remote = heterps.Trainer(ctr_plan, seed=2, ps=server)
+        for _ in range(3):
+            assert remote.step(batch) == embedded.step(batch)
+        np.testing.assert_array_equal(remote.predict(batch)["output"],
+                                      embedded.predict(batch)["output"])
+
+
+def test_input_mistakes_name_the_input(ctr_plan):
+    trainer = heterps.Trainer(ctr_plan)
+    batch = ctr_batch(8, seed=7)
+    with pytest.raises(KeyError, match="'sparse_ids'.*dense, sparse, label"):
+        trainer.step({**batch, "sparse_ids": batch["sparse"]})
+    with pytest.raises(TypeError, match="'sparse': expected int64"):
+        trainer.step({**batch, "sparse": batch["sparse"].astype(np.float32)})
+    with pytest.raises(heterps.Error):
+        trainer.step({**batch, "dense": batch["dense"][:, :12]})
+    # Safe conversions are made: int32 ids, a list of lists, float64.
+    converted = {**batch, "sparse": batch["sparse"].astype(np.int32),
+                 "dense": batch["dense"].astype(np.float64).tolist()}
+    assert np.isfinite(trainer.step(converted))
+
+
+def test_trainer_option_mistakes():
+    plan = heterps.compile(ROOT / "examples" / "ctr.mlir", optimizer="sgd")
+    with pytest.raises(heterps.Error, match="pipeline mode 'sometimes'"):
+        heterps.Trainer(plan, pipeline="sometimes")
+    with pytest.raises(heterps.Error, match="gpipe"):
+        heterps.Trainer(plan, schedule="zigzag")
+    with pytest.raises(ValueError, match="fallback"):
+        heterps.Trainer(plan, fallback="gpu")
+    with pytest.raises(heterps.Error, match="threads"):
+        heterps.Trainer(plan, threads=0)
+    trainer = heterps.Trainer(plan)
+    with pytest.raises(heterps.Error, match="no-such-file.tsv"):
+        trainer.fit("no-such-file.tsv", verbose=False)
+    with pytest.raises(heterps.Error, match="format of 'data.bin'"):
+        trainer.fit("data.bin", verbose=False)
+
+
+def test_inference_plan_predicts_but_does_not_train():
+    plan = heterps.compile(ONNX_INPUTS / "torch-ctr.onnx", optimizer=None)
+    trainer = heterps.Trainer(plan)
+    batch = ctr_batch(4, seed=8)
+    del batch["label"]
+    assert trainer.predict(batch)["output"].shape == (4, 1)
+    with pytest.raises(heterps.Error, match="no training step"):
+        trainer.step(batch)
