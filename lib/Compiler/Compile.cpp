@@ -54,8 +54,14 @@ static std::string formatDiagnostic(Diagnostic &diag) {
   std::string text;
   llvm::raw_string_ostream os(text);
   auto one = [&](Diagnostic &d) {
-    if (!isa<UnknownLoc>(d.getLocation()))
-      os << d.getLocation() << ": ";
+    // Locations as heterps-opt prints them: `file:line:col`, other kinds
+    // (an ONNX node's name) in MLIR's syntax.
+    Location loc = d.getLocation();
+    if (auto file = dyn_cast<FileLineColLoc>(loc))
+      os << file.getFilename().getValue() << ":" << file.getLine() << ":"
+         << file.getColumn() << ": ";
+    else if (!isa<UnknownLoc>(loc))
+      os << loc << ": ";
     switch (d.getSeverity()) {
     case DiagnosticSeverity::Error:
       os << "error: ";
@@ -86,6 +92,9 @@ CompileResult mlir::heterps::compileModel(const CompileRequest &request) {
   DialectRegistry registry;
   registerCompilerDialects(registry);
   MLIRContext context(registry);
+  // As in heterps-opt: a diagnostic says what is wrong, without the op in
+  // generic form (a schedule error would carry the whole function).
+  context.printOpOnDiagnostic(false);
   // Passes may run on several threads; the handler is called under the
   // context's diagnostic lock.
   ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {

@@ -6,7 +6,7 @@ import pathlib
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-BUILD = pathlib.Path(os.environ.get("HETERPS_BUILD_DIR", ROOT / "build"))
+BUILD = pathlib.Path(os.environ.get("HETERPS_BUILD_DIR", ROOT / "build")).resolve()
 ONNX_INPUTS = ROOT / "test" / "Import" / "ONNX" / "Inputs"
 CLUSTER = ROOT / "examples" / "clusters" / "aws-c6i-p4d.json"
 

@@ -179,3 +179,23 @@ def test_inference_plan_predicts_but_does_not_train():
     assert trainer.predict(batch)["output"].shape == (4, 1)
     with pytest.raises(heterps.Error, match="no training step"):
         trainer.step(batch)
+
+
+def test_pipelined_stages_train_like_one_worker():
+    from conftest import CLUSTER
+    plan = heterps.compile(ONNX_INPUTS / "torch-ctr.onnx", loss="bce",
+                           optimizer="sgd", learning_rate=0.1,
+                           cluster=CLUSTER, throughput=100_000,
+                           solver="dp", batch=32, micro_batches=2)
+    assert len(plan.stages) >= 2, plan
+    pipelined = heterps.Trainer(plan)
+    single = heterps.Trainer(plan, pipeline="off")
+    assert "stage" in pipelined._native.describe()
+    assert single._native.describe() == "one worker\n"
+    batch = ctr_batch(32, seed=9)
+    for _ in range(5):
+        assert pipelined.step(batch) == pytest.approx(single.step(batch),
+                                                      abs=1e-5)
+    np.testing.assert_allclose(pipelined.predict(batch)["output"],
+                               single.predict(batch)["output"], atol=1e-5)
+    assert pipelined.steps == 5
