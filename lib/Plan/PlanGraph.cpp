@@ -151,10 +151,17 @@ std::string heterps::plan::printPlanDot(const Plan &plan) {
   for (int s = 0; s < plan.stages_size(); ++s) {
     const Stage &stage = plan.stages(s);
     os << "  subgraph cluster_stage" << s << " {\n";
-    os << "    label=\"stage " << stage.index() << ": "
-       << escape(stage.resource()) << " (" << escape(stage.kind()) << ") x"
-       << stage.units() << ", " << stage.ops_size()
-       << (stage.ops_size() == 1 ? " op" : " ops") << "\";\n";
+    std::ostringstream label;
+    label << "stage " << stage.index() << ": " << stage.resource() << " ("
+          << stage.kind() << ") x" << stage.units() << ", " << stage.ops_size()
+          << (stage.ops_size() == 1 ? " op" : " ops");
+    if (stage.predicted_throughput() > 0) {
+      char buffer[64];
+      std::snprintf(buffer, sizeof(buffer), "\npredicted %.0f samples/s",
+                    stage.predicted_throughput());
+      label << buffer;
+    }
+    os << "    label=\"" << escape(label.str()) << "\";\n";
     os << "    style=\"rounded\"; color=\"#888888\";\n";
     const std::string &colour = colours[stage.resource()];
     for (int o = 0; o < stage.ops_size(); ++o) {

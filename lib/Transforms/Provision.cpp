@@ -54,15 +54,18 @@ struct ProvisionPass
     }
 
     MLIRContext *context = &getContext();
+    SmallVector<APFloat> stageThroughputs;
     for (auto [index, stage] : llvm::enumerate(evaluation.stages)) {
       auto attr = StageAssignmentAttr::get(context, index, stage.units);
       for (int l = stage.firstOp; l <= stage.lastOp; ++l)
         scheduled->setAttr(l, HeterPSDialect::getStageAttrName(), attr);
+      stageThroughputs.push_back(APFloat(stage.throughput));
     }
     module->setAttr(HeterPSDialect::getPredictionAttrName(),
                     PredictionAttr::get(context, APFloat(evaluation.throughput),
                                         APFloat(evaluation.costUsd),
-                                        APFloat(evaluation.costPerHour)));
+                                        APFloat(evaluation.costPerHour),
+                                        stageThroughputs));
   }
 };
 

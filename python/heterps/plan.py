@@ -11,12 +11,15 @@ from . import _heterps
 @dataclasses.dataclass(frozen=True)
 class Stage:
     """A pipeline stage: the ops of consecutive layers on one resource type,
-    run by `units` replicas."""
+    run by `units` replicas. `predicted_throughput` is the cost model's
+    figure for the stage with its units (samples/s; the slowest stage's is
+    the plan's), or None for a plan that was not provisioned."""
     index: int
     resource: str
     kind: str
     units: int
     ops: tuple
+    predicted_throughput: float = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,7 +97,8 @@ class Plan:
     @property
     def stages(self):
         return [Stage(s["index"], s["resource"], s["kind"], s["units"],
-                      tuple(s["ops"])) for s in self._info["stages"]]
+                      tuple(s["ops"]), s["predicted_throughput"])
+                for s in self._info["stages"]]
 
     @property
     def predicted(self):
@@ -120,8 +124,11 @@ class Plan:
         lines = [f"Plan @{self.function}: {len(self.stages)} stage(s), "
                  f"{len(self.tables)} table(s), batch {self.batch_size}"]
         for s in self.stages:
-            lines.append(f"  stage {s.index} on {s.resource} ({s.kind}) "
-                         f"x{s.units}: {len(s.ops)} ops")
+            line = (f"  stage {s.index} on {s.resource} ({s.kind}) "
+                    f"x{s.units}: {len(s.ops)} ops")
+            if s.predicted_throughput is not None:
+                line += f", predicted {s.predicted_throughput:.1f} samples/s"
+            lines.append(line)
         p = self.predicted
         if p is not None:
             lines.append(f"  predicted: {p.throughput:.1f} samples/s, "

@@ -70,6 +70,10 @@ static py::dict describe(const plan::Plan &p) {
     for (const plan::Op &op : s.ops())
       ops.push_back(op.name());
     stage["ops"] = ops;
+    stage["predicted_throughput"] =
+        s.predicted_throughput() > 0
+            ? py::object(py::float_(s.predicted_throughput()))
+            : py::object(py::none());
     stages.append(stage);
   }
   d["stages"] = stages;

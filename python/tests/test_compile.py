@@ -24,6 +24,10 @@ def test_scheduled_plan_has_stages_and_prediction():
     assert plan.predicted is not None
     assert plan.predicted.throughput >= 200_000
     assert plan.predicted.cost_per_hour > 0
+    # The slowest stage sets the plan's throughput.
+    rates = [s.predicted_throughput for s in plan.stages]
+    assert min(rates) == pytest.approx(plan.predicted.throughput, rel=1e-9)
+    assert "samples/s" in repr(plan)
     names = [(i.name, i.dtype, i.label) for i in plan.inputs]
     assert names == [("dense", "float32", False), ("sparse", "int64", False),
                      ("label", "float32", True)]
@@ -46,6 +50,8 @@ def test_path_bytes_and_model_proto_compile_alike():
 def test_inference_plan_has_no_training():
     plan = heterps.compile(CTR, optimizer=None)
     assert plan.training is None
+    assert plan.predicted is None
+    assert plan.stages[0].predicted_throughput is None
     assert [i.name for i in plan.inputs] == ["dense", "sparse"]
     assert [o.name for o in plan.outputs] == ["output"]
 

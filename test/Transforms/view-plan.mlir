@@ -10,7 +10,7 @@
 // CHECK-LABEL: digraph plan {
 // CHECK: label="@{{[a-z_]+}}: {{[0-9]+}} stages{{.*}}\npredicted {{[0-9]+}} samples/s, ${{[0-9.]+}} per hour
 // CHECK: subgraph cluster_stage0 {
-// CHECK-NEXT: label="stage 0: [[CPU:[a-z0-9.]+]] (cpu) x{{[0-9]+}}, {{[0-9]+}} ops";
+// CHECK-NEXT: label="stage 0: [[CPU:[a-z0-9.]+]] (cpu) x{{[0-9]+}}, {{[0-9]+}} ops\npredicted {{[0-9]+}} samples/s";
 // CHECK: [label="embedding_lookup{{.*}}", fillcolor="#c6dbef"];
 // CHECK: label="stage {{[0-9]+}}: {{.*}} (gpu) x{{[0-9]+}}
 // CHECK: [label="gemm{{.*}}", fillcolor="#c7e9c0"];

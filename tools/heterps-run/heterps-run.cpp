@@ -73,10 +73,14 @@ void printPlan(const plan::Plan &p) {
               p.function().c_str(), p.values_size(), p.params_size(),
               p.tables_size(), p.stages_size(), p.channels_size(),
               static_cast<long long>(p.micro_batches()));
-  for (const plan::Stage &s : p.stages())
-    std::printf("  stage %d on %s (%s) x%lld: %d ops\n", s.index(),
+  for (const plan::Stage &s : p.stages()) {
+    std::printf("  stage %d on %s (%s) x%lld: %d ops", s.index(),
                 s.resource().c_str(), s.kind().c_str(),
                 static_cast<long long>(s.units()), s.ops_size());
+    if (s.predicted_throughput() > 0)
+      std::printf(", predicted %.1f samples/s", s.predicted_throughput());
+    std::printf("\n");
+  }
   for (const plan::SparseTable &t : p.tables())
     std::printf(
         "  table %d %s: %lld x %lld, optimizer %s\n", t.id(), t.name().c_str(),

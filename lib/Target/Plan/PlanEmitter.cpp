@@ -423,6 +423,12 @@ LogicalResult emitFunction(ModuleOp module, func::FuncOp func,
     p->set_throughput(prediction.getThroughput().convertToDouble());
     p->set_cost_usd(prediction.getCostUsd().convertToDouble());
     p->set_cost_per_hour(prediction.getCostPerHour().convertToDouble());
+    // Stage figures belong to the outlined stages; a module emitted
+    // before heterps-outline-stages is one plan stage, without one.
+    ArrayRef<APFloat> rates = prediction.getStageThroughputs();
+    if (rates.size() == static_cast<size_t>(plan.stages_size()))
+      for (auto [stage, rate] : llvm::zip(*plan.mutable_stages(), rates))
+        stage.set_predicted_throughput(rate.convertToDouble());
   }
   return success();
 }

@@ -93,8 +93,13 @@ module attributes {heterps.prediction = 1.0 : f64} {}
 
 // -----
 
-// expected-error @+1 {{expected ','}}
+// expected-error @+1 {{struct is missing required parameter: cost_usd}}
 module attributes {heterps.prediction = #heterps.prediction<throughput = 1.0, cost_per_hour = 2.0>} {}
+
+// -----
+
+// expected-error @+1 {{#heterps.prediction stage_throughputs[1] must be finite and non-negative, got -1.000000e+00}}
+module attributes {heterps.prediction = #heterps.prediction<throughput = 1.0, cost_usd = 0.0, cost_per_hour = 2.0, stage_throughputs = [1.0e3, -1.0]>} {}
 
 // -----
 

@@ -2,8 +2,8 @@
 // RUN: heterps-opt %s | heterps-opt | FileCheck %s
 // RUN: heterps-opt %s --mlir-print-op-generic | heterps-opt | FileCheck %s
 
-// CHECK: module attributes {heterps.prediction = #heterps.prediction<throughput = 2.000000e+05, cost_usd = 2.500000e+00, cost_per_hour = 1.500000e+01>, heterps.resources = [#heterps.device<"c6i", cpu>, #heterps.device<"a100", gpu>]}
-module attributes {heterps.prediction = #heterps.prediction<throughput = 2.0e5, cost_usd = 2.5, cost_per_hour = 15.0>, heterps.resources = [#heterps.device<"c6i", cpu>, #heterps.device<"a100", gpu>]} {
+// CHECK: module attributes {heterps.prediction = #heterps.prediction<throughput = 2.000000e+05, cost_usd = 2.500000e+00, cost_per_hour = 1.500000e+01, stage_throughputs = [2.000000e+05, 4.000000e+05]>, heterps.resources = [#heterps.device<"c6i", cpu>, #heterps.device<"a100", gpu>]}
+module attributes {heterps.prediction = #heterps.prediction<throughput = 2.0e5, cost_usd = 2.5, cost_per_hour = 15.0, stage_throughputs = [2.0e5, 4.0e5]>, heterps.resources = [#heterps.device<"c6i", cpu>, #heterps.device<"a100", gpu>]} {
   heterps.embedding_table @slot {vocab = 100 : i64, dim = 8 : i64, initializer = #heterps.init<normal(0.0, 0.01)>}
   heterps.param @w : tensor<8x1xf32> = #heterps.init<kaiming_normal>
 

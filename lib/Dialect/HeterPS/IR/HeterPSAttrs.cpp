@@ -183,8 +183,8 @@ LogicalResult TrainingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 
 LogicalResult
 PredictionAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                       APFloat throughput, APFloat costUsd,
-                       APFloat costPerHour) {
+                       APFloat throughput, APFloat costUsd, APFloat costPerHour,
+                       ArrayRef<APFloat> stageThroughputs) {
   for (auto [name, value] : {std::pair<StringRef, double>{
                                  "throughput", throughput.convertToDouble()},
                              {"cost_usd", costUsd.convertToDouble()},
@@ -192,5 +192,10 @@ PredictionAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     if (!(value >= 0) || std::isinf(value))
       return emitError() << "#heterps.prediction " << name
                          << " must be finite and non-negative, got " << value;
+  for (auto [index, rate] : llvm::enumerate(stageThroughputs))
+    if (double value = rate.convertToDouble();
+        !(value >= 0) || std::isinf(value))
+      return emitError() << "#heterps.prediction stage_throughputs[" << index
+                         << "] must be finite and non-negative, got " << value;
   return success();
 }

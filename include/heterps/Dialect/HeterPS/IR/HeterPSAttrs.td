@@ -311,22 +311,57 @@ def HeterPS_TrainingAttr : HeterPS_Attr<"Training", "training"> {
   let genVerifyDecl = 1;
 }
 
+/// A list of doubles, `[1.5e-03, 2.0e-04]` (held as APFloats, which hash);
+/// empty, and not printed in a struct, by default.
+class HeterPS_F64ArrayParameter<string desc>
+    : OptionalArrayRefParameter<"::llvm::APFloat", desc> {
+  let parser = [{ [&]() -> ::mlir::FailureOr<::llvm::SmallVector<::llvm::APFloat>> {
+    ::llvm::SmallVector<::llvm::APFloat> values;
+    if (::mlir::failed($_parser.parseCommaSeparatedList(
+            ::mlir::AsmParser::Delimiter::Square, [&]() -> ::mlir::ParseResult {
+              double value;
+              if (::mlir::failed($_parser.parseFloat(value)))
+                return ::mlir::failure();
+              values.push_back(::llvm::APFloat(value));
+              return ::mlir::success();
+            })))
+      return ::mlir::failure();
+    return values;
+  }() }];
+  let printer = [{
+    $_printer << '[';
+    ::llvm::interleaveComma($_self, $_printer, [&](const ::llvm::APFloat &value) {
+      $_printer.printFloat(value);
+    });
+    $_printer << ']';
+  }];
+  let comparator = [{ ::llvm::equal($_lhs, $_rhs,
+      [](const ::llvm::APFloat &a, const ::llvm::APFloat &b) {
+        return a.bitwiseIsEqual(b);
+      }) }];
+}
+
 def HeterPS_PredictionAttr : HeterPS_Attr<"Prediction", "prediction"> {
   let summary = "The cost model's prediction for a provisioned plan";
   let description = [{
     Written by `heterps-provision` on the module as the discardable attribute
     `heterps.prediction`: the predicted throughput (samples/s), the cost of
-    the whole job in US dollars and the cluster's cost per hour; the plan
-    file carries them.
+    the whole job in US dollars, the cluster's cost per hour, and each
+    stage's throughput with its units (samples/s: the batch over ET_i(k) of
+    the cost model, which counts the compute over the units, the transfer to
+    the next stage and the parameter synchronisation), in stage order; the
+    slowest stage's is the plan's. The plan file carries them.
 
     ```mlir
     module attributes {heterps.prediction = #heterps.prediction<
-        throughput = 1.200000e+04, cost_usd = 3.500000e+00, cost_per_hour = 1.530000e+00>} {
+        throughput = 1.200000e+04, cost_usd = 3.500000e+00, cost_per_hour = 1.530000e+00,
+        stage_throughputs = [1.200000e+04, 2.500000e+04]>} {
     ```
   }];
   let parameters = (ins HeterPS_F64Parameter<"samples per second">:$throughput,
                         HeterPS_F64Parameter<"job cost, US dollars">:$cost_usd,
-                        HeterPS_F64Parameter<"US dollars per hour">:$cost_per_hour);
+                        HeterPS_F64Parameter<"US dollars per hour">:$cost_per_hour,
+                        HeterPS_F64ArrayParameter<"samples per second of each stage">:$stage_throughputs);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }
