@@ -14,6 +14,7 @@ config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs"]
 
 config.substitutions.append(("%heterps_src_root", config.heterps_src_root))
 config.substitutions.append(("%heterps_tools_dir", config.heterps_tools_dir))
+config.substitutions.append(("%heterps_version", config.heterps_version))
 
 llvm_config.with_system_environment(["HOME", "TMPDIR"])
 llvm_config.use_default_substitutions()

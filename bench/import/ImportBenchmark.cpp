@@ -20,6 +20,7 @@
 
 #include "heterps/Dialect/HeterPS/IR/HeterPSDialect.h"
 #include "heterps/Import/ONNX/ImportONNX.h"
+#include "heterps/Version.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -197,6 +198,9 @@ bool benchmark(const std::string &path, Result &r) {
 } // namespace
 
 int main(int argc, char **argv) {
+  llvm::cl::SetVersionPrinter([](llvm::raw_ostream &os) {
+    os << "heterps-bench-import (HeterPS) " << HETERPS_VERSION << "\n";
+  });
   llvm::cl::ParseCommandLineOptions(
       argc, argv, "Times importing ONNX models against a protobuf parse\n");
   if (repeat == 0)

@@ -14,6 +14,7 @@
 
 #include "heterps/PS/Client.h"
 #include "heterps/PS/Server.h"
+#include "heterps/Version.h"
 
 #include <atomic>
 #include <chrono>
@@ -131,6 +132,10 @@ int main(int argc, char **argv) {
       size_t n = std::strlen(name);
       return a.compare(0, n, name) == 0 ? a.c_str() + n : nullptr;
     };
+    if (a == "--version") {
+      std::printf("heterps-ps-bench (HeterPS) %s\n", HETERPS_VERSION);
+      return 0;
+    }
     if (const char *v = value("--seconds="))
       seconds = std::stod(v);
     else if (const char *v = value("--dims="))

@@ -20,6 +20,7 @@
 
 #include "heterps/Schedule/RandomProblem.h"
 #include "heterps/Schedule/Solver.h"
+#include "heterps/Version.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -320,6 +321,10 @@ int main(int argc, char **argv) {
   int maxSearchOps = SolverOptions().maxSearchOps;
   for (int i = 1; i < argc; ++i) {
     llvm::StringRef arg = argv[i];
+    if (arg == "--version") {
+      std::printf("heterps-bench-schedule (HeterPS) %s\n", HETERPS_VERSION);
+      return 0;
+    }
     if (arg == "--large") {
       large = true;
     } else if (arg == "--no-search-cuts") {

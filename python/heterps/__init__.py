@@ -21,6 +21,7 @@ import os as _os
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from ._heterps import Error  # noqa: E402
+from ._heterps import version as __version__  # noqa: E402
 from .compiler import CompileError, compile  # noqa: E402
 from .plan import Plan, Prediction, Stage, TensorSpec  # noqa: E402
 from .server import Server, serve  # noqa: E402

@@ -77,6 +77,11 @@ class Plan:
         return result.stdout if result.returncode == 0 else None
 
     @property
+    def producer(self):
+        """What wrote the plan: "HeterPS <version>"."""
+        return self._info["producer"]
+
+    @property
     def function(self):
         return self._info["function"]
 

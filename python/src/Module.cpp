@@ -10,12 +10,15 @@
 
 #include "Bindings.h"
 
+#include "heterps/Version.h"
+
 #include <pybind11/pybind11.h>
 
 namespace py = pybind11;
 
 PYBIND11_MODULE(_heterps, m) {
   m.doc() = "HeterPS native bindings (use the `heterps` package)";
+  m.attr("version") = HETERPS_VERSION;
   py::object base = py::reinterpret_borrow<py::object>(PyExc_RuntimeError);
   static py::exception<heterps::python::Error> error(m, "Error", base);
   py::register_exception_translator([](std::exception_ptr p) {

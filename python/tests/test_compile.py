@@ -1,5 +1,6 @@
 """heterps.compile and heterps.Plan."""
 
+import re
 import subprocess
 
 import onnx
@@ -45,6 +46,12 @@ def test_path_bytes_and_model_proto_compile_alike():
         assert other.outputs == by_path.outputs
         assert ([len(s.ops) for s in other.stages] ==
                 [len(s.ops) for s in by_path.stages])
+
+
+def test_plan_records_the_version():
+    plan = heterps.compile(CTR, optimizer=None)
+    assert re.fullmatch(r"\d+\.\d+\.\d+", heterps.__version__)
+    assert plan.producer == f"HeterPS {heterps.__version__}"
 
 
 def test_inference_plan_has_no_training():

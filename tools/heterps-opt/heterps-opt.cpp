@@ -16,6 +16,7 @@
 
 #include "heterps/Compiler/Compile.h"
 #include "heterps/Transforms/Passes.h"
+#include "heterps/Version.h"
 
 #include "mlir/Debug/Counter.h"
 #include "mlir/IR/AsmState.h"
@@ -27,6 +28,7 @@
 #include "mlir/Support/Timing.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -121,6 +123,10 @@ int main(int argc, char **argv) {
 
   if (!checkOptionNames(argc, argv, registry))
     return 1;
+  llvm::cl::SetVersionPrinter([](llvm::raw_ostream &os) {
+    os << "heterps-opt (HeterPS) " << HETERPS_VERSION << "\n  with LLVM/MLIR "
+       << LLVM_VERSION_STRING << "\n";
+  });
   auto [inputFilename, outputFilename] = mlir::registerAndParseCLIOptions(
       argc, argv, "HeterPS optimizer driver\n", registry);
   if (llvm::StringRef(inputFilename).ends_with(".onnx"))

@@ -9,6 +9,7 @@
 
 #include "heterps/PS/Client.h"
 #include "heterps/Runtime/Data.h"
+#include "heterps/Version.h"
 
 #include <algorithm>
 #include <cmath>
@@ -53,6 +54,7 @@ Common:
                             the admin token)
   --wire=W                  f32 (default) | f16 | bf16: rows and values on
                             the wire
+  --help, --version         this text; the HeterPS version
 )";
 
 [[noreturn]] static void usage(const std::string &message) {
@@ -115,6 +117,10 @@ int main(int argc, char **argv) {
     std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
       std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (arg == "--version") {
+      std::printf("heterps-ps (HeterPS) %s\n", HETERPS_VERSION);
       return 0;
     }
     if (arg.rfind("--", 0) == 0) {

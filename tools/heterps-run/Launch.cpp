@@ -12,6 +12,8 @@
 #include "Launch.h"
 #include "Options.h"
 
+#include "heterps/Version.h"
+
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -63,6 +65,7 @@ Options:
   --mpirun-arg=ARG         one more argument for mpirun (repeatable)
   --dry-run                print the commands and start nothing
   --help                   this text
+  --version                the HeterPS version
 
 Every other option is a training option of heterps-run PLAN (see
 heterps-run --help), given to every worker process; --ps, --max-workers,
@@ -172,6 +175,10 @@ int heterps::run::runLaunch(int argc, char **argv) {
     std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
       std::fputs(kLaunchUsage, stdout);
+      return 0;
+    }
+    if (arg == "--version") {
+      std::printf("heterps-run launch (HeterPS) %s\n", HETERPS_VERSION);
       return 0;
     }
     if (arg == "--dry-run") {

@@ -3,6 +3,7 @@
 #include "Options.h"
 
 #include "heterps/Runtime/PullAhead.h"
+#include "heterps/Version.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -127,6 +128,7 @@ Other:
                            by resource type, channels with bytes per sample;
                            scripts/render-plan.sh makes an SVG)
   --help                   this text
+  --version                the HeterPS version
 )";
 
 [[noreturn]] static void usageError(const std::string &message) {
@@ -317,6 +319,10 @@ Options heterps::run::parseOptions(int argc, char **argv) {
     std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
       std::fputs(kUsage, stdout);
+      std::exit(0);
+    }
+    if (arg == "--version") {
+      std::printf("heterps-run (HeterPS) %s\n", HETERPS_VERSION);
       std::exit(0);
     }
     if (arg.rfind("--", 0) != 0) {

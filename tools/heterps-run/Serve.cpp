@@ -11,6 +11,7 @@
 #include "heterps/PS/Log.h"
 #include "heterps/PS/Server.h"
 #include "heterps/Runtime/Error.h"
+#include "heterps/Version.h"
 
 #include <cerrno>
 #include <climits>
@@ -82,6 +83,7 @@ Options:
   --crash-in-checkpoint=K   fault injection for tests: SIGKILL itself in the
                             K-th checkpoint after writing its first file
   --help                    this text
+  --version                 the HeterPS version
 )";
 
 [[noreturn]] static void serveUsageError(const std::string &message) {
@@ -199,6 +201,10 @@ int heterps::run::runServe(int argc, char **argv) {
     std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
       std::fputs(kServeUsage, stdout);
+      return 0;
+    }
+    if (arg == "--version") {
+      std::printf("heterps-run serve (HeterPS) %s\n", HETERPS_VERSION);
       return 0;
     }
     if (arg.rfind("--", 0) != 0)

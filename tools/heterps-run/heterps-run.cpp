@@ -68,6 +68,8 @@ DataOptions dataOptions(const Options &o, const InputBinder &binder,
 }
 
 void printPlan(const plan::Plan &p) {
+  if (!p.producer().empty())
+    std::printf("plan written by %s\n", p.producer().c_str());
   std::printf("plan: function @%s, %d values, %d dense parameters, %d "
               "embedding tables, %d stages, %d channels, micro-batches %lld\n",
               p.function().c_str(), p.values_size(), p.params_size(),

@@ -15,6 +15,7 @@
 #include "heterps/Dialect/HeterPS/IR/HeterPSModelFunction.h"
 #include "heterps/Dialect/HeterPS/IR/HeterPSOps.h"
 #include "heterps/Plan/PlanFile.h"
+#include "heterps/Version.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -275,7 +276,7 @@ LogicalResult emitFunction(ModuleOp module, func::FuncOp func,
                            const PlanEmitterOptions &options, pb::Plan &plan) {
   StringRef passName = options.passName;
   PlanEmitter emitter(plan, passName);
-  plan.set_producer("heterps-opt");
+  plan.set_producer("HeterPS " HETERPS_VERSION);
   plan.set_function(func.getSymName().str());
   plan.set_batch_size(options.batchSize);
   plan.set_micro_batches(1);
