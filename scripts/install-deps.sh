@@ -24,6 +24,8 @@ packages=(
   python3-protobuf
   # The Python package (python/) and its tests.
   pybind11-dev python3-pytest
+  # scripts/plot-metrics.py (tested).
+  python3-matplotlib
   # The PyTorch parity test and the training benchmark (OpenBLAS gives
   # PyTorch a fair BLAS), and a real data set for the training tests.
   python3-torch libopenblas0-pthread dataset-fashion-mnist

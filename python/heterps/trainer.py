@@ -7,6 +7,7 @@ from .plan import Plan
 from .server import Server
 
 _FALLBACKS = ("cpu", None)
+_METRICS = ("loss", "auc", "logloss", "ne", "calibration", "accuracy")
 
 
 def _servers(ps):
@@ -105,9 +106,11 @@ class Trainer:
         told by the name or `format`.
 
         callbacks: callables given a dict after every `log_every` steps
-            ({"kind": "steps", "step", "epoch", "loss", "auc" or
-            "accuracy", "samples_per_second"}) and after each evaluation
-            ({"kind": "eval", ...}); one that returns False stops training.
+            ({"kind": "steps", "step", "epoch", "seconds",
+            "samples_per_second", "loss", and "auc", "logloss", "ne",
+            "calibration" for binary labels or "accuracy" for classes) and
+            after each evaluation ({"kind": "eval", ...}); one that returns
+            False stops training.
         checkpoint_dir: a checkpoint at the end (and every
             `checkpoint_every` steps) that load() resumes from.
         Returns the summary: steps, samples, seconds, samples_per_second,
@@ -136,7 +139,7 @@ class Trainer:
 
         def report(entry):
             self.metrics = {k: v for k, v in entry.items()
-                            if k in ("loss", "auc", "accuracy")}
+                            if k in _METRICS}
             keep_going = True
             for callback in callbacks:
                 if callback(dict(entry)) is False:

@@ -128,8 +128,14 @@ py::dict metricsDict(const Metrics &m, bool withLoss) {
   py::dict d;
   if (withLoss)
     d["loss"] = m.meanLoss();
-  if (m.hasAUC())
+  if (m.hasAUC()) {
     d["auc"] = m.auc();
+    d["logloss"] = m.logLoss();
+    if (m.hasBothClasses()) {
+      d["ne"] = m.normalizedEntropy();
+      d["calibration"] = m.calibration();
+    }
+  }
   if (m.hasAccuracy())
     d["accuracy"] = m.accuracy();
   return d;
@@ -144,7 +150,9 @@ struct DataSpec {
   int64_t shuffle = 0;
   uint64_t seed = 1;
 
-  DataOptions options(const InputBinder &binder, bool shuffled) const {
+  /// As heterps-run reads them: training data shuffled as asked; evaluation
+  /// on synthetic data a held-out set (the next seed).
+  DataOptions options(const InputBinder &binder, bool training) const {
     DataOptions d;
     d.format = format.empty() ? dataFormatOf(path) : format;
     if (d.format.empty())
@@ -156,8 +164,8 @@ struct DataSpec {
     d.csvHeader = csvHeader;
     d.syntheticExamples = syntheticExamples;
     d.syntheticVocab = syntheticVocab;
-    d.shuffleBuffer = shuffled ? shuffle : 0;
-    d.seed = seed;
+    d.shuffleBuffer = training ? shuffle : 0;
+    d.seed = seed + (!training && d.format == "synthetic" ? 1 : 0);
     return d;
   }
 };
@@ -234,6 +242,7 @@ public:
         d["kind"] = r.kind == TrainingReport::Kind::Steps ? "steps" : "eval";
         d["step"] = r.step;
         d["epoch"] = r.epoch;
+        d["seconds"] = r.seconds;
         if (r.kind == TrainingReport::Kind::Steps)
           d["samples_per_second"] = r.samplesPerSecond;
         py::object stop = callback(d);

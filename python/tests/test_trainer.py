@@ -75,6 +75,8 @@ def test_fit_with_callbacks_and_evaluation(ctr_plan):
     assert [r["step"] for r in steps] == [8, 16, 24, 32]
     assert [r["epoch"] for r in evals] == [1, 2]
     assert all(0 <= r["auc"] <= 1 and r["loss"] > 0 for r in steps)
+    assert all(r["logloss"] > 0 and r["ne"] > 0 and r["calibration"] > 0
+               and r["seconds"] >= 0 for r in steps)
     assert 0 <= summary["evaluation"]["auc"] <= 1
     assert trainer.metrics == summary["evaluation"]
     assert trainer.evaluate("synthetic", synthetic_examples=256,

@@ -27,11 +27,13 @@ Executes a plan written by heterps-opt --heterps-emit-plan. A training plan
 Data:
   --data=FILES             training data: a file, or a comma-separated list
                            of files and glob patterns ('day_*.gz') read in
-                           order; without it, synthetic CTR data
+                           order; without it (or 'synthetic'), synthetic
+                           CTR data
   --format=F               criteo | libsvm | csv | idx | synthetic (default:
                            from the file name: .tsv criteo, .svm/.libsvm
                            libsvm, .csv csv, *-idx3-ubyte[.gz] idx)
-  --eval-data=FILE         evaluated after every epoch (same format)
+  --eval-data=FILE         evaluated after every epoch (same format;
+                           'synthetic': another synthetic stream)
   --shuffle=N              shuffle buffer of N examples (default 0: file order)
   --synthetic-examples=N   examples per synthetic epoch (default 65536)
   --synthetic-vocab=N      id range of synthetic sparse features (default 1000)
@@ -80,6 +82,11 @@ Pipeline (plans with several stages, or stages with several units):
   --profile=FILE           time every op of the training steps and write the
                            times per layer as a profile table for the
                            scheduling passes' profile= option
+  --metrics-file=FILE      write a JSON line per progress line and per
+                           evaluation: kind (steps, eval, inference), step,
+                           epoch, seconds, samples_per_second, loss, auc,
+                           logloss, ne, calibration or accuracy
+                           (scripts/plot-metrics.py draws them)
   --trace=FILE             write a Chrome/Perfetto trace of the training
                            steps: every op, segment, send and wait of every
                            worker (chrome://tracing, ui.perfetto.dev)
@@ -293,6 +300,7 @@ Options heterps::run::parseOptions(int argc, char **argv) {
        }},
       {"profile", [&](const std::string &v) { o.profile = v; }},
       {"trace", [&](const std::string &v) { o.trace = v; }},
+      {"metrics-file", [&](const std::string &v) { o.metricsFile = v; }},
       {"profile-resource",
        [&](const std::string &v) { o.profileResource = v; }},
       {"fallback",

@@ -41,6 +41,7 @@ struct Options {
   std::string profile, profileResource;
   // A Chrome / Perfetto trace of the training steps.
   std::string trace;
+  std::string metricsFile;
   // Parameter server: the servers in shard order (empty: embedded), the
   // deadline of a call, and where to export the bounded tables.
   std::string ps;

@@ -27,6 +27,7 @@
 #include "heterps/Runtime/Trace.h"
 #include "heterps/Runtime/Trainer.h"
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -52,8 +53,11 @@ std::string formatOf(const Options &o, const std::string &path) {
   return format;
 }
 
+/// The data of `path`; training data (`training`) is shuffled as asked,
+/// and evaluation and inference on synthetic data read a held-out set (the
+/// next seed: the same hidden model, other examples).
 DataOptions dataOptions(const Options &o, const InputBinder &binder,
-                        const std::string &path, bool shuffle) {
+                        const std::string &path, bool training) {
   DataOptions d;
   d.format = formatOf(o, path);
   d.path = path;
@@ -62,10 +66,45 @@ DataOptions dataOptions(const Options &o, const InputBinder &binder,
   d.csvHeader = o.csvHeader;
   d.syntheticExamples = o.syntheticExamples;
   d.syntheticVocab = o.syntheticVocab;
-  d.shuffleBuffer = shuffle ? o.shuffle : 0;
-  d.seed = o.seed;
+  d.shuffleBuffer = training ? o.shuffle : 0;
+  d.seed = o.seed + (!training && d.format == "synthetic" ? 1 : 0);
   return d;
 }
+
+/// --metrics-file: a JSON object per line, flushed with each.
+class MetricsFile {
+public:
+  explicit MetricsFile(const std::string &path) : path(path) {
+    out = std::fopen(path.c_str(), "w");
+    if (!out)
+      fail() << "cannot write --metrics-file '" << path
+             << "': " << std::strerror(errno);
+  }
+  ~MetricsFile() {
+    if (out)
+      std::fclose(out);
+  }
+  void write(const char *kind, int64_t step, int64_t epoch, double seconds,
+             double samplesPerSecond, const Metrics &metrics, bool withLoss) {
+    std::fprintf(out, "{\"kind\": \"%s\", \"step\": %lld, \"epoch\": %lld",
+                 kind, static_cast<long long>(step),
+                 static_cast<long long>(epoch));
+    std::fprintf(out, ", \"seconds\": %.6f", seconds);
+    if (samplesPerSecond > 0)
+      std::fprintf(out, ", \"samples_per_second\": %.1f", samplesPerSecond);
+    if (withLoss)
+      std::fprintf(out, ", \"loss\": %.9g", metrics.meanLoss());
+    std::string members = metricsJSON(metrics);
+    std::fprintf(out, "%s%s}\n", members.empty() ? "" : ", ", members.c_str());
+    if (std::fflush(out) != 0)
+      fail() << "cannot write --metrics-file '" << path
+             << "': " << std::strerror(errno);
+  }
+
+private:
+  std::string path;
+  std::FILE *out = nullptr;
+};
 
 void printPlan(const plan::Plan &p) {
   if (!p.producer().empty())
@@ -141,9 +180,24 @@ int runInference(const Options &o, Program &program) {
   Trainer trainer(program, program, to);
   std::unique_ptr<DataSource> source =
       openDataSource(dataOptions(o, trainer.binder(), o.data, false));
+  std::unique_ptr<MetricsFile> metricsFile;
+  if (!o.metricsFile.empty())
+    metricsFile = std::make_unique<MetricsFile>(o.metricsFile);
+  auto start = std::chrono::steady_clock::now();
   Metrics m = trainer.evaluate(*source);
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  int64_t examples = m.examples();
   std::printf("inference on %s: %s\n", source->describe().c_str(),
               metricsText(m).c_str());
+  if (examples && seconds > 0)
+    std::printf("inference: %lld examples in %.3f s, %.0f samples/s\n",
+                static_cast<long long>(examples), seconds, examples / seconds);
+  if (metricsFile)
+    metricsFile->write("inference", program.steps(), 0, seconds,
+                       examples && seconds > 0 ? examples / seconds : 0, m,
+                       false);
   return 0;
 }
 
@@ -210,6 +264,16 @@ int runTraining(const Options &o, Session &session, StepExecutor &stepper,
       std::printf("%s\n", line.c_str());
       std::fflush(stdout);
     };
+  std::unique_ptr<MetricsFile> metricsFile;
+  if (reporter && !o.metricsFile.empty()) {
+    metricsFile = std::make_unique<MetricsFile>(o.metricsFile);
+    to.report = [&metricsFile](const TrainingReport &r) {
+      bool steps = r.kind == TrainingReport::Kind::Steps;
+      metricsFile->write(steps ? "steps" : "eval", r.step, r.epoch, r.seconds,
+                         r.samplesPerSecond, *r.metrics, steps);
+      return true;
+    };
+  }
   if (!o.save.empty())
     to.saveCheckpoint = [&](CheckpointInfo info) {
       // Every process is at the same step with its pushes done (the step

@@ -18,6 +18,7 @@
 #include "heterps/Runtime/InputBinder.h"
 #include "heterps/Runtime/Metrics.h"
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -33,6 +34,8 @@ struct TrainingReport {
   /// Training steps taken so far, and the epoch (from 1).
   int64_t step = 0, epoch = 0;
   double samplesPerSecond = 0;
+  /// Seconds since training started.
+  double seconds = 0;
   const Metrics *metrics = nullptr;
 };
 
@@ -94,6 +97,9 @@ private:
   StepExecutor &stepper;
   TrainerOptions options;
   InputBinder inputs;
+  /// Whether the predictions are logits (see Metrics).
+  bool logitScores = false;
+  std::chrono::steady_clock::time_point loopStart;
 };
 
 /// A non-negative count recorded in a checkpoint's MANIFEST entries, or

@@ -10,7 +10,7 @@ using namespace heterps::runtime::data;
 DataSource::~DataSource() = default;
 
 std::string heterps::runtime::dataFormatOf(const std::string &path) {
-  if (path.empty())
+  if (path.empty() || path == "synthetic")
     return "synthetic";
   // A list of files has the format of its first.
   if (size_t comma = path.find(','); comma != std::string::npos)

@@ -1,8 +1,9 @@
-//===- Metrics.cpp - Loss, AUC and accuracy over a window -----------------===//
+//===- Metrics.cpp - Training and evaluation metrics ----------------------===//
 
 #include "heterps/Runtime/Metrics.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 using namespace heterps;
@@ -23,10 +24,35 @@ void Metrics::add(const Tensor &pred, const Tensor &label,
   int64_t width = pred.numElements() / n;
   const float *p = pred.as<float>();
   if (label.dtype() == DType::F32 && width == 1 && label.numElements() == n) {
+    if (positiveBuckets.empty()) {
+      positiveBuckets.assign(kAUCBuckets, 0);
+      negativeBuckets.assign(kAUCBuckets, 0);
+    }
     const float *y = label.as<float>();
-    for (int64_t i = 0; i < n; ++i)
-      if (present.empty() || present[i])
-        scores.emplace_back(p[i], y[i]);
+    for (int64_t i = 0; i < n; ++i) {
+      if (!present.empty() && !present[i])
+        continue;
+      double score = p[i];
+      if (!std::isfinite(score)) {
+        ++nonFinite;
+        continue;
+      }
+      double probability =
+          logits ? 1 / (1 + std::exp(-score)) : std::clamp(score, 0.0, 1.0);
+      int bucket = std::min(static_cast<int>(probability * kAUCBuckets),
+                            kAUCBuckets - 1);
+      double clamped = std::clamp(probability, 1e-7, 1 - 1e-7);
+      probabilitySum += probability;
+      if (y[i] > 0.5f) {
+        ++positives;
+        ++positiveBuckets[bucket];
+        logLossSum -= std::log(clamped);
+      } else {
+        ++negatives;
+        ++negativeBuckets[bucket];
+        logLossSum -= std::log(1 - clamped);
+      }
+    }
     return;
   }
   if (label.dtype() == DType::I64 && label.numElements() == n && width > 1) {
@@ -42,41 +68,99 @@ void Metrics::add(const Tensor &pred, const Tensor &label,
   }
 }
 
-void Metrics::reset() { *this = Metrics(); }
-
-double Metrics::auc() const { return computeAUC(scores); }
-
-double runtime::computeAUC(std::vector<std::pair<float, float>> s) {
-  std::sort(s.begin(), s.end());
-  double pos = 0, neg = 0, rankSum = 0;
-  size_t i = 0;
-  while (i < s.size()) {
-    size_t j = i;
-    while (j < s.size() && s[j].first == s[i].first)
-      ++j;
-    double avgRank = (i + 1 + j) / 2.0;
-    for (size_t k = i; k < j; ++k) {
-      if (s[k].second > 0.5) {
-        rankSum += avgRank;
-        ++pos;
-      } else {
-        ++neg;
-      }
+void Metrics::merge(const Metrics &other) {
+  lossSum += other.lossSum;
+  samples += other.samples;
+  if (!other.positiveBuckets.empty()) {
+    if (positiveBuckets.empty()) {
+      positiveBuckets.assign(kAUCBuckets, 0);
+      negativeBuckets.assign(kAUCBuckets, 0);
     }
-    i = j;
+    for (int b = 0; b < kAUCBuckets; ++b) {
+      positiveBuckets[b] += other.positiveBuckets[b];
+      negativeBuckets[b] += other.negativeBuckets[b];
+    }
   }
-  if (pos == 0 || neg == 0)
+  positives += other.positives;
+  negatives += other.negatives;
+  nonFinite += other.nonFinite;
+  logLossSum += other.logLossSum;
+  probabilitySum += other.probabilitySum;
+  correct += other.correct;
+  counted += other.counted;
+}
+
+void Metrics::reset() {
+  // The histograms keep their memory: a window is reset every log line.
+  std::fill(positiveBuckets.begin(), positiveBuckets.end(), 0);
+  std::fill(negativeBuckets.begin(), negativeBuckets.end(), 0);
+  lossSum = logLossSum = probabilitySum = 0;
+  samples = positives = negatives = nonFinite = correct = counted = 0;
+}
+
+double Metrics::auc() const {
+  if (!hasBothClasses())
     return 0.5;
-  return (rankSum - pos * (pos + 1) / 2) / (pos * neg);
+  // Each positive ranks above the negatives in lower buckets and ties
+  // with half of those in its own.
+  double above = 0, negativesBelow = 0;
+  for (int b = 0; b < kAUCBuckets; ++b) {
+    above += positiveBuckets[b] * (negativesBelow + 0.5 * negativeBuckets[b]);
+    negativesBelow += negativeBuckets[b];
+  }
+  return above / (double(positives) * double(negatives));
+}
+
+double Metrics::logLoss() const {
+  return binaryExamples() ? logLossSum / binaryExamples() : 0.0;
+}
+
+double Metrics::normalizedEntropy() const {
+  if (!hasBothClasses())
+    return 0.0;
+  double rate = double(positives) / binaryExamples();
+  double entropy = -(rate * std::log(rate) + (1 - rate) * std::log(1 - rate));
+  return logLoss() / entropy;
+}
+
+double Metrics::calibration() const {
+  return positives ? probabilitySum / positives : 0.0;
 }
 
 std::string runtime::metricsText(const Metrics &m) {
-  char buf[128];
-  if (m.hasAUC())
-    std::snprintf(buf, sizeof(buf), "auc %.4f", m.auc());
+  char buf[160];
+  if (m.hasAUC() && m.hasBothClasses())
+    std::snprintf(buf, sizeof(buf),
+                  "auc %.4f  logloss %.4f  ne %.4f  calibration %.3f", m.auc(),
+                  m.logLoss(), m.normalizedEntropy(), m.calibration());
+  else if (m.hasAUC())
+    std::snprintf(buf, sizeof(buf), "auc %.4f  logloss %.4f", m.auc(),
+                  m.logLoss());
   else if (m.hasAccuracy())
     std::snprintf(buf, sizeof(buf), "accuracy %.4f", m.accuracy());
   else
     buf[0] = 0;
   return buf;
+}
+
+std::string runtime::metricsJSON(const Metrics &m) {
+  std::string out;
+  auto member = [&](const char *name, double value) {
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "%s\"%s\": %.17g", out.empty() ? "" : ", ",
+                  name, value);
+    out += buf;
+  };
+  if (m.hasAUC()) {
+    member("auc", m.auc());
+    member("logloss", m.logLoss());
+    if (m.hasBothClasses()) {
+      member("ne", m.normalizedEntropy());
+      member("calibration", m.calibration());
+    }
+    member("examples", double(m.binaryExamples()));
+  }
+  if (m.hasAccuracy())
+    member("accuracy", m.accuracy());
+  return out;
 }

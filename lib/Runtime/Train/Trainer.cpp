@@ -34,6 +34,14 @@ Trainer::Trainer(Program &program, StepExecutor &stepper,
   if (this->options.batchSize < 1)
     fail() << "the batch size must be positive, got "
            << this->options.batchSize;
+  // A model trained with from-logits bce predicts logits: the metrics take
+  // their sigmoid.
+  for (const plan::Stage &stage : program.plan().stages())
+    for (const plan::Op &op : stage.ops())
+      if (op.name() == "heterps.bce_loss") {
+        auto fromLogits = op.attrs().find("from_logits");
+        logitScores |= fromLogits != op.attrs().end() && fromLogits->second.b();
+      }
 }
 
 void Trainer::log(const char *format, ...) {
@@ -56,12 +64,13 @@ bool Trainer::report(TrainingReport::Kind kind, int64_t epoch,
   r.step = stepper.steps();
   r.epoch = epoch + 1;
   r.samplesPerSecond = samplesPerSecond;
+  r.seconds = std::chrono::duration<double>(Clock::now() - loopStart).count();
   r.metrics = &metrics;
   return options.report(r);
 }
 
 Metrics Trainer::evaluate(DataSource &source) {
-  Metrics m;
+  Metrics m(logitScores);
   std::vector<int> outs = predictionOutputs(program);
   if (outs.empty())
     return m;
@@ -98,10 +107,11 @@ TrainingSummary Trainer::loop(DataSource *source, DataSource *eval,
     wanted.push_back(outs[0]);
   int64_t batchSize = options.batchSize;
 
-  Metrics window;
+  Metrics window(logitScores);
   TrainingSummary summary;
   int64_t windowSamples = 0;
   Clock::time_point start = Clock::now(), windowStart = start;
+  loopStart = start;
   // With a pull-ahead the next batch is read before a step runs (two
   // batches and binders, used in turn): its rows travel while the step
   // computes.
