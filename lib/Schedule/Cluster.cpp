@@ -53,6 +53,10 @@ heterps::schedule::parseCluster(llvm::StringRef text,
   const Object *top = root->getAsObject();
   if (!top)
     return reader.error("$", "a cluster file is a JSON object");
+  if (llvm::Error error = reader.knownKeys(
+          *top, "$",
+          {"name", "description", "resources", "links", "parameter_server"}))
+    return error;
 
   Cluster cluster;
   if (std::optional<llvm::StringRef> name = top->getString("name"))
@@ -67,6 +71,11 @@ heterps::schedule::parseCluster(llvm::StringRef text,
     const Object *object = (*resources)[i].getAsObject();
     if (!object)
       return reader.error(path, "expected an object");
+    if (llvm::Error error = reader.knownKeys(
+            *object, path,
+            {"name", "kind", "peak_gflops", "memory_gbps", "memory_gb",
+             "price_per_hour", "units", "op_overhead_us"}))
+      return error;
     ResourceType type;
     std::optional<llvm::StringRef> name = object->getString("name");
     if (!name || name->empty())
@@ -115,6 +124,9 @@ heterps::schedule::parseCluster(llvm::StringRef text,
     const Object *object = (*links)[i].getAsObject();
     if (!object)
       return reader.error(path, "expected an object");
+    if (llvm::Error error = reader.knownKeys(
+            *object, path, {"from", "to", "gbps", "latency_us"}))
+      return error;
     int ends[2];
     const char *keys[2] = {"from", "to"};
     for (int e = 0; e < 2; ++e) {
@@ -153,6 +165,10 @@ heterps::schedule::parseCluster(llvm::StringRef text,
   cluster.psLinks.assign(numTypes, Link());
   std::vector<bool> psGiven(numTypes, false);
   const Object *server = top->getObject("parameter_server");
+  if (server)
+    if (llvm::Error error =
+            reader.knownKeys(*server, "$.parameter_server", {"links"}))
+      return error;
   const Array *psLinks = server ? server->getArray("links") : nullptr;
   if (!psLinks)
     return reader.error("$.parameter_server.links",
@@ -162,6 +178,9 @@ heterps::schedule::parseCluster(llvm::StringRef text,
     const Object *object = (*psLinks)[i].getAsObject();
     if (!object)
       return reader.error(path, "expected an object");
+    if (llvm::Error error =
+            reader.knownKeys(*object, path, {"from", "gbps", "latency_us"}))
+      return error;
     std::optional<llvm::StringRef> name = object->getString("from");
     int from = name ? cluster.find(*name) : -1;
     if (from < 0)

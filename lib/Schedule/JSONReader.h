@@ -2,19 +2,24 @@
 //
 // Shared by the readers of cluster files and profile tables: every error
 // says which file, where in it (a JSONPath such as $.resources[1].units) and
-// what was expected.
+// what was expected. A key the format does not have is an error naming the
+// nearest one: a misspelled optional key would otherwise be ignored.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef HETERPS_LIB_SCHEDULE_JSONREADER_H
 #define HETERPS_LIB_SCHEDULE_JSONREADER_H
 
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 namespace heterps {
 namespace schedule {
@@ -85,6 +90,39 @@ public:
       return error(where, "expected at most " + std::to_string(max) + ", got " +
                               std::to_string(number));
     out = static_cast<int64_t>(number);
+    return llvm::Error::success();
+  }
+
+  /// Fails on the first key of `object` (at `path`) that is not one of
+  /// `known`, naming the nearest known key.
+  llvm::Error knownKeys(const llvm::json::Object &object,
+                        const std::string &path,
+                        llvm::ArrayRef<llvm::StringRef> known) {
+    // In key order, so that the error does not depend on hashing.
+    std::vector<std::string> keys;
+    for (const auto &entry : object)
+      keys.push_back(entry.first.str());
+    std::sort(keys.begin(), keys.end());
+    for (const std::string &key : keys) {
+      if (llvm::is_contained(known, key))
+        continue;
+      llvm::StringRef nearest;
+      unsigned distance = ~0u;
+      for (llvm::StringRef candidate : known) {
+        unsigned d = llvm::StringRef(key).edit_distance(candidate, true);
+        if (d < distance) {
+          distance = d;
+          nearest = candidate;
+        }
+      }
+      std::string message = "unknown key";
+      // Close enough to be a typo, and not a rewrite of the whole key.
+      if (distance <= std::max<size_t>(2, key.size() / 3) &&
+          distance < key.size())
+        message += "; did you mean '" + nearest.str() + "'?";
+      message += " (known: " + llvm::join(known, ", ") + ")";
+      return error(path + "." + key, message);
+    }
     return llvm::Error::success();
   }
 

@@ -85,6 +85,8 @@ heterps::schedule::parseProfileTable(llvm::StringRef text,
   const Object *top = root->getAsObject();
   if (!top)
     return reader.error("$", "a profile table is a JSON object");
+  if (llvm::Error error = reader.knownKeys(*top, "$", {"batch_size", "ops"}))
+    return error;
   ProfileTable table;
   if (llvm::Error error =
           reader.count(*top, "batch_size", "$", table.batchSize))
@@ -97,6 +99,9 @@ heterps::schedule::parseProfileTable(llvm::StringRef text,
     const Object *entry = (*ops)[i].getAsObject();
     if (!entry)
       return reader.error(path, "expected an object");
+    if (llvm::Error error =
+            reader.knownKeys(*entry, path, {"op", "resource", "seconds"}))
+      return error;
     std::optional<llvm::StringRef> op = entry->getString("op");
     std::optional<llvm::StringRef> resource = entry->getString("resource");
     if (!op || op->empty())

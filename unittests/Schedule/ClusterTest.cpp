@@ -117,6 +117,36 @@ TEST(ClusterTest, ErrorsNameTheFileAndThePath) {
       << syntax;
 }
 
+TEST(ClusterTest, UnknownKeysAreNamedWithTheNearestKnownOne) {
+  auto replaced = [](const std::string &from, const std::string &to) {
+    std::string text = kTwoTypes;
+    text.replace(text.find(from), from.size(), to);
+    return text;
+  };
+  // A misspelled optional key would otherwise leave its default in place.
+  EXPECT_EQ(errorOf(parseCluster(
+                replaced("\"op_overhead_us\": 0", "\"op_overhead_usec\": 0"),
+                "c.json")),
+            "c.json: $.resources[1].op_overhead_usec: unknown key; did you "
+            "mean 'op_overhead_us'? (known: name, kind, peak_gflops, "
+            "memory_gbps, memory_gb, price_per_hour, units, op_overhead_us)");
+  EXPECT_EQ(
+      errorOf(parseCluster(replaced("\"name\": \"test\"", "\"nmae\": \"test\""),
+                           "c.json")),
+      "c.json: $.nmae: unknown key; did you mean 'name'? (known: name, "
+      "description, resources, links, parameter_server)");
+  EXPECT_EQ(errorOf(parseCluster(
+                replaced("\"latency_us\": 1}", "\"latency_us\": 1, \"x\": 1}"),
+                "c.json")),
+            "c.json: $.links[3].x: unknown key (known: from, to, gbps, "
+            "latency_us)");
+  EXPECT_EQ(errorOf(parseCluster(replaced("\"from\": \"gpu\", \"gbps\": 5",
+                                          "\"from\": \"gpu\", \"gpbs\": 5"),
+                                 "c.json")),
+            "c.json: $.parameter_server.links[1].gpbs: unknown key; did you "
+            "mean 'gbps'? (known: from, gbps, latency_us)");
+}
+
 TEST(ClusterTest, MissingLinkIsNamed) {
   std::string text = kTwoTypes;
   std::string link =
@@ -164,6 +194,13 @@ TEST(ProfileTableTest, ParsesAndValidates) {
   EXPECT_EQ(llvm::toString(bad.takeError()),
             "p.json: $.ops[0].seconds: expected a non-negative number, got "
             "-1.000000");
+  llvm::Expected<ProfileTable> misspelled = parseProfileTable(
+      R"({"batch_size": 256, "ops": [{"op": "x", "resource": "gpu", "second": 1}]})",
+      "p.json");
+  ASSERT_FALSE(static_cast<bool>(misspelled));
+  EXPECT_EQ(llvm::toString(misspelled.takeError()),
+            "p.json: $.ops[0].second: unknown key; did you mean 'seconds'? "
+            "(known: op, resource, seconds)");
 }
 
 } // namespace
