@@ -285,6 +285,9 @@ heterps::schedule::solveRL(const CostModel &model,
     policy.forward(input, 1, LSTMPolicy::Mode::Greedy, nullptr, greedyTrace);
     score(greedyTrace, 0);
     stale = newPlans > 0 ? 0 : stale + 1;
+    if (options.progress)
+      options.progress(
+          {iteration + 1, options.iterations, bestObjective, elapsed()});
   }
   if (runFoundBest)
     bestParameters = policy.getParameters();

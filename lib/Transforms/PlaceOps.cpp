@@ -7,6 +7,9 @@
 #include "heterps/Schedule/Report.h"
 #include "heterps/Transforms/Passes.h"
 
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Process.h"
+
 namespace mlir {
 namespace heterps {
 #define GEN_PASS_DEF_PLACEOPSPASS
@@ -48,10 +51,28 @@ struct PlaceOpsPass
     solverOptions.policyOut = rlPolicyOut;
     solverOptions.population = geneticPopulation;
     solverOptions.generations = geneticGenerations;
+    // A search that runs longer than a second shows where it stands, on a
+    // terminal: one line on stderr, rewritten at most four times a second.
+    bool shown = false;
+    double lastShown = 0;
+    if (llvm::sys::Process::StandardErrIsDisplayed())
+      solverOptions.progress = [&](const schedule::SearchProgress &p) {
+        if (p.seconds < 1 || (shown && p.seconds - lastShown < 0.25))
+          return;
+        llvm::errs() << llvm::formatv("\r{0}: rl iteration {1}/{2}, best "
+                                      "objective {3:f4}, {4:f1} s\x1b[K",
+                                      getArgument(), p.iteration, p.iterations,
+                                      p.bestObjective, p.seconds);
+        llvm::errs().flush();
+        shown = true;
+        lastShown = p.seconds;
+      };
 
     schedule::CostModel model(problem);
     llvm::Expected<schedule::SolverResult> result =
         schedule::solvePlacement(solver, model, solverOptions);
+    if (shown)
+      llvm::errs() << "\n";
     if (!result) {
       scheduled->function.emitError()
           << getArgument() << ": " << llvm::toString(result.takeError());

@@ -134,6 +134,10 @@ Other:
                            as a Graphviz graph (stages as boxes, ops coloured
                            by resource type, channels with bytes per sample;
                            scripts/render-plan.sh makes an SVG)
+  -q, --quiet              print only errors and the results asked for
+                           (--print-plan, --infer's outputs and metrics)
+  -v, --verbose            every progress line on its own line, also on a
+                           terminal (where one line is otherwise rewritten)
   --help                   this text
   --version                the HeterPS version
 )";
@@ -152,8 +156,9 @@ static int64_t toInt(const std::string &key, const std::string &v) {
   return x;
 }
 
-static const char *const kFlags[] = {"csv-header", "infer", "print-plan",
-                                     "skip-non-finite", "help"};
+static const char *const kFlags[] = {"csv-header",      "infer",  "print-plan",
+                                     "skip-non-finite", "help",   "quiet",
+                                     "verbose",         "version"};
 
 bool heterps::run::isFlagOption(const std::string &key) {
   for (const char *flag : kFlags)
@@ -322,6 +327,8 @@ Options heterps::run::parseOptions(int argc, char **argv) {
       {"csv-header", [&] { o.csvHeader = true; }},
       {"infer", [&] { o.infer = true; }},
       {"skip-non-finite", [&] { o.skipNonFinite = true; }},
+      {"quiet", [&] { o.quiet = true; }},
+      {"verbose", [&] { o.verbose = true; }},
   };
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -333,6 +340,10 @@ Options heterps::run::parseOptions(int argc, char **argv) {
       std::printf("heterps-run (HeterPS) %s\n", HETERPS_VERSION);
       std::exit(0);
     }
+    if (arg == "-q")
+      arg = "--quiet";
+    else if (arg == "-v")
+      arg = "--verbose";
     if (arg.rfind("--", 0) != 0) {
       if (!o.plan.empty())
         usageError("more than one plan file: '" + o.plan + "' and '" + arg +
@@ -371,6 +382,8 @@ Options heterps::run::parseOptions(int argc, char **argv) {
   }
   if (o.plan.empty())
     usageError("no plan file given");
+  if (o.quiet && o.verbose)
+    usageError("-q (--quiet) and -v (--verbose) contradict each other");
   if (o.maxStaleness >= 0 && o.sync != "async")
     usageError("--max-staleness needs --sync=async");
   if (o.sync == "async" && o.pipeline == "off")

@@ -64,6 +64,7 @@ struct Options {
   bool skipNonFinite = false;
   // Inference.
   bool infer = false;
+  bool quiet = false, verbose = false;
   std::string outputDir;
   std::vector<std::pair<std::string, std::string>> inputs;
   /// --print-plan: "" (run the plan), "text" or "dot".

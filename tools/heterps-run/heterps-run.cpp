@@ -29,6 +29,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -70,6 +71,47 @@ DataOptions dataOptions(const Options &o, const InputBinder &binder,
   d.seed = o.seed + (!training && d.format == "synthetic" ? 1 : 0);
   return d;
 }
+
+/// heterps-run's informational lines: on stdout, the progress lines
+/// rewritten in one line on a terminal (unless -v), none with -q. Results
+/// asked for (--print-plan, --infer's outputs and metrics) bypass it.
+class Console {
+public:
+  void configure(bool quietMode, bool verbose) {
+    quiet = quietMode;
+    live = !quiet && !verbose && ::isatty(STDOUT_FILENO);
+  }
+  void info(const char *format, ...) __attribute__((format(printf, 2, 3))) {
+    if (quiet)
+      return;
+    endProgress();
+    va_list args;
+    va_start(args, format);
+    std::vprintf(format, args);
+    va_end(args);
+    std::fflush(stdout);
+  }
+  void progress(const std::string &line) {
+    if (quiet)
+      return;
+    if (!live)
+      return info("%s\n", line.c_str());
+    // Back to the start of the line, and clear what a longer line left.
+    std::printf("\r%s\033[K", line.c_str());
+    std::fflush(stdout);
+    active = true;
+  }
+  void endProgress() {
+    if (active)
+      std::fputc('\n', stdout);
+    active = false;
+  }
+
+private:
+  bool quiet = false, live = false, active = false;
+};
+
+Console console;
 
 /// --metrics-file: a JSON object per line, flushed with each.
 class MetricsFile {
@@ -259,11 +301,12 @@ int runTraining(const Options &o, Session &session, StepExecutor &stepper,
       o.batch ? o.batch : std::max<int64_t>(program.plan().batch_size(), 1);
   to.logEvery = o.logEvery;
   to.checkpointEvery = o.checkpointEvery;
-  if (reporter)
+  if (reporter) {
     to.log = [](const std::string &line) {
-      std::printf("%s\n", line.c_str());
-      std::fflush(stdout);
+      console.info("%s\n", line.c_str());
     };
+    to.progress = [](const std::string &line) { console.progress(line); };
+  }
   std::unique_ptr<MetricsFile> metricsFile;
   if (reporter && !o.metricsFile.empty()) {
     metricsFile = std::make_unique<MetricsFile>(o.metricsFile);
@@ -284,9 +327,8 @@ int runTraining(const Options &o, Session &session, StepExecutor &stepper,
       info.entries["data-lanes"] = std::to_string(lanes.lanes);
       if (reporter) {
         session.save(o.save, std::move(info));
-        std::printf("saved checkpoint %s at step %lld\n", o.save.c_str(),
-                    static_cast<long long>(step));
-        std::fflush(stdout);
+        console.info("saved checkpoint %s at step %lld\n", o.save.c_str(),
+                     static_cast<long long>(step));
       }
       if (job)
         job->barrier();
@@ -307,14 +349,14 @@ int runTraining(const Options &o, Session &session, StepExecutor &stepper,
     fail() << "training on --input tensors needs --steps";
   }
   if (reporter) {
-    std::printf("training %s on %s, batch %lld, %d thread%s", o.plan.c_str(),
-                source ? source->describe().c_str() : "the --input tensors",
-                static_cast<long long>(to.batchSize), o.threads,
-                o.threads == 1 ? "" : "s");
-    if (job)
-      std::printf(" per process, %d processes", job->size());
-    std::printf("\n");
-    std::fflush(stdout);
+    std::string processes =
+        job ? " per process, " + std::to_string(job->size()) + " processes"
+            : "";
+    console.info("training %s on %s, batch %lld, %d thread%s%s\n",
+                 o.plan.c_str(),
+                 source ? source->describe().c_str() : "the --input tensors",
+                 static_cast<long long>(to.batchSize), o.threads,
+                 o.threads == 1 ? "" : "s", processes.c_str());
   }
   TrainingSummary summary = source
                                 ? trainer.fit(*source, evalSource.get(), loaded)
@@ -339,14 +381,15 @@ int runTraining(const Options &o, Session &session, StepExecutor &stepper,
           resolveStageDevice(stage, po, gpuStatus) != DeviceKind::GPU);
     ProfileSummary summary = writeProfileTable(o.profile, program.plan(), times,
                                                steps, batchSize, profile);
-    std::printf("profile %s: %d entries, per step of %lld examples",
-                o.profile.c_str(), summary.entries,
-                static_cast<long long>(batchSize));
+    char leftOut[160] = "";
     if (summary.leftOutOps)
-      std::printf("; %d ops left out (no name location, or a GPU stage run "
-                  "on the CPU), %.3g s per step",
-                  summary.leftOutOps, summary.leftOutSeconds);
-    std::printf("\n");
+      std::snprintf(leftOut, sizeof(leftOut),
+                    "; %d ops left out (no name location, or a GPU stage run "
+                    "on the CPU), %.3g s per step",
+                    summary.leftOutOps, summary.leftOutSeconds);
+    console.info("profile %s: %d entries, per step of %lld examples%s\n",
+                 o.profile.c_str(), summary.entries,
+                 static_cast<long long>(batchSize), leftOut);
   }
   return 0;
 }
@@ -373,6 +416,7 @@ int main(int argc, char **argv) {
     return runLaunch(argc, argv);
   ensurePassiveOpenMP(argv);
   Options o = parseOptions(argc, argv);
+  console.configure(o.quiet, o.verbose);
   // Under mpirun this process is one of the job's: it runs the worker its
   // rank names. Destroyed last (it finalizes MPI).
   std::unique_ptr<Communicator> job;
@@ -471,8 +515,8 @@ int main(int argc, char **argv) {
                << ", this run reads " << lanes
                << "; resume with --data-lanes=" << written;
       if (reporter)
-        std::printf("loaded checkpoint %s at step %lld\n", o.load.c_str(),
-                    static_cast<long long>(loaded.step));
+        console.info("loaded checkpoint %s at step %lld\n", o.load.c_str(),
+                     static_cast<long long>(loaded.step));
     }
     if (o.infer || !program.isTraining())
       return runInference(o, program);
@@ -483,7 +527,7 @@ int main(int argc, char **argv) {
     StepExecutor &stepper = session.stepper();
     PipelineExecutor *pipeline = session.pipeline();
     if (pipeline && reporter)
-      std::printf("%s", pipeline->describe().c_str());
+      console.info("%s", pipeline->describe().c_str());
     std::unique_ptr<TraceThread> trace;
     if (!o.trace.empty() && !pipeline) {
       trace = std::make_unique<TraceThread>("worker",
@@ -513,14 +557,14 @@ int main(int argc, char **argv) {
     if (pipeline) {
       std::string summary = pipeline->summary();
       if (reporter)
-        std::printf("%s", summary.c_str());
+        console.info("%s", summary.c_str());
     } else if (const PullAhead *ahead = program.pullAheadState()) {
-      std::printf("pull-ahead (%s): %lld steps used rows pulled ahead, %lld "
-                  "pulls dropped, %lld rows pulled again after pushes\n",
-                  ahead->mode() == PullAheadMode::Exact ? "exact" : "stale",
-                  static_cast<long long>(ahead->batchesTaken()),
-                  static_cast<long long>(ahead->batchesDropped()),
-                  static_cast<long long>(ahead->refreshedRows()));
+      console.info("pull-ahead (%s): %lld steps used rows pulled ahead, %lld "
+                   "pulls dropped, %lld rows pulled again after pushes\n",
+                   ahead->mode() == PullAheadMode::Exact ? "exact" : "stale",
+                   static_cast<long long>(ahead->batchesTaken()),
+                   static_cast<long long>(ahead->batchesDropped()),
+                   static_cast<long long>(ahead->refreshedRows()));
     }
     if (!o.trace.empty()) {
       // In a job each process writes the trace of its own worker.
@@ -534,13 +578,14 @@ int main(int argc, char **argv) {
       int64_t dropped = 0;
       for (const TraceThread *thread : threads)
         dropped += thread->dropped;
-      std::printf("trace %s: %lld spans of %zu worker%s", traceFile.c_str(),
-                  static_cast<long long>(spans), threads.size(),
-                  threads.size() == 1 ? "" : "s");
+      char notKept[96] = "";
       if (dropped)
-        std::printf(" (%lld more not kept: at most %zu per worker)",
-                    static_cast<long long>(dropped), TraceThread::kMaxSpans);
-      std::printf("\n");
+        std::snprintf(notKept, sizeof(notKept),
+                      " (%lld more not kept: at most %zu per worker)",
+                      static_cast<long long>(dropped), TraceThread::kMaxSpans);
+      console.info("trace %s: %lld spans of %zu worker%s%s\n",
+                   traceFile.c_str(), static_cast<long long>(spans),
+                   threads.size(), threads.size() == 1 ? "" : "s", notKept);
     }
     return status;
   } catch (const std::exception &e) {

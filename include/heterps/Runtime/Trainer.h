@@ -53,6 +53,10 @@ struct TrainerOptions {
   std::function<void(CheckpointInfo info)> saveCheckpoint;
   /// Receives every line the trainer reports, without its newline.
   std::function<void(const std::string &line)> log;
+  /// Receives the progress lines (step, epoch, samples/s, loss, metrics,
+  /// elapsed time and, once the run's length is known, the ETA) instead of
+  /// `log` when set: a terminal front end rewrites one line with them.
+  std::function<void(const std::string &line)> progress;
   /// Receives every report; returning false ends training after the step
   /// or evaluation reported (a front end's callbacks stop early this way).
   std::function<bool(const TrainingReport &report)> report;

@@ -15,6 +15,7 @@
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,8 +23,19 @@
 namespace heterps {
 namespace schedule {
 
+/// Where an iterating search stands, for a front end that shows it.
+struct SearchProgress {
+  int iteration = 0, iterations = 0;
+  /// The objective of the best plan so far (the job cost, or the penalty
+  /// of an infeasible plan).
+  double bestObjective = 0;
+  double seconds = 0;
+};
+
 struct SolverOptions {
   uint64_t seed = 1;
+  /// Called after every rl iteration; may be empty.
+  std::function<void(const SearchProgress &)> progress;
   /// Stop searching after this many seconds (0: no limit). Solvers that
   /// iterate return the best plan found so far.
   double timeBudgetSeconds = 0;

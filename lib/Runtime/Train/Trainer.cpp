@@ -126,6 +126,9 @@ TrainingSummary Trainer::loop(DataSource *source, DataSource *eval,
   // replays the shuffle of each epoch) and the batches read.
   int64_t firstEpoch = checkpointCount(resume, "epoch", 0);
   int64_t epochBatches = 0;
+  // Batches of a whole epoch, once one has been read (for the ETA), and
+  // those a resumed run skipped.
+  int64_t batchesPerEpoch = 0, resumedBatches = 0;
   if (source) {
     for (int64_t e = 0; e < firstEpoch; ++e)
       source->rewind();
@@ -135,6 +138,7 @@ TrainingSummary Trainer::loop(DataSource *source, DataSource *eval,
         fail() << "the checkpoint is " << epochBatches
                << "+ batches into epoch " << firstEpoch + 1
                << ", the data has fewer";
+    resumedBatches = epochBatches;
   }
   auto checkpointNow = [&](int64_t epoch) {
     CheckpointInfo info;
@@ -185,10 +189,30 @@ TrainingSummary Trainer::loop(DataSource *source, DataSource *eval,
         double secs =
             std::chrono::duration<double>(Clock::now() - windowStart).count();
         double rate = secs > 0 ? windowSamples / secs : 0.0;
-        log("step %lld  epoch %lld  samples/s %.0f  loss %.5f  %s",
+        double elapsed =
+            std::chrono::duration<double>(Clock::now() - start).count();
+        // The steps of this run: the step count, or the epochs once one
+        // has shown how many batches an epoch has.
+        int64_t total = options.steps;
+        if (!total && batchesPerEpoch)
+          total =
+              (options.epochs - firstEpoch) * batchesPerEpoch - resumedBatches;
+        char eta[48] = "";
+        if (total > summary.steps)
+          std::snprintf(eta, sizeof(eta), "  eta %.1fs",
+                        elapsed / summary.steps * (total - summary.steps));
+        char line[384];
+        std::snprintf(
+            line, sizeof(line),
+            "step %lld  epoch %lld  samples/s %.0f  loss %.5f  %s  elapsed "
+            "%.1fs%s",
             static_cast<long long>(stepper.steps()),
             static_cast<long long>(epoch + 1), rate, window.meanLoss(),
-            metricsText(window).c_str());
+            metricsText(window).c_str(), elapsed, eta);
+        if (options.progress)
+          options.progress(line);
+        else if (options.log)
+          options.log(line);
         if (!report(TrainingReport::Kind::Steps, epoch, rate, window))
           done = summary.stopped = true;
         window.reset();
@@ -201,6 +225,10 @@ TrainingSummary Trainer::loop(DataSource *source, DataSource *eval,
           stepper.steps() % options.checkpointEvery == 0 && !done)
         checkpointNow(epoch);
     }
+    // An epoch read to its end (not one resumed part of the way in).
+    if (!done && source && !batchesPerEpoch &&
+        (epoch > firstEpoch || !resumedBatches))
+      batchesPerEpoch = epochBatches;
     if (eval) {
       stepper.synchronize();
       summary.evaluation = evaluate(*eval);
