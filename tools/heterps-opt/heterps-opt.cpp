@@ -5,12 +5,15 @@
 // HeterPS dialect; the imported module (with its locations) then goes through
 // MlirOptMain like any parsed file, so every pass option still applies.
 //
-// Two departures from mlir-opt: an option that is not registered is always
-// an error (LLVM's parser reads any unknown option that starts with `h` as
-// the grouped `-h` and prints the help with exit code 0, so a misspelled
-// `--heterps-autodif=...` did nothing, successfully); and diagnostics do not
-// dump the failing op in generic form unless --mlir-print-op-on-diagnostic
-// asks for it (a missing cluster file printed the whole module).
+// Three departures from mlir-opt: an option that is not registered is
+// always an error (LLVM's parser reads any unknown option that starts with
+// `h` as the grouped `-h` and prints the help with exit code 0, so a
+// misspelled `--heterps-autodif=...` did nothing, successfully); diagnostics
+// do not dump the failing op in generic form unless
+// --mlir-print-op-on-diagnostic asks for it (a missing cluster file printed
+// the whole module); and --help lists the passes and MLIR's options, not
+// the hundreds of LLVM backend options that libLLVM registers (they still
+// work, and --help-hidden lists them).
 //
 //===----------------------------------------------------------------------===//
 
@@ -66,6 +69,19 @@ static int importAndRun(llvm::StringRef inputFilename,
   return 0;
 }
 
+/// Hides from --help the options registered before main ran: libLLVM's
+/// code generation and instrumentation options, which no HeterPS or MLIR
+/// pass reads. --help and --version stay.
+static void hideLLVMOptions() {
+  for (auto &entry : llvm::cl::getRegisteredOptions()) {
+    llvm::StringRef name = entry.first;
+    if (name.starts_with("help") || name == "version" ||
+        (name.starts_with("print-") && name.ends_with("options")))
+      continue;
+    entry.second->setHiddenFlag(llvm::cl::Hidden);
+  }
+}
+
 /// Registers the options registerAndParseCLIOptions registers (each
 /// registration happens once, so its own call later changes nothing) and
 /// returns false, having said why, when an argument names an option that
@@ -94,7 +110,7 @@ static bool checkOptionNames(int argc, char **argv,
     llvm::StringRef nearest;
     unsigned distance = ~0u;
     for (const auto &entry : options) {
-      if (entry.second->getOptionHiddenFlag() == llvm::cl::ReallyHidden)
+      if (entry.second->getOptionHiddenFlag() != llvm::cl::NotHidden)
         continue;
       unsigned d = name.edit_distance(entry.first, true, distance);
       if (d < distance) {
@@ -112,6 +128,8 @@ static bool checkOptionNames(int argc, char **argv,
 }
 
 int main(int argc, char **argv) {
+  // Before MLIR registers its options: what is registered now is LLVM's.
+  hideLLVMOptions();
   mlir::DialectRegistry registry;
   mlir::heterps::registerCompilerDialects(registry);
   mlir::heterps::registerHeterPSPasses();

@@ -100,12 +100,14 @@ CheckpointInfo Session::load(const std::string &dir, bool restoreTables) {
     if (embeddedShard)
       fail() << "checkpoint '" << dir << "' holds its tables in PS "
              << "checkpoint '" << named->second
-             << "' of a PS service; give its servers";
+             << "' of a PS service; give its servers (heterps-run --ps, "
+                "Trainer(ps=...))";
     theTables->restore(named->second);
   } else {
     if (!embeddedShard)
       fail() << "checkpoint '" << dir << "' was written with embedded "
-             << "tables; load it without PS servers";
+             << "tables; load it with the embedded server (without "
+                "heterps-run --ps or Trainer(ps=...))";
     theTables->restore(std::filesystem::absolute(dir).string() + "/ps");
   }
   return info;
