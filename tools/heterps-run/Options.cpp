@@ -127,7 +127,10 @@ Embedding tables (a parameter-server service; without --ps, embedded):
                            of failing the push
 Inference:
   --infer                  forward pass only; with --data, report metrics
-  --output-dir=DIR         write each output as DIR/<output name>.pb
+  --output-dir=DIR         with --input, write each output as
+                           DIR/<output name>.pb; with data, a line per
+                           example in DIR/predictions.tsv: its scores, then
+                           its label
 Other:
   --print-plan[=F]         print the plan, then exit: text (the default) lists
                            its stages, tables and prediction; dot writes it

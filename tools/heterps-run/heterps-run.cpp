@@ -199,6 +199,30 @@ std::vector<Tensor> readInputs(const Options &o, const Program &program,
   return storage;
 }
 
+/// A line per example of a batch: its scores (tab-separated), then its
+/// label when there is one.
+void writePredictions(std::FILE *out, const Tensor &prediction,
+                      const Tensor *label, const std::vector<char> &present) {
+  int64_t rows = prediction.rank() ? prediction.dim(0) : 1;
+  int64_t width = rows ? prediction.numElements() / rows : 0;
+  if (prediction.dtype() != DType::F32)
+    fail() << "--output-dir: the prediction output is "
+           << prediction.typeString() << ", expected f32 scores";
+  const float *scores = prediction.as<float>();
+  for (int64_t r = 0; r < rows; ++r) {
+    if (!present.empty() && !present[r])
+      continue;
+    for (int64_t k = 0; k < width; ++k)
+      std::fprintf(out, k ? "\t%.9g" : "%.9g", scores[r * width + k]);
+    if (label && label->dtype() == DType::F32)
+      std::fprintf(out, "\t%.9g", label->as<float>()[r]);
+    else if (label && label->dtype() == DType::I64)
+      std::fprintf(out, "\t%lld",
+                   static_cast<long long>(label->as<int64_t>()[r]));
+    std::fputc('\n', out);
+  }
+}
+
 int runInference(const Options &o, Program &program) {
   std::vector<const Tensor *> bound;
   std::vector<Tensor> storage = readInputs(o, program, bound);
@@ -225,8 +249,26 @@ int runInference(const Options &o, Program &program) {
   std::unique_ptr<MetricsFile> metricsFile;
   if (!o.metricsFile.empty())
     metricsFile = std::make_unique<MetricsFile>(o.metricsFile);
+  // With --output-dir, a line per example: its prediction scores and label.
+  std::FILE *predictions = nullptr;
+  std::string predictionsPath = o.outputDir + "/predictions.tsv";
+  Trainer::PredictionSink sink;
+  if (!o.outputDir.empty()) {
+    std::filesystem::create_directories(o.outputDir);
+    predictions = std::fopen(predictionsPath.c_str(), "w");
+    if (!predictions)
+      fail() << "cannot write '" << predictionsPath
+             << "': " << std::strerror(errno);
+    sink = [&](const Tensor &prediction, const Tensor *label,
+               const std::vector<char> &present) {
+      writePredictions(predictions, prediction, label, present);
+    };
+  }
   auto start = std::chrono::steady_clock::now();
-  Metrics m = trainer.evaluate(*source);
+  Metrics m = trainer.evaluate(*source, sink);
+  if (predictions && std::fclose(predictions) != 0)
+    fail() << "cannot write '" << predictionsPath
+           << "': " << std::strerror(errno);
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();

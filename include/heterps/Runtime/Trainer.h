@@ -83,8 +83,14 @@ public:
                       const CheckpointInfo &resume = {});
   /// options.steps steps on the same inputs (by input position).
   TrainingSummary fitOn(const std::vector<const Tensor *> &inputs);
-  /// A forward pass over `source`: the loss-free metrics.
-  Metrics evaluate(DataSource &source);
+  /// Receives each batch's predictions (the first prediction output), its
+  /// labels (null without a label input) and which rows hold examples.
+  using PredictionSink =
+      std::function<void(const Tensor &prediction, const Tensor *label,
+                         const std::vector<char> &present)>;
+  /// A forward pass over `source`: the loss-free metrics; `sink` sees the
+  /// predictions.
+  Metrics evaluate(DataSource &source, const PredictionSink &sink = {});
 
   InputBinder &binder() { return inputs; }
 

@@ -69,7 +69,7 @@ bool Trainer::report(TrainingReport::Kind kind, int64_t epoch,
   return options.report(r);
 }
 
-Metrics Trainer::evaluate(DataSource &source) {
+Metrics Trainer::evaluate(DataSource &source, const PredictionSink &sink) {
   Metrics m(logitScores);
   std::vector<int> outs = predictionOutputs(program);
   if (outs.empty())
@@ -80,8 +80,12 @@ Metrics Trainer::evaluate(DataSource &source) {
     std::vector<const Tensor *> bound = inputs.bind(batch);
     const std::vector<const Tensor *> &res =
         program.run(bound, false, {outs[0]});
-    if (inputs.labelIndex() >= 0)
-      m.add(*res[0], *bound[inputs.labelIndex()]);
+    const Tensor *label =
+        inputs.labelIndex() >= 0 ? bound[inputs.labelIndex()] : nullptr;
+    if (label)
+      m.add(*res[0], *label);
+    if (sink)
+      sink(*res[0], label, batch.present);
   }
   return m;
 }
