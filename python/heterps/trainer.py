@@ -157,7 +157,8 @@ class Trainer:
     def evaluate(self, data, *, format=None, synthetic_examples=1 << 16,
                  synthetic_vocab=1000, csv_label_column=0, csv_header=False,
                  seed=1):
-        """The metrics (auc or accuracy) of the predictions over `data`."""
+        """The metrics of the predictions over `data`: auc, logloss, ne,
+        calibration for binary labels, accuracy for classes."""
         spec = _data_spec(data, format=format, shuffle=0, seed=seed,
                           synthetic_examples=synthetic_examples,
                           synthetic_vocab=synthetic_vocab,
