@@ -140,6 +140,17 @@ struct AutodiffPass
       }
       return graphLoss(func, ret);
     }
+    // A second loss beside the model's would train on their sum and report
+    // only the added one.
+    for (auto [index, v] : llvm::enumerate(ret.getOperands()))
+      if (Operation *def = v.getDefiningOp();
+          def && isa<BCELossOp, MSELossOp, SoftmaxCELossOp, NLLLossOp,
+                     WeightedNLLLossOp>(def))
+        return func.emitError()
+               << getArgument() << ": the function already returns a loss ("
+               << def->getName() << ", result " << index
+               << "); leave loss= unset to train on it, or drop it from the "
+                  "model to add another";
     if (prediction >= ret.getNumOperands())
       return func.emitError()
              << getArgument() << ": prediction=" << prediction
