@@ -55,6 +55,8 @@ Common:
   --wire=W                  f32 (default) | f16 | bf16: rows and values on
                             the wire
   --help, --version         this text; the HeterPS version
+
+Options take their value as --name=VALUE or --name VALUE.
 )";
 
 [[noreturn]] static void usage(const std::string &message) {
@@ -125,10 +127,16 @@ int main(int argc, char **argv) {
     }
     if (arg.rfind("--", 0) == 0) {
       size_t eq = arg.find('=');
-      if (eq == std::string::npos)
-        a.values[arg.substr(2)] = "";
+      std::string key = arg.substr(2, eq == std::string::npos ? eq : eq - 2);
+      if (eq != std::string::npos)
+        a.values[key] = arg.substr(eq + 1);
+      else if (key == "skip-non-finite")
+        a.values[key] = "";
+      else if (i + 1 < argc)
+        // `--x v` as heterps-run and its serve take it.
+        a.values[key] = argv[++i];
       else
-        a.values[arg.substr(2, eq - 2)] = arg.substr(eq + 1);
+        usage("--" + key + " needs a value");
     } else if (a.command.empty()) {
       a.command = arg;
     } else if (a.positional.empty()) {

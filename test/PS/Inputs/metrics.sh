@@ -8,7 +8,8 @@ start_server m 0 1 "$T/ck"
 ADDR=$(addresses m)
 "$PS" create-table --id=1 --dim=4 --lr=1 --ps="$ADDR" >/dev/null
 "$PS" push-constant --table=1 --keys=0:100 --value=0.5 --repeat=3 --ps="$ADDR" >/dev/null
-"$PS" pull --table=1 --keys=0:100 --expect=-1.5 --ps="$ADDR"
+# `--x v` works as `--x=v` does.
+"$PS" pull --table 1 --keys 0:100 --expect -1.5 --ps "$ADDR"
 "$PS" pull --table=7 --keys=0:1 --ps="$ADDR" >/dev/null 2>&1
 "$PS" metrics --ps="$ADDR" > "$T/metrics.txt"
 echo "metrics exit status $?"
@@ -59,4 +60,5 @@ echo "f16 pull exit status $?"
 "$PS" pull --table=4294967295 --keys=0:1 --ps="$ADDR" 2>&1
 "$PS" create-table --id=4294967295 --dim=2 --ps="$ADDR" 2>&1
 "$PS" info --deadline=nan --ps="$ADDR" 2>&1
+"$PS" info --ps 2>&1
 exit 0
