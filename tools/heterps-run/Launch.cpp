@@ -185,6 +185,11 @@ int heterps::run::runLaunch(int argc, char **argv) {
       dryRun = true;
       continue;
     }
+    // The workers' short flags.
+    if (arg == "-q" || arg == "-v") {
+      forwarded.push_back(arg);
+      continue;
+    }
     if (arg.rfind("--", 0) != 0) {
       if (!plan.empty())
         launchUsageError("more than one plan file: '" + plan + "' and '" + arg +
