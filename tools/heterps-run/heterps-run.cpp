@@ -349,6 +349,13 @@ int runTraining(const Options &o, Session &session, StepExecutor &stepper,
     };
     to.progress = [](const std::string &line) { console.progress(line); };
   }
+  // Each process sees its own lanes' labels: the job's metrics are their
+  // sum.
+  if (job && job->size() > 1)
+    to.combineMetrics = [job](Metrics &window) {
+      window.sumAcrossProcesses(
+          [job](double *values, size_t n) { job->allReduceSum(values, n); });
+    };
   std::unique_ptr<MetricsFile> metricsFile;
   if (reporter && !o.metricsFile.empty()) {
     metricsFile = std::make_unique<MetricsFile>(o.metricsFile);
@@ -458,7 +465,9 @@ int main(int argc, char **argv) {
     return runLaunch(argc, argv);
   ensurePassiveOpenMP(argv);
   Options o = parseOptions(argc, argv);
-  console.configure(o.quiet, o.verbose);
+  // mpirun hands its processes a pseudo-terminal whatever its own output
+  // is: a job's lines are never rewritten.
+  console.configure(o.quiet, o.verbose || startedAsMPIJob());
   // Under mpirun this process is one of the job's: it runs the worker its
   // rank names. Destroyed last (it finalizes MPI).
   std::unique_ptr<Communicator> job;

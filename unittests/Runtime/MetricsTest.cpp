@@ -85,6 +85,29 @@ TEST(MetricsTest, MergedWindowsEqualOneWindow) {
   EXPECT_EQ(metricsJSON(first), metricsJSON(whole));
 }
 
+TEST(MetricsTest, SummedAcrossProcessesAsMergedWindows) {
+  // Two processes that saw the same examples: the all-reduce doubles every
+  // count, as merging the window with itself does; the loss is the job's
+  // already and stays.
+  Metrics window;
+  window.add(column({0.9f, 0.2f, 0.6f, 0.4f}), column({1, 0, 0, 1}));
+  window.addLoss(0.5, 4);
+  Metrics merged = window;
+  merged.merge(window);
+  window.sumAcrossProcesses([](double *values, size_t n) {
+    for (size_t i = 0; i < n; ++i)
+      values[i] *= 2;
+  });
+  EXPECT_EQ(window.binaryExamples(), 8);
+  EXPECT_EQ(metricsJSON(window), metricsJSON(merged));
+  EXPECT_DOUBLE_EQ(window.meanLoss(), 0.5);
+  // A process that has seen no binary example yet still sends histograms.
+  Metrics empty;
+  size_t sent = 0;
+  empty.sumAcrossProcesses([&](double *, size_t n) { sent = n; });
+  EXPECT_EQ(sent, 2 * size_t(Metrics::kAUCBuckets) + 7);
+}
+
 TEST(MetricsTest, LogitsAreSquashed) {
   std::vector<float> logits{2.0f, -1.0f, 0.5f, -3.0f};
   std::vector<float> probabilities, y{1, 0, 0, 1};

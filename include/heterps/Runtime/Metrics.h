@@ -16,6 +16,7 @@
 #include "heterps/Runtime/Tensor.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,11 @@ public:
   /// Adds another window's counts (another worker's): the merged metrics
   /// are those of all the examples.
   void merge(const Metrics &other);
+  /// Merges the prediction counts of every process of a job: `sum` adds
+  /// an array of doubles element-wise across the processes in place (an
+  /// all-reduce), and every process calls this at the same point. The loss
+  /// stays this process's: a job's steps already report the job's loss.
+  void sumAcrossProcesses(const std::function<void(double *, size_t)> &sum);
   void reset();
 
   double meanLoss() const { return samples ? lossSum / samples : 0.0; }

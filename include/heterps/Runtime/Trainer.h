@@ -57,6 +57,11 @@ struct TrainerOptions {
   /// elapsed time and, once the run's length is known, the ETA) instead of
   /// `log` when set: a terminal front end rewrites one line with them.
   std::function<void(const std::string &line)> progress;
+  /// In a job of several processes, each reading its own lanes of the
+  /// data: merges a training window's metrics across the processes before
+  /// they are reported (Metrics::sumAcrossProcesses); every process's
+  /// trainer calls it at the same steps.
+  std::function<void(Metrics &window)> combineMetrics;
   /// Receives every report; returning false ends training after the step
   /// or evaluation reported (a front end's callbacks stop early this way).
   std::function<bool(const TrainingReport &report)> report;

@@ -90,6 +90,38 @@ void Metrics::merge(const Metrics &other) {
   counted += other.counted;
 }
 
+void Metrics::sumAcrossProcesses(
+    const std::function<void(double *, size_t)> &sum) {
+  // Every process sends histograms, whether it has seen binary labels yet
+  // or not, so that the arrays agree in size.
+  if (positiveBuckets.empty()) {
+    positiveBuckets.assign(kAUCBuckets, 0);
+    negativeBuckets.assign(kAUCBuckets, 0);
+  }
+  std::vector<double> counts;
+  counts.reserve(2 * kAUCBuckets + 7);
+  counts.insert(counts.end(), positiveBuckets.begin(), positiveBuckets.end());
+  counts.insert(counts.end(), negativeBuckets.begin(), negativeBuckets.end());
+  for (double value :
+       {double(positives), double(negatives), double(nonFinite), logLossSum,
+        probabilitySum, double(correct), double(counted)})
+    counts.push_back(value);
+  sum(counts.data(), counts.size());
+  // Counts up to 2^53 are exact in a double.
+  size_t at = 0;
+  for (int64_t &bucket : positiveBuckets)
+    bucket = static_cast<int64_t>(counts[at++]);
+  for (int64_t &bucket : negativeBuckets)
+    bucket = static_cast<int64_t>(counts[at++]);
+  positives = static_cast<int64_t>(counts[at++]);
+  negatives = static_cast<int64_t>(counts[at++]);
+  nonFinite = static_cast<int64_t>(counts[at++]);
+  logLossSum = counts[at++];
+  probabilitySum = counts[at++];
+  correct = static_cast<int64_t>(counts[at++]);
+  counted = static_cast<int64_t>(counts[at++]);
+}
+
 void Metrics::reset() {
   // The histograms keep their memory: a window is reset every log line.
   std::fill(positiveBuckets.begin(), positiveBuckets.end(), 0);

@@ -190,6 +190,8 @@ TrainingSummary Trainer::loop(DataSource *source, DataSource *eval,
       summary.samples += n;
       windowSamples += n;
       if (options.logEvery && summary.steps % options.logEvery == 0) {
+        if (options.combineMetrics)
+          options.combineMetrics(window);
         double secs =
             std::chrono::duration<double>(Clock::now() - windowStart).count();
         double rate = secs > 0 ? windowSamples / secs : 0.0;
