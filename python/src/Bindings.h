@@ -4,6 +4,7 @@
 #define HETERPS_PYTHON_BINDINGS_H
 
 #include "heterps/Runtime/Error.h"
+#include "heterps/Runtime/Tensor.h"
 #include "heterps/plan.pb.h"
 
 #include <pybind11/pybind11.h>
@@ -22,6 +23,9 @@ struct Error : std::runtime_error {
 struct NativePlan {
   std::shared_ptr<const plan::Plan> plan;
 };
+
+/// NumPy's name of a tensor element type, or null when NumPy has none.
+const char *numpyName(runtime::DType type);
 
 void bindCompiler(pybind11::module_ &m);
 void bindPlan(pybind11::module_ &m);

@@ -9,6 +9,7 @@
 
 #include "heterps/Plan/PlanFile.h"
 #include "heterps/Plan/PlanGraph.h"
+#include "heterps/Runtime/PlanTypes.h"
 
 #include <pybind11/stl.h>
 
@@ -18,29 +19,10 @@ namespace py = pybind11;
 using namespace heterps;
 using namespace heterps::python;
 
-static const char *dtypeName(plan::DataType type) {
-  switch (type) {
-  case plan::F32:
-    return "float32";
-  case plan::F64:
-    return "float64";
-  case plan::F16:
-    return "float16";
-  case plan::I8:
-    return "int8";
-  case plan::I16:
-    return "int16";
-  case plan::I32:
-    return "int32";
-  case plan::I64:
-    return "int64";
-  case plan::U8:
-    return "uint8";
-  case plan::BOOL:
-    return "bool";
-  default:
-    return plan::DataType_Name(type).c_str();
-  }
+static std::string dtypeName(plan::DataType type) {
+  if (const char *name = numpyName(runtime::fromPlanType(type)))
+    return name;
+  return plan::DataType_Name(type);
 }
 
 static py::dict describeValue(const plan::Plan &p, int id) {

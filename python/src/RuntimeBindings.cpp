@@ -27,9 +27,7 @@ using namespace heterps;
 using namespace heterps::python;
 using namespace heterps::runtime;
 
-namespace {
-
-const char *numpyName(DType t) {
+const char *python::numpyName(DType t) {
   switch (t) {
   case DType::F32:
     return "float32";
@@ -59,6 +57,8 @@ const char *numpyName(DType t) {
     return nullptr;
   }
 }
+
+namespace {
 
 /// Inputs of a step as tensors, by input position; the arrays stay
 /// referenced (and so alive) as long as this does.

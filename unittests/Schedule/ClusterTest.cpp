@@ -64,12 +64,14 @@ TEST(ClusterTest, OneDirectionServesBoth) {
   EXPECT_DOUBLE_EQ(cluster->links[1][0].gbps, 2);
 }
 
+/// kTwoTypes with the first `from` replaced by `to`.
+std::string replaced(const std::string &from, const std::string &to) {
+  std::string text = kTwoTypes;
+  text.replace(text.find(from), from.size(), to);
+  return text;
+}
+
 TEST(ClusterTest, ErrorsNameTheFileAndThePath) {
-  auto replaced = [](std::string from, std::string to) {
-    std::string text = kTwoTypes;
-    text.replace(text.find(from), from.size(), to);
-    return text;
-  };
   EXPECT_EQ(
       errorOf(parseCluster(replaced("\"units\": 4", "\"units\": 0"), "c.json")),
       "c.json: $.resources[1].units: expected a positive number, got "
@@ -118,11 +120,6 @@ TEST(ClusterTest, ErrorsNameTheFileAndThePath) {
 }
 
 TEST(ClusterTest, UnknownKeysAreNamedWithTheNearestKnownOne) {
-  auto replaced = [](const std::string &from, const std::string &to) {
-    std::string text = kTwoTypes;
-    text.replace(text.find(from), from.size(), to);
-    return text;
-  };
   // A misspelled optional key would otherwise leave its default in place.
   EXPECT_EQ(errorOf(parseCluster(
                 replaced("\"op_overhead_us\": 0", "\"op_overhead_usec\": 0"),

@@ -87,8 +87,8 @@ public:
 
 /// The format a data path's name implies: criteo (.tsv, .txt), libsvm
 /// (.svm, .libsvm), csv, idx (*idx3-ubyte), each also gzipped; synthetic for
-/// no path or "synthetic"; "" when the name does not tell. A list of files has the format
-/// of its first.
+/// no path or "synthetic"; "" when the name does not tell. A list of files has
+/// the format of its first.
 std::string dataFormatOf(const std::string &path);
 
 /// Opens the reader for `options.format`; wraps it in a background reader

@@ -79,6 +79,9 @@ public:
   double accuracy() const { return counted ? double(correct) / counted : 0; }
 
 private:
+  /// The histograms, zeroed, unless they exist.
+  void allocateHistograms();
+
   bool logits = false;
   double lossSum = 0;
   int64_t samples = 0;

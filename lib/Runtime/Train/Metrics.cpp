@@ -24,10 +24,7 @@ void Metrics::add(const Tensor &pred, const Tensor &label,
   int64_t width = pred.numElements() / n;
   const float *p = pred.as<float>();
   if (label.dtype() == DType::F32 && width == 1 && label.numElements() == n) {
-    if (positiveBuckets.empty()) {
-      positiveBuckets.assign(kAUCBuckets, 0);
-      negativeBuckets.assign(kAUCBuckets, 0);
-    }
+    allocateHistograms();
     const float *y = label.as<float>();
     for (int64_t i = 0; i < n; ++i) {
       if (!present.empty() && !present[i])
@@ -68,14 +65,18 @@ void Metrics::add(const Tensor &pred, const Tensor &label,
   }
 }
 
+void Metrics::allocateHistograms() {
+  if (positiveBuckets.empty()) {
+    positiveBuckets.assign(kAUCBuckets, 0);
+    negativeBuckets.assign(kAUCBuckets, 0);
+  }
+}
+
 void Metrics::merge(const Metrics &other) {
   lossSum += other.lossSum;
   samples += other.samples;
   if (!other.positiveBuckets.empty()) {
-    if (positiveBuckets.empty()) {
-      positiveBuckets.assign(kAUCBuckets, 0);
-      negativeBuckets.assign(kAUCBuckets, 0);
-    }
+    allocateHistograms();
     for (int b = 0; b < kAUCBuckets; ++b) {
       positiveBuckets[b] += other.positiveBuckets[b];
       negativeBuckets[b] += other.negativeBuckets[b];
@@ -94,10 +95,7 @@ void Metrics::sumAcrossProcesses(
     const std::function<void(double *, size_t)> &sum) {
   // Every process sends histograms, whether it has seen binary labels yet
   // or not, so that the arrays agree in size.
-  if (positiveBuckets.empty()) {
-    positiveBuckets.assign(kAUCBuckets, 0);
-    negativeBuckets.assign(kAUCBuckets, 0);
-  }
+  allocateHistograms();
   std::vector<double> counts;
   counts.reserve(2 * kAUCBuckets + 7);
   counts.insert(counts.end(), positiveBuckets.begin(), positiveBuckets.end());
