@@ -20,6 +20,8 @@ packages=(
   clang-22 libclang-rt-22-dev
   # Tests and benchmarks.
   libgtest-dev libgmock-dev libbenchmark-dev
+  # The tools' flags module (lib/Support/Flags.cpp).
+  libcli11-dev
   python3 python3-numpy python3-onnx libonnx-testdata python3-yaml
   python3-protobuf
   # The Python package (python/) and its tests.
