@@ -20,7 +20,7 @@
 
 #include "heterps/Dialect/HeterPS/IR/HeterPSDialect.h"
 #include "heterps/Import/ONNX/ImportONNX.h"
-#include "heterps/Version.h"
+#include "heterps/Support/Flags.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -28,7 +28,6 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringSet.h"
-#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
@@ -47,12 +46,8 @@
 
 namespace {
 
-llvm::cl::list<std::string> inputFiles(llvm::cl::Positional,
-                                       llvm::cl::desc("<model.onnx>..."),
-                                       llvm::cl::OneOrMore);
-llvm::cl::opt<unsigned> repeat("repeat",
-                               llvm::cl::desc("timed runs per file (median)"),
-                               llvm::cl::init(5));
+// Timed runs per file (--repeat); the median is reported.
+uint32_t repeat = 5;
 
 using Clock = std::chrono::steady_clock;
 
@@ -198,13 +193,18 @@ bool benchmark(const std::string &path, Result &r) {
 } // namespace
 
 int main(int argc, char **argv) {
-  llvm::cl::SetVersionPrinter([](llvm::raw_ostream &os) {
-    os << "heterps-bench-import (HeterPS) " << HETERPS_VERSION << "\n";
-  });
-  llvm::cl::ParseCommandLineOptions(
-      argc, argv, "Times importing ONNX models against a protobuf parse\n");
-  if (repeat == 0)
-    repeat = 1;
+  std::vector<std::string> inputFiles;
+  heterps::Flags flags(
+      "heterps-bench-import",
+      "usage: heterps-bench-import [--repeat=N] MODEL.onnx...\n\n"
+      "Times importing ONNX models against a protobuf parse of the "
+      "same files.\n");
+  flags.positionals("model", inputFiles);
+  flags.option("--repeat", repeat, "N", "timed runs per file (default 5)", 1,
+               1000);
+  flags.parse(argc, argv);
+  if (inputFiles.empty())
+    flags.fail("no model given");
 
   std::vector<Result> results;
   for (const std::string &path : inputFiles) {

@@ -14,14 +14,13 @@
 
 #include "heterps/PS/Client.h"
 #include "heterps/PS/Server.h"
-#include "heterps/Version.h"
+#include "heterps/Support/Flags.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <random>
-#include <sstream>
 #include <thread>
 #include <unordered_map>
 
@@ -30,15 +29,6 @@ using namespace heterps::ps;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-std::vector<int64_t> parseList(const std::string &s) {
-  std::vector<int64_t> out;
-  std::stringstream in(s);
-  std::string item;
-  while (std::getline(in, item, ','))
-    out.push_back(std::stoll(item));
-  return out;
-}
 
 /// Requests of `n` keys drawn uniformly from `rows` distinct keys (spread
 /// over the uint64 range), one sequence per thread.
@@ -124,37 +114,28 @@ int main(int argc, char **argv) {
   std::vector<int64_t> dims{16, 64}, threadCounts{1, 2, 4},
       keyCounts{1000, 10000};
   int64_t rows = 200000;
-  std::string modes = "inproc,grpc";
   bool pushOnly = false; // for profiling pushes
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&](const char *name) -> const char * {
-      size_t n = std::strlen(name);
-      return a.compare(0, n, name) == 0 ? a.c_str() + n : nullptr;
-    };
-    if (a == "--version") {
-      std::printf("heterps-ps-bench (HeterPS) %s\n", HETERPS_VERSION);
-      return 0;
-    }
-    if (const char *v = value("--seconds="))
-      seconds = std::stod(v);
-    else if (const char *v = value("--dims="))
-      dims = parseList(v);
-    else if (const char *v = value("--threads="))
-      threadCounts = parseList(v);
-    else if (const char *v = value("--keys="))
-      keyCounts = parseList(v);
-    else if (const char *v = value("--rows="))
-      rows = std::stoll(v);
-    else if (const char *v = value("--modes="))
-      modes = v;
-    else if (a == "--push-only")
-      pushOnly = true;
-    else {
-      std::fprintf(stderr, "heterps-ps-bench: unknown option '%s'\n", argv[i]);
-      return 2;
-    }
-  }
+  std::vector<std::string> modeList{"inproc", "grpc"};
+  Flags flags("heterps-ps-bench",
+              "usage: heterps-ps-bench [options]\n\n"
+              "Rows per second of PS pulls and pushes (SGD) through the PS "
+              "client, to the\nembedded server (inproc) and over loopback gRPC "
+              "(grpc), against a raw\nunordered_map loop over the same keys "
+              "(the bound) in the same process.\n");
+  flags.option("--seconds", seconds, "S", "seconds per figure (default 1)", 0,
+               3600, /*minExclusive=*/true);
+  flags.option("--dims", dims, "D,...", "row widths (default 16,64)", 1,
+               1 << 16);
+  flags.option("--threads", threadCounts, "N,...",
+               "client threads (default 1,2,4)", 1, 1024);
+  flags.option("--keys", keyCounts, "N,...",
+               "keys per request (default 1000,10000)", 1, 1 << 22);
+  flags.option("--rows", rows, "N", "distinct keys (default 200000)", 1,
+               int64_t(1) << 32);
+  flags.choices("--modes", modeList, {"inproc", "grpc"},
+                "where the server runs (default inproc,grpc)");
+  flags.flag("--push-only", pushOnly, "time pushes only (for profiling)");
+  flags.parse(argc, argv);
   std::printf("rows/s of PS pulls and pushes (SGD) against a raw "
               "unordered_map loop over the same keys (the bound), %lld rows, "
               "%.1f s per figure, %u cores\n\n",
@@ -166,7 +147,7 @@ int main(int argc, char **argv) {
   std::printf("---------------------------------------------------------------"
               "-------------------------\n");
   for (const std::string mode : {"inproc", "grpc"}) {
-    if (modes.find(mode) == std::string::npos)
+    if (std::find(modeList.begin(), modeList.end(), mode) == modeList.end())
       continue;
     for (int64_t dim : dims) {
       std::unique_ptr<Server> server;

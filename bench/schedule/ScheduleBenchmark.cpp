@@ -20,7 +20,7 @@
 
 #include "heterps/Schedule/RandomProblem.h"
 #include "heterps/Schedule/Solver.h"
-#include "heterps/Version.h"
+#include "heterps/Support/Flags.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -281,27 +281,6 @@ Workload transformerModel(int numResources, int layers) {
   return w;
 }
 
-std::vector<std::string> split(llvm::StringRef text) {
-  llvm::SmallVector<llvm::StringRef> parts;
-  text.split(parts, ',', -1, false);
-  std::vector<std::string> result;
-  for (llvm::StringRef part : parts)
-    result.push_back(part.trim().str());
-  return result;
-}
-
-/// A whole number in [minimum, INT_MAX] written in `text`, for `flag`.
-std::optional<int> parseCount(llvm::StringRef flag, llvm::StringRef text,
-                              int minimum) {
-  int value = 0;
-  if (text.trim().getAsInteger(10, value) || value < minimum) {
-    llvm::errs() << "heterps-bench-schedule: " << flag << ": '" << text
-                 << "' is not a whole number >= " << minimum << "\n";
-    return std::nullopt;
-  }
-  return value;
-}
-
 struct Row {
   std::vector<double> ratios;
   std::vector<double> seconds;
@@ -311,68 +290,46 @@ struct Row {
 } // namespace
 
 int main(int argc, char **argv) {
-  std::vector<int> sizes = {16, 32, 64, 128};
+  std::vector<int64_t> sizeList = {16, 32, 64, 128};
   int seeds = 3;
-  std::vector<std::string> solvers;
+  std::vector<std::string> solvers, known;
   for (llvm::StringRef name : getSolverNames())
-    solvers.push_back(name.str());
+    known.push_back(name.str());
+  solvers = known;
+  known.push_back("dp-ops");
   double timeBudget = 0;
-  bool large = false, sizesGiven = false, searchCuts = true;
+  bool large = false, noSearchCuts = false;
   int maxSearchOps = SolverOptions().maxSearchOps;
-  for (int i = 1; i < argc; ++i) {
-    llvm::StringRef arg = argv[i];
-    if (arg == "--version") {
-      std::printf("heterps-bench-schedule (HeterPS) %s\n", HETERPS_VERSION);
-      return 0;
-    }
-    if (arg == "--large") {
-      large = true;
-    } else if (arg == "--no-search-cuts") {
-      searchCuts = false;
-    } else if (arg.consume_front("--max-search-ops=")) {
-      std::optional<int> value = parseCount("--max-search-ops", arg, 0);
-      if (!value)
-        return 2;
-      maxSearchOps = *value;
-    } else if (arg.consume_front("--sizes=")) {
-      sizesGiven = true;
-      sizes.clear();
-      for (const std::string &size : split(arg)) {
-        std::optional<int> value = parseCount("--sizes", size, 2);
-        if (!value)
-          return 2;
-        sizes.push_back(*value);
-      }
-    } else if (arg.consume_front("--seeds=")) {
-      std::optional<int> value = parseCount("--seeds", arg, 1);
-      if (!value)
-        return 2;
-      seeds = *value;
-    } else if (arg.consume_front("--solvers=")) {
-      solvers = split(arg);
-    } else if (arg.consume_front("--time-budget=")) {
-      if (arg.getAsDouble(timeBudget) || !(timeBudget >= 0)) {
-        llvm::errs() << "heterps-bench-schedule: --time-budget: '" << arg
-                     << "' is not a number of seconds >= 0\n";
-        return 2;
-      }
-    } else {
-      llvm::errs() << "heterps-bench-schedule: unknown option '" << arg
-                   << "'\nusage: heterps-bench-schedule [--sizes=16,32,64,128]"
-                      " [--seeds=N] [--solvers=a,b] [--time-budget=S] "
-                      "[--large] [--max-search-ops=N] [--no-search-cuts]\n";
-      return 2;
-    }
-  }
-  for (const std::string &name : solvers)
-    if (name != "dp-ops" && !parseSolverKind(name)) {
-      llvm::errs() << "heterps-bench-schedule: --solvers: unknown solver '"
-                   << name << "' (known: " << llvm::join(getSolverNames(), ", ")
-                   << ", dp-ops)\n";
-      return 2;
-    }
+  heterps::Flags flags(
+      "heterps-bench-schedule",
+      "usage: heterps-bench-schedule [options]\n\n"
+      "Every solver on model-shaped op chains and random chains and "
+      "DAGs: the job cost\nof its plan over the best known cost, and "
+      "its search time.\n");
+  flags.option("--sizes", sizeList, "N,...",
+               "ops of the random instances (default 16,32,64,128; with "
+               "--large 500,1000,2000)",
+               2, 1 << 20);
+  flags.option("--seeds", seeds, "N", "random instances per size (default 3)",
+               1, 1 << 20);
+  flags.choices("--solvers", solvers, known,
+                "the solvers to run (default: all but dp-ops)");
+  flags.option("--time-budget", timeBudget, "S",
+               "seconds a solver may search (default 0: its own limit)", 0);
+  flags.flag("--large", large,
+             "large models (transformer stacks) and random instances");
+  flags.option("--max-search-ops", maxSearchOps, "N",
+               "the most ops a solver searches one by one "
+               "(default 256): larger problems are searched on about this many "
+               "groups of ops; 0 always searches the ops themselves",
+               0);
+  flags.flag("--no-search-cuts", noSearchCuts,
+             "restrict every solver to the stages the types alone give");
+  flags.parse(argc, argv);
+  bool searchCuts = !noSearchCuts, sizesGiven = flags.given("sizes");
   if (large && !sizesGiven)
-    sizes = {500, 1000, 2000};
+    sizeList = {500, 1000, 2000};
+  std::vector<int> sizes(sizeList.begin(), sizeList.end());
 
   std::vector<Workload> workloads;
   for (int types = 2; types <= 3; ++types) {

@@ -46,7 +46,9 @@ template <typename T> std::string rangeText(T min, T max, bool minExclusive) {
       std::is_unsigned_v<T> ||
       (min != std::numeric_limits<T>::lowest() &&
        !(std::is_floating_point_v<T> && min == -std::numeric_limits<T>::max()));
-  bool high = max != std::numeric_limits<T>::max();
+  // A narrower type's upper end is said too: 2^32+1 for an int is out of
+  // range, not a number >= 4096.
+  bool high = max != std::numeric_limits<T>::max() || sizeof(T) < 8;
   auto str = [](T x) {
     std::ostringstream out;
     out << x;
@@ -76,14 +78,17 @@ wholeNumber(const std::string &name, T &out, T min, T max) {
     errno = 0;
     if constexpr (std::is_signed_v<T>) {
       long long x = std::strtoll(v.c_str(), &end, 10);
-      if (*end || errno == ERANGE || x < static_cast<long long>(min) ||
+      if (errno == ERANGE)
+        return error + " (more than 64 bits)";
+      if (*end || x < static_cast<long long>(min) ||
           x > static_cast<long long>(max))
         return error;
       out = static_cast<T>(x);
     } else {
       unsigned long long x = std::strtoull(v.c_str(), &end, 10);
-      if (*end || errno == ERANGE || v[0] == '-' ||
-          x < static_cast<unsigned long long>(min) ||
+      if (errno == ERANGE)
+        return error + " (more than 64 bits)";
+      if (*end || v[0] == '-' || x < static_cast<unsigned long long>(min) ||
           x > static_cast<unsigned long long>(max))
         return error;
       out = static_cast<T>(x);
@@ -155,6 +160,7 @@ struct Flags::Impl {
   std::vector<std::unique_ptr<Option>> options;
   std::string positionalName;
   std::string *positional = nullptr;
+  std::vector<std::string> *positionalList = nullptr;
   bool help = false, version = false;
 
   Option &add(const std::string &names, Kind kind, std::string value,
@@ -325,6 +331,68 @@ static std::string alternatives(const std::vector<std::string> &choices) {
   return text;
 }
 
+/// "; did you mean 'x'?" when `word` is a likely misspelling of a choice.
+static std::string didYouMean(const std::string &word,
+                              const std::vector<std::string> &choices) {
+  std::string near = nearestName(word, choices);
+  return near.empty() ? "" : "; did you mean '" + near + "'?";
+}
+
+/// `text` split at commas (an empty text: no items).
+static std::vector<std::string> splitCommas(const std::string &text) {
+  std::vector<std::string> items;
+  size_t at = 0;
+  while (!text.empty() && at <= text.size()) {
+    size_t comma = std::min(text.find(',', at), text.size());
+    items.push_back(text.substr(at, comma - at));
+    at = comma + 1;
+  }
+  return items;
+}
+
+Flags &Flags::option(const std::string &names, std::vector<int64_t> &out,
+                     const std::string &value, const std::string &help,
+                     int64_t min, int64_t max) {
+  Option &option = impl->add(names, Kind::Value, value, help);
+  option.apply = [&out, name = option.longName, min,
+                  max](const std::string &v) -> std::string {
+    std::vector<int64_t> values;
+    for (const std::string &item : splitCommas(v)) {
+      int64_t x = 0;
+      std::string error = wholeNumber(name, x, min, max)(item);
+      if (!error.empty())
+        return "--" + name + " takes comma-separated whole numbers" +
+               rangeText<int64_t>(min, max, false) + ", got '" + v + "'";
+      values.push_back(x);
+    }
+    if (values.empty())
+      return "--" + name + " needs at least one number";
+    out = std::move(values);
+    return "";
+  };
+  return *this;
+}
+
+Flags &Flags::choices(const std::string &names, std::vector<std::string> &out,
+                      std::vector<std::string> choices,
+                      const std::string &help) {
+  Option &option = impl->add(names, Kind::Value, "A,B,...", help);
+  option.apply = [&out, name = option.longName,
+                  choices](const std::string &v) -> std::string {
+    std::vector<std::string> values = splitCommas(v);
+    for (const std::string &item : values)
+      if (std::find(choices.begin(), choices.end(), item) == choices.end())
+        return "--" + name + ": unknown '" + item + "'" +
+               didYouMean(item, choices) + " (known: " + alternatives(choices) +
+               ")";
+    if (values.empty())
+      return "--" + name + " needs at least one of " + alternatives(choices);
+    out = std::move(values);
+    return "";
+  };
+  return *this;
+}
+
 Flags &Flags::choice(const std::string &names, std::string &out,
                      std::vector<std::string> choices,
                      const std::string &help) {
@@ -336,7 +404,7 @@ Flags &Flags::choice(const std::string &names, std::string &out,
                   choices](const std::string &v) -> std::string {
     if (std::find(choices.begin(), choices.end(), v) == choices.end())
       return "--" + name + " takes " + alternatives(choices) + ", got '" + v +
-             "'";
+             "'" + didYouMean(v, choices);
     out = v;
     return "";
   };
@@ -395,14 +463,23 @@ Flags &Flags::list(const std::string &names, std::vector<std::string> &out,
 
 Flags &Flags::custom(const std::string &names, const std::string &value,
                      const std::string &help,
-                     std::function<std::string(const std::string &)> parse) {
-  impl->add(names, Kind::Value, value, help).apply = std::move(parse);
+                     std::function<std::string(const std::string &)> parse,
+                     bool repeatable) {
+  impl->add(names, repeatable ? Kind::List : Kind::Value, value, help).apply =
+      std::move(parse);
   return *this;
 }
 
 Flags &Flags::positional(const std::string &name, std::string &out) {
   impl->positionalName = name;
   impl->positional = &out;
+  return *this;
+}
+
+Flags &Flags::positionals(const std::string &name,
+                          std::vector<std::string> &out) {
+  impl->positionalName = name;
+  impl->positionalList = &out;
   return *this;
 }
 
@@ -466,9 +543,11 @@ std::string Flags::parse(const std::vector<std::string> &args) {
     std::string message = "unknown option '" + extra + "'";
     if (std::string near = nearestName(name, impl->longNames()); !near.empty())
       message += "; did you mean '--" + near + "'?";
-    return message + " (--help lists the options)";
+    return message;
   }
-  if (!positionals.empty()) {
+  if (impl->positionalList) {
+    *impl->positionalList = positionals;
+  } else if (!positionals.empty()) {
     if (!impl->positional)
       return "unexpected argument '" + positionals.front() + "'";
     if (positionals.size() > 1)

@@ -13,27 +13,34 @@
 
 #include "Conformance.h"
 
-#include "llvm/Support/CommandLine.h"
-#include "llvm/Support/InitLLVM.h"
-
-namespace cl = llvm::cl;
+#include "heterps/Support/Flags.h"
 
 int main(int argc, char **argv) {
-  llvm::InitLLVM init(argc, argv);
-  cl::opt<std::string> dataDir(
-      "data-dir", cl::desc("ONNX backend node tests (one directory per case)"),
-      cl::init("/usr/share/libonnx-testdata/data/node"));
-  cl::opt<std::string> expected(
-      "expected", cl::desc("expected outcomes, one line per case"),
-      cl::Required);
-  cl::opt<std::string> doc("doc",
-                           cl::desc("with --update: the SupportedOps.md to "
-                                    "write"));
-  cl::opt<bool> update("update",
-                       cl::desc("rewrite the expectations (and --doc) from "
-                                "this run"));
-  cl::opt<bool> verbose("v", cl::desc("print every case's outcome"));
-  cl::ParseCommandLineOptions(
-      argc, argv, "ONNX node-test conformance of the importer and runtime\n");
+  std::string dataDir = "/usr/share/libonnx-testdata/data/node", expected, doc;
+  bool update = false, verbose = false;
+  heterps::Flags flags(
+      "heterps-onnx-conformance",
+      "usage: heterps-onnx-conformance [--data-dir=DIR] --expected=FILE\n"
+      "                                [--update --doc=docs/SupportedOps.md] "
+      "[-v]\n\n"
+      "ONNX node-test conformance of the importer and runtime: imports every "
+      "backend\nnode test of the supported ops, runs its plan on the CPU "
+      "runtime, and compares\nthe outcomes with FILE (exit 1 on a "
+      "difference).\n");
+  flags.option("--data-dir", dataDir, "DIR",
+               "ONNX backend node tests, one directory per case (default "
+               "/usr/share/libonnx-testdata/data/node)");
+  flags.option("--expected", expected, "FILE",
+               "expected outcomes, one line per case (required)");
+  flags.flag("--update", update,
+             "rewrite the expectations (and --doc) from this run");
+  flags.option("--doc", doc, "FILE",
+               "with --update: the SupportedOps.md to write");
+  flags.flag("-v,--verbose", verbose, "print every case's outcome");
+  flags.parse(argc, argv);
+  if (expected.empty())
+    flags.fail("--expected=FILE is required");
+  if (!doc.empty() && !update)
+    flags.fail("--doc is written with --update");
   return heterps::conformance::runAll(dataDir, expected, doc, update, verbose);
 }

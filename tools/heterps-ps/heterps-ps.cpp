@@ -8,15 +8,15 @@
 //===----------------------------------------------------------------------===//
 
 #include "heterps/PS/Client.h"
+#include "heterps/PS/Flags.h"
 #include "heterps/Runtime/Data.h"
 #include "heterps/Version.h"
 
-#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <map>
+#include <vector>
 
 using namespace heterps;
 using namespace heterps::ps;
@@ -24,210 +24,245 @@ using namespace heterps::ps;
 static const char *kUsage =
     R"(usage: heterps-ps COMMAND --ps=HOST:PORT,... [options]
 
-Commands:
-  info                      each server's shard, protocol, memory and tables
-  create-table              create a table on every server:
-      --id=N --dim=D [--vocab=V] [--init=KIND[:ARG,ARG]] [--seed=S]
-      [--optimizer=sgd|momentum|adam|adagrad] [--lr=X]
-      [--admit-min-count=N] [--ttl-seconds=X] [--skip-non-finite]
-      [--storage=memory|rocksdb] [--cache-rows=N]
-  push-constant             push the gradient VALUE for every key, REPEAT times
-      --table=N --keys=FIRST:COUNT[:STRIDE] --value=VALUE [--repeat=R]
-  pull                      read rows: --table=N --keys=FIRST:COUNT[:STRIDE]
-      [--out=FILE.pb]       write them as a COUNT x dim TensorProto
-      [--expect=VALUE]      exit 1 unless every element equals VALUE exactly
-  metrics                   each server's metrics (Prometheus text format:
-                            calls, errors and latency per method, keys
-                            pulled and pushed, rows and pushes per table)
-  checkpoint NAME [--step=S]  every server writes checkpoint NAME
-  restore NAME              every server loads NAME ('latest': the newest)
+Commands (heterps-ps COMMAND --help lists a command's options):
+  info            each server's shard, protocol, memory and tables
+  metrics         each server's metrics (Prometheus text format: calls, errors
+                  and latency per method, keys pulled and pushed, rows and
+                  pushes per table)
+  create-table    create a table on every server
+  push-constant   push a constant gradient for a range of keys
+  pull            read rows of a range of keys
+  checkpoint NAME every server writes checkpoint NAME
+  restore NAME    every server loads NAME ('latest': the newest)
 
-Common:
-  --ps=HOST:PORT,...        the servers, in shard order
-  --deadline=SECONDS        per call, retries included (default 10)
-  --tls-ca=FILE             talk TLS to servers whose certificates this CA
-                            signed
-  --tls-cert=FILE, --tls-key=FILE
-                            a client certificate and key (mutual TLS)
-  --tls-server-name=NAME    check certificates against NAME
-  --token-file=FILE         send this token with every call (admin commands:
-                            the admin token)
-  --wire=W                  f32 (default) | f16 | bf16: rows and values on
-                            the wire
-  --help, --version         this text; the HeterPS version
-
-Options take their value as --name=VALUE or --name VALUE.
+Every command takes the PS client's options, named as in heterps-run:
+--ps, --ps-deadline, --ps-tls-ca, --ps-tls-cert, --ps-tls-key,
+--ps-tls-server-name, --ps-token-file (admin commands: the admin token) and
+--ps-wire.
 )";
 
-[[noreturn]] static void usage(const std::string &message) {
-  std::fprintf(stderr, "heterps-ps: %s\n(see heterps-ps --help)\n",
-               message.c_str());
-  std::exit(2);
-}
-
 namespace {
-struct Args {
-  std::string command, positional;
-  std::map<std::string, std::string> values;
-  const std::string &need(const std::string &key) const {
-    auto it = values.find(key);
-    if (it == values.end())
-      usage(command + " needs --" + key);
-    return it->second;
-  }
-  std::string get(const std::string &key, const std::string &dflt) const {
-    auto it = values.find(key);
-    return it == values.end() ? dflt : it->second;
-  }
+struct Command {
+  const char *name, *usage;
+};
+const Command kCommands[] = {
+    {"info", "usage: heterps-ps info --ps=HOST:PORT,... [options]\n\n"
+             "Prints each server's shard, protocol, memory and tables.\n"},
+    {"metrics", "usage: heterps-ps metrics --ps=HOST:PORT,... [options]\n\n"
+                "Prints each server's metrics in Prometheus text format.\n"},
+    {"create-table",
+     "usage: heterps-ps create-table --ps=HOST:PORT,... --id=N --dim=D "
+     "[options]\n\nCreates a table on every server (a no-op where it "
+     "exists with the same configuration).\n"},
+    {"push-constant",
+     "usage: heterps-ps push-constant --ps=HOST:PORT,... --table=N "
+     "--keys=FIRST:COUNT[:STRIDE] --value=VALUE [options]\n\nPushes the "
+     "gradient VALUE for every key, --repeat times.\n"},
+    {"pull", "usage: heterps-ps pull --ps=HOST:PORT,... --table=N "
+             "--keys=FIRST:COUNT[:STRIDE] [options]\n\nReads rows.\n"},
+    {"checkpoint",
+     "usage: heterps-ps checkpoint NAME --ps=HOST:PORT,... [options]\n\n"
+     "Every server writes checkpoint NAME under its --checkpoint-dir.\n"},
+    {"restore",
+     "usage: heterps-ps restore NAME --ps=HOST:PORT,... [options]\n\n"
+     "Every server loads checkpoint NAME ('latest': the newest complete "
+     "one).\n"},
 };
 
-double number(const std::string &key, const std::string &v) {
-  char *end = nullptr;
-  double x = std::strtod(v.c_str(), &end);
-  if (v.empty() || *end || !std::isfinite(x))
-    usage("--" + key + " takes a finite number, got '" + v + "'");
-  return x;
-}
-
-/// --KEY as a table id (0 to Client::kMaxTables - 1).
-uint32_t tableIdOption(const Args &a, const std::string &key) {
-  double id = number(key, a.need(key));
-  if (!(id >= 0 && id < Client::kMaxTables) || id != std::floor(id))
-    usage("--" + key + " takes a table id from 0 to " +
-          std::to_string(Client::kMaxTables - 1) + ", got '" + a.need(key) +
-          "'");
-  return static_cast<uint32_t>(id);
-}
-
-/// FIRST:COUNT[:STRIDE] as a list of keys.
-std::vector<int64_t> keyRange(const std::string &spec) {
+/// FIRST:COUNT[:STRIDE] as a list of keys; "" or the error.
+std::string keyRange(const std::string &spec, std::vector<int64_t> &keys) {
   long long first = 0, count = 0, stride = 1;
-  int fields =
-      std::sscanf(spec.c_str(), "%lld:%lld:%lld", &first, &count, &stride);
-  if (fields < 2 || count < 0 || stride < 1)
-    usage("--keys takes FIRST:COUNT[:STRIDE], got '" + spec + "'");
-  std::vector<int64_t> keys(count);
+  char tail = 0;
+  int fields = std::sscanf(spec.c_str(), "%lld:%lld:%lld%c", &first, &count,
+                           &stride, &tail);
+  if (fields < 2 || fields > 3 || count < 0 || count > (1 << 26) || stride < 1)
+    return "--keys takes FIRST:COUNT[:STRIDE] (COUNT up to 2^26), got '" +
+           spec + "'";
+  keys.resize(count);
   for (long long i = 0; i < count; ++i)
     keys[i] = first + i * stride;
-  return keys;
+  return "";
 }
 } // namespace
 
 int main(int argc, char **argv) {
-  Args a;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
-    if (arg == "--version") {
-      std::printf("heterps-ps (HeterPS) %s\n", HETERPS_VERSION);
-      return 0;
-    }
-    if (arg.rfind("--", 0) == 0) {
-      size_t eq = arg.find('=');
-      std::string key = arg.substr(2, eq == std::string::npos ? eq : eq - 2);
-      if (eq != std::string::npos)
-        a.values[key] = arg.substr(eq + 1);
-      else if (key == "skip-non-finite")
-        a.values[key] = "";
-      else if (i + 1 < argc)
-        // `--x v` as heterps-run and its serve take it.
-        a.values[key] = argv[++i];
-      else
-        usage("--" + key + " needs a value");
-    } else if (a.command.empty()) {
-      a.command = arg;
-    } else if (a.positional.empty()) {
-      a.positional = arg;
-    } else {
-      usage("unexpected argument '" + arg + "'");
-    }
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 ||
+      std::strcmp(argv[1], "-h") == 0) {
+    std::fputs(kUsage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
   }
-  if (a.command.empty())
-    usage("no command given");
-  static const char *kOptions[] = {"admit-min-count",
-                                   "cache-rows",
-                                   "deadline",
-                                   "dim",
-                                   "expect",
-                                   "id",
-                                   "init",
-                                   "keys",
-                                   "lr",
-                                   "name",
-                                   "optimizer",
-                                   "out",
-                                   "ps",
-                                   "repeat",
-                                   "seed",
-                                   "skip-non-finite",
-                                   "step",
-                                   "storage",
-                                   "table",
-                                   "tls-ca",
-                                   "tls-cert",
-                                   "tls-key",
-                                   "tls-server-name",
-                                   "token-file",
-                                   "ttl-seconds",
-                                   "value",
-                                   "vocab",
-                                   "wire"};
-  for (const auto &[key, value] : a.values)
-    if (std::none_of(std::begin(kOptions), std::end(kOptions),
-                     [&](const char *o) { return key == o; }))
-      usage("unknown option '--" + key + "'");
-  static const char *kCommands[] = {"info",          "metrics", "create-table",
-                                    "push-constant", "pull",    "checkpoint",
-                                    "restore"};
-  if (std::none_of(std::begin(kCommands), std::end(kCommands),
-                   [&](const char *c) { return a.command == c; }))
-    usage("unknown command '" + a.command + "'");
-  try {
-    ClientOptions o;
-    o.deadlineSeconds = number("deadline", a.get("deadline", "10"));
-    if (a.values.count("tls-ca"))
-      o.tlsCA = readCredentialFile(a.need("tls-ca"), "--tls-ca");
-    if (a.values.count("tls-cert"))
-      o.tlsCert = readCredentialFile(a.need("tls-cert"), "--tls-cert");
-    if (a.values.count("tls-key"))
-      o.tlsKey = readCredentialFile(a.need("tls-key"), "--tls-key");
-    o.tlsServerName = a.get("tls-server-name", "");
-    o.wire = a.get("wire", "f32");
-    if (a.values.count("token-file"))
-      o.token = readCredentialFile(a.need("token-file"), "--token-file", true);
-    std::vector<std::unique_ptr<Connection>> servers;
-    for (const std::string &address : parseServerList(a.need("ps")))
-      servers.push_back(connectRemote(address, o));
-    Client client(std::move(servers), o);
-    client.connect();
+  if (std::strcmp(argv[1], "--version") == 0) {
+    std::printf("heterps-ps (HeterPS) %s\n", HETERPS_VERSION);
+    return 0;
+  }
+  std::string command = argv[1];
+  const Command *known = nullptr;
+  std::vector<std::string> names;
+  for (const Command &c : kCommands) {
+    names.push_back(c.name);
+    if (command == c.name)
+      known = &c;
+  }
+  if (!known) {
+    std::string near = nearestName(command, names);
+    std::fprintf(stderr,
+                 "heterps-ps: unknown command '%s'%s\n(see heterps-ps "
+                 "--help)\n",
+                 command.c_str(),
+                 near.empty() ? ""
+                              : ("; did you mean '" + near + "'?").c_str());
+    return 2;
+  }
 
-    // The client learns a table's dimension and vocabulary from the
-    // servers (creating it again with its own configuration is a no-op).
-    auto tableOf = [&]() {
-      uint32_t id = tableIdOption(a, "table");
-      v1::TableStatus s = client.describe(static_cast<int>(id));
-      client.createTable(s.config());
-      return static_cast<int>(id);
-    };
+  Flags flags("heterps-ps " + command, known->usage);
+  ClientFlags client;
+  flags.group("PS client");
+  client.declare(flags);
+  for (auto [old, now] : {std::pair{"deadline", "ps-deadline"},
+                          {"tls-ca", "ps-tls-ca"},
+                          {"tls-cert", "ps-tls-cert"},
+                          {"tls-key", "ps-tls-key"},
+                          {"tls-server-name", "ps-tls-server-name"},
+                          {"token-file", "ps-token-file"},
+                          {"wire", "ps-wire"}})
+    flags.renamed(old, now);
 
-    if (a.command == "metrics") {
-      for (const std::string &address : parseServerList(a.need("ps"))) {
-        std::unique_ptr<Connection> c = connectRemote(address, o);
-        std::string text;
-        Status s = c->metrics(&text);
-        if (!s.ok())
-          throw PSError(s.code, address + ": " + s.message);
-        std::printf("# server %s\n%s", address.c_str(), text.c_str());
+  std::string name;
+  flags.group(command);
+  // create-table.
+  v1::TableConfig config;
+  uint32_t tableId = 0, dim = 0;
+  uint64_t vocab = 0, seed = 1;
+  std::string tableName, init = "zeros", optimizer = "sgd";
+  double learningRate = 0.01;
+  TableFlags tableFlags;
+  // push-constant and pull.
+  std::vector<int64_t> keys;
+  double value = 0, expect = 0;
+  int64_t repeat = 1, step = 0;
+  std::string out;
+  auto tableOption = [&](const char *option, const char *help) {
+    flags.option(option, tableId, "N", help, 0, Client::kMaxTables - 1);
+  };
+  auto keysOption = [&] {
+    flags.custom("--keys", "FIRST:COUNT[:STRIDE]",
+                 "the keys FIRST, FIRST+STRIDE, ... (COUNT of them)",
+                 [&](const std::string &v) { return keyRange(v, keys); });
+  };
+  if (command == "create-table") {
+    tableOption("--id", "the table id (required)");
+    flags.option("--dim", dim, "D", "floats per row (required)", 1, 1 << 16);
+    flags.option("--vocab", vocab, "V",
+                 "ids from 0 to V-1 (default 0: any 64-bit id, hashed)");
+    flags.option("--name", tableName, "NAME",
+                 "the table's name (default "
+                 "tableN)");
+    flags.option("--init", init, "KIND[:ARG,...]",
+                 "the rows' initial values (default zeros; e.g. "
+                 "uniform:-0.05,0.05, normal:0,0.01)");
+    flags.option("--seed", seed, "S", "the initializer's seed (default 1)");
+    flags.choice("--optimizer", optimizer,
+                 {"sgd", "momentum", "adam", "adagrad"},
+                 "the server-side optimizer (default sgd)");
+    flags.option("--learning-rate", learningRate, "X",
+                 "the optimizer's learning rate (default 0.01)", 0, 1e6,
+                 /*minExclusive=*/true);
+    flags.renamed("lr", "learning-rate");
+    tableFlags.declare(flags);
+    flags.renamed("storage", "table-storage");
+    flags.renamed("cache-rows", "table-cache-rows");
+  } else if (command == "push-constant") {
+    tableOption("--table", "the table (required)");
+    keysOption();
+    flags.option("--value", value, "VALUE",
+                 "the gradient of every element (required)");
+    flags.option("--repeat", repeat, "R", "push R times (default 1)", 1,
+                 1 << 20);
+  } else if (command == "pull") {
+    tableOption("--table", "the table (required)");
+    keysOption();
+    flags.option("--out", out, "FILE.pb",
+                 "write the rows as a COUNT x dim TensorProto");
+    flags.option("--expect", expect, "VALUE",
+                 "exit 1 unless every element equals VALUE exactly");
+  } else if (command == "checkpoint" || command == "restore") {
+    flags.positional("checkpoint name", name);
+    if (command == "checkpoint")
+      flags.option("--step", step, "S",
+                   "the training step the checkpoint records (default 0)", 0);
+  }
+  flags.parse(argc, argv, 2);
+  if (client.servers.empty())
+    flags.fail("--ps=HOST:PORT,... (the servers) is required");
+  if (std::string error = client.check(); !error.empty())
+    flags.fail(error);
+  for (const char *required :
+       command == "create-table" ? std::vector<const char *>{"id", "dim"}
+       : command == "push-constant"
+           ? std::vector<const char *>{"table", "keys", "value"}
+       : command == "pull" ? std::vector<const char *>{"table", "keys"}
+                           : std::vector<const char *>{})
+    if (!flags.given(required))
+      flags.fail(command + " needs --" + required);
+  if ((command == "checkpoint" || command == "restore") && name.empty())
+    flags.fail(command + " needs a checkpoint NAME");
+
+  if (command == "create-table") {
+    config.set_table_id(tableId);
+    config.set_name(tableName.empty() ? "table" + std::to_string(tableId)
+                                      : tableName);
+    config.set_dim(dim);
+    config.set_vocab(vocab);
+    size_t colon = init.find(':');
+    config.mutable_init()->set_kind(init.substr(0, colon));
+    if (colon != std::string::npos) {
+      std::string args = init.substr(colon + 1);
+      size_t at = 0;
+      while (at <= args.size()) {
+        size_t comma = args.find(',', at);
+        std::string arg = args.substr(
+            at, comma == std::string::npos ? std::string::npos : comma - at);
+        char *end = nullptr;
+        double x = std::strtod(arg.c_str(), &end);
+        if (arg.empty() || *end || !std::isfinite(x))
+          flags.fail("--init takes KIND[:ARG,...] with finite numbers as "
+                     "ARGs, got '" +
+                     init + "'");
+        config.mutable_init()->add_args(x);
+        if (comma == std::string::npos)
+          break;
+        at = comma + 1;
       }
-      return 0;
     }
+    config.mutable_init()->set_seed(seed);
+    v1::Optimizer *opt = config.mutable_optimizer();
+    opt->set_kind(optimizer);
+    opt->set_learning_rate(learningRate);
+    opt->set_beta1(0.9);
+    opt->set_beta2(0.999);
+    opt->set_epsilon(optimizer == "adagrad" ? 1e-10 : 1e-8);
+    tableFlags.applyTo(config);
+  }
 
-    if (a.command == "info") {
-      for (const std::string &address : parseServerList(a.need("ps"))) {
+  try {
+    ClientOptions o = client.clientOptions();
+    std::vector<std::string> addresses = parseServerList(client.servers);
+    std::vector<std::unique_ptr<Connection>> servers;
+    for (const std::string &address : addresses)
+      servers.push_back(connectRemote(address, o));
+    Client ps(std::move(servers), o);
+    ps.connect();
+    if (command == "metrics" || command == "info") {
+      for (const std::string &address : addresses) {
         std::unique_ptr<Connection> c = connectRemote(address, o);
+        if (command == "metrics") {
+          std::string text;
+          Status s = c->metrics(&text);
+          if (!s.ok())
+            throw PSError(s.code, address + ": " + s.message);
+          std::printf("# server %s\n%s", address.c_str(), text.c_str());
+          continue;
+        }
         v1::ServerInfoResponse info;
         Status s = c->info(&info);
         if (!s.ok())
@@ -253,113 +288,67 @@ int main(int argc, char **argv) {
       }
       return 0;
     }
-    if (a.command == "create-table") {
-      v1::TableConfig c;
-      c.set_table_id(tableIdOption(a, "id"));
-      c.set_name(a.get("name", "table" + std::to_string(c.table_id())));
-      c.set_dim(static_cast<uint32_t>(number("dim", a.need("dim"))));
-      c.set_vocab(static_cast<uint64_t>(number("vocab", a.get("vocab", "0"))));
-      std::string init = a.get("init", "zeros");
-      size_t colon = init.find(':');
-      c.mutable_init()->set_kind(init.substr(0, colon));
-      if (colon != std::string::npos) {
-        std::string args = init.substr(colon + 1);
-        size_t at = 0;
-        while (at <= args.size()) {
-          size_t comma = args.find(',', at);
-          c.mutable_init()->add_args(
-              number("init", args.substr(at, comma == std::string::npos
-                                                 ? std::string::npos
-                                                 : comma - at)));
-          if (comma == std::string::npos)
-            break;
-          at = comma + 1;
-        }
-      }
-      c.mutable_init()->set_seed(
-          static_cast<uint64_t>(number("seed", a.get("seed", "1"))));
-      v1::Optimizer *opt = c.mutable_optimizer();
-      opt->set_kind(a.get("optimizer", "sgd"));
-      opt->set_learning_rate(number("lr", a.get("lr", "0.01")));
-      opt->set_beta1(0.9);
-      opt->set_beta2(0.999);
-      opt->set_epsilon(opt->kind() == "adagrad" ? 1e-10 : 1e-8);
-      c.set_admit_min_count(static_cast<uint32_t>(
-          number("admit-min-count", a.get("admit-min-count", "0"))));
-      c.set_ttl_seconds(number("ttl-seconds", a.get("ttl-seconds", "0")));
-      if (a.values.count("skip-non-finite"))
-        c.set_non_finite(v1::NON_FINITE_SKIP);
-      std::string storage = a.get("storage", "memory");
-      if (storage != "memory" && storage != "rocksdb")
-        usage("--storage takes memory or rocksdb, got '" + storage + "'");
-      c.set_storage(storage == "rocksdb" ? v1::STORAGE_ROCKSDB
-                                         : v1::STORAGE_MEMORY);
-      c.set_cache_rows(static_cast<uint64_t>(
-          number("cache-rows", a.get("cache-rows", "1048576"))));
-      client.createTable(c);
-      std::printf("table %u '%s' (dim %u) on %zu servers\n", c.table_id(),
-                  c.name().c_str(), c.dim(), client.numServers());
+
+    // The client learns a table's dimension and vocabulary from the
+    // servers (creating it again with its own configuration is a no-op).
+    auto knownTable = [&]() {
+      v1::TableStatus s = ps.describe(static_cast<int>(tableId));
+      ps.createTable(s.config());
+      return static_cast<int>(tableId);
+    };
+
+    if (command == "create-table") {
+      ps.createTable(config);
+      std::printf("table %u '%s' (dim %u) on %zu servers\n", config.table_id(),
+                  config.name().c_str(), config.dim(), ps.numServers());
       return 0;
     }
-    if (a.command == "push-constant") {
-      int table = tableOf();
-      std::vector<int64_t> keys = keyRange(a.need("keys"));
-      float value = static_cast<float>(number("value", a.need("value")));
-      int64_t repeat =
-          static_cast<int64_t>(number("repeat", a.get("repeat", "1")));
-      std::vector<float> grads(keys.size() * client.table(table).dim, value);
+    if (command == "push-constant") {
+      int table = knownTable();
+      std::vector<float> grads(keys.size() * ps.table(table).dim,
+                               static_cast<float>(value));
       for (int64_t r = 0; r < repeat; ++r)
-        client.push(table, keys.data(), static_cast<int64_t>(keys.size()),
-                    grads.data());
+        ps.push(table, keys.data(), static_cast<int64_t>(keys.size()),
+                grads.data());
       std::printf("pushed %lld x %zu keys\n", static_cast<long long>(repeat),
                   keys.size());
       return 0;
     }
-    if (a.command == "pull") {
-      int table = tableOf();
-      std::vector<int64_t> keys = keyRange(a.need("keys"));
-      int64_t dim = client.table(table).dim;
+    if (command == "pull") {
+      int table = knownTable();
+      int64_t rowDim = ps.table(table).dim;
       runtime::Tensor rows(runtime::DType::F32,
-                           {static_cast<int64_t>(keys.size()), dim});
-      client.pull(table, keys.data(), static_cast<int64_t>(keys.size()),
-                  rows.as<float>());
-      if (a.values.count("out"))
-        runtime::writeTensorProto(a.values["out"], client.table(table).name,
-                                  rows);
-      if (a.values.count("expect")) {
-        float want = static_cast<float>(number("expect", a.values["expect"]));
+                           {static_cast<int64_t>(keys.size()), rowDim});
+      ps.pull(table, keys.data(), static_cast<int64_t>(keys.size()),
+              rows.as<float>());
+      if (!out.empty())
+        runtime::writeTensorProto(out, ps.table(table).name, rows);
+      if (flags.given("expect")) {
+        float want = static_cast<float>(expect);
         for (int64_t i = 0; i < rows.numElements(); ++i)
           if (rows.as<float>()[i] != want) {
             std::fprintf(stderr,
                          "heterps-ps: key %lld element %lld is %.9g, "
                          "expected %.9g\n",
-                         static_cast<long long>(keys[i / dim]),
-                         static_cast<long long>(i % dim), rows.as<float>()[i],
-                         want);
+                         static_cast<long long>(keys[i / rowDim]),
+                         static_cast<long long>(i % rowDim),
+                         rows.as<float>()[i], want);
             return 1;
           }
         std::printf("all %zu rows equal %.9g\n", keys.size(), want);
       }
       return 0;
     }
-    if (a.command == "checkpoint" || a.command == "restore") {
-      if (a.positional.empty())
-        usage(a.command + " needs a checkpoint NAME");
-      if (a.command == "checkpoint") {
-        int64_t step = static_cast<int64_t>(number("step", a.get("step", "0")));
-        client.checkpoint(a.positional, step);
-        std::printf("checkpoint %s at step %lld on %zu servers\n",
-                    a.positional.c_str(), static_cast<long long>(step),
-                    client.numServers());
-      } else {
-        int64_t step = client.restore(a.positional);
-        std::printf("restored %s at step %lld on %zu servers\n",
-                    a.positional.c_str(), static_cast<long long>(step),
-                    client.numServers());
-      }
-      return 0;
+    if (command == "checkpoint") {
+      ps.checkpoint(name, step);
+      std::printf("checkpoint %s at step %lld on %zu servers\n", name.c_str(),
+                  static_cast<long long>(step), ps.numServers());
+    } else {
+      int64_t restored = ps.restore(name);
+      std::printf("restored %s at step %lld on %zu servers\n", name.c_str(),
+                  static_cast<long long>(restored), ps.numServers());
     }
-    usage("unknown command '" + a.command + "'");
+    return 0;
   } catch (const std::exception &e) {
     std::fprintf(stderr, "heterps-ps: error: %s\n", e.what());
     return 1;

@@ -12,8 +12,6 @@
 #include "Launch.h"
 #include "Options.h"
 
-#include "heterps/Version.h"
-
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -22,8 +20,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <functional>
-#include <map>
 #include <spawn.h>
 #include <string>
 #include <sys/wait.h>
@@ -48,52 +44,21 @@ and stops the servers when mpirun ends; the exit status is mpirun's. Each
 process runs the stage replica its rank names: the plan's stages in order,
 each with its units mapped onto the N processes (every stage gets at least
 one). Both command lines are printed before they run.
-
-Options:
-  --np=N                   worker processes (required)
-  --ps-shards=M            PS servers to start (default 1)
-  --hosts=H1[:SLOTS],...   the machines mpirun starts the workers on
-                           (mpirun --host); the servers then listen on every
-                           interface of this machine
-  --ps-host=HOST           the address the workers reach this machine's
-                           servers at (default 127.0.0.1; with --hosts, this
-                           machine's host name)
-  --ps-checkpoint-dir=DIR  the servers' checkpoint directory (default
-                           ps-checkpoints); the workers' --save and --load
-                           name PS checkpoints in it
-  --mpirun=PATH            the mpirun to run (default: mpirun on PATH)
-  --mpirun-arg=ARG         one more argument for mpirun (repeatable)
-  --dry-run                print the commands and start nothing
-  --help                   this text
-  --version                the HeterPS version
-
-Every other option is a training option of heterps-run PLAN (see
-heterps-run --help), given to every worker process; --ps, --max-workers,
---pipeline=off and --infer are not: the job sets or excludes them. With
---ps-token-file, the servers require that token (--auth-token-file). On a
-single machine the workers may outnumber its cores (mpirun --oversubscribe);
-processes are not bound to cores (--bind-to none), so that --threads can
-use them.
 )";
 
-[[noreturn]] static void launchUsageError(const std::string &message) {
-  std::fprintf(stderr,
-               "heterps-run launch: %s\n(see heterps-run launch --help)\n",
-               message.c_str());
-  std::exit(2);
-}
+static const char *kLaunchEpilog =
+    R"(Every other option is a training option of heterps-run PLAN (see
+heterps-run --help), checked here and given to every worker process; --ps,
+--max-workers, --pipeline=off and --infer are not: the job sets or excludes
+them. With --ps-token-file, the servers require that token
+(--auth-token-file). On a single machine the workers may outnumber its cores
+(mpirun --oversubscribe); processes are not bound to cores (--bind-to none),
+so that --threads can use them.
+)";
 
 [[noreturn]] static void launchError(const std::string &message) {
   std::fprintf(stderr, "heterps-run launch: error: %s\n", message.c_str());
   std::exit(1);
-}
-
-static int positive(const std::string &key, const std::string &v) {
-  char *end = nullptr;
-  long x = std::strtol(v.c_str(), &end, 10);
-  if (v.empty() || *end || x < 1 || x > 1 << 20)
-    launchUsageError("--" + key + " takes a positive count, got '" + v + "'");
-  return static_cast<int>(x);
 }
 
 /// A command line as a shell would take it back.
@@ -157,92 +122,49 @@ static void forwardSignal(int sig) {
 
 int heterps::run::runLaunch(int argc, char **argv) {
   int np = 0, shards = 1;
-  std::string plan, hosts, psHost, checkpointDir = "ps-checkpoints";
+  std::string hosts, psHost, checkpointDir = "ps-checkpoints";
   std::string mpirun = "mpirun";
-  std::vector<std::string> mpirunArgs, forwarded;
+  std::vector<std::string> mpirunArgs;
   bool dryRun = false;
-  std::map<std::string, std::function<void(const std::string &)>> valued{
-      {"np", [&](const std::string &v) { np = positive("np", v); }},
-      {"ps-shards",
-       [&](const std::string &v) { shards = positive("ps-shards", v); }},
-      {"hosts", [&](const std::string &v) { hosts = v; }},
-      {"ps-host", [&](const std::string &v) { psHost = v; }},
-      {"ps-checkpoint-dir", [&](const std::string &v) { checkpointDir = v; }},
-      {"mpirun", [&](const std::string &v) { mpirun = v; }},
-      {"mpirun-arg", [&](const std::string &v) { mpirunArgs.push_back(v); }},
-  };
-  for (int i = 2; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      std::fputs(kLaunchUsage, stdout);
-      return 0;
-    }
-    if (arg == "--version") {
-      std::printf("heterps-run launch (HeterPS) %s\n", HETERPS_VERSION);
-      return 0;
-    }
-    if (arg == "--dry-run") {
-      dryRun = true;
-      continue;
-    }
-    // The workers' short flags.
-    if (arg == "-q" || arg == "-v") {
-      forwarded.push_back(arg);
-      continue;
-    }
-    if (arg.rfind("--", 0) != 0) {
-      if (!plan.empty())
-        launchUsageError("more than one plan file: '" + plan + "' and '" + arg +
-                         "'");
-      plan = arg;
-      continue;
-    }
-    std::string key = arg.substr(2), value;
-    size_t eq = key.find('=');
-    bool hasValue = eq != std::string::npos;
-    if (hasValue) {
-      value = key.substr(eq + 1);
-      key = key.substr(0, eq);
-    }
-    auto it = valued.find(key);
-    if (it == valued.end()) {
-      // A training option, with its value when that is the next argument.
-      forwarded.push_back(arg);
-      if (!hasValue && !isFlagOption(key) && i + 1 < argc)
-        forwarded.push_back(argv[++i]);
-      continue;
-    }
-    if (!hasValue) {
-      if (i + 1 >= argc)
-        launchUsageError("--" + key + " needs a value");
-      value = argv[++i];
-    }
-    it->second(value);
-  }
-  if (plan.empty())
-    launchUsageError("no plan file given");
+  Options o;
+  Flags flags("heterps-run launch", kLaunchUsage);
+  flags.option("--np", np, "N", "worker processes (required)", 1, 1 << 20);
+  flags.option("--ps-shards", shards, "M", "PS servers to start (default 1)", 1,
+               65536);
+  flags.option("--hosts", hosts, "H1[:SLOTS],...",
+               "the machines mpirun starts the workers on (mpirun --host); "
+               "the servers then listen on every interface of this machine");
+  flags.option("--ps-host", psHost, "HOST",
+               "the address the workers reach this machine's servers at "
+               "(default 127.0.0.1; with --hosts, this machine's host name)");
+  flags.option("--ps-checkpoint-dir", checkpointDir, "DIR",
+               "the servers' checkpoint directory (default ps-checkpoints); "
+               "the workers' --save and --load name PS checkpoints in it");
+  flags.option("--mpirun", mpirun, "PATH",
+               "the mpirun to run (default: mpirun on PATH)");
+  flags.list("--mpirun-arg", mpirunArgs, "ARG",
+             "one more argument for mpirun (repeatable)");
+  flags.flag("--dry-run", dryRun, "print the commands and start nothing");
+  flags.epilog(kLaunchEpilog);
+  flags.beginForwarded();
+  declareOptions(flags, o);
+  flags.parse(argc, argv, 2);
   if (np == 0)
-    launchUsageError("--np=N (the worker processes) is required");
-
-  for (const std::string &arg : forwarded)
-    if (arg == "--ps" || arg.rfind("--ps=", 0) == 0)
-      launchUsageError("--ps is set by launch: it starts the servers");
-  // The workers' options are checked here, before anything starts (with
-  // the --ps they will get).
-  std::vector<std::string> check{"heterps-run", plan};
-  check.insert(check.end(), forwarded.begin(), forwarded.end());
-  check.push_back("--ps=127.0.0.1:1");
-  std::vector<char *> checkArgv;
-  for (std::string &arg : check)
-    checkArgv.push_back(arg.data());
-  Options o =
-      parseOptions(static_cast<int>(checkArgv.size()), checkArgv.data());
+    flags.fail("--np=N (the worker processes) is required");
+  if (!o.psClient.servers.empty())
+    flags.fail("--ps is set by launch: it starts the servers");
+  // The workers' options are checked here, before anything starts, with
+  // the --ps they will get.
+  o.psClient.servers = "127.0.0.1:1";
+  checkOptions(flags, o);
   if (o.maxWorkers)
-    launchUsageError("--max-workers caps the threads of one process; --np "
-                     "sets the job's workers");
+    flags.fail("--max-workers caps the threads of one process; --np sets the "
+               "job's workers");
   if (o.pipeline == "off" || o.infer)
-    launchUsageError("a job of several processes trains pipelined; "
-                     "--pipeline=off and --infer run in one process");
+    flags.fail("a job of several processes trains pipelined; --pipeline=off "
+               "and --infer run in one process");
+  const std::string &plan = o.plan;
+  std::vector<std::string> forwarded = flags.forwardedArguments();
 
   if (psHost.empty()) {
     psHost = "127.0.0.1";
@@ -298,9 +220,10 @@ int heterps::run::runLaunch(int argc, char **argv) {
                                      "--checkpoint-dir=" + checkpointDir,
                                      "--port-file=" + portFile};
     // The workers' token is the servers'.
-    if (!o.psTokenFile.empty())
-      command.push_back("--auth-token-file=" +
-                        std::filesystem::absolute(o.psTokenFile).string());
+    if (!o.psClient.tokenFile.empty())
+      command.push_back(
+          "--auth-token-file=" +
+          std::filesystem::absolute(o.psClient.tokenFile).string());
     std::printf("launch: PS server %d: %s\n", s, quoted(command).c_str());
     std::fflush(stdout);
     if (dryRun) {

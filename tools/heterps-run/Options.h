@@ -3,6 +3,9 @@
 #ifndef HETERPS_TOOLS_HETERPS_RUN_OPTIONS_H
 #define HETERPS_TOOLS_HETERPS_RUN_OPTIONS_H
 
+#include "heterps/PS/Flags.h"
+#include "heterps/Support/Flags.h"
+
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -42,41 +45,36 @@ struct Options {
   // A Chrome / Perfetto trace of the training steps.
   std::string trace;
   std::string metricsFile;
-  // Parameter server: the servers in shard order (empty: embedded), the
-  // deadline of a call, and where to export the bounded tables.
-  std::string ps;
-  double psDeadline = 10;
-  // TLS and the token of the PS servers' calls (files).
-  std::string psTlsCA, psTlsCert, psTlsKey, psTlsServerName, psTokenFile;
-  // How rows and gradients travel to the PS: f32 | f16 | bf16.
-  std::string psWire = "f32";
+  // The PS servers (empty: embedded) and how to reach them; the settings
+  // of the tables; where to export the bounded tables.
+  ps::ClientFlags psClient;
+  ps::TableFlags tables;
   // off | exact | stale; empty: exact with --ps, off with the embedded PS.
   std::string psPullAhead;
   std::string exportTables;
-  // Tables kept in RocksDB beyond a cache of rows, and the embedded
-  // server's RocksDB directory.
-  bool tablesOnDisk = false;
-  int64_t tableCacheRows = 1 << 20;
+  // The embedded server's RocksDB directory.
   std::string rocksdbDir;
-  // Feature admission, TTL and the non-finite policy of the tables.
-  int64_t admitMinCount = 0;
-  double ttlSeconds = 0;
-  bool skipNonFinite = false;
   // Inference.
   bool infer = false;
   bool quiet = false, verbose = false;
   std::string outputDir;
+  /// --input NAME=FILE.pb, in order.
   std::vector<std::pair<std::string, std::string>> inputs;
   /// --print-plan: "" (run the plan), "text" or "dot".
   std::string printPlan;
 };
 
+/// Declares heterps-run PLAN's options on `flags`, writing into `o`
+/// (heterps-run launch declares them too, to check and forward them).
+void declareOptions(Flags &flags, Options &o);
+
+/// The checks across options after parsing; a problem is a usage error
+/// through `flags`.
+void checkOptions(const Flags &flags, Options &o);
+
 /// Parses argv; prints usage and exits on --help, prints the problem and
 /// exits 2 on a bad option.
 Options parseOptions(int argc, char **argv);
-
-/// Whether --KEY is an option without a value (--csv-header, --infer, ...).
-bool isFlagOption(const std::string &key);
 
 } // namespace heterps::run
 

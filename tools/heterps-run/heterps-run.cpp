@@ -481,7 +481,7 @@ int main(int argc, char **argv) {
   bool reporter = !job || job->rank() == 0;
   try {
     if (job) {
-      if (o.ps.empty())
+      if (o.psClient.servers.empty())
         fail() << "a job of " << job->size()
                << " processes keeps its tables in a PS service: give its "
                   "servers with --ps (start them with heterps-run serve, or "
@@ -510,36 +510,18 @@ int main(int argc, char **argv) {
       return 0;
     }
     SessionOptions so;
-    so.ps = o.ps;
-    ps::ClientOptions &co = so.client;
-    co.deadlineSeconds = o.psDeadline;
-    if (!o.psTlsCA.empty())
-      co.tlsCA = ps::readCredentialFile(o.psTlsCA, "--ps-tls-ca");
-    if (!o.psTlsCert.empty())
-      co.tlsCert = ps::readCredentialFile(o.psTlsCert, "--ps-tls-cert");
-    if (!o.psTlsKey.empty())
-      co.tlsKey = ps::readCredentialFile(o.psTlsKey, "--ps-tls-key");
-    co.tlsServerName = o.psTlsServerName;
-    co.wire = o.psWire;
-    if (!o.psTokenFile.empty())
-      co.token = ps::readCredentialFile(o.psTokenFile, "--ps-token-file", true);
+    so.ps = o.psClient.servers;
+    so.client = o.psClient.clientOptions();
     so.rocksdbDir = o.rocksdbDir;
-    ps::v1::TableConfig &defaults = so.tableDefaults;
-    defaults.set_storage(o.tablesOnDisk ? ps::v1::STORAGE_ROCKSDB
-                                        : ps::v1::STORAGE_MEMORY);
-    defaults.set_cache_rows(static_cast<uint64_t>(o.tableCacheRows));
-    defaults.set_admit_min_count(static_cast<uint32_t>(o.admitMinCount));
-    defaults.set_ttl_seconds(o.ttlSeconds);
-    defaults.set_non_finite(o.skipNonFinite ? ps::v1::NON_FINITE_SKIP
-                                            : ps::v1::NON_FINITE_REJECT);
+    o.tables.applyTo(so.tableDefaults);
     ProgramOptions &po = so.program;
     po.fallbackToCPU = o.fallbackCPU;
     po.threads = o.threads;
     po.seed = o.seed;
     po.profile = !o.profile.empty();
-    po.pullAhead = *parsePullAheadMode(o.psPullAhead.empty()
-                                           ? (o.ps.empty() ? "off" : "exact")
-                                           : o.psPullAhead);
+    po.pullAhead = *parsePullAheadMode(
+        o.psPullAhead.empty() ? (o.psClient.servers.empty() ? "off" : "exact")
+                              : o.psPullAhead);
     so.pipeline = o.pipeline;
     PipelineOptions &pipelineOptions = so.pipelineOptions;
     pipelineOptions.schedule = parsePipelineSchedule(o.schedule);

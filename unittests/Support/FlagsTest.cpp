@@ -78,12 +78,9 @@ TEST(FlagsTest, OptionalValueNeverTakesTheNextArgument) {
 TEST(FlagsTest, UnknownOptionsNameTheNearest) {
   Values v;
   EXPECT_EQ(parse({"p.pb", "--epoch=2"}, v),
-            "unknown option '--epoch=2'; did you mean '--epochs'? (--help "
-            "lists the options)");
-  EXPECT_EQ(parse({"p.pb", "--zzzzzz"}, v),
-            "unknown option '--zzzzzz' (--help lists the options)");
-  EXPECT_EQ(parse({"p.pb", "-x"}, v),
-            "unknown option '-x' (--help lists the options)");
+            "unknown option '--epoch=2'; did you mean '--epochs'?");
+  EXPECT_EQ(parse({"p.pb", "--zzzzzz"}, v), "unknown option '--zzzzzz'");
+  EXPECT_EQ(parse({"p.pb", "-x"}, v), "unknown option '-x'");
   EXPECT_EQ(parse({"p.pb", "--lr=0.1"}, v), "--lr is now --learning-rate");
 }
 
@@ -99,7 +96,8 @@ TEST(FlagsTest, NumbersAreRangeChecked) {
   EXPECT_EQ(parse({"--seed=-1"}, v),
             "--seed takes a whole number >= 0, got '-1'");
   EXPECT_EQ(parse({"--epochs=99999999999999999999"}, v),
-            "--epochs takes a whole number >= 1, got '99999999999999999999'");
+            "--epochs takes a whole number >= 1, got '99999999999999999999' "
+            "(more than 64 bits)");
   EXPECT_EQ(parse({"--deadline=0"}, v),
             "--deadline takes a finite number > 0 and <= 3600, got '0'");
   EXPECT_EQ(parse({"--deadline=nan"}, v),

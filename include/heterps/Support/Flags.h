@@ -77,6 +77,15 @@ public:
                 double min = -std::numeric_limits<double>::max(),
                 double max = std::numeric_limits<double>::max(),
                 bool minExclusive = false);
+  /// Comma-separated whole numbers, each in [min, max] ("--dims=16,64");
+  /// the value replaces the default list.
+  Flags &option(const std::string &names, std::vector<int64_t> &out,
+                const std::string &value, const std::string &help,
+                int64_t min = std::numeric_limits<int64_t>::min(),
+                int64_t max = std::numeric_limits<int64_t>::max());
+  /// Comma-separated names, each one of `choices` ("--solvers=rl,dp").
+  Flags &choices(const std::string &names, std::vector<std::string> &out,
+                 std::vector<std::string> choices, const std::string &help);
   /// One of `choices`.
   Flags &choice(const std::string &names, std::string &out,
                 std::vector<std::string> choices, const std::string &help);
@@ -93,13 +102,16 @@ public:
               const std::string &value, const std::string &help);
   /// Any other option with a value, converted by `parse`, which returns an
   /// error message ("takes HOST:PORT, got 'x'") or "" when the value is
-  /// good.
+  /// good; with `repeatable`, it runs for every occurrence in order.
   Flags &custom(const std::string &names, const std::string &value,
                 const std::string &help,
-                std::function<std::string(const std::string &)> parse);
+                std::function<std::string(const std::string &)> parse,
+                bool repeatable = false);
   /// The positional argument (at most one): `name` in messages ("plan
   /// file").
   Flags &positional(const std::string &name, std::string &out);
+  /// Any number of positional arguments ("model.onnx").
+  Flags &positionals(const std::string &name, std::vector<std::string> &out);
   /// An old spelling: using it is an error that names the new one.
   Flags &renamed(const std::string &oldName, const std::string &newName);
 

@@ -9,7 +9,7 @@ start_server a 0 2 "$T/ckpt"
 start_server b 1 2 "$T/ckpt"
 ps=$(addresses a b)
 "$PS" create-table --ps="$ps" --id=1 --dim=4 --init=constant:10 \
-  --optimizer=sgd --lr=1
+  --optimizer=sgd --learning-rate=1
 # 4 workers x 20 pushes x 0.25 = 20 off the initial 10; the key ranges
 # overlap, so keys 0..2999 (stride 7) get all four workers.
 for w in 0 1 2 3; do

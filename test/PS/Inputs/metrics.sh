@@ -6,7 +6,7 @@ T=$1 RUN=$2 PS=$3
 source "$(dirname "$0")/cluster.sh"
 start_server m 0 1 "$T/ck"
 ADDR=$(addresses m)
-"$PS" create-table --id=1 --dim=4 --lr=1 --ps="$ADDR" >/dev/null
+"$PS" create-table --id=1 --dim=4 --learning-rate=1 --ps="$ADDR" >/dev/null
 "$PS" push-constant --table=1 --keys=0:100 --value=0.5 --repeat=3 --ps="$ADDR" >/dev/null
 # `--x v` works as `--x=v` does.
 "$PS" pull --table 1 --keys 0:100 --expect -1.5 --ps "$ADDR"
@@ -50,15 +50,15 @@ print("format", "OK" if ok else "FAIL")
 PY
 # Rows as 16-bit floats on the wire: the values pulled are the same where
 # they are representable.
-"$PS" push-constant --table=1 --keys=0:100 --value=0.25 --wire=f16 --ps="$ADDR" >/dev/null
-"$PS" pull --table=1 --keys=0:100 --expect=-1.75 --wire=bf16 --ps="$ADDR"
+"$PS" push-constant --table=1 --keys=0:100 --value=0.25 --ps-wire=f16 --ps="$ADDR" >/dev/null
+"$PS" pull --table=1 --keys=0:100 --expect=-1.75 --ps-wire=bf16 --ps="$ADDR"
 echo "bf16 pull exit status $?"
-"$PS" pull --table=1 --keys=0:100 --expect=-1.75 --wire=f16 --ps="$ADDR"
+"$PS" pull --table=1 --keys=0:100 --expect=-1.75 --ps-wire=f16 --ps="$ADDR"
 echo "f16 pull exit status $?"
-"$PS" pull --table=1 --keys=0:1 --wire=fp8 --ps="$ADDR" 2>&1
+"$PS" pull --table=1 --keys=0:1 --ps-wire=fp8 --ps="$ADDR" 2>&1
 # Ids that would wrap are refused before they reach a server.
 "$PS" pull --table=4294967295 --keys=0:1 --ps="$ADDR" 2>&1
 "$PS" create-table --id=4294967295 --dim=2 --ps="$ADDR" 2>&1
-"$PS" info --deadline=nan --ps="$ADDR" 2>&1
+"$PS" info --ps-deadline=nan --ps="$ADDR" 2>&1
 "$PS" info --ps 2>&1
 exit 0

@@ -24,25 +24,25 @@ echo "wrong" > wrong-token
 start_server tls 0 1 "$T/ck" --tls-cert=server.pem --tls-key=server.key \
   --auth-token-file=token --admin-token-file=admin-token
 ADDR=$(addresses tls)
-ps_call() { "$PS" "$@" --ps="$ADDR" --deadline=2 2>&1; echo "exit status $?"; }
+ps_call() { "$PS" "$@" --ps="$ADDR" --ps-deadline=2 2>&1; echo "exit status $?"; }
 echo "--- TLS and the token"
-ps_call info --tls-ca=ca.pem --token-file=token | sed 's/[0-9]* bytes of rows/N bytes of rows/'
+ps_call info --ps-tls-ca=ca.pem --ps-token-file=token | sed 's/[0-9]* bytes of rows/N bytes of rows/'
 echo "--- a token file's first line is the token"
 printf 'worker-secret\r\n# issued 2026-12-03\n' > token-with-comment
-ps_call info --tls-ca=ca.pem --token-file=token-with-comment | tail -1
+ps_call info --ps-tls-ca=ca.pem --ps-token-file=token-with-comment | tail -1
 echo "--- no token"
-ps_call info --tls-ca=ca.pem
+ps_call info --ps-tls-ca=ca.pem
 echo "--- a wrong token"
-ps_call info --tls-ca=ca.pem --token-file=wrong-token
+ps_call info --ps-tls-ca=ca.pem --ps-token-file=wrong-token
 echo "--- plaintext to a TLS port"
-ps_call info --token-file=token
+ps_call info --ps-token-file=token
 echo "--- an admin call with the worker token, then the admin token"
-ps_call checkpoint first --tls-ca=ca.pem --token-file=token
-ps_call checkpoint first --tls-ca=ca.pem --token-file=admin-token
+ps_call checkpoint first --ps-tls-ca=ca.pem --ps-token-file=token
+ps_call checkpoint first --ps-tls-ca=ca.pem --ps-token-file=admin-token
 echo "--- creating a table needs the admin token; using it does not"
-ps_call create-table --id=30 --dim=2 --tls-ca=ca.pem --token-file=token
-ps_call create-table --id=30 --dim=2 --tls-ca=ca.pem --token-file=admin-token
-ps_call create-table --id=30 --dim=2 --tls-ca=ca.pem --token-file=token
+ps_call create-table --id=30 --dim=2 --ps-tls-ca=ca.pem --ps-token-file=token
+ps_call create-table --id=30 --dim=2 --ps-tls-ca=ca.pem --ps-token-file=admin-token
+ps_call create-table --id=30 --dim=2 --ps-tls-ca=ca.pem --ps-token-file=token
 echo "--- a worker trains over TLS with the admin token (it checkpoints)"
 "$RUN" "$PLAN" --steps=5 --log-every=0 --ps="$ADDR" --ps-tls-ca=ca.pem \
   --ps-token-file=admin-token --save="$T/job" 2>&1 | grep -E 'trained|saved|error'
@@ -52,8 +52,8 @@ echo "--- mutual TLS"
 start_server mtls 0 1 "$T/ck2" --tls-cert=server.pem --tls-key=server.key \
   --tls-ca=ca.pem
 ADDR=$(addresses mtls)
-ps_call info --tls-ca=ca.pem | grep -c 'exit status 1'
-ps_call info --tls-ca=ca.pem --tls-cert=client.pem --tls-key=client.key | tail -1
+ps_call info --ps-tls-ca=ca.pem | grep -c 'exit status 1'
+ps_call info --ps-tls-ca=ca.pem --ps-tls-cert=client.pem --ps-tls-key=client.key | tail -1
 stop_servers
 
 echo "--- worker tokens: two workers train, each with its own token"
@@ -68,7 +68,7 @@ ADDR=$(addresses workers)
 for w in w0 w1; do
   "$RUN" "$PLAN" --steps=3 --log-every=0 --ps="$ADDR" --ps-token-file=$w.token 2>&1 | grep -E 'trained 3 steps|error' | sed 's/ in .*//'
 done
-ps_call info --token-file=wrong-token
+ps_call info --ps-token-file=wrong-token
 stop_servers
 echo "--- a bad worker tokens file"
 printf 'w0 short\n' > short.tokens
