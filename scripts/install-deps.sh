@@ -22,6 +22,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   # The tools' flags module (lib/Support/Flags.cpp).
   libcli11-dev
+  # Certificates for the TLS tests (test/PS/tls-token.test, python/tests).
+  openssl
   python3 python3-numpy python3-onnx libonnx-testdata python3-yaml
   python3-protobuf
   # The Python package (python/) and its tests.

@@ -11,10 +11,10 @@ thread count it measures, on the same model, batch and thread count:
                   samples/s of its final line. The plan comes from
                   heterps-opt FIXTURE --heterps-autodiff (loss=bce for the
                   CTR, softmax-ce for the MLP, optimizer=sgd).
-  heterps infer   heterps-run PLAN --infer on N synthetic examples. The tool
-                  prints no rate for inference, so it is timed from outside
-                  at two sizes, (N2 - N1) / (t2 - t1), which cancels the
-                  start-up (plan load, oneDNN primitive creation).
+  heterps infer   heterps-run PLAN --infer on N synthetic examples, timed
+                  from outside at two sizes, (N2 - N1) / (t2 - t1), which
+                  cancels the start-up (plan load, oneDNN primitive
+                  creation).
   torch train     the fixture's torch module (export-torch-fixtures.py), a
                   timed loop of zero_grad + forward + loss + backward +
                   torch.optim.SGD step on pre-generated random batches of the
@@ -23,8 +23,10 @@ thread count it measures, on the same model, batch and thread count:
 
 Both heterps measures include what heterps-run does per batch besides the
 model: generating the synthetic batch and accumulating the metric (AUC or
-accuracy); the torch loops do not generate data, so training is also timed
-on one fixed --input batch ("fixed"), the model alone. --profile prints
+accuracy); the torch loops do not generate data, so both are also timed on
+one fixed batch ("fixed"), the model alone: training by heterps-run
+--input, inference by heterps.Trainer.predict on NumPy arrays (the Python
+package of --build, in a subprocess like torch's). --profile prints
 where heterps-run's time goes (perf). Each measure is the best of --repeat
 runs. The torch runs are subprocesses of this script so that the
 BLAS and OpenMP thread counts are set before torch loads.
@@ -121,23 +123,27 @@ def heterps_train(build, plan, batch, threads, seconds):
     return rate(steps)
 
 
-def write_inputs(model, batch, workdir):
-    """One random batch as TensorProto files, for heterps-run --input."""
+def random_batch(model, batch):
+    """One random batch of `model`'s inputs and label, by input name."""
     import numpy as np
-    from onnx import numpy_helper
 
     rng = np.random.default_rng(1)
     if model == "ctr":
-        tensors = {
+        return {
             "dense": rng.standard_normal((batch, 13), dtype=np.float32),
             "sparse": rng.integers(0, 100, (batch, 8), dtype=np.int64),
             "label": rng.integers(0, 2, (batch, 1)).astype(np.float32)}
-    else:
-        tensors = {
-            "x": rng.standard_normal((batch, 32), dtype=np.float32),
-            "label": rng.integers(0, 10, (batch,), dtype=np.int64)}
+    return {
+        "x": rng.standard_normal((batch, 32), dtype=np.float32),
+        "label": rng.integers(0, 10, (batch,), dtype=np.int64)}
+
+
+def write_inputs(model, batch, workdir):
+    """One random batch as TensorProto files, for heterps-run --input."""
+    from onnx import numpy_helper
+
     flags = []
-    for name, value in tensors.items():
+    for name, value in random_batch(model, batch).items():
         path = os.path.join(workdir, f"{model}-{name}.pb")
         with open(path, "wb") as f:
             f.write(numpy_helper.from_array(value, name).SerializeToString())
@@ -268,6 +274,20 @@ def print_profiles(build, models, seconds):
 
 # ------------------------------------------------------------------- torch --
 
+def timed(step, batch, seconds):
+    """Samples/s of step(i) over about `seconds`, after 20 warm-up steps."""
+    for i in range(20):
+        step(i)
+    n, start = 0, time.perf_counter()
+    while True:
+        for _ in range(20):
+            step(n)
+            n += 1
+        elapsed = time.perf_counter() - start
+        if elapsed >= seconds:
+            return n * batch / elapsed
+
+
 def torch_worker(model_name, threads, seconds):
     """Runs in a subprocess: measures torch and prints a JSON line."""
     import torch
@@ -311,29 +331,46 @@ def torch_worker(model_name, threads, seconds):
         inputs, _ = batches[i % len(batches)]
         model(*inputs)
 
-    def timed(step):
-        for i in range(20):  # warm-up
-            step(i)
-        n, start = 0, time.perf_counter()
-        while True:
-            for _ in range(20):
-                step(n)
-                n += 1
-            elapsed = time.perf_counter() - start
-            if elapsed >= seconds:
-                return n * batch / elapsed
-
     model.train()
-    train = timed(train_step)
+    train = timed(train_step, batch, seconds)
     model.eval()
     with torch.no_grad():
-        infer = timed(infer_step)
+        infer = timed(infer_step, batch, seconds)
     blas = [line.strip() for line in open("/proc/self/maps")
             if "blas" in line or "lapack" in line]
     blas = sorted({line.split()[-1] for line in blas})
     print(json.dumps({"train": train, "infer": infer, "blas": blas,
                       "torch_threads": torch.get_num_threads(),
                       "torch": torch.__version__}))
+
+
+def heterps_worker(build, plan, model_name, threads, seconds):
+    """Runs in a subprocess: heterps.Trainer.predict on one fixed batch
+    (the model alone, as torch is timed) through the Python package of
+    `build`; prints a JSON line."""
+    sys.path.insert(0, os.path.join(build, "python"))
+    import heterps
+
+    batch = MODELS[model_name][1]
+    trainer = heterps.Trainer(plan, threads=threads, batch=batch)
+    inputs = {name: value for name, value in
+              random_batch(model_name, batch).items() if name != "label"}
+    infer = timed(lambda i: trainer.predict(inputs), batch, seconds)
+    print(json.dumps({"infer": infer}))
+
+
+def heterps_infer_fixed(build, plan, model, threads, seconds):
+    """heterps' inference on one fixed batch (heterps_worker), with the
+    OpenMP wait policy heterps-run runs with."""
+    env = dict(os.environ)
+    env["OMP_NUM_THREADS"] = str(threads)
+    env["OMP_WAIT_POLICY"] = "PASSIVE"
+    out = subprocess.run(
+        [sys.executable, os.path.abspath(__file__), "--heterps-worker", model,
+         "--plan", plan, "--build", build, "--threads", str(threads),
+         "--seconds", str(seconds)],
+        env=env, check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])["infer"]
 
 
 def torch_measure(model, threads, seconds):
@@ -387,11 +424,18 @@ def main():
                         "perf and print where the time goes")
     parser.add_argument("--torch-worker", metavar="MODEL",
                         help=argparse.SUPPRESS)
+    parser.add_argument("--heterps-worker", metavar="MODEL",
+                        help=argparse.SUPPRESS)
+    parser.add_argument("--plan", help=argparse.SUPPRESS)
     args = parser.parse_args()
     threads = [int(t) for t in args.threads.split(",")]
 
     if args.torch_worker:
         torch_worker(args.torch_worker, threads[0], args.seconds)
+        return 0
+    if args.heterps_worker:
+        heterps_worker(args.build, args.plan, args.heterps_worker, threads[0],
+                       args.seconds)
         return 0
 
     models = args.models.split(",")
@@ -410,7 +454,7 @@ def main():
             for t in threads:
                 r = {"model": model, "batch": batch, "threads": t,
                      "heterps_train": 0.0, "heterps_train_fixed": 0.0,
-                     "heterps_infer": 0.0,
+                     "heterps_infer": 0.0, "heterps_infer_fixed": 0.0,
                      "torch_train": 0.0, "torch_infer": 0.0}
                 for _ in range(args.repeat):
                     idle = wait_quiet(args.quiet_wait)
@@ -422,6 +466,9 @@ def main():
                             args.build, plan, inputs, batch, t, args.seconds))
                     r["heterps_infer"] = max(r["heterps_infer"], heterps_infer(
                         args.build, plan, batch, t, args.seconds))
+                    r["heterps_infer_fixed"] = max(
+                        r["heterps_infer_fixed"], heterps_infer_fixed(
+                            args.build, plan, model, t, args.seconds))
                     wait_quiet(args.quiet_wait)
                     tm = torch_measure(model, t, args.seconds)
                     r["torch_train"] = max(r["torch_train"], tm["train"])
@@ -436,8 +483,9 @@ def main():
     print(f"load average at the end {os.getloadavg()[0]:.2f}")
     print()
     print("samples/s. heterps: heterps-run on synthetic data (its generator "
-          "and metric\nincluded); 'fixed': on one --input batch, the model "
-          "alone, as torch is timed.")
+          "and metric\nincluded); 'fixed': the model alone on one batch, as "
+          "torch is timed (training:\nheterps-run --input; inference: "
+          "heterps.Trainer.predict on NumPy arrays).")
     header = (f"{'model':<5} {'batch':>5} {'thr':>3} | {'phase':<5} | "
               f"{'heterps':>9} {'fixed':>9} {'torch':>9} | {'ratio':>5} "
               f"{'fixed':>5} | target")

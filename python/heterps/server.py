@@ -34,12 +34,21 @@ class Server:
         return f"Server({self.address or 'stopped'})"
 
 
+def _path(value):
+    return os.fspath(value) if value is not None else ""
+
+
 def serve(*, host="127.0.0.1", port=0, checkpoint_dir=None, restore=None,
-          keep_checkpoints=0):
+          keep_checkpoints=0, tls_cert=None, tls_key=None, tls_ca=None,
+          auth_token_file=None, admin_token_file=None):
     """Starts a PS server on host:port (0: a free port); `checkpoint_dir`
     holds its checkpoints, `restore` names one to load first ("latest",
-    "auto": the newest or none)."""
-    native = _heterps.Server(host, port,
-                             os.fspath(checkpoint_dir) if checkpoint_dir
-                             else "", restore or "", keep_checkpoints)
+    "auto": the newest or none). tls_cert, tls_key, tls_ca,
+    auth_token_file and admin_token_file are heterps-run serve's --tls-cert,
+    --tls-key, --tls-ca (client certificates), --auth-token-file and
+    --admin-token-file (paths)."""
+    native = _heterps.Server(host, port, _path(checkpoint_dir), restore or "",
+                             keep_checkpoints, _path(tls_cert),
+                             _path(tls_key), _path(tls_ca),
+                             _path(auth_token_file), _path(admin_token_file))
     return Server(native)

@@ -7,6 +7,7 @@ from .plan import Plan
 from .server import Server
 
 _FALLBACKS = ("cpu", None)
+_WIRES = ("f32", "f16", "bf16")
 _METRICS = ("loss", "auc", "logloss", "ne", "calibration", "accuracy")
 
 
@@ -55,12 +56,18 @@ class Trainer:
         pipelined executor, "on" always, "off" one worker; sync, schedule,
         max_workers, micro_batches and max_staleness as heterps-run's flags.
     deadline: seconds a PS call may take.
+    tls_ca, tls_cert, tls_key, tls_server_name, token_file, wire: how the
+        servers are reached, as heterps-run's --ps-tls-ca, --ps-tls-cert,
+        --ps-tls-key, --ps-tls-server-name, --ps-token-file and --ps-wire
+        (paths of PEM files and of a token file; "f32", "f16" or "bf16").
     """
 
     def __init__(self, plan, *, ps=None, threads=1, seed=1, batch=None,
                  fallback="cpu", pipeline="auto", sync="sync",
                  schedule="1f1b", max_workers=0, micro_batches=0,
-                 max_staleness=0, deadline=10.0):
+                 max_staleness=0, deadline=10.0, tls_ca=None, tls_cert=None,
+                 tls_key=None, tls_server_name=None, token_file=None,
+                 wire="f32"):
         if not isinstance(plan, Plan):
             plan = Plan.load(plan)
         if fallback not in _FALLBACKS:
@@ -70,12 +77,31 @@ class Trainer:
             raise ValueError(f"batch must be positive, got {batch}")
         if not deadline > 0:
             raise ValueError(f"deadline must be positive, got {deadline}")
+        if wire not in _WIRES:
+            raise ValueError(f"wire must be one of {', '.join(_WIRES)}, got "
+                             f"{wire!r}")
+        client = {"tls_ca": tls_ca, "tls_cert": tls_cert, "tls_key": tls_key,
+                  "tls_server_name": tls_server_name,
+                  "token_file": token_file}
+        given = [k for k, v in client.items() if v is not None]
+        if ps is None and (given or wire != "f32"):
+            raise ValueError(f"{', '.join(given) or 'wire'} are for PS servers "
+                             f"given with ps=")
+        if (tls_cert is None) != (tls_key is None):
+            raise ValueError("tls_cert and tls_key go together")
+        if tls_ca is None and (tls_cert or tls_server_name):
+            raise ValueError("tls_cert, tls_key and tls_server_name need "
+                             "tls_ca")
+        paths = {k: os.fspath(v) if v is not None else ""
+                 for k, v in client.items()}
         self.plan = plan
         self.metrics = {}
         self._native = _heterps.Trainer(
             plan._native, _servers(ps), threads, seed, fallback == "cpu",
             pipeline, sync, max_workers, micro_batches, schedule,
-            max_staleness, float(deadline), batch or 0)
+            max_staleness, float(deadline), batch or 0, paths["tls_ca"],
+            paths["tls_cert"], paths["tls_key"], paths["tls_server_name"],
+            paths["token_file"], wire)
 
     @property
     def steps(self):

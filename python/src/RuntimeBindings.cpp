@@ -359,13 +359,29 @@ void python::bindRuntime(py::module_ &m) {
                        const std::string &pipeline, const std::string &sync,
                        int maxWorkers, int64_t microBatches,
                        const std::string &schedule, int64_t maxStaleness,
-                       double deadline, int64_t batch) {
+                       double deadline, int64_t batch, const std::string &tlsCA,
+                       const std::string &tlsCert, const std::string &tlsKey,
+                       const std::string &tlsServerName,
+                       const std::string &tokenFile, const std::string &wire) {
              if (threads < 1)
                throw Error("threads must be at least 1, got " +
                            std::to_string(threads));
              SessionOptions o;
              o.ps = ps;
              o.client.deadlineSeconds = deadline;
+             // The credential files are read here, so that a missing one
+             // is named by its keyword.
+             if (!tlsCA.empty())
+               o.client.tlsCA = ps::readCredentialFile(tlsCA, "tls_ca");
+             if (!tlsCert.empty())
+               o.client.tlsCert = ps::readCredentialFile(tlsCert, "tls_cert");
+             if (!tlsKey.empty())
+               o.client.tlsKey = ps::readCredentialFile(tlsKey, "tls_key");
+             o.client.tlsServerName = tlsServerName;
+             if (!tokenFile.empty())
+               o.client.token =
+                   ps::readCredentialFile(tokenFile, "token_file", true);
+             o.client.wire = wire;
              o.program.threads = threads;
              o.program.seed = seed;
              o.program.fallbackToCPU = fallbackCPU;
@@ -382,7 +398,9 @@ void python::bindRuntime(py::module_ &m) {
            py::arg("fallback_cpu"), py::arg("pipeline"), py::arg("sync"),
            py::arg("max_workers"), py::arg("micro_batches"),
            py::arg("schedule"), py::arg("max_staleness"), py::arg("deadline"),
-           py::arg("batch"))
+           py::arg("batch"), py::arg("tls_ca"), py::arg("tls_cert"),
+           py::arg("tls_key"), py::arg("tls_server_name"),
+           py::arg("token_file"), py::arg("wire"))
       .def_property_readonly("training", &NativeTrainer::training)
       .def("step", &NativeTrainer::step)
       .def("predict", &NativeTrainer::predict)
@@ -400,7 +418,10 @@ void python::bindRuntime(py::module_ &m) {
   py::class_<NativeServer>(m, "Server")
       .def(py::init([](const std::string &host, int port,
                        const std::string &checkpointDir,
-                       const std::string &restore, int keepCheckpoints) {
+                       const std::string &restore, int keepCheckpoints,
+                       const std::string &tlsCert, const std::string &tlsKey,
+                       const std::string &tlsCA, const std::string &tokenFile,
+                       const std::string &adminTokenFile) {
              if (port < 0 || port > 65535)
                throw Error("port " + std::to_string(port) +
                            " is out of range (0-65535)");
@@ -411,13 +432,27 @@ void python::bindRuntime(py::module_ &m) {
              o.shard.checkpointDir = checkpointDir;
              o.shard.keepCheckpoints = keepCheckpoints;
              o.restore = restore;
+             if (!tlsCert.empty())
+               o.tlsCert = ps::readCredentialFile(tlsCert, "tls_cert");
+             if (!tlsKey.empty())
+               o.tlsKey = ps::readCredentialFile(tlsKey, "tls_key");
+             if (!tlsCA.empty())
+               o.tlsClientCA = ps::readCredentialFile(tlsCA, "tls_ca");
+             if (!tokenFile.empty())
+               o.authToken =
+                   ps::readCredentialFile(tokenFile, "auth_token_file", true);
+             if (!adminTokenFile.empty())
+               o.adminToken = ps::readCredentialFile(adminTokenFile,
+                                                     "admin_token_file", true);
              auto server = std::make_unique<NativeServer>();
              server->server = ps::Server::start(o);
              server->host = host;
              return server;
            }),
            py::arg("host"), py::arg("port"), py::arg("checkpoint_dir"),
-           py::arg("restore"), py::arg("keep_checkpoints"))
+           py::arg("restore"), py::arg("keep_checkpoints"), py::arg("tls_cert"),
+           py::arg("tls_key"), py::arg("tls_ca"), py::arg("auth_token_file"),
+           py::arg("admin_token_file"))
       .def_property_readonly(
           "port",
           [](NativeServer &s) { return s.server ? s.server->port() : 0; })

@@ -201,3 +201,49 @@ def test_pipelined_stages_train_like_one_worker():
     np.testing.assert_allclose(pipelined.predict(batch)["output"],
                                single.predict(batch)["output"], atol=1e-5)
     assert pipelined.steps == 5
+
+
+def make_certificates(directory):
+    """A CA and a server certificate for 127.0.0.1 it signed."""
+    def openssl(*args):
+        subprocess.run(["openssl", *args], cwd=directory, check=True,
+                       capture_output=True)
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+            "-subj", "/CN=test-ca", "-keyout", "ca.key", "-out", "ca.pem")
+    (directory / "san.ext").write_text("subjectAltName=IP:127.0.0.1\n")
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost",
+            "-keyout", "server.key", "-out", "server.csr")
+    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey",
+            "ca.key", "-CAcreateserial", "-days", "2", "-extfile", "san.ext",
+            "-out", "server.pem")
+    return directory / "ca.pem", directory / "server.pem", directory / \
+        "server.key"
+
+
+def test_a_server_with_tls_and_a_token(tmp_path, ctr_plan):
+    ca, cert, key = make_certificates(tmp_path)
+    token = tmp_path / "token"
+    token.write_text("worker-secret\n")
+    wrong = tmp_path / "wrong"
+    wrong.write_text("guess\n")
+    batch = ctr_batch(16, seed=6)
+    embedded = heterps.Trainer(ctr_plan, seed=2)
+    with heterps.serve(tls_cert=cert, tls_key=key,
+                       auth_token_file=token) as server:
+        remote = heterps.Trainer(ctr_plan, seed=2, ps=server, tls_ca=ca,
+                                 token_file=token, wire="f32")
+        for _ in range(2):
+            assert remote.step(batch) == embedded.step(batch)
+        with pytest.raises(heterps.Error, match="UNAUTHENTICATED"):
+            heterps.Trainer(ctr_plan, ps=server, tls_ca=ca, token_file=wrong,
+                            deadline=5)
+        with pytest.raises(heterps.Error, match="UNAVAILABLE"):
+            heterps.Trainer(ctr_plan, ps=server, token_file=token, deadline=2)
+    with pytest.raises(heterps.Error, match="tls_ca.*no-such.pem"):
+        heterps.Trainer(ctr_plan, ps="127.0.0.1:1", tls_ca="no-such.pem")
+    with pytest.raises(ValueError, match="tls_ca are for PS servers"):
+        heterps.Trainer(ctr_plan, tls_ca=ca)
+    with pytest.raises(ValueError, match="tls_cert and tls_key go together"):
+        heterps.Trainer(ctr_plan, ps="127.0.0.1:1", tls_ca=ca, tls_cert=cert)
+    with pytest.raises(ValueError, match="wire must be"):
+        heterps.Trainer(ctr_plan, ps="127.0.0.1:1", wire="f8")
