@@ -2031,14 +2031,19 @@ LogicalResult Importer::convertBatchNorm() {
                    m = input(3, /*frozen=*/true), v = input(4, /*frozen=*/true);
   if (failed(x) || failed(s) || failed(bias) || failed(m) || failed(v))
     return failure();
-  setOutput(BatchNormOp::create(b, loc, x->getType(), *x, *s, *bias, *m, *v,
-                                APFloat(epsilon), APFloat(momentum)));
-  if (!stats)
+  if (!training) {
+    setOutput(BatchNormOp::create(b, loc, x->getType(), *x, *s, *bias, *m, *v,
+                                  APFloat(epsilon), APFloat(momentum)));
     return success();
-  // The updated running statistics, spelled out: statistic * momentum +
-  // batch statistic * (1 - momentum), the batch variance being the
-  // population variance over every dimension but the channels.
+  }
+  // training_mode = 1 normalises Y with the batch's statistics, whether
+  // the plan trains or infers: spelled out with ops that have gradients.
+  // The batch variance is the population variance over every dimension but
+  // the channels.
   RankedTensorType type = typeOf(*x);
+  if (type.getRank() < 2)
+    return nodeError() << "input must be N x C x ..., got "
+                       << formatShape(type.getShape());
   Ints axes;
   for (int64_t d = 0; d < type.getRank(); ++d)
     if (d != 1)
@@ -2046,8 +2051,7 @@ LogicalResult Importer::convertBatchNorm() {
   auto arr = b.getDenseI64ArrayAttr(axes);
   Type elem = type.getElementType();
   FailureOr<Value> meanKept = make<ReduceMeanOp>(*x, arr, b.getBoolAttr(true));
-  FailureOr<Value> mean = make<ReduceMeanOp>(*x, arr, b.getBoolAttr(false));
-  if (failed(meanKept) || failed(mean))
+  if (failed(meanKept))
     return failure();
   FailureOr<Value> diff = make<SubOp>(*x, *meanKept);
   if (failed(diff))
@@ -2055,8 +2059,38 @@ LogicalResult Importer::convertBatchNorm() {
   FailureOr<Value> sq = make<MulOp>(*diff, *diff);
   if (failed(sq))
     return failure();
+  FailureOr<Value> varKept = make<ReduceMeanOp>(*sq, arr, b.getBoolAttr(true));
+  if (failed(varKept))
+    return failure();
+  FailureOr<Value> shifted =
+      make<AddOp>(*varKept, scalarConstant(b, loc, elem, epsilon));
+  if (failed(shifted))
+    return failure();
+  Value stddev = SqrtOp::create(b, loc, shifted->getType(), *shifted);
+  FailureOr<Value> normed = make<DivOp>(*diff, stddev);
+  if (failed(normed))
+    return failure();
+  // [C] as [C, 1, ...] broadcasts over the axes after the channels.
+  Ints perChannel(type.getRank() - 1, 1);
+  perChannel[0] = type.getDimSize(1);
+  auto column = [&](Value c) {
+    return ReshapeOp::create(b, loc, RankedTensorType::get(perChannel, elem), c)
+        .getResult();
+  };
+  FailureOr<Value> scaled = make<MulOp>(*normed, column(*s));
+  if (failed(scaled))
+    return failure();
+  FailureOr<Value> y = make<AddOp>(*scaled, column(*bias));
+  if (failed(y))
+    return failure();
+  setOutput(*y);
+  if (!stats)
+    return success();
+  // The updated running statistics: statistic * momentum + batch statistic
+  // * (1 - momentum).
+  FailureOr<Value> mean = make<ReduceMeanOp>(*x, arr, b.getBoolAttr(false));
   FailureOr<Value> var = make<ReduceMeanOp>(*sq, arr, b.getBoolAttr(false));
-  if (failed(var))
+  if (failed(mean) || failed(var))
     return failure();
   auto blend = [&](Value running, Value batch) -> FailureOr<Value> {
     FailureOr<Value> kept =
