@@ -10,7 +10,8 @@ python3-onnx):
 The first form writes torch-ctr.onnx, torch-mlp.onnx, torch-cnn.onnx,
 torch-ctr-loss.onnx (the CTR model with its loss in the graph),
 torch-lenet.onnx (LeNet-5 with F.avg_pool2d), torch-din.onnx (DIN's
-target attention) and torch-two-tower.onnx (F.normalize)
+target attention), torch-two-tower.onnx (F.normalize) and
+torch-einsum.onnx (attention written with torch.einsum)
 (default: test/Import/ONNX/Inputs/, where they are committed). The second
 writes torchvision's resnet18 (random weights, about 45 MB), which is not
 committed: bench/import/run.sh exports it into the build directory.
@@ -128,6 +129,24 @@ class TwoTower(nn.Module):
         return torch.sigmoid(5 * (u * v).sum(1, keepdim=True))
 
 
+class EinsumAttention(nn.Module):
+    """Attention pooling written with torch.einsum (exported as Einsum
+    nodes): a projected query scores each step of a behaviour sequence
+    ("bd,bld->bl"), and the softmax weights pool the sequence
+    ("bl,bld->bd")."""
+
+    def __init__(self):
+        super().__init__()
+        self.project = nn.Linear(EMB_DIM, EMB_DIM)
+        self.out = nn.Linear(EMB_DIM, 1)
+
+    def forward(self, query, history):
+        scores = torch.einsum("bd,bld->bl", self.project(query), history)
+        weights = torch.softmax(scores, dim=1)
+        pooled = torch.einsum("bl,bld->bd", weights, history)
+        return torch.sigmoid(self.out(pooled))
+
+
 class MLP(nn.Module):
     def __init__(self):
         super().__init__()
@@ -207,6 +226,10 @@ def export_fixtures(out):
     export(TwoTower(),
            (torch.randint(0, VOCAB, (batch,)), torch.randint(0, VOCAB, (batch,))),
            ["user", "item"], os.path.join(out, "torch-two-tower.onnx"))
+    torch.manual_seed(20240609)
+    export(EinsumAttention(),
+           (torch.randn(batch, EMB_DIM), torch.randn(batch, 5, EMB_DIM)),
+           ["query", "history"], os.path.join(out, "torch-einsum.onnx"))
 
 
 def export_resnet18(path):

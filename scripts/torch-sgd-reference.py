@@ -76,6 +76,11 @@ def make_batch(kind, fixtures, batch, gen):
                                generator=gen, dtype=torch.int64)
         label = torch.randint(0, 2, (batch, 1), generator=gen).float()
         return {"dense": dense, "sparse": sparse}, label
+    if kind == "einsum":
+        query = torch.randn(batch, fixtures.EMB_DIM, generator=gen)
+        history = torch.randn(batch, 5, fixtures.EMB_DIM, generator=gen)
+        label = torch.randint(0, 2, (batch, 1), generator=gen).float()
+        return {"query": query, "history": history}, label
     if kind == "lenet":
         image = torch.randn(batch, 1, 28, 28, generator=gen)
         label = torch.randint(0, 10, (batch,), generator=gen,
@@ -87,7 +92,7 @@ def make_batch(kind, fixtures, batch, gen):
 
 
 def loss_of(kind, output, label):
-    if kind == "ctr":
+    if kind in ("ctr", "einsum"):
         return torch.nn.BCELoss()(output, label)
     # heterps' softmax-ce treats the prediction (already a softmax) as logits.
     return F.cross_entropy(output, label)
@@ -120,7 +125,8 @@ def save(directory, name, value):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", choices=["ctr", "ctr-loss", "mlp", "lenet"],
+    parser.add_argument("--model",
+                        choices=["ctr", "ctr-loss", "mlp", "lenet", "einsum"],
                         required=True)
     parser.add_argument("--onnx", required=True, help="the fixture file")
     parser.add_argument("--out", required=True, help="output directory")
@@ -143,7 +149,8 @@ def main():
     torch.set_num_threads(1)
     fixtures = load_fixture_module()
     model = {"ctr": fixtures.CTR, "ctr-loss": fixtures.CTRWithLoss,
-             "mlp": fixtures.MLP, "lenet": fixtures.LeNet}[args.model]()
+             "mlp": fixtures.MLP, "lenet": fixtures.LeNet,
+             "einsum": fixtures.EinsumAttention}[args.model]()
     names = load_onnx_weights(model, args.onnx)
     # The weights were traced in eval mode; no dropout/batch-norm here, but
     # be explicit: train() changes nothing for these modules.

@@ -61,7 +61,8 @@ static const std::map<std::string, std::string> kLimits = {
     {"AveragePool", "no dilations; auto_pad needs static spatial sizes"},
     {"BatchNormalization",
      "spatial = 1; the running statistics become frozen parameters; the "
-     "training-mode statistics outputs are spelled out"},
+     "training_mode = 1 (batch statistics) and its statistics outputs are "
+     "spelled out"},
     {"Cast", "numbers only (no strings); folds when its input is known"},
     {"Clip", "min/max must be constants"},
     {"Concat", "float tensors, or integer tensors known at import time"},
@@ -71,6 +72,8 @@ static const std::map<std::string, std::string> kLimits = {
     {"Conv", "auto_pad needs static spatial sizes"},
     {"CumSum", "the axis must be a constant"},
     {"Div", "float or integer tensors of one type"},
+    {"Einsum", "float operands; a '...' stands for as many dimensions in every "
+               "operand; a diagonal needs a known size up to 4096"},
     {"Dropout",
      "ratio and training_mode must be constants; the mask output only in "
      "inference (all ones)"},

@@ -249,6 +249,7 @@ private:
   LogicalResult convertConstant();
   LogicalResult convertLayerNorm();
   LogicalResult convertBatchNorm();
+  LogicalResult convertEinsum();
 
   MLIRContext *ctx;
   OpBuilder b;
@@ -2112,6 +2113,306 @@ LogicalResult Importer::convertBatchNorm() {
   return success();
 }
 
+namespace {
+/// An Einsum operand while it is lowered: a value and one label per
+/// dimension.
+struct Labeled {
+  Value value;
+  std::string labels;
+};
+} // namespace
+
+/// Einsum, lowered to ops that have gradients: a repeated label within an
+/// operand takes the diagonal (a multiply by an identity mask, then a
+/// reduce_sum), labels needed nowhere else are summed out, and each pair of
+/// operands is contracted by one batched matmul between transposes and
+/// reshapes ("bij,bjk->bik", "bhqd,bhkd->bhqk", "ij->ji", "...ii->...i",
+/// "i,i"). The labels an operand keeps to itself stay dimensions of their
+/// own (leading matmul dimensions), so the dynamic batch is never merged
+/// with another dimension.
+LogicalResult Importer::convertEinsum() {
+  std::string equation;
+  for (char c : stringAttr("equation", ""))
+    if (c != ' ')
+      equation += c;
+  size_t arrow = equation.find("->");
+  std::string lhs = equation.substr(0, arrow);
+  std::optional<std::string> rhs;
+  if (arrow != std::string::npos)
+    rhs = equation.substr(arrow + 2);
+  SmallVector<std::string> terms;
+  for (size_t at = 0;;) {
+    size_t comma = lhs.find(',', at);
+    terms.push_back(lhs.substr(
+        at, comma == std::string::npos ? std::string::npos : comma - at));
+    if (comma == std::string::npos)
+      break;
+    at = comma + 1;
+  }
+  if (static_cast<int>(terms.size()) != node->input_size())
+    return nodeError() << "the equation '" << equation << "' has "
+                       << terms.size() << " operands, the node "
+                       << node->input_size() << " inputs";
+  auto validTerm = [](const std::string &term) {
+    size_t dots = term.find("...");
+    if (dots != std::string::npos &&
+        term.find("...", dots + 1) != std::string::npos)
+      return false;
+    for (size_t i = 0; i < term.size(); ++i) {
+      if (dots != std::string::npos && i >= dots && i < dots + 3)
+        continue;
+      if (!std::isalpha(static_cast<unsigned char>(term[i])))
+        return false;
+    }
+    return true;
+  };
+  for (const std::string &t : terms)
+    if (!validTerm(t))
+      return nodeError() << "the equation '" << equation
+                         << "' is not an einsum equation (letters, at most "
+                            "one '...' per operand)";
+  if (rhs && !validTerm(*rhs))
+    return nodeError() << "the equation '" << equation
+                       << "' is not an einsum equation";
+
+  // The operands, their ellipses expanded to labels of their own (the
+  // characters no operand uses).
+  SmallVector<Labeled> operands;
+  std::string unused;
+  for (char c = '0'; c <= '9'; ++c)
+    if (equation.find(c) == std::string::npos)
+      unused += c;
+  int64_t ellipsisRank = -1;
+  Type elem;
+  for (auto [i, term] : llvm::enumerate(terms)) {
+    FailureOr<Value> v = input(i);
+    if (failed(v))
+      return failure();
+    RankedTensorType type = typeOf(*v);
+    if (!isa<FloatType>(type.getElementType()))
+      return nodeError() << "operand " << i << " must be a float tensor, got "
+                         << type;
+    if (!elem)
+      elem = type.getElementType();
+    else if (elem != type.getElementType())
+      return nodeError() << "the operands have different element types: "
+                         << elem << " and " << type.getElementType();
+    size_t dots = term.find("...");
+    int64_t explicitLabels = term.size() - (dots == std::string::npos ? 0 : 3);
+    int64_t extra = type.getRank() - explicitLabels;
+    if (extra < 0 || (dots == std::string::npos && extra != 0))
+      return nodeError() << "operand " << i << " has rank " << type.getRank()
+                         << ", its term '" << term << "' names "
+                         << explicitLabels << " dimensions";
+    std::string labels = term;
+    if (dots != std::string::npos) {
+      if (extra > static_cast<int64_t>(unused.size()))
+        return nodeError() << "the '...' of operand " << i << " stands for "
+                           << extra << " dimensions; at most " << unused.size()
+                           << " are supported";
+      if (ellipsisRank >= 0 && ellipsisRank != extra)
+        return nodeError() << "the '...' of the operands stand for different "
+                              "numbers of dimensions ("
+                           << ellipsisRank << " and " << extra
+                           << "); broadcasting them is not supported";
+      ellipsisRank = extra;
+      labels = term.substr(0, dots) + unused.substr(0, extra) +
+               term.substr(dots + 3);
+    }
+    operands.push_back({*v, labels});
+  }
+  std::string ellipsisLabels =
+      unused.substr(0, std::max<int64_t>(ellipsisRank, 0));
+
+  // The output labels: given, or every label used once, in alphabetical
+  // order after the ellipsis.
+  std::string output;
+  if (rhs) {
+    size_t dots = rhs->find("...");
+    output = dots == std::string::npos ? *rhs
+                                       : rhs->substr(0, dots) + ellipsisLabels +
+                                             rhs->substr(dots + 3);
+  } else {
+    std::map<char, int> count;
+    for (const Labeled &o : operands)
+      for (char c : o.labels)
+        ++count[c];
+    output = ellipsisLabels;
+    for (auto [c, n] : count)
+      if (n == 1 && std::isalpha(static_cast<unsigned char>(c)))
+        output += c;
+  }
+
+  // One size per label.
+  std::map<char, int64_t> sizes;
+  for (const Labeled &o : operands)
+    for (auto [d, c] : llvm::enumerate(o.labels)) {
+      int64_t size = typeOf(o.value).getDimSize(d);
+      auto [it, inserted] = sizes.try_emplace(c, size);
+      if (!inserted && it->second != size)
+        return nodeError() << "label '" << c << "' stands for dimensions of "
+                           << "sizes " << formatShape({it->second}) << " and "
+                           << formatShape({size});
+    }
+  for (char c : output) {
+    if (!sizes.count(c))
+      return nodeError() << "output label '" << c << "' is in no operand of '"
+                         << equation << "'";
+    if (llvm::count(output, c) > 1)
+      return nodeError() << "output label '" << c << "' is repeated in '"
+                         << equation << "'";
+  }
+
+  auto shapeOf = [&](StringRef labels) {
+    Ints shape;
+    for (char c : labels)
+      shape.push_back(sizes[c]);
+    return shape;
+  };
+  auto reshape = [&](Value v, ArrayRef<int64_t> shape) -> Value {
+    if (typeOf(v).getShape() == shape)
+      return v;
+    return ReshapeOp::create(b, loc, RankedTensorType::get(shape, elem), v);
+  };
+  auto transpose = [&](Labeled &o, StringRef order) -> LogicalResult {
+    if (o.labels == order)
+      return success();
+    Ints perm;
+    for (char c : order)
+      perm.push_back(o.labels.find(c));
+    FailureOr<Value> t =
+        make<TransposeOp>(o.value, b.getDenseI64ArrayAttr(perm));
+    if (failed(t))
+      return failure();
+    o = {*t, order.str()};
+    return success();
+  };
+  // Sums out the labels of `o` that are not in `keep`.
+  auto sumOut = [&](Labeled &o, StringRef keep) -> LogicalResult {
+    Ints axes;
+    std::string left;
+    for (auto [d, c] : llvm::enumerate(o.labels)) {
+      if (keep.contains(c))
+        left += c;
+      else
+        axes.push_back(d);
+    }
+    if (axes.empty())
+      return success();
+    FailureOr<Value> r = make<ReduceSumOp>(
+        o.value, b.getDenseI64ArrayAttr(axes), b.getBoolAttr(false));
+    if (failed(r))
+      return failure();
+    o = {*r, left};
+    return success();
+  };
+  // The diagonal of every label repeated within `o`.
+  auto diagonals = [&](Labeled &o) -> LogicalResult {
+    // A label that repeats several times takes several diagonals, at the
+    // same position p.
+    for (size_t p = 0; p < o.labels.size();) {
+      size_t q = o.labels.find(o.labels[p], p + 1);
+      if (q == std::string::npos) {
+        ++p;
+        continue;
+      }
+      int64_t n = sizes[o.labels[p]];
+      if (ShapedType::isDynamic(n) || n > (1 << 12))
+        return nodeError() << "the diagonal over label '" << o.labels[p]
+                           << "' needs a known size up to 4096, got "
+                           << formatShape({n});
+      Ints maskShape(o.labels.size(), 1);
+      maskShape[p] = maskShape[q] = n;
+      SmallVector<Attribute> ones;
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < n; ++j)
+          ones.push_back(b.getFloatAttr(elem, i == j ? 1.0 : 0.0));
+      Value mask = ConstantOp::create(
+          b, loc,
+          DenseElementsAttr::get(RankedTensorType::get(maskShape, elem), ones));
+      FailureOr<Value> masked = make<MulOp>(o.value, mask);
+      if (failed(masked))
+        return failure();
+      FailureOr<Value> r = make<ReduceSumOp>(
+          *masked, b.getDenseI64ArrayAttr({int64_t(q)}), b.getBoolAttr(false));
+      if (failed(r))
+        return failure();
+      o.value = *r;
+      o.labels.erase(q, 1);
+    }
+    return success();
+  };
+  // A x B as one batched matmul: A as [batch, A's own but its last, 1 for
+  // each of B's own but its last, M, K], B as [batch, 1..., B's own but its
+  // last, K, N].
+  auto contract = [&](Labeled &a, Labeled &o,
+                      StringRef later) -> FailureOr<Labeled> {
+    std::string batch, contracted, aOwn, bOwn;
+    for (char c : a.labels) {
+      if (o.labels.find(c) == std::string::npos)
+        aOwn += c;
+      else if (later.contains(c))
+        batch += c;
+      else
+        contracted += c;
+    }
+    for (char c : o.labels)
+      if (a.labels.find(c) == std::string::npos)
+        bOwn += c;
+    int64_t k = 1;
+    for (char c : contracted) {
+      if (ShapedType::isDynamic(sizes[c]) && contracted.size() > 1)
+        return nodeError() << "contracting the dynamic (batch) label '" << c
+                           << "' with others is not supported";
+      k = ShapedType::isDynamic(sizes[c]) ? sizes[c] : k * sizes[c];
+    }
+    std::string aLead = aOwn.empty() ? "" : aOwn.substr(0, aOwn.size() - 1);
+    std::string bLead = bOwn.empty() ? "" : bOwn.substr(0, bOwn.size() - 1);
+    std::string aLast = aOwn.empty() ? "" : aOwn.substr(aOwn.size() - 1);
+    std::string bLast = bOwn.empty() ? "" : bOwn.substr(bOwn.size() - 1);
+    if (failed(transpose(a, batch + aLead + aLast + contracted)) ||
+        failed(transpose(o, batch + bLead + contracted + bLast)))
+      return failure();
+    Ints aShape = shapeOf(batch + aLead), bShape = shapeOf(batch);
+    aShape.append(bLead.size(), 1);
+    aShape.push_back(aLast.empty() ? 1 : sizes[aLast[0]]);
+    aShape.push_back(k);
+    bShape.append(aLead.size(), 1);
+    llvm::append_range(bShape, shapeOf(bLead));
+    bShape.push_back(k);
+    bShape.push_back(bLast.empty() ? 1 : sizes[bLast[0]]);
+    FailureOr<Value> product =
+        make<MatMulOp>(reshape(a.value, aShape), reshape(o.value, bShape));
+    if (failed(product))
+      return failure();
+    std::string labels = batch + aLead + bLead + aLast + bLast;
+    return Labeled{reshape(*product, shapeOf(labels)), labels};
+  };
+
+  for (Labeled &o : operands)
+    if (failed(diagonals(o)))
+      return failure();
+  Labeled result = operands.front();
+  for (size_t i = 1; i < operands.size(); ++i) {
+    // The labels the operands after this pair, or the output, still need.
+    std::string later = output;
+    for (size_t j = i + 1; j < operands.size(); ++j)
+      later += operands[j].labels;
+    Labeled &next = operands[i];
+    if (failed(sumOut(result, later + next.labels)) ||
+        failed(sumOut(next, later + result.labels)))
+      return failure();
+    FailureOr<Labeled> r = contract(result, next, later);
+    if (failed(r))
+      return failure();
+    result = *r;
+  }
+  if (failed(sumOut(result, output)) || failed(transpose(result, output)))
+    return failure();
+  setOutput(result.value);
+  return success();
+}
+
 LogicalResult Importer::convertLayerNorm() {
   FailureOr<Value> x = input(0), s = input(1);
   if (failed(x) || failed(s))
@@ -2221,6 +2522,7 @@ static const StringRef kSupportedOps[] = {
     "CumSum",
     "Div",
     "Dropout",
+    "Einsum",
     "Equal",
     "Erf",
     "Exp",
@@ -2311,6 +2613,8 @@ LogicalResult Importer::importNode(const onnx::NodeProto &n) {
     return convertPad();
   if (op == "Tile")
     return convertTile();
+  if (op == "Einsum")
+    return convertEinsum();
   if (op == "GatherElements") {
     FailureOr<Value> data = input(0), indices = input(1);
     if (failed(data) || failed(indices))

@@ -11,6 +11,8 @@
 #include "CPUDevice.h"
 #include "KernelUtil.h"
 
+#include <Eigen/Core>
+
 #include <map>
 #include <tuple>
 
@@ -235,11 +237,27 @@ public:
 
   void run(const std::vector<const Tensor *> &in,
            const std::vector<Tensor *> &res, ExecContext &) override {
+    if (in[0]->dtype() == DType::F64) {
+      runF64(in[0]->as<double>(), in[1]->as<double>(), res[0]->as<double>());
+      return;
+    }
     if (in[0]->dtype() != DType::F32)
-      fail() << info.describe() << ": the CPU MatMul takes f32, got "
+      fail() << info.describe() << ": the CPU MatMul takes f32 or f64, got "
              << dtypeName(in[0]->dtype());
     MatmulCache::run(*prim, in[0]->data(), in[1]->data(), nullptr,
                      res[0]->data());
+  }
+
+  /// oneDNN's CPU matmul has no f64: Eigen's GEMM, one matrix at a time.
+  void runF64(const double *a, const double *b, double *y) const {
+    using Matrix =
+        Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    for (int64_t i = 0; i < batch; ++i) {
+      Eigen::Map<const Matrix> lhs(a + i * m * k, m, k);
+      Eigen::Map<const Matrix> rhs(b + (bBatched ? i * k * n : 0), k, n);
+      Eigen::Map<Matrix> out(y + i * m * n, m, n);
+      out.noalias() = lhs * rhs;
+    }
   }
 
 private:
