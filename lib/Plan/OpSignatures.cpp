@@ -86,6 +86,7 @@ constexpr OpSignature kSignatures[] = {
     {"heterps.sub", 2, 2, 1, 0b0, "0", "-0"},
     {"heterps.sum_to_shape", 2, 2, 1, 0b0, "0", "-0"},
     {"heterps.tanh", 1, 1, 1, 0b1, "0", ""},
+    {"heterps.top_k_indices", 1, 1, 1, 0b0, "l", ""},
     {"heterps.transpose", 1, 1, 1, 0b0, "0", ""},
     {"heterps.unary_grad", 3, 3, 1, 0b111, "0", ""},
     {"heterps.update_param", 1, 1, 0, 0b1, "", ""},

@@ -72,11 +72,11 @@ static const std::map<std::string, std::string> kLimits = {
     {"Conv", "auto_pad needs static spatial sizes"},
     {"CumSum", "the axis must be a constant"},
     {"Div", "float or integer tensors of one type"},
-    {"Einsum", "float operands; a '...' stands for as many dimensions in every "
-               "operand; a diagonal needs a known size up to 4096"},
     {"Dropout",
      "ratio and training_mode must be constants; the mask output only in "
      "inference (all ones)"},
+    {"Einsum", "float operands; a '...' stands for as many dimensions in every "
+               "operand; a diagonal needs a known size up to 4096"},
     {"Equal", "folded when both inputs are known; on data heterps.compare"},
     {"Expand", "the target shape must be known at import time"},
     {"Greater", "folded when both inputs are known; on data heterps.compare"},
@@ -114,6 +114,8 @@ static const std::map<std::string, std::string> kLimits = {
     {"Sub", "float or integer tensors of one type"},
     {"Tile", "repeats must be constants; the batch is not repeated; imported "
              "as reshape, expand, reshape"},
+    {"TopK", "K must be a constant; the results are sorted (equal values by "
+             "position); the values' gradient is a scatter-add"},
     {"Unsqueeze", "axes must be constants"},
     {"Where", "folded when all inputs are known; the gradient goes to x and y"},
 };
@@ -121,12 +123,6 @@ static const std::map<std::string, std::string> kLimits = {
 /// Why known failures fail, for docs/SupportedOps.md (shown only while the
 /// case still fails).
 static const std::map<std::string, std::string> kKnownCauses = {
-    {"test_batchnorm_epsilon_training_mode",
-     "the importer normalises y with the running statistics; "
-     "training_mode = 1 normalises with the batch's"},
-    {"test_batchnorm_example_training_mode",
-     "the importer normalises y with the running statistics; "
-     "training_mode = 1 normalises with the batch's"},
     {"test_cast_FLOAT_to_BFLOAT16",
      "the test data truncates to bfloat16; the runtime rounds to nearest "
      "even, as PyTorch does"},
@@ -279,7 +275,7 @@ static bool isConstantOperand(const std::string &op, int index) {
       {"ReduceMax", {1}},       {"Slice", {1, 2, 3, 4}}, {"Clip", {1, 2}},
       {"Dropout", {1, 2}},      {"Pad", {1, 2, 3}},      {"Split", {1}},
       {"ConstantOfShape", {0}}, {"Tile", {1}},           {"Range", {0, 1, 2}},
-      {"CumSum", {1}},
+      {"CumSum", {1}},          {"TopK", {1}},
   };
   auto it = operands.find(op);
   return it != operands.end() && it->second.count(index);

@@ -1071,6 +1071,26 @@ TEST(GradientCheck, GatherElements) {
   checkGradients(c);
 }
 
+TEST(GradientCheck, TopK) {
+  // ONNX TopK's values: the indices come from the data itself; only the
+  // picked elements get a gradient (the perturbation never reorders them).
+  for (const char *attrs : {"{axis = 1 : i64, k = 3 : i64}",
+                            "{axis = 0 : i64, k = 2 : i64, largest = false}"}) {
+    GradCase c(std::string("top_k ") + attrs);
+    c.param("d", {4, 5}, c.rng.uniform(20, -1.0f, 1.0f));
+    bool rows = std::string(attrs).find("axis = 1") != std::string::npos;
+    std::string type = rows ? "tensor<4x3xi64>" : "tensor<2x5xi64>";
+    c.code(std::string("%i = heterps.top_k_indices %d ") + attrs +
+           " : (tensor<4x5xf32>) -> " + type);
+    c.code(std::string("%v = heterps.gather_elements %d, %i {axis = ") +
+           (rows ? "1" : "0") + " : i64} : (tensor<4x5xf32>, " + type +
+           ") -> " + (rows ? "tensor<4x3xf32>" : "tensor<2x5xf32>"));
+    c.mseLoss("%v",
+              rows ? std::vector<int64_t>{4, 3} : std::vector<int64_t>{2, 5});
+    checkGradients(c);
+  }
+}
+
 TEST(GradientCheck, Where) {
   // A mask from a comparison of data; y broadcasts from a row.
   GradCase c("where mask, x 3x4, y 4");

@@ -250,6 +250,7 @@ private:
   LogicalResult convertLayerNorm();
   LogicalResult convertBatchNorm();
   LogicalResult convertEinsum();
+  LogicalResult convertTopK();
 
   MLIRContext *ctx;
   OpBuilder b;
@@ -2413,6 +2414,39 @@ LogicalResult Importer::convertEinsum() {
   return success();
 }
 
+/// TopK as the indices (heterps.top_k_indices) and a gather_elements of
+/// them for the values, whose gradient is a scatter-add.
+LogicalResult Importer::convertTopK() {
+  int64_t k;
+  if (opset < 10) {
+    k = intAttr("k", -1);
+  } else {
+    const Known *known1 = known(1);
+    if (!known1 || known1->isFloat() || known1->size() != 1 ||
+        !known1->complete())
+      return nodeError() << "K must be a one-element integer tensor known at "
+                            "import time";
+    k = known1->ints[0];
+  }
+  FailureOr<Value> x = input(0);
+  if (failed(x))
+    return failure();
+  int64_t axis = intAttr("axis", -1);
+  FailureOr<Value> indices =
+      make<TopKIndicesOp>(*x, b.getI64IntegerAttr(k), b.getI64IntegerAttr(axis),
+                          b.getBoolAttr(intAttr("largest", 1) != 0));
+  if (failed(indices))
+    return failure();
+  FailureOr<Value> values =
+      make<GatherElementsOp>(*x, *indices, b.getI64IntegerAttr(axis));
+  if (failed(values))
+    return failure();
+  setOutput(*values, 0);
+  if (node->output_size() > 1)
+    setOutput(*indices, 1);
+  return success();
+}
+
 LogicalResult Importer::convertLayerNorm() {
   FailureOr<Value> x = input(0), s = input(1);
   if (failed(x) || failed(s))
@@ -2571,6 +2605,7 @@ static const StringRef kSupportedOps[] = {
     "Sub",
     "Tanh",
     "Tile",
+    "TopK",
     "Transpose",
     "Unsqueeze",
     "Where",
@@ -2615,6 +2650,8 @@ LogicalResult Importer::importNode(const onnx::NodeProto &n) {
     return convertTile();
   if (op == "Einsum")
     return convertEinsum();
+  if (op == "TopK")
+    return convertTopK();
   if (op == "GatherElements") {
     FailureOr<Value> data = input(0), indices = input(1);
     if (failed(data) || failed(indices))

@@ -332,6 +332,56 @@ private:
   AxisSplit split;
 };
 
+/// heterps.top_k_indices: the positions of the k largest (or smallest)
+/// elements along `axis`, by value, equal values by position.
+class TopKIndicesKernel : public Kernel {
+public:
+  explicit TopKIndicesKernel(const OpInfo &op)
+      : Kernel(op), k(op.getInt("k", 1)), axisAttr(op.getInt("axis", -1)),
+        largest(op.getBool("largest", true)) {}
+  std::vector<Shape> prepare(const std::vector<Shape> &in) override {
+    int64_t rank = static_cast<int64_t>(in[0].size());
+    int64_t axis = normalizeAxis(axisAttr, rank, info);
+    if (k < 0 || k > in[0][axis])
+      fail() << info.describe() << ": k = " << k << " for an axis of "
+             << in[0][axis] << " elements";
+    split.init(in[0], axis);
+    order.resize(split.dim);
+    Shape out = in[0];
+    out[axis] = k;
+    return {out};
+  }
+  void run(const std::vector<const Tensor *> &in,
+           const std::vector<Tensor *> &res, ExecContext &) override {
+    int64_t *y = res[0]->as<int64_t>();
+    dispatchNumeric(in[0]->dtype(), info, [&](auto tag) {
+      using T = decltype(tag);
+      const T *x = in[0]->as<T>();
+      for (int64_t o = 0; o < split.outer; ++o)
+        for (int64_t i = 0; i < split.inner; ++i) {
+          const T *p = x + o * split.dim * split.inner + i;
+          auto before = [&](int64_t a, int64_t b) {
+            T va = p[a * split.inner], vb = p[b * split.inner];
+            if (va != vb)
+              return largest ? va > vb : va < vb;
+            return a < b;
+          };
+          std::iota(order.begin(), order.end(), int64_t(0));
+          std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                            before);
+          for (int64_t j = 0; j < k; ++j)
+            y[(o * k + j) * split.inner + i] = order[j];
+        }
+    });
+  }
+
+private:
+  int64_t k, axisAttr;
+  bool largest;
+  AxisSplit split;
+  std::vector<int64_t> order;
+};
+
 /// The softmax (or log-softmax) primitive along `axis` of a tensor of
 /// `shape`: the forward from input 0 to output 0, or the backward over the
 /// operands (result, result_grad) of heterps.softmax_grad. Both oneDNN
@@ -499,6 +549,7 @@ void cpu::registerReduceKernels(KernelRegistry &r) {
   addKernel<ReduceKernel>(r, "heterps.reduce_prod");
   addKernel<ReduceKernel>(r, "heterps.reduce_l2");
   addKernel<ArgExtremeKernel>(r, "heterps.arg_extreme");
+  addKernel<TopKIndicesKernel>(r, "heterps.top_k_indices");
   addKernel<CumSumKernel>(r, "heterps.cumsum");
   addKernel<ReduceGradKernel>(r, "heterps.reduce_grad");
   addKernel<SoftmaxKernel>(r, "heterps.softmax");

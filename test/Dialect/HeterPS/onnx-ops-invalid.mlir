@@ -210,6 +210,24 @@ func.func @arg_extreme_axis(%x: tensor<4x10xf32>) {
 
 // -----
 
+func.func @top_k_axis(%x: tensor<4x10xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{heterps.top_k_indices: axis -3 is out of range for rank 2}}
+  %i = heterps.top_k_indices %x {axis = -3 : i64, k = 2 : i64} : (tensor<4x10xf32>) -> tensor<4x2xi64>
+  return
+}
+
+// -----
+
+func.func @top_k_too_many(%x: tensor<4x10xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{heterps.top_k_indices: k = 11 is not between 0 and the axis' size 10}}
+  %i = heterps.top_k_indices %x {k = 11 : i64} : (tensor<4x10xf32>) -> tensor<4x11xi64>
+  return
+}
+
+// -----
+
 func.func @cumsum_axis(%x: tensor<4x10xf32>) {
   // expected-error @+1 {{'heterps.cumsum' op axis 2 is out of range for rank 2}}
   %c = heterps.cumsum %x {axis = 2 : i64} : tensor<4x10xf32>

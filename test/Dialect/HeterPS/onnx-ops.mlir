@@ -1,5 +1,6 @@
 // Round trip of the ops the ONNX frontend adds (gather, slice, cast, expand,
-// pad, compare, logical, not, where, arg_extreme, cumsum, weighted_nll_loss) and of an embedding table with initial rows: parse,
+// pad, compare, logical, not, where, arg_extreme, top_k_indices, cumsum,
+// weighted_nll_loss) and of an embedding table with initial rows: parse,
 // print, parse again, in the custom and in the generic form.
 // RUN: heterps-opt %s | heterps-opt | FileCheck %s
 // RUN: heterps-opt %s --mlir-print-op-generic | heterps-opt | FileCheck %s
@@ -80,6 +81,18 @@ func.func @arg_extremes(%x: tensor<?x10xf32>) {
   // CHECK: heterps.arg_extreme min %{{.*}} {axis = 1 : i64, select_last_index = true} : (tensor<?x10xf32>) -> tensor<?x1xi64>
   %j = heterps.arg_extreme min %x {axis = 1 : i64, select_last_index = true} : (tensor<?x10xf32>) -> tensor<?x1xi64>
   return
+}
+
+// CHECK-LABEL: func.func @top_k
+// CHECK-SAME: (%[[X:.*]]: tensor<?x10xf32>)
+func.func @top_k(%x: tensor<?x10xf32>) -> tensor<?x3xf32> {
+  // CHECK: %[[I:.*]] = heterps.top_k_indices %[[X]] {axis = 1 : i64, k = 3 : i64} : (tensor<?x10xf32>) -> tensor<?x3xi64>
+  %i = heterps.top_k_indices %x {axis = 1 : i64, k = 3 : i64} : (tensor<?x10xf32>) -> tensor<?x3xi64>
+  // CHECK: heterps.top_k_indices %[[X]] {k = 2 : i64, largest = false} : (tensor<?x10xf32>) -> tensor<?x2xi64>
+  %j = heterps.top_k_indices %x {k = 2 : i64, largest = false} : (tensor<?x10xf32>) -> tensor<?x2xi64>
+  // CHECK: heterps.gather_elements %[[X]], %[[I]] {axis = 1 : i64}
+  %v = heterps.gather_elements %x, %i {axis = 1 : i64} : (tensor<?x10xf32>, tensor<?x3xi64>) -> tensor<?x3xf32>
+  return %v : tensor<?x3xf32>
 }
 
 // CHECK-LABEL: func.func @cumsums

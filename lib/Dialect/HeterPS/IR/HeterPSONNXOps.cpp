@@ -299,8 +299,8 @@ LogicalResult WhereOp::inferReturnTypes(MLIRContext *,
 LogicalResult CumSumOp::verify() {
   int64_t rank = getInput().getType().getRank();
   if (!normalizeAxis(getAxis(), rank) || rank == 0)
-    return emitOpError() << "axis " << getAxis() << " is out of range for rank "
-                         << rank;
+    return emitOpError() << "axis " << static_cast<int64_t>(getAxis())
+                         << " is out of range for rank " << rank;
   return success();
 }
 
@@ -317,13 +317,40 @@ LogicalResult ArgExtremeOp::inferReturnTypes(MLIRContext *context,
       normalizeAxis(adaptor.getAxis(), input.getRank());
   if (!axis || input.getRank() == 0)
     return emitOptionalError(loc, getOperationName(), ": axis ",
-                             adaptor.getAxis(), " is out of range for rank ",
-                             input.getRank());
+                             static_cast<int64_t>(adaptor.getAxis()),
+                             " is out of range for rank ", input.getRank());
   SmallVector<int64_t> shape(input.getShape());
   if (adaptor.getKeepdims())
     shape[*axis] = 1;
   else
     shape.erase(shape.begin() + *axis);
+  inferred.push_back(
+      RankedTensorType::get(shape, IntegerType::get(context, 64)));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// TopKIndicesOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult TopKIndicesOp::inferReturnTypes(MLIRContext *context,
+                                              std::optional<Location> loc,
+                                              Adaptor adaptor,
+                                              SmallVectorImpl<Type> &inferred) {
+  auto input = cast<RankedTensorType>(adaptor.getInput().getType());
+  std::optional<int64_t> axis =
+      normalizeAxis(adaptor.getAxis(), input.getRank());
+  if (!axis || input.getRank() == 0)
+    return emitOptionalError(loc, getOperationName(), ": axis ",
+                             static_cast<int64_t>(adaptor.getAxis()),
+                             " is out of range for rank ", input.getRank());
+  int64_t k = adaptor.getK(), size = input.getDimSize(*axis);
+  if (k < 0 || (!ShapedType::isDynamic(size) && k > size))
+    return emitOptionalError(loc, getOperationName(), ": k = ", k,
+                             " is not between 0 and the axis' size ",
+                             formatShape({size}));
+  SmallVector<int64_t> shape(input.getShape());
+  shape[*axis] = k;
   inferred.push_back(
       RankedTensorType::get(shape, IntegerType::get(context, 64)));
   return success();

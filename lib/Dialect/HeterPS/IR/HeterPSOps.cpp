@@ -355,8 +355,9 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
       normalizeAxis(adaptor.getAxis(), first.getRank());
   if (!axis)
     return emitOptionalError(loc, "'heterps.concat' op axis ",
-                             adaptor.getAxis(), " is out of range for rank-",
-                             first.getRank(), " inputs");
+                             static_cast<int64_t>(adaptor.getAxis()),
+                             " is out of range for rank-", first.getRank(),
+                             " inputs");
   SmallVector<int64_t> shape(first.getShape());
   for (auto [i, input] : llvm::enumerate(inputs.drop_front())) {
     auto type = cast<RankedTensorType>(input.getType());
@@ -490,7 +491,7 @@ LogicalResult LayerNormOp::verify() {
   RankedTensorType input = getInput().getType();
   std::optional<int64_t> axis = normalizeAxis(getAxis(), input.getRank());
   if (!axis)
-    return emitOpError() << "axis " << getAxis()
+    return emitOpError() << "axis " << static_cast<int64_t>(getAxis())
                          << " is out of range for a rank-" << input.getRank()
                          << " input";
   ArrayRef<int64_t> normalized = input.getShape().drop_front(*axis);

@@ -226,7 +226,7 @@ LogicalResult LayerNormGradOp::verify() {
   RankedTensorType input = getInput().getType();
   std::optional<int64_t> axis = normalizeAxis(getAxis(), input.getRank());
   if (!axis)
-    return emitOpError() << "axis " << getAxis()
+    return emitOpError() << "axis " << static_cast<int64_t>(getAxis())
                          << " is out of range for a rank-" << input.getRank()
                          << " input";
   ArrayRef<int64_t> normalized = input.getShape().drop_front(*axis);

@@ -537,6 +537,31 @@ def HeterPS_ArgExtremeOp : HeterPS_Op<"arg_extreme",
     $kind $input attr-dict `:` functional-type($input, $result)
   }];
 }
+def HeterPS_TopKIndicesOp : HeterPS_Op<"top_k_indices",
+    [Pure, InferTypeOpAdaptor, HeterPS_CostOpInterface]> {
+  let summary = "Indices of the k largest (or smallest) elements along an axis (ONNX TopK)";
+  let description = [{
+    The `k` positions along `axis` of the largest elements, or of the
+    smallest with `largest = false`, in order of value; equal values in the
+    order of their positions. The result is `i64`, the input's shape with
+    `k` along `axis`. The importer takes ONNX TopK's values as a
+    `gather_elements` of these indices, which carries their gradient.
+
+    ```mlir
+    %i = heterps.top_k_indices %scores {axis = 1 : i64, k = 3 : i64}
+           : (tensor<?x10xf32>) -> tensor<?x3xi64>
+    %v = heterps.gather_elements %scores, %i {axis = 1 : i64}
+           : (tensor<?x10xf32>, tensor<?x3xi64>) -> tensor<?x3xf32>
+    ```
+  }];
+  let arguments = (ins HeterPS_NumericTensor:$input, I64Attr:$k,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis,
+                       DefaultValuedAttr<BoolAttr, "true">:$largest);
+  let results = (outs RankedTensorOf<[I64]>:$result);
+  let assemblyFormat = [{
+    $input attr-dict `:` functional-type($input, $result)
+  }];
+}
 def HeterPS_ReduceMinOp : HeterPS_ReduceOp<"reduce_min", "Minimum over axes">;
 def HeterPS_ReduceProdOp : HeterPS_ReduceOp<"reduce_prod", "Product over axes">;
 def HeterPS_ReduceL2Op : HeterPS_ReduceOp<"reduce_l2",
