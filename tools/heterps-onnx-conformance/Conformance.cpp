@@ -58,7 +58,7 @@ std::string Outcome::describe() const {
 static const std::map<std::string, std::string> kLimits = {
     {"Add", "float or integer tensors of one type; NumPy broadcasting (not the "
             "pre-opset-7 `axis`)"},
-    {"AveragePool", "no dilations; auto_pad needs static spatial sizes"},
+    {"AveragePool", "auto_pad needs static spatial sizes"},
     {"BatchNormalization",
      "spatial = 1; the running statistics become frozen parameters; the "
      "training_mode = 1 (batch statistics) and its statistics outputs are "
@@ -93,7 +93,7 @@ static const std::map<std::string, std::string> kLimits = {
     {"Less", "folded when both inputs are known; on data heterps.compare"},
     {"LessOrEqual",
      "folded when both inputs are known; on data heterps.compare"},
-    {"MaxPool", "one output (no Indices), no dilations, storage_order 0"},
+    {"MaxPool", "one output (no Indices), storage_order 0, float tensors"},
     {"Mul", "float or integer tensors of one type"},
     {"NegativeLogLikelihoodLoss",
      "with weights or ignore_index: heterps.weighted_nll_loss"},

@@ -100,7 +100,8 @@ TEST_F(OpBuildersTest, ConvAndPoolInferSpatialSizes) {
   auto pool = MaxPoolOp::create(
       builder, loc, conv, builder.getDenseI64ArrayAttr({3, 3}),
       builder.getDenseI64ArrayAttr({2, 2}),
-      builder.getDenseI64ArrayAttr({1, 1, 1, 1}), builder.getBoolAttr(false));
+      builder.getDenseI64ArrayAttr({1, 1, 1, 1}), DenseI64ArrayAttr(),
+      builder.getBoolAttr(false));
   EXPECT_EQ(pool.getType(), tensor({dyn, 64, 56, 56}));
   func::ReturnOp::create(builder, loc);
   EXPECT_TRUE(succeeded(verify(*module)));

@@ -265,18 +265,21 @@ Tensor refConv(const Tensor &xs, const Tensor &ws, const Tensor *bias,
 
 /// ONNX pooling, written out: the output size, clipped windows, and the
 /// divisors of count_include_pad (the window within the explicit padding)
-/// and of excluding it (the window within the input).
+/// and of excluding it (the window within the input). A dilated window
+/// reads every d-th element.
 Tensor refPool(const Tensor &xs, const Shape &kernel, const Shape &strides,
-               const Shape &pads, bool ceilMode, bool max,
-               bool countIncludePad) {
+               const Shape &pads, bool ceilMode, bool max, bool countIncludePad,
+               const Shape &dilations = {}) {
   Tensor x = lifted(xs);
   Shape k = liftWindow(kernel, 1), s = liftWindow(strides, 1),
-        p = liftPads(pads);
+        p = liftPads(pads),
+        d = liftWindow(dilations.empty() ? Shape(kernel.size(), 1) : dilations,
+                       1);
   Shape out = {x.dim(0), x.dim(1)};
   for (int i = 0; i < 3; ++i) {
-    int64_t size = x.dim(i + 2);
+    int64_t size = x.dim(i + 2), span = (k[i] - 1) * d[i] + 1;
     int64_t o =
-        (size + p[i] + p[i + 3] - k[i] + (ceilMode ? s[i] - 1 : 0)) / s[i] + 1;
+        (size + p[i] + p[i + 3] - span + (ceilMode ? s[i] - 1 : 0)) / s[i] + 1;
     if (ceilMode && (o - 1) * s[i] >= size + p[i])
       --o;
     out.push_back(o);
@@ -291,16 +294,22 @@ Tensor refPool(const Tensor &xs, const Shape &kernel, const Shape &strides,
             int64_t o[3] = {od, oh, ow};
             double best = -INFINITY, sum = 0;
             int64_t inside = 0, padded = 1;
-            int64_t lo[3], hi[3];
+            // Per dimension, the taps inside the input.
+            std::vector<int64_t> taps[3];
             for (int i = 0; i < 3; ++i) {
-              int64_t start = o[i] * s[i] - p[i];
-              lo[i] = std::max<int64_t>(start, 0);
-              hi[i] = std::min(start + k[i], x.dim(i + 2));
-              padded *= std::min(start + k[i], x.dim(i + 2) + p[i + 3]) - start;
+              int64_t start = o[i] * s[i] - p[i], withinPads = 0;
+              for (int64_t t = 0; t < k[i]; ++t) {
+                int64_t at = start + t * d[i];
+                if (at >= 0 && at < x.dim(i + 2))
+                  taps[i].push_back(at);
+                if (at < x.dim(i + 2) + p[i + 3])
+                  ++withinPads;
+              }
+              padded *= withinPads;
             }
-            for (int64_t id = lo[0]; id < hi[0]; ++id)
-              for (int64_t ih = lo[1]; ih < hi[1]; ++ih)
-                for (int64_t iw = lo[2]; iw < hi[2]; ++iw) {
+            for (int64_t id : taps[0])
+              for (int64_t ih : taps[1])
+                for (int64_t iw : taps[2]) {
                   double v = x.as<float>()[xi(b, c, id, ih, iw)];
                   best = std::max(best, v);
                   sum += v;
@@ -552,6 +561,7 @@ TEST(CNNKernelsTest, BlockedLayoutConvMatchesReferenceAndDifferences) {
 struct PoolCase {
   Shape input, kernel, strides, pads;
   bool ceilMode;
+  Shape dilations = {};
 };
 
 TEST(CNNKernelsTest, PoolingMatchesOnnxReference) {
@@ -565,6 +575,17 @@ TEST(CNNKernelsTest, PoolingMatchesOnnxReference) {
       {{1, 2, 7}, {3}, {2}, {1, 1}, true},
       {{1, 2, 5, 4, 6}, {2, 3, 2}, {2, 2, 3}, {0, 1, 1, 1, 1, 0}, true},
       {{1, 2, 5, 5}, {2, 2}, {1, 1}, {0, 0, 0, 0}, false},
+      // Dilated windows: taps that land in the padding, and a ceil window
+      // whose later taps fall past the end padding.
+      {{2, 3, 9, 7}, {3, 2}, {2, 1}, {1, 1, 2, 1}, false, {2, 3}},
+      {{2, 3, 9, 7}, {3, 2}, {2, 2}, {2, 0, 1, 1}, true, {2, 2}},
+      {{1, 2, 11}, {3}, {3}, {1, 2}, true, {3}},
+      {{1, 2, 6, 7, 5},
+       {2, 2, 2},
+       {1, 2, 1},
+       {0, 1, 0, 1, 0, 1},
+       false,
+       {2, 3, 2}},
   };
   for (const PoolCase &c : cases)
     for (int variant = 0; variant < 3; ++variant) {
@@ -577,12 +598,14 @@ TEST(CNNKernelsTest, PoolingMatchesOnnxReference) {
           .ints("strides", c.strides)
           .ints("pads", c.pads)
           .b("ceil_mode", c.ceilMode);
+      if (!c.dilations.empty())
+        pool.ints("dilations", c.dilations);
       if (!max)
         pool.b("count_include_pad", countIncludePad);
       Tensor x = random(c.input, gen);
       Tensor y = pool.run({x})[0];
       Tensor expected = refPool(x, c.kernel, c.strides, c.pads, c.ceilMode, max,
-                                countIncludePad);
+                                countIncludePad, c.dilations);
       ASSERT_EQ(y.shape(), expected.shape());
       expectClose(y, expected);
     }
@@ -628,33 +651,38 @@ TEST(CNNKernelsTest, PoolGradMatchesFiniteDifferences) {
   // As in PoolingMatchesOnnxReference: ceil_mode adds a window past the end
   // padding of the height and drops one that would start in that of the
   // width.
+  // The dilated variant reads every second row and every third column.
   Shape input = {2, 2, 8, 6}, kernel = {3, 2}, strides = {2, 2},
         pads = {1, 0, 1, 1};
   for (int variant = 0; variant < 3; ++variant)
-    for (bool ceilMode : {false, true}) {
-      bool max = variant == 0, countIncludePad = variant == 2;
-      SCOPED_TRACE(std::string(max ? "max" : "avg") +
-                   (ceilMode ? " ceil" : "") +
-                   (countIncludePad ? " count_include_pad" : ""));
-      TestOp pool(max ? "heterps.max_pool" : "heterps.avg_pool"),
-          grad("heterps.pool_grad");
-      for (TestOp *op : {&pool, &grad}) {
-        op->ints("kernel_shape", kernel)
-            .ints("strides", strides)
-            .ints("pads", pads)
-            .b("ceil_mode", ceilMode)
-            .b("count_include_pad", countIncludePad);
+    for (bool ceilMode : {false, true})
+      for (bool dilated : {false, true}) {
+        bool max = variant == 0, countIncludePad = variant == 2;
+        SCOPED_TRACE(std::string(max ? "max" : "avg") +
+                     (ceilMode ? " ceil" : "") +
+                     (countIncludePad ? " count_include_pad" : "") +
+                     (dilated ? " dilated" : ""));
+        TestOp pool(max ? "heterps.max_pool" : "heterps.avg_pool"),
+            grad("heterps.pool_grad");
+        for (TestOp *op : {&pool, &grad}) {
+          op->ints("kernel_shape", kernel)
+              .ints("strides", strides)
+              .ints("pads", pads)
+              .b("ceil_mode", ceilMode)
+              .b("count_include_pad", countIncludePad);
+          if (dilated)
+            op->ints("dilations", {2, 3});
+        }
+        grad.s("kind", max ? "max" : "avg");
+        Tensor x = max ? distinct(input, gen, 0.05f) : random(input, gen);
+        Tensor y = pool.run({x})[0];
+        Tensor dy = random(y.shape(), gen);
+        Tensor dx = grad.run({x, y, dy})[0];
+        Forward forward = [&](const std::vector<Tensor> &in) {
+          return pool.run(in)[0];
+        };
+        checkGradient(forward, {x}, 0, dy, dx);
       }
-      grad.s("kind", max ? "max" : "avg");
-      Tensor x = max ? distinct(input, gen, 0.05f) : random(input, gen);
-      Tensor y = pool.run({x})[0];
-      Tensor dy = random(y.shape(), gen);
-      Tensor dx = grad.run({x, y, dy})[0];
-      Forward forward = [&](const std::vector<Tensor> &in) {
-        return pool.run(in)[0];
-      };
-      checkGradient(forward, {x}, 0, dy, dx);
-    }
 }
 
 TEST(CNNKernelsTest, BatchNormInferenceUsesRunningStatistics) {

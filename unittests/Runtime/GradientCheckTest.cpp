@@ -1302,6 +1302,17 @@ TEST(GradientCheck, Pool) {
                  "avg_pool",
                  "{ceil_mode = true, count_include_pad = true, kernel_shape = "
                  "array<i64: 2, 2>, strides = array<i64: 2, 2>}",
+                 {2, 2, 3, 3}},
+        PoolSpec{"max_pool 2x2 dilations 2",
+                 "max_pool",
+                 "{dilations = array<i64: 2, 2>, kernel_shape = array<i64: 2, "
+                 "2>}",
+                 {2, 2, 3, 3}},
+        PoolSpec{"avg_pool 2x3 dilations 2x1 pads 1 include pad",
+                 "avg_pool",
+                 "{count_include_pad = true, dilations = array<i64: 2, 1>, "
+                 "kernel_shape = array<i64: 2, 3>, pads = array<i64: 1, 0, 1, "
+                 "0>, strides = array<i64: 2, 1>}",
                  {2, 2, 3, 3}}}) {
     GradCase c(s.label);
     // 5x5 planes; max pooling needs distinct values.

@@ -1868,8 +1868,6 @@ LogicalResult Importer::convertConvPool(StringRef op) {
     for (int64_t v : *values)
       if (v < 0 || v > (int64_t(1) << 20))
         return nodeError() << name << " has " << v << "; expected 0 to 1048576";
-  if (op != "Conv" && llvm::any_of(dilations, [](int64_t d) { return d != 1; }))
-    return nodeError() << "dilated pooling is not supported";
   std::string autoPad = stringAttr("auto_pad", "NOTSET");
   if (autoPad == "VALID") {
     pads.assign(2 * spatial, 0);
@@ -1890,6 +1888,10 @@ LogicalResult Importer::convertConvPool(StringRef op) {
   }
   auto arr = [&](ArrayRef<int64_t> v) { return b.getDenseI64ArrayAttr(v); };
   bool ceil = intAttr("ceil_mode", 0) != 0;
+  // Pools spell dilation 1 by leaving the attribute out.
+  DenseI64ArrayAttr dilationsAttr;
+  if (llvm::any_of(dilations, [](int64_t d) { return d != 1; }))
+    dilationsAttr = arr(dilations);
   if (op == "Conv") {
     Value bias;
     if (has(2)) {
@@ -1904,10 +1906,11 @@ LogicalResult Importer::convertConvPool(StringRef op) {
   }
   if (op == "MaxPool")
     return emit(make<MaxPoolOp>(*x, arr(kernel), arr(strides), arr(pads),
-                                b.getBoolAttr(ceil)));
-  return emit(make<AvgPoolOp>(
-      *x, arr(kernel), arr(strides), arr(pads), b.getBoolAttr(ceil),
-      b.getBoolAttr(intAttr("count_include_pad", 0) != 0)));
+                                dilationsAttr, b.getBoolAttr(ceil)));
+  return emit(
+      make<AvgPoolOp>(*x, arr(kernel), arr(strides), arr(pads), dilationsAttr,
+                      b.getBoolAttr(ceil),
+                      b.getBoolAttr(intAttr("count_include_pad", 0) != 0)));
 }
 
 LogicalResult Importer::convertLoss(bool softmax) {

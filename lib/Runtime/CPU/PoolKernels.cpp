@@ -5,7 +5,8 @@
 // see the difference. Averages that count padding would divide by the whole
 // kernel where ONNX (like PyTorch) divides by the window clipped to the
 // explicit padding, so those windows are rescaled after the primitive (and
-// their dy before the backward primitive).
+// their dy before the backward primitive). Every pooling is oneDNN's
+// pooling_v2, which takes dilations (as d - 1).
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,7 +23,7 @@ namespace {
 struct PoolGeometry {
   Shape output;
   memory::desc src, dst;
-  memory::dims strides, kernel, padL, padR;
+  memory::dims strides, kernel, dilation, padL, padR;
   /// Per output spatial position (row-major), the factor from oneDNN's
   /// average to ONNX's; empty when every factor is 1.
   std::vector<float> divisorFix;
@@ -39,7 +40,7 @@ PoolGeometry poolGeometry(const OpInfo &info, const Shape &x,
     fail() << info.describe() << ": kernel_shape has " << kernel.size()
            << " entries for the " << n << " spatial dimensions of input "
            << shapeString(x);
-  Window w = readWindow(info, kernel, false);
+  Window w = readWindow(info, kernel, true);
   bool ceilMode = info.getBool("ceil_mode", false);
 
   PoolGeometry g;
@@ -48,10 +49,16 @@ PoolGeometry poolGeometry(const OpInfo &info, const Shape &x,
   bool needFix = false;
   for (size_t i = 0; i < n; ++i) {
     int64_t size = x[i + 2], k = w.kernel[i], s = w.strides[i];
+    int64_t d = w.dilations[i];
     int64_t padBegin = w.padBegin[i], padEnd = w.padEnd[i];
-    int64_t span = size + padBegin + padEnd - k;
+    if (k > (int64_t(1) << 20) || d > (int64_t(1) << 20))
+      fail() << info.describe() << ": kernel " << k << " and dilation " << d
+             << " must be at most 2^20";
+    // The elements one window spans.
+    int64_t window = (k - 1) * d + 1;
+    int64_t span = size + padBegin + padEnd - window;
     if (span < 0)
-      fail() << info.describe() << ": window of " << k
+      fail() << info.describe() << ": window of " << window
              << " does not fit spatial size " << size << " (pads " << padBegin
              << "/" << padEnd << ") in dimension " << i + 2 << " of input "
              << shapeString(x);
@@ -62,20 +69,23 @@ PoolGeometry poolGeometry(const OpInfo &info, const Shape &x,
       --steps;
     int64_t out = steps + 1;
     g.output.push_back(out);
-    int64_t padR = std::max(padEnd, steps * s + k - size - padBegin);
+    int64_t padR = std::max(padEnd, steps * s + window - size - padBegin);
     g.padR.push_back(padR);
     fix[i].assign(out, 1.0f);
     if (countIncludePad && padR > padEnd) {
       needFix = true;
       for (int64_t o = 0; o < out; ++o) {
+        // The taps that fall inside the input or its explicit padding.
         int64_t start = o * s - padBegin;
-        int64_t end = std::min(start + k, size + padEnd);
-        fix[i][o] = static_cast<float>(k) / static_cast<float>(end - start);
+        int64_t inside = std::min(k, (size + padEnd - start + d - 1) / d);
+        fix[i][o] = static_cast<float>(k) / static_cast<float>(inside);
       }
     }
   }
   g.strides = toDims(w.strides);
   g.kernel = toDims(w.kernel);
+  for (int64_t d : w.dilations)
+    g.dilation.push_back(d - 1);
   g.padL = toDims(w.padBegin);
   g.src = plainDesc(x);
   g.dst = plainDesc(g.output);
@@ -127,13 +137,14 @@ protected:
     PoolGeometry g = poolGeometry(info, in[0], countIncludePad);
     e.outputShapes = {g.output};
     e.divisorFix = g.divisorFix;
-    dnnl::pooling_forward::primitive_desc pd(
-        dnnl::pooling_forward::desc(dnnl::prop_kind::forward_inference,
-                                    poolAlgorithm(max, countIncludePad), g.src,
-                                    g.dst, g.strides, g.kernel, g.padL, g.padR),
+    dnnl::pooling_v2_forward::primitive_desc pd(
+        dnnl::pooling_v2_forward::desc(dnnl::prop_kind::forward_inference,
+                                       poolAlgorithm(max, countIncludePad),
+                                       g.src, g.dst, g.strides, g.kernel,
+                                       g.dilation, g.padL, g.padR),
         userScratchpad(), cpuDevice().engine);
     Program &p = e.program;
-    p.add(dnnl::pooling_forward(pd), pd,
+    p.add(dnnl::pooling_v2_forward(pd), pd,
           {{DNNL_ARG_SRC, p.input(0, g.src)},
            {DNNL_ARG_DST, p.output(0, g.dst)}});
     p.finish();
@@ -218,14 +229,14 @@ protected:
 
     CPUDevice &device = cpuDevice();
     dnnl::algorithm algorithm = poolAlgorithm(max, countIncludePad);
-    dnnl::pooling_forward::primitive_desc forward(
-        dnnl::pooling_forward::desc(dnnl::prop_kind::forward_training,
-                                    algorithm, g.src, g.dst, g.strides,
-                                    g.kernel, g.padL, g.padR),
+    dnnl::pooling_v2_forward::primitive_desc forward(
+        dnnl::pooling_v2_forward::desc(dnnl::prop_kind::forward_training,
+                                       algorithm, g.src, g.dst, g.strides,
+                                       g.kernel, g.dilation, g.padL, g.padR),
         userScratchpad(), device.engine);
-    dnnl::pooling_backward::primitive_desc backward(
-        dnnl::pooling_backward::desc(algorithm, g.src, g.dst, g.strides,
-                                     g.kernel, g.padL, g.padR),
+    dnnl::pooling_v2_backward::primitive_desc backward(
+        dnnl::pooling_v2_backward::desc(algorithm, g.src, g.dst, g.strides,
+                                        g.kernel, g.dilation, g.padL, g.padR),
         userScratchpad(), device.engine, forward);
 
     Program &p = e.program;
@@ -233,7 +244,7 @@ protected:
         {DNNL_ARG_DIFF_SRC, p.output(0, g.src)}};
     if (max) {
       memory workspace = p.buffer(forward.workspace_desc());
-      p.add(dnnl::pooling_forward(forward), forward,
+      p.add(dnnl::pooling_v2_forward(forward), forward,
             {{DNNL_ARG_SRC, p.input(0, g.src)},
              {DNNL_ARG_DST, p.buffer(g.dst)},
              {DNNL_ARG_WORKSPACE, workspace}});
@@ -245,7 +256,7 @@ protected:
       e.scaledDy = p.buffer(g.dst);
       args[DNNL_ARG_DIFF_DST] = e.scaledDy;
     }
-    p.add(dnnl::pooling_backward(backward), backward, std::move(args));
+    p.add(dnnl::pooling_v2_backward(backward), backward, std::move(args));
     p.finish();
   }
 

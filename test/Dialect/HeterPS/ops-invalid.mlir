@@ -474,8 +474,36 @@ func.func @pool_pads(%x: tensor<?x3x8x8xf32>) {
 
 func.func @pool_negative_pad(%x: tensor<?x3x8x8xf32>) {
   // expected-error @+2 {{failed to infer returned types}}
-  // expected-error @+1 {{'heterps.max_pool' op spatial dimension 0 has kernel 2, stride 1, padding -2: kernels and strides must be positive, padding non-negative}}
+  // expected-error @+1 {{'heterps.max_pool' op spatial dimension 0 has kernel 2, stride 1, dilation 1, padding -2: kernels, strides and dilations must be positive (kernels and dilations at most 2^20), padding non-negative}}
   %y = heterps.max_pool %x {kernel_shape = array<i64: 2, 2>, pads = array<i64: -1, 0, -1, 0>} : (tensor<?x3x8x8xf32>) -> tensor<?x3x5x7xf32>
+  return
+}
+
+// -----
+
+func.func @pool_zero_dilation(%x: tensor<?x3x8x8xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{'heterps.avg_pool' op spatial dimension 1 has kernel 2, stride 1, dilation 0, padding 0}}
+  %y = heterps.avg_pool %x {kernel_shape = array<i64: 2, 2>, dilations = array<i64: 1, 0>} : (tensor<?x3x8x8xf32>) -> tensor<?x3x7x7xf32>
+  return
+}
+
+// -----
+
+func.func @pool_dilations_count(%x: tensor<?x3x8x8xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{'heterps.max_pool' op dilations has 1 entries for 2 spatial dimensions}}
+  %y = heterps.max_pool %x {kernel_shape = array<i64: 2, 2>, dilations = array<i64: 2>} : (tensor<?x3x8x8xf32>) -> tensor<?x3x7x7xf32>
+  return
+}
+
+// -----
+
+func.func @pool_dilated_fit(%x: tensor<?x3x8x8xf32>) {
+  // A 3-tap window with dilation 4 spans 9 elements.
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{'heterps.max_pool' op window of 9 does not fit spatial size 8 (padding 0) in dimension 2}}
+  %y = heterps.max_pool %x {kernel_shape = array<i64: 3, 2>, dilations = array<i64: 4, 1>} : (tensor<?x3x8x8xf32>) -> tensor<?x3x1x7xf32>
   return
 }
 

@@ -118,6 +118,9 @@ func.func @cnn(%x: tensor<?x3x32x32xf32>, %f: tensor<16x3x3x3xf32>, %b: tensor<1
   %mp = heterps.max_pool %bn {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<?x16x32x32xf32>) -> tensor<?x16x16x16xf32>
   // CHECK: %[[AP:.*]] = heterps.avg_pool %[[MP]] {ceil_mode = true, count_include_pad = true, kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<?x16x16x16xf32>) -> tensor<?x16x9x9xf32>
   %ap = heterps.avg_pool %mp {kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, ceil_mode = true, count_include_pad = true} : (tensor<?x16x16x16xf32>) -> tensor<?x16x9x9xf32>
+  // A 3x3 window with dilation 2 spans 5 elements: (16 - 5) / 1 + 1 = 12.
+  // CHECK: heterps.max_pool %[[MP]] {dilations = array<i64: 2, 2>, kernel_shape = array<i64: 3, 3>} : (tensor<?x16x16x16xf32>) -> tensor<?x16x12x12xf32>
+  %dp = heterps.max_pool %mp {kernel_shape = array<i64: 3, 3>, dilations = array<i64: 2, 2>} : (tensor<?x16x16x16xf32>) -> tensor<?x16x12x12xf32>
   // CHECK: %[[GP:.*]] = heterps.global_avg_pool %[[AP]] : (tensor<?x16x9x9xf32>) -> tensor<?x16x1x1xf32>
   %gp = heterps.global_avg_pool %ap : (tensor<?x16x9x9xf32>) -> tensor<?x16x1x1xf32>
   // CHECK: return %[[GP]], %[[AP]], %[[MP]]

@@ -66,6 +66,14 @@ func.func @pool_kernel(%y: tensor<?x4x8x8xf32>, %p: tensor<?x4x4x4xf32>) {
 
 // -----
 
+func.func @pool_dilations(%y: tensor<?x4x8x8xf32>, %p: tensor<?x4x4x4xf32>) {
+  // expected-error @+1 {{dilations has 3 entries, expected 2 (one per spatial dimension)}}
+  %d = heterps.pool_grad max %y, %p, %p {kernel_shape = array<i64: 2, 2>, dilations = array<i64: 1, 2, 2>} : (tensor<?x4x8x8xf32>, tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>) -> tensor<?x4x8x8xf32>
+  return
+}
+
+// -----
+
 func.func @pool_kernel_sign(%y: tensor<?x4x8x8xf32>, %p: tensor<?x4x4x4xf32>) {
   // expected-error @+1 {{kernel_shape entries must be positive, got 0}}
   %d = heterps.pool_grad max %y, %p, %p {kernel_shape = array<i64: 2, 0>} : (tensor<?x4x8x8xf32>, tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>) -> tensor<?x4x8x8xf32>

@@ -521,6 +521,8 @@ template <typename OpTy> struct PoolRule {
       attrs.push_back(b.getNamedAttr("strides", op.getStridesAttr()));
     if (op.getPadsAttr())
       attrs.push_back(b.getNamedAttr("pads", op.getPadsAttr()));
+    if (op.getDilationsAttr())
+      attrs.push_back(b.getNamedAttr("dilations", op.getDilationsAttr()));
     if constexpr (std::is_same_v<OpTy, AvgPoolOp>)
       attrs.push_back(
           b.getNamedAttr("count_include_pad", op.getCountIncludePadAttr()));

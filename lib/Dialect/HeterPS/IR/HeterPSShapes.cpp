@@ -162,7 +162,8 @@ static std::optional<int64_t> windowOutputSize(int64_t size, int64_t kernel,
 LogicalResult mlir::heterps::inferPoolResultType(
     std::optional<Location> location, StringRef opName, Type input,
     ArrayRef<int64_t> kernelShape, std::optional<ArrayRef<int64_t>> strides,
-    std::optional<ArrayRef<int64_t>> pads, bool ceilMode,
+    std::optional<ArrayRef<int64_t>> pads,
+    std::optional<ArrayRef<int64_t>> dilations, bool ceilMode,
     SmallVectorImpl<Type> &inferred) {
   auto type = cast<RankedTensorType>(input);
   int64_t spatial = type.getRank() - 2;
@@ -178,6 +179,10 @@ LogicalResult mlir::heterps::inferPoolResultType(
     return emitOptionalError(location, "'", opName, "' op strides has ",
                              strides->size(), " entries for ", spatial,
                              " spatial dimensions");
+  if (dilations && static_cast<int64_t>(dilations->size()) != spatial)
+    return emitOptionalError(location, "'", opName, "' op dilations has ",
+                             dilations->size(), " entries for ", spatial,
+                             " spatial dimensions");
   if (pads && static_cast<int64_t>(pads->size()) != 2 * spatial)
     return emitOptionalError(location, "'", opName, "' op pads has ",
                              pads->size(), " entries, expected ", 2 * spatial,
@@ -185,19 +190,26 @@ LogicalResult mlir::heterps::inferPoolResultType(
   SmallVector<int64_t> shape = {type.getDimSize(0), type.getDimSize(1)};
   for (int64_t i = 0; i < spatial; ++i) {
     int64_t stride = strides ? (*strides)[i] : 1;
+    int64_t dilation = dilations ? (*dilations)[i] : 1;
     int64_t pad = pads ? (*pads)[i] + (*pads)[i + spatial] : 0;
-    if (kernelShape[i] < 1 || stride < 1 || pad < 0)
+    // Bounded so that the window's span cannot overflow.
+    constexpr int64_t kMaxWindow = int64_t(1) << 20;
+    if (kernelShape[i] < 1 || stride < 1 || dilation < 1 || pad < 0 ||
+        kernelShape[i] > kMaxWindow || dilation > kMaxWindow)
       return emitOptionalError(
           location, "'", opName, "' op spatial dimension ", i, " has kernel ",
-          kernelShape[i], ", stride ", stride, ", padding ", pad,
-          ": kernels and strides must be positive, padding non-negative");
+          kernelShape[i], ", stride ", stride, ", dilation ", dilation,
+          ", padding ", pad,
+          ": kernels, strides and dilations must be positive (kernels and "
+          "dilations at most 2^20), padding non-negative");
     int64_t padBegin = pads ? (*pads)[i] : 0;
+    int64_t span = (kernelShape[i] - 1) * dilation + 1;
     std::optional<int64_t> size =
-        windowOutputSize(type.getDimSize(i + 2), kernelShape[i], stride,
-                         padBegin, pad - padBegin, ceilMode);
+        windowOutputSize(type.getDimSize(i + 2), span, stride, padBegin,
+                         pad - padBegin, ceilMode);
     if (!size)
-      return emitOptionalError(location, "'", opName, "' op window of ",
-                               kernelShape[i], " does not fit spatial size ",
+      return emitOptionalError(location, "'", opName, "' op window of ", span,
+                               " does not fit spatial size ",
                                type.getDimSize(i + 2), " (padding ", pad,
                                ") in dimension ", i + 2);
     shape.push_back(*size);

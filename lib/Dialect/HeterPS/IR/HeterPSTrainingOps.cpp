@@ -190,6 +190,8 @@ LogicalResult PoolGradOp::verify() {
                          "one per spatial dimension")) ||
       failed(verifyCount(*this, "strides", getStrides(), spatial,
                          "one per spatial dimension")) ||
+      failed(verifyCount(*this, "dilations", getDilations(), spatial,
+                         "one per spatial dimension")) ||
       failed(verifyCount(*this, "pads", getPads(), 2 * spatial,
                          "begins then ends")))
     return failure();

@@ -659,8 +659,10 @@ class HeterPS_PoolOp<string mnemonic, string opSummary, dag extraArgs = (ins)>
   let summary = opSummary;
   let description = [{
     Pools windows of `kernel_shape` over the spatial dimensions; `strides`
-    default to 1 and `pads` (begins then ends) to 0. With `ceil_mode` the
-    output size rounds up.
+    and `dilations` default to 1 and `pads` (begins then ends) to 0. A
+    window with dilation `d` reads every `d`-th element, spanning
+    `(kernel - 1) * d + 1` of them. With `ceil_mode` the output size rounds
+    up.
 
     ```mlir
     %p = heterps.}] # mnemonic # [{ %x {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>}
@@ -671,6 +673,7 @@ class HeterPS_PoolOp<string mnemonic, string opSummary, dag extraArgs = (ins)>
                             DenseI64ArrayAttr:$kernel_shape,
                             OptionalAttr<DenseI64ArrayAttr>:$strides,
                             OptionalAttr<DenseI64ArrayAttr>:$pads,
+                            OptionalAttr<DenseI64ArrayAttr>:$dilations,
                             DefaultValuedAttr<BoolAttr, "false">:$ceil_mode),
                        extraArgs);
   let results = (outs HeterPS_FloatTensor:$result);
@@ -682,7 +685,7 @@ class HeterPS_PoolOp<string mnemonic, string opSummary, dag extraArgs = (ins)>
       return ::mlir::heterps::inferPoolResultType(
           location, getOperationName(), adaptor.getInput().getType(),
           adaptor.getKernelShape(), adaptor.getStrides(), adaptor.getPads(),
-          adaptor.getCeilMode(), inferred);
+          adaptor.getDilations(), adaptor.getCeilMode(), inferred);
     }
     ::mlir::heterps::OpCost $cppClass::getCost(int64_t batchSize) {
       return ::mlir::heterps::getPoolCost(*this, getKernelShape(), batchSize);
@@ -1455,6 +1458,7 @@ def HeterPS_PoolGradOp : HeterPS_Op<"pool_grad",
                        DenseI64ArrayAttr:$kernel_shape,
                        OptionalAttr<DenseI64ArrayAttr>:$strides,
                        OptionalAttr<DenseI64ArrayAttr>:$pads,
+                       OptionalAttr<DenseI64ArrayAttr>:$dilations,
                        DefaultValuedAttr<BoolAttr, "false">:$ceil_mode,
                        DefaultValuedAttr<BoolAttr, "false">:$count_include_pad);
   let results = (outs HeterPS_FloatTensor:$input_grad);

@@ -57,6 +57,7 @@ LogicalResult inferPoolResultType(std::optional<Location> location,
                                   ArrayRef<int64_t> kernelShape,
                                   std::optional<ArrayRef<int64_t>> strides,
                                   std::optional<ArrayRef<int64_t>> pads,
+                                  std::optional<ArrayRef<int64_t>> dilations,
                                   bool ceilMode,
                                   SmallVectorImpl<Type> &inferred);
 
