@@ -10,8 +10,9 @@ python3-onnx):
 The first form writes torch-ctr.onnx, torch-mlp.onnx, torch-cnn.onnx,
 torch-ctr-loss.onnx (the CTR model with its loss in the graph),
 torch-lenet.onnx (LeNet-5 with F.avg_pool2d), torch-din.onnx (DIN's
-target attention), torch-two-tower.onnx (F.normalize) and
-torch-einsum.onnx (attention written with torch.einsum)
+target attention), torch-two-tower.onnx (F.normalize),
+torch-einsum.onnx (attention written with torch.einsum) and
+torch-transformer.onnx (a classifier on nn.TransformerEncoderLayer)
 (default: test/Import/ONNX/Inputs/, where they are committed). The second
 writes torchvision's resnet18 (random weights, about 45 MB), which is not
 committed: bench/import/run.sh exports it into the build directory.
@@ -147,6 +148,33 @@ class EinsumAttention(nn.Module):
         return torch.sigmoid(self.out(pooled))
 
 
+SEQ_LEN = 6
+TX_DIM = 16
+TX_HEADS = 2
+
+
+class TransformerClassifier(nn.Module):
+    """A sequence classifier on one nn.TransformerEncoderLayer: token
+    embeddings plus a learned position embedding, multi-head self-attention
+    ([T, B, E] -> [T, B*H, E/H] and back, the batch merged with the heads),
+    the feed-forward block, mean pooling and a sigmoid. batch_first=False
+    keeps torch 1.13 off its fused encoder kernel, which has no ONNX
+    export; dropout is 0 so that training equals the traced graph."""
+
+    def __init__(self):
+        super().__init__()
+        self.tokens = nn.Embedding(VOCAB, TX_DIM)
+        self.position = nn.Parameter(torch.randn(SEQ_LEN, TX_DIM) * 0.1)
+        self.encoder = nn.TransformerEncoderLayer(
+            TX_DIM, TX_HEADS, dim_feedforward=2 * TX_DIM, dropout=0.0)
+        self.out = nn.Linear(TX_DIM, 1)
+
+    def forward(self, tokens):
+        x = self.tokens(tokens) + self.position
+        x = self.encoder(x.transpose(0, 1)).transpose(0, 1)
+        return torch.sigmoid(self.out(x.mean(dim=1)))
+
+
 class MLP(nn.Module):
     def __init__(self):
         super().__init__()
@@ -175,7 +203,8 @@ class CNN(nn.Module):
         return self.fc(self.norm(torch.flatten(self.features(x), 1)))
 
 
-def export(model, args, input_names, path, output_names=("output",)):
+def export(model, args, input_names, path, output_names=("output",),
+           fold=True):
     model.eval()
     # Outputs after the first (a 0-D loss) have no batch axis.
     dynamic = {name: {0: "batch"}
@@ -184,7 +213,7 @@ def export(model, args, input_names, path, output_names=("output",)):
         torch.onnx.export(model, args, path, input_names=input_names,
                           output_names=list(output_names),
                           dynamic_axes=dynamic, opset_version=OPSET,
-                          do_constant_folding=True)
+                          do_constant_folding=fold)
     print(f"wrote {path} ({os.path.getsize(path)} bytes)")
 
 
@@ -230,6 +259,20 @@ def export_fixtures(out):
     export(EinsumAttention(),
            (torch.randn(batch, EMB_DIM), torch.randn(batch, 5, EMB_DIM)),
            ["query", "history"], os.path.join(out, "torch-einsum.onnx"))
+    torch.manual_seed(20240610)
+    transformer = TransformerClassifier()
+    # LayerNorm weights as training leaves them: the exporter merges
+    # initializers of equal values (the fresh ones and zeros), which would
+    # make the two norms share one parameter.
+    for m in transformer.modules():
+        if isinstance(m, nn.LayerNorm):
+            m.weight.data.uniform_(0.5, 1.5)
+            m.bias.data.uniform_(-0.5, 0.5)
+    # Without constant folding the weights stay the module's parameters
+    # (folding would store in_proj_weight's transposed slices instead).
+    export(transformer, (torch.randint(0, VOCAB, (batch, SEQ_LEN)),),
+           ["tokens"], os.path.join(out, "torch-transformer.onnx"),
+           fold=False)
 
 
 def export_resnet18(path):

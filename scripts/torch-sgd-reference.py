@@ -81,6 +81,11 @@ def make_batch(kind, fixtures, batch, gen):
         history = torch.randn(batch, 5, fixtures.EMB_DIM, generator=gen)
         label = torch.randint(0, 2, (batch, 1), generator=gen).float()
         return {"query": query, "history": history}, label
+    if kind == "transformer":
+        tokens = torch.randint(0, fixtures.VOCAB, (batch, fixtures.SEQ_LEN),
+                               generator=gen, dtype=torch.int64)
+        label = torch.randint(0, 2, (batch, 1), generator=gen).float()
+        return {"tokens": tokens}, label
     if kind == "lenet":
         image = torch.randn(batch, 1, 28, 28, generator=gen)
         label = torch.randint(0, 10, (batch,), generator=gen,
@@ -92,7 +97,7 @@ def make_batch(kind, fixtures, batch, gen):
 
 
 def loss_of(kind, output, label):
-    if kind in ("ctr", "einsum"):
+    if kind in ("ctr", "einsum", "transformer"):
         return torch.nn.BCELoss()(output, label)
     # heterps' softmax-ce treats the prediction (already a softmax) as logits.
     return F.cross_entropy(output, label)
@@ -126,7 +131,8 @@ def save(directory, name, value):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model",
-                        choices=["ctr", "ctr-loss", "mlp", "lenet", "einsum"],
+                        choices=["ctr", "ctr-loss", "mlp", "lenet", "einsum",
+                                 "transformer"],
                         required=True)
     parser.add_argument("--onnx", required=True, help="the fixture file")
     parser.add_argument("--out", required=True, help="output directory")
@@ -150,7 +156,8 @@ def main():
     fixtures = load_fixture_module()
     model = {"ctr": fixtures.CTR, "ctr-loss": fixtures.CTRWithLoss,
              "mlp": fixtures.MLP, "lenet": fixtures.LeNet,
-             "einsum": fixtures.EinsumAttention}[args.model]()
+             "einsum": fixtures.EinsumAttention,
+             "transformer": fixtures.TransformerClassifier}[args.model]()
     names = load_onnx_weights(model, args.onnx)
     # The weights were traced in eval mode; no dropout/batch-norm here, but
     # be explicit: train() changes nothing for these modules.

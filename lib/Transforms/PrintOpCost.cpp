@@ -1,7 +1,12 @@
 //===- PrintOpCost.cpp - Print what ops report to the cost model ----------===//
 
+#include "heterps/Dialect/HeterPS/IR/HeterPSBatch.h"
 #include "heterps/Dialect/HeterPS/IR/HeterPSOps.h"
 #include "heterps/Transforms/Passes.h"
+
+#include "mlir/Interfaces/FunctionInterfaces.h"
+
+#include <memory>
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
@@ -43,10 +48,21 @@ struct PrintOpCostPass
     llvm::raw_ostream &os = llvm::errs();
     os << "op cost for batch size " << batch << "\n";
     OpCost total;
+    // Per function, how its dynamic dimensions relate to the batch.
+    llvm::DenseMap<Operation *, std::unique_ptr<BatchMultiples>> multiples;
     getOperation()->walk([&](CostOpInterface op) {
-      OpCost cost = op.getCost(batch);
+      int64_t rows = batch;
+      if (auto function = op->getParentOfType<FunctionOpInterface>()) {
+        std::unique_ptr<BatchMultiples> &m = multiples[function];
+        if (!m)
+          m = std::make_unique<BatchMultiples>(function.getFunctionBody());
+        rows = m->batchSizeOf(op, batch);
+      }
+      OpCost cost = op.getCost(rows);
       total += cost;
       os << op->getName() << " @ " << op->getLoc() << ": ";
+      if (rows != batch)
+        os << "rows=" << rows << " ";
       printCost(os, cost);
     });
     os << "total: ";

@@ -2,6 +2,7 @@
 
 #include "ScheduleAdaptor.h"
 
+#include "heterps/Dialect/HeterPS/IR/HeterPSBatch.h"
 #include "heterps/Dialect/HeterPS/IR/HeterPSOps.h"
 #include "heterps/Dialect/HeterPS/IR/HeterPSPlacement.h"
 
@@ -95,9 +96,13 @@ mlir::heterps::buildScheduledFunction(ModuleOp module,
       ownerOf[&op] = owner;
   }
 
+  // An op on the batch merged with other dimensions (B*H rows) costs as
+  // one on that many rows.
+  BatchMultiples multiples(function->getBody());
   auto costOf = [&](Operation *op, schedule::OpInfo &info) {
     if (auto costly = dyn_cast<CostOpInterface>(op)) {
-      OpCost cost = costly.getCost(options.batchSize);
+      OpCost cost =
+          costly.getCost(multiples.batchSizeOf(op, options.batchSize));
       info.forwardFlops += cost.forwardFlops;
       info.backwardFlops += cost.backwardFlops;
       info.forwardBytes += cost.forwardBytes;

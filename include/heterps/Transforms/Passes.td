@@ -78,7 +78,9 @@ def PrintOpCostPass : Pass<"heterps-print-op-cost"> {
     of `batch-size` samples (dynamic dimensions are bound to it), the forward
     and backward FLOPs, the bytes moved forward and backward, the dense
     parameter bytes read and the embedding bytes pulled from the parameter
-    server, then the totals. The IR is not changed.
+    server, then the totals. A dynamic dimension that a reshape merged with
+    others (multi-head attention's B*H) is bound to that many rows, shown as
+    `rows=N`. The IR is not changed.
 
     Input:
 

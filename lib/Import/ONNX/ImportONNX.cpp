@@ -5,12 +5,17 @@
 // Constant nodes, and the shape subgraphs that Shape/Gather/Slice/Concat/
 // Cast/Unsqueeze/... form) are tracked as `Known` tensors and folded, so
 // that `Reshape(x, Concat(Shape(x)[0], -1))` becomes one `heterps.reshape`.
-// A Known integer may hold `kDynamic` entries: the batch size, which is only
-// known at run time.
+// A Known integer may hold `kDynamic` entries: sizes known only at run time.
+// Where the importer can follow them, they carry a `BatchMultiple`: the
+// batch, or a whole multiple or part of it (`B * H` in multi-head
+// attention, `T * B`), read from the dynamic dimension of a value whose
+// multiple is recorded as each op is built. Reshape resolves its -1 against
+// them exactly.
 //
 //===----------------------------------------------------------------------===//
 
 #include "heterps/Import/ONNX/ImportONNX.h"
+#include "heterps/Dialect/HeterPS/IR/HeterPSBatch.h"
 #include "heterps/Dialect/HeterPS/IR/HeterPSOps.h"
 #include "heterps/Support/CheckedMath.h"
 
@@ -32,6 +37,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
 
 using namespace mlir;
 using namespace mlir::heterps;
@@ -58,6 +64,8 @@ struct Known {
   Ints ints;
   /// An initializer (trainable when float), not a Constant node.
   bool initializer = false;
+  /// For `kDyn` entries of `ints`, by index: how they relate to the batch.
+  std::map<int64_t, BatchMultiple> batch;
 
   bool isFloat() const { return isa<FloatType>(elementType); }
   /// The element count: every Known holds all of its elements.
@@ -66,6 +74,17 @@ struct Known {
   }
   bool complete() const { return !llvm::is_contained(ints, kDyn); }
   double at(int64_t i) const { return isFloat() ? floats[i] : ints[i]; }
+  BatchMultiple batchAt(int64_t i) const {
+    auto it = batch.find(i);
+    return it == batch.end() || isFloat() || ints[i] != kDyn ? BatchMultiple()
+                                                             : it->second;
+  }
+  /// Appends a run-time size.
+  void pushDynamic(BatchMultiple m) {
+    ints.push_back(kDyn);
+    if (m.known())
+      batch[static_cast<int64_t>(ints.size()) - 1] = m;
+  }
 };
 
 /// Adds `value` as element of `known` of the given type.
@@ -79,6 +98,8 @@ static void push(Known &known, double value) {
 static void pushFrom(Known &to, const Known &from, int64_t i) {
   if (to.isFloat())
     to.floats.push_back(from.at(i));
+  else if (!from.isFloat() && from.ints[i] == kDyn)
+    to.pushDynamic(from.batchAt(i));
   else
     to.ints.push_back(from.isFloat() ? (int64_t)from.floats[i] : from.ints[i]);
 }
@@ -124,6 +145,12 @@ private:
   /// Verifies the ops built for the current node: those after `before` (or
   /// all of `block` when it is null).
   LogicalResult verifyNewOps(Operation *before, Block *block);
+  /// Records how the dynamic dimensions of `op`'s results relate to the
+  /// batch.
+  void recordBatchMultiples(Operation *op);
+  BatchMultiple batchMultipleOf(Value v) const {
+    return batchMultiples.lookup(v);
+  }
 
   // Values.
   bool has(int i) const {
@@ -265,6 +292,8 @@ private:
 
   llvm::StringMap<Value> values;
   llvm::StringMap<Known> knowns;
+  /// For values with a dynamic dimension: its size against the batch.
+  DenseMap<Value, BatchMultiple> batchMultiples;
   /// Materialized known values and the symbols created for initializers.
   llvm::StringMap<Value> materialized;
   llvm::StringMap<std::string> tableOf;
@@ -702,7 +731,15 @@ static std::optional<Known> foldBinary(StringRef op, const Known &x,
     if (!x.isFloat()) {
       int64_t p = x.ints[xi], q = y.ints[yi];
       if (p == kDyn || q == kDyn) {
-        r.ints.push_back(kDyn);
+        // B * H, H * B and (B * H) / H stay multiples of the batch.
+        BatchMultiple m;
+        if (op == "Mul" && p == kDyn && q != kDyn)
+          m = x.batchAt(xi).scaled(q, 1);
+        else if (op == "Mul" && q == kDyn && p != kDyn)
+          m = y.batchAt(yi).scaled(p, 1);
+        else if (op == "Div" && p == kDyn && q != kDyn)
+          m = x.batchAt(xi).scaled(1, q);
+        r.pushDynamic(m);
         continue;
       }
       // Exact 64-bit arithmetic; an overflow is reported, not wrapped.
@@ -1157,6 +1194,7 @@ LogicalResult Importer::convertReshapeLike(StringRef op) {
     }
   } else { // Reshape
     Ints shape;
+    const Known *target = nullptr;
     if (opset < 5) {
       shape = intsAttr("shape").value_or(Ints());
     } else {
@@ -1164,22 +1202,32 @@ LogicalResult Importer::convertReshapeLike(StringRef op) {
       if (failed(s))
         return failure();
       shape = *s;
+      target = known(1);
     }
+    // The input's run-time dimension, if any, against the batch.
+    int64_t inDynAt = -1;
+    for (int64_t d = 0; d < rank; ++d)
+      if (ShapedType::isDynamic(in[d]))
+        inDynAt = d;
+    BatchMultiple inMultiple = k ? BatchMultiple() : batchMultipleOf(x);
     bool allowZero = intAttr("allowzero", 0) != 0;
-    int64_t inferAt = -1;
+    int64_t inferAt = -1, dynAt = -1;
+    BatchMultiple dynMultiple;
     for (size_t d = 0; d < shape.size(); ++d) {
       int64_t s = shape[d];
+      bool dynamic = false;
       if (s == 0 && !allowZero) {
         if ((int64_t)d >= rank)
           return nodeError() << "target dimension " << d
                              << " copies a dimension the input lacks";
         s = in[d];
+        if ((dynamic = ShapedType::isDynamic(s)))
+          dynMultiple = inMultiple;
       } else if (s == kDyn) {
-        // A batch size computed from Shape(x): it is the input's dynamic
-        // dimension at the same position.
-        if ((int64_t)d >= rank || !ShapedType::isDynamic(in[d]))
-          return nodeError() << "target dimension " << d
-                             << " depends on the run-time batch size";
+        // A size computed from Shape(...) at run time: the batch, or a
+        // multiple of it the importer may have followed.
+        dynamic = true;
+        dynMultiple = target ? target->batchAt(d) : BatchMultiple();
       } else if (s == -1) {
         if (inferAt >= 0)
           return nodeError() << "target shape has more than one -1";
@@ -1187,30 +1235,65 @@ LogicalResult Importer::convertReshapeLike(StringRef op) {
       } else if (s < 0) {
         return nodeError() << "target dimension " << d << " is " << s;
       }
+      if (dynamic) {
+        if (dynAt >= 0)
+          return nodeError() << "target dimensions " << dynAt << " and " << d
+                             << " both depend on the run-time batch size";
+        if (inDynAt < 0)
+          return nodeError() << "target dimension " << d
+                             << " depends on the run-time batch size, but "
+                                "the input "
+                             << formatShape(in) << " has none";
+        dynAt = d;
+      }
       out.push_back(s);
     }
+    std::optional<int64_t> inProd = 1, outProd = 1;
+    for (int64_t s : in)
+      if (!ShapedType::isDynamic(s) && inProd)
+        inProd = checkedMul(*inProd, s);
+    for (size_t d = 0; d < out.size(); ++d)
+      if ((int64_t)d != inferAt && (int64_t)d != dynAt && outProd)
+        outProd = checkedMul(*outProd, out[d]);
+    if (!inProd || !outProd)
+      return nodeError() << "reshaping " << formatShape(in) << " to "
+                         << formatShape(shape) << " overflows a 64-bit size";
     if (inferAt >= 0) {
-      std::optional<int64_t> inProd = 1, outProd = 1;
-      bool inDyn = false, outDyn = false;
-      for (int64_t s : in)
-        if (ShapedType::isDynamic(s))
-          inDyn = true;
-        else if (inProd)
-          inProd = checkedMul(*inProd, s);
-      for (size_t d = 0; d < out.size(); ++d)
-        if ((int64_t)d == inferAt)
-          continue;
-        else if (ShapedType::isDynamic(out[d]))
-          outDyn = true;
-        else if (outProd)
-          outProd = checkedMul(*outProd, out[d]);
-      if (inDyn && !outDyn)
+      if (inDynAt >= 0 && dynAt < 0) {
         out[inferAt] = kDyn; // -1 absorbs the batch.
-      else if (!inProd || !outProd || *outProd == 0 || *inProd % *outProd != 0)
+      } else if (inDynAt >= 0) {
+        // Both the input and the target hold the batch: -1 is what is left
+        // of the input's elements, in multiples of the batch.
+        if (!inMultiple.known() || !dynMultiple.known())
+          return nodeError()
+                 << "cannot infer the -1 of target dimension " << inferAt
+                 << ": target dimension " << dynAt
+                 << " is computed from the run-time batch size in a way the "
+                    "importer does not follow";
+        std::optional<int64_t> n = checkedMul(*inProd, dynMultiple.den),
+                               d = checkedMul(*outProd, dynMultiple.num);
+        BatchMultiple left =
+            n && d ? inMultiple.scaled(*n, *d) : BatchMultiple();
+        if (!left.known() || left.den != 1)
+          return nodeError() << "cannot reshape " << formatShape(in) << " to "
+                             << formatShape(shape);
+        out[inferAt] = left.num;
+      } else if (*outProd == 0 || *inProd % *outProd != 0) {
         return nodeError() << "cannot reshape " << formatShape(in) << " to "
                            << formatShape(shape);
-      else
+      } else {
         out[inferAt] = *inProd / *outProd;
+      }
+    } else if (dynAt >= 0) {
+      // Both sides' element counts, where they are known multiples of the
+      // batch, must agree.
+      BatchMultiple have = inMultiple.scaled(*inProd, 1),
+                    want = dynMultiple.scaled(*outProd, 1);
+      if (have.known() && want.known() && !(have == want))
+        return nodeError() << "cannot reshape " << formatShape(in) << " to "
+                           << formatShape(shape) << ": the input holds "
+                           << have.str() << " elements per sample, the target "
+                           << want.str();
     }
   }
   if (k) {
@@ -1547,7 +1630,7 @@ LogicalResult Importer::convertCast() {
     r.elementType = *to;
     for (int64_t i = 0, n = k->size(); i < n; ++i) {
       if (!k->isFloat() && k->ints[i] == kDyn && !r.isFloat()) {
-        r.ints.push_back(kDyn);
+        r.pushDynamic(k->batchAt(i));
         continue;
       }
       // A float that no 64-bit integer holds has no integer value.
@@ -2730,6 +2813,7 @@ LogicalResult Importer::importNode(const onnx::NodeProto &n) {
   }
   if (op == "Shape") {
     Ints shape;
+    BatchMultiple multiple;
     if (const Known *k = known(0)) {
       shape = k->shape;
     } else {
@@ -2737,6 +2821,7 @@ LogicalResult Importer::importNode(const onnx::NodeProto &n) {
       if (failed(x))
         return failure();
       shape.assign(typeOf(*x).getShape().begin(), typeOf(*x).getShape().end());
+      multiple = batchMultipleOf(*x);
     }
     int64_t rank = shape.size();
     int64_t start = intAttr("start", 0), end = intAttr("end", rank);
@@ -2744,8 +2829,12 @@ LogicalResult Importer::importNode(const onnx::NodeProto &n) {
     end = std::clamp<int64_t>(end < 0 ? end + rank : end, 0, rank);
     Known k;
     k.elementType = b.getI64Type();
-    for (int64_t d = start; d < end; ++d)
-      k.ints.push_back(shape[d]);
+    for (int64_t d = start; d < end; ++d) {
+      if (ShapedType::isDynamic(shape[d]))
+        k.pushDynamic(multiple);
+      else
+        k.ints.push_back(shape[d]);
+    }
     k.shape.push_back(k.ints.size());
     setKnown(k);
     return success();
@@ -2904,13 +2993,24 @@ LogicalResult Importer::verifyNewOps(Operation *before, Block *block) {
           message = diag.str();
         return success();
       });
-      if (succeeded(mlir::verify(op, /*verifyRecursively=*/false)))
+      if (succeeded(mlir::verify(op, /*verifyRecursively=*/false))) {
+        recordBatchMultiples(op);
         continue;
+      }
     }
     return nodeError() << "imports as an invalid " << op->getName() << ": "
                        << message;
   }
   return success();
+}
+
+void Importer::recordBatchMultiples(Operation *op) {
+  for (Value result : op->getResults()) {
+    BatchMultiple m = inferBatchMultiple(
+        op, result, [&](Value v) { return batchMultipleOf(v); });
+    if (m.known())
+      batchMultiples[result] = m;
+  }
 }
 
 FailureOr<OwningOpRef<ModuleOp>> Importer::run(StringRef bytes) {
@@ -2988,6 +3088,8 @@ FailureOr<OwningOpRef<ModuleOp>> Importer::run(StringRef bytes) {
     func.setArgAttr(arg.getArgNumber(), HeterPSDialect::getNameAttrName(),
                     b.getStringAttr(name));
     values[name] = arg;
+    if (cast<RankedTensorType>(arg.getType()).getNumDynamicDims() > 0)
+      batchMultiples[arg] = BatchMultiple::batch();
   }
 
   for (const onnx::TensorProto &t : graph.initializer()) {

@@ -263,8 +263,16 @@ func.func @reshape_batch(%x: tensor<?x4xf32>) {
 // -----
 
 func.func @reshape_count(%x: tensor<?x4x3xf32>) {
-  // expected-error @+1 {{changes the number of elements per sample from 12 to 13 (?x4x3 to ?x13)}}
+  // expected-error @+1 {{changes the number of elements per sample from 12 to 13 (?x4x3 to ?x13), and neither divides the other}}
   %y = heterps.reshape %x : (tensor<?x4x3xf32>) -> tensor<?x13xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_static_count(%x: tensor<4x6xf32>) {
+  // expected-error @+1 {{changes the number of elements from 24 to 12 (4x6 to 2x6)}}
+  %y = heterps.reshape %x : (tensor<4x6xf32>) -> tensor<2x6xf32>
   return
 }
 

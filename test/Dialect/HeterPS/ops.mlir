@@ -92,6 +92,11 @@ func.func @shapes(%x: tensor<?x4x8xf32>, %y: tensor<?x4x2xf32>) -> (tensor<?x4x1
   %cat = heterps.concat %x, %y {axis = -1 : i64} : (tensor<?x4x8xf32>, tensor<?x4x2xf32>) -> tensor<?x4x10xf32>
   // CHECK: %[[FLAT:.*]] = heterps.reshape %[[X]] : (tensor<?x4x8xf32>) -> tensor<?x32xf32>
   %flat = heterps.reshape %x : (tensor<?x4x8xf32>) -> tensor<?x32xf32>
+  // The batch merged with a dimension (B*4) and split from it again.
+  // CHECK: %[[MERGED:.*]] = heterps.reshape %[[X]] : (tensor<?x4x8xf32>) -> tensor<?x8xf32>
+  %merged = heterps.reshape %x : (tensor<?x4x8xf32>) -> tensor<?x8xf32>
+  // CHECK: heterps.reshape %[[MERGED]] : (tensor<?x8xf32>) -> tensor<?x2x16xf32>
+  %split = heterps.reshape %merged : (tensor<?x8xf32>) -> tensor<?x2x16xf32>
   // CHECK: %[[T:.*]] = heterps.transpose %[[X]] {perm = array<i64: 0, 2, 1>} : (tensor<?x4x8xf32>) -> tensor<?x8x4xf32>
   %t = heterps.transpose %x {perm = array<i64: 0, 2, 1>} : (tensor<?x4x8xf32>) -> tensor<?x8x4xf32>
   // CHECK: %[[SUM:.*]] = heterps.reduce_sum %[[X]] {axes = array<i64: 1>, keepdims = false} : (tensor<?x4x8xf32>) -> tensor<?x8xf32>

@@ -423,12 +423,19 @@ LogicalResult ReshapeOp::verify() {
     return emitOpError() << "has more elements than a 64-bit size holds ("
                          << formatShape(input.getShape()) << " to "
                          << formatShape(result.getShape()) << ")";
-  if (inProduct != outProduct)
+  // With a dynamic dimension on each side, that of the result may be a
+  // multiple of the input's (B -> B*H) or a whole part of it (B*H -> B): the
+  // static products must then divide one another.
+  bool divides = inProduct != 0 && outProduct != 0 &&
+                 (inProduct % outProduct == 0 || outProduct % inProduct == 0);
+  if (inProduct != outProduct && !(inDynamic && divides))
     return emitOpError() << "changes the number of elements"
                          << (inDynamic ? " per sample" : "") << " from "
                          << inProduct << " to " << outProduct << " ("
                          << formatShape(input.getShape()) << " to "
-                         << formatShape(result.getShape()) << ")";
+                         << formatShape(result.getShape()) << ")"
+                         << (inDynamic ? ", and neither divides the other"
+                                       : "");
   return success();
 }
 

@@ -426,12 +426,17 @@ def HeterPS_ReshapeOp : HeterPS_Op<"reshape", [Pure, CustomCost]> {
   let summary = "Reinterprets a tensor with another shape";
   let description = [{
     The result type gives the new shape. The number of elements is kept: when
-    both shapes are static they have the same element count; when the batch
-    dimension is dynamic the static dimensions of both have the same product
-    (the batch is preserved).
+    both shapes are static they have the same element count. A dynamic
+    dimension (the batch, or a dimension that holds it) may appear once on
+    each side; it takes the elements the static dimensions leave, so the
+    static products must divide one another. The batch may be merged with
+    other dimensions (`B x H -> B*H`) or split from them again.
 
     ```mlir
     %f = heterps.reshape %e : (tensor<?x26x16xf32>) -> tensor<?x416xf32>
+    // Multi-head attention's [T, B, E] -> [T, B*H, E/H], and back.
+    %h = heterps.reshape %q : (tensor<6x?x16xf32>) -> tensor<6x?x8xf32>
+    %m = heterps.reshape %h : (tensor<6x?x8xf32>) -> tensor<6x?x16xf32>
     ```
   }];
   let arguments = (ins AnyRankedTensor:$input);
