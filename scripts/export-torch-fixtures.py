@@ -11,8 +11,11 @@ The first form writes torch-ctr.onnx, torch-mlp.onnx, torch-cnn.onnx,
 torch-ctr-loss.onnx (the CTR model with its loss in the graph),
 torch-lenet.onnx (LeNet-5 with F.avg_pool2d), torch-din.onnx (DIN's
 target attention), torch-two-tower.onnx (F.normalize),
-torch-einsum.onnx (attention written with torch.einsum) and
-torch-transformer.onnx (a classifier on nn.TransformerEncoderLayer)
+torch-einsum.onnx (attention written with torch.einsum),
+torch-transformer.onnx (a classifier on nn.TransformerEncoderLayer) and
+the CTR and text families of FAMILIES (torch-wide-deep.onnx,
+torch-deepfm.onnx, torch-dcn-v2.onnx, torch-autoint.onnx,
+torch-dlrm-dot.onnx, torch-textcnn.onnx)
 (default: test/Import/ONNX/Inputs/, where they are committed). The second
 writes torchvision's resnet18 (random weights, about 45 MB), which is not
 committed: bench/import/run.sh exports it into the build directory.
@@ -175,6 +178,145 @@ class TransformerClassifier(nn.Module):
         return torch.sigmoid(self.out(x.mean(dim=1)))
 
 
+class WideDeep(nn.Module):
+    """Wide & Deep: a wide part (one-dimensional embeddings per slot, summed,
+    and a linear term of the dense features) added to a deep MLP over the
+    dense features and the slot embeddings."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.ModuleList(
+            nn.Embedding(VOCAB, EMB_DIM) for _ in range(NUM_SLOTS))
+        self.wide = nn.ModuleList(
+            nn.Embedding(VOCAB, 1) for _ in range(NUM_SLOTS))
+        self.wide_dense = nn.Linear(NUM_DENSE, 1)
+        self.deep = nn.Sequential(
+            nn.Linear(NUM_DENSE + NUM_SLOTS * EMB_DIM, 32), nn.ReLU(),
+            nn.Linear(32, 1))
+
+    def forward(self, dense, sparse):
+        deep = torch.cat([dense] + [e(sparse[:, i])
+                                    for i, e in enumerate(self.emb)], dim=1)
+        wide = self.wide_dense(dense)
+        for i, e in enumerate(self.wide):
+            wide = wide + e(sparse[:, i])
+        return torch.sigmoid(self.deep(deep) + wide)
+
+
+class DeepFM(nn.Module):
+    """DeepFM: first-order terms, the factorization machine's pairwise
+    interactions 0.5 * ((sum v)^2 - sum v^2) over the stacked slot
+    embeddings, and a deep MLP over them."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.ModuleList(
+            nn.Embedding(VOCAB, EMB_DIM) for _ in range(NUM_SLOTS))
+        self.first = nn.ModuleList(
+            nn.Embedding(VOCAB, 1) for _ in range(NUM_SLOTS))
+        self.deep = nn.Sequential(
+            nn.Linear(NUM_SLOTS * EMB_DIM, 32), nn.ReLU(), nn.Linear(32, 1))
+
+    def forward(self, sparse):
+        v = torch.stack([e(sparse[:, i]) for i, e in enumerate(self.emb)], 1)
+        fm = 0.5 * (v.sum(1) ** 2 - (v ** 2).sum(1)).sum(1, keepdim=True)
+        first = self.first[0](sparse[:, 0])
+        for i in range(1, NUM_SLOTS):
+            first = first + self.first[i](sparse[:, i])
+        return torch.sigmoid(first + fm + self.deep(v.flatten(1)))
+
+
+class DCNv2(nn.Module):
+    """DCN-v2: two full-rank cross layers x0 * W x + x next to a deep MLP,
+    concatenated into the output layer."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.ModuleList(
+            nn.Embedding(VOCAB, EMB_DIM) for _ in range(NUM_SLOTS))
+        width = NUM_DENSE + NUM_SLOTS * EMB_DIM
+        self.cross = nn.ModuleList(nn.Linear(width, width) for _ in range(2))
+        self.deep = nn.Sequential(nn.Linear(width, 32), nn.ReLU())
+        self.out = nn.Linear(width + 32, 1)
+
+    def forward(self, dense, sparse):
+        x0 = torch.cat([dense] + [e(sparse[:, i])
+                                  for i, e in enumerate(self.emb)], dim=1)
+        x = x0
+        for layer in self.cross:
+            x = x0 * layer(x) + x
+        return torch.sigmoid(self.out(torch.cat([x, self.deep(x0)], dim=1)))
+
+
+class AutoInt(nn.Module):
+    """AutoInt: multi-head self-attention across the slot embeddings
+    (nn.MultiheadAttention over [slots, batch, dim], the batch merged with
+    the heads inside), a residual projection, ReLU and a linear output."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.ModuleList(
+            nn.Embedding(VOCAB, EMB_DIM) for _ in range(NUM_SLOTS))
+        self.attention = nn.MultiheadAttention(EMB_DIM, 2)
+        self.residual = nn.Linear(EMB_DIM, EMB_DIM, bias=False)
+        self.out = nn.Linear(NUM_SLOTS * EMB_DIM, 1)
+
+    def forward(self, sparse):
+        v = torch.stack([e(sparse[:, i]) for i, e in enumerate(self.emb)], 0)
+        a, _ = self.attention(v, v, v, need_weights=False)
+        h = F.relu(a + self.residual(v)).transpose(0, 1).flatten(1)
+        return torch.sigmoid(self.out(h))
+
+
+class DLRMDot(nn.Module):
+    """DLRM with the dot interaction: the bottom MLP's output and the slot
+    embeddings stacked, their pairwise dot products by a batched matmul,
+    the strictly lower triangle kept with constant indices Z[:, li, lj]."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.ModuleList(
+            nn.Embedding(VOCAB, EMB_DIM) for _ in range(NUM_SLOTS))
+        self.bottom = nn.Sequential(
+            nn.Linear(NUM_DENSE, 16), nn.ReLU(), nn.Linear(16, EMB_DIM),
+            nn.ReLU())
+        n = NUM_SLOTS + 1
+        li, lj = torch.tril_indices(n, n, offset=-1)
+        self.register_buffer("li", li, persistent=False)
+        self.register_buffer("lj", lj, persistent=False)
+        self.top = nn.Sequential(
+            nn.Linear(EMB_DIM + n * (n - 1) // 2, 16), nn.ReLU(),
+            nn.Linear(16, 1))
+
+    def forward(self, dense, sparse):
+        x = self.bottom(dense)
+        t = torch.stack([x] + [e(sparse[:, i])
+                               for i, e in enumerate(self.emb)], dim=1)
+        z = torch.bmm(t, t.transpose(1, 2))
+        return torch.sigmoid(self.top(torch.cat([x, z[:, self.li, self.lj]],
+                                                dim=1)))
+
+
+TEXT_LEN = 12
+
+
+class TextCNN(nn.Module):
+    """TextCNN: token embeddings, Conv1d of widths 2, 3 and 4, ReLU, max
+    over time, concatenation and a linear output."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(VOCAB, EMB_DIM)
+        self.convs = nn.ModuleList(
+            nn.Conv1d(EMB_DIM, 6, width) for width in (2, 3, 4))
+        self.out = nn.Linear(18, 1)
+
+    def forward(self, tokens):
+        x = self.emb(tokens).transpose(1, 2)
+        h = torch.cat([F.relu(c(x)).max(dim=2)[0] for c in self.convs], 1)
+        return torch.sigmoid(self.out(h))
+
+
 class MLP(nn.Module):
     def __init__(self):
         super().__init__()
@@ -273,6 +415,47 @@ def export_fixtures(out):
     export(transformer, (torch.randint(0, VOCAB, (batch, SEQ_LEN)),),
            ["tokens"], os.path.join(out, "torch-transformer.onnx"),
            fold=False)
+    export_families(out)
+
+
+def ctr_batch(batch, gen):
+    return {"dense": torch.randn(batch, NUM_DENSE, generator=gen),
+            "sparse": torch.randint(0, VOCAB, (batch, NUM_SLOTS),
+                                    generator=gen)}
+
+
+def sparse_batch(batch, gen):
+    return {"sparse": torch.randint(0, VOCAB, (batch, NUM_SLOTS),
+                                    generator=gen)}
+
+
+def text_batch(batch, gen):
+    return {"tokens": torch.randint(0, VOCAB, (batch, TEXT_LEN),
+                                    generator=gen)}
+
+
+# The model families a CTR or text user exports, each a binary classifier
+# ending in a sigmoid (trained with bce): name -> (module class, a seeded
+# batch of its inputs by name, constant folding at export). Modules with
+# nn.MultiheadAttention are exported without folding, which would store
+# in_proj_weight's transposed slices instead of the parameter.
+FAMILIES = {
+    "wide-deep": (WideDeep, ctr_batch, True),
+    "deepfm": (DeepFM, sparse_batch, True),
+    "dcn-v2": (DCNv2, ctr_batch, True),
+    "autoint": (AutoInt, sparse_batch, False),
+    "dlrm-dot": (DLRMDot, ctr_batch, True),
+    "textcnn": (TextCNN, text_batch, True),
+}
+
+
+def export_families(out):
+    for seed, (name, (cls, make_batch, fold)) in enumerate(FAMILIES.items()):
+        torch.manual_seed(20240700 + seed)
+        model = cls()
+        inputs = make_batch(4, torch.Generator().manual_seed(seed))
+        export(model, tuple(inputs.values()), list(inputs),
+               os.path.join(out, f"torch-{name}.onnx"), fold=fold)
 
 
 def export_resnet18(path):

@@ -70,6 +70,10 @@ def load_onnx_weights(model, onnx_path):
 
 def make_batch(kind, fixtures, batch, gen):
     """A seeded batch: the model's inputs by plan input name, and the label."""
+    if kind in fixtures.FAMILIES:
+        inputs = fixtures.FAMILIES[kind][1](batch, gen)
+        label = torch.randint(0, 2, (batch, 1), generator=gen).float()
+        return inputs, label
     if kind == "ctr":
         dense = torch.randn(batch, fixtures.NUM_DENSE, generator=gen)
         sparse = torch.randint(0, fixtures.VOCAB, (batch, fixtures.NUM_SLOTS),
@@ -96,8 +100,8 @@ def make_batch(kind, fixtures, batch, gen):
     return {"x": x}, label
 
 
-def loss_of(kind, output, label):
-    if kind in ("ctr", "einsum", "transformer"):
+def loss_of(kind, output, label, fixtures):
+    if kind in ("ctr", "einsum", "transformer") or kind in fixtures.FAMILIES:
         return torch.nn.BCELoss()(output, label)
     # heterps' softmax-ce treats the prediction (already a softmax) as logits.
     return F.cross_entropy(output, label)
@@ -130,9 +134,10 @@ def save(directory, name, value):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    fixtures = load_fixture_module()
     parser.add_argument("--model",
                         choices=["ctr", "ctr-loss", "mlp", "lenet", "einsum",
-                                 "transformer"],
+                                 "transformer"] + list(fixtures.FAMILIES),
                         required=True)
     parser.add_argument("--onnx", required=True, help="the fixture file")
     parser.add_argument("--out", required=True, help="output directory")
@@ -153,11 +158,13 @@ def main():
 
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)
-    fixtures = load_fixture_module()
-    model = {"ctr": fixtures.CTR, "ctr-loss": fixtures.CTRWithLoss,
-             "mlp": fixtures.MLP, "lenet": fixtures.LeNet,
-             "einsum": fixtures.EinsumAttention,
-             "transformer": fixtures.TransformerClassifier}[args.model]()
+    classes = {"ctr": fixtures.CTR, "ctr-loss": fixtures.CTRWithLoss,
+               "mlp": fixtures.MLP, "lenet": fixtures.LeNet,
+               "einsum": fixtures.EinsumAttention,
+               "transformer": fixtures.TransformerClassifier}
+    classes.update({name: family[0]
+                    for name, family in fixtures.FAMILIES.items()})
+    model = classes[args.model]()
     names = load_onnx_weights(model, args.onnx)
     # The weights were traced in eval mode; no dropout/batch-norm here, but
     # be explicit: train() changes nothing for these modules.
@@ -193,7 +200,8 @@ def main():
             # The model's own loss: its second output, the label an input.
             loss = model(*inputs.values(), label)[1]
         else:
-            loss = loss_of(args.model, model(*inputs.values()), label)
+            loss = loss_of(args.model, model(*inputs.values()), label,
+                           fixtures)
         loss.backward()
         opt.step()
         print(f"torch step {step + 1}: loss {loss.item():.6f}")
