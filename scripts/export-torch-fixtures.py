@@ -6,6 +6,7 @@ python3-onnx):
 
     /usr/bin/python3 scripts/export-torch-fixtures.py [output-dir]
     /usr/bin/python3 scripts/export-torch-fixtures.py --resnet18 PATH
+    /usr/bin/python3 scripts/export-torch-fixtures.py --vision OUT_DIR
 
 The first form writes torch-ctr.onnx, torch-mlp.onnx, torch-cnn.onnx,
 torch-ctr-loss.onnx (the CTR model with its loss in the graph),
@@ -18,7 +19,10 @@ torch-deepfm.onnx, torch-dcn-v2.onnx, torch-autoint.onnx,
 torch-dlrm-dot.onnx, torch-textcnn.onnx)
 (default: test/Import/ONNX/Inputs/, where they are committed). The second
 writes torchvision's resnet18 (random weights, about 45 MB), which is not
-committed: bench/import/run.sh exports it into the build directory.
+committed: bench/import/run.sh exports it into the build directory. The
+third writes torch-mobilenet-v2.onnx and torch-resnet18.onnx exported for
+training (see VISION), which the tests export into their scratch
+directories.
 
 Every model is exported in eval mode at opset 13 with a dynamic batch axis
 (`dynamic_axes`) and constant folding, so the shape arithmetic that tracing
@@ -458,6 +462,57 @@ def export_families(out):
                os.path.join(out, f"torch-{name}.onnx"), fold=fold)
 
 
+def image_batch(batch, gen):
+    return {"image": torch.randn(batch, 3, 32, 32, generator=gen)}
+
+
+def mobilenet_v2():
+    import torchvision
+
+    model = torchvision.models.mobilenet_v2(weights=None, width_mult=0.25,
+                                            num_classes=10)
+    model.classifier[0].p = 0.0  # no dropout: a step equals the graph's
+    return model
+
+
+def resnet18():
+    import torchvision
+
+    return torchvision.models.resnet18(weights=None, num_classes=10)
+
+
+# torchvision's models, too large to commit (mobilenet_v2 at width 0.25 is
+# 1 MB, resnet18 45 MB): the tests export them with --vision into their
+# scratch directory. They are exported for training (TrainingMode.TRAINING,
+# opset 14): BatchNormalization with training_mode = 1 normalises with the
+# batch's statistics, as torch's train() mode does, and no Conv+BN folding
+# renames the weights. 10 classes, trained with softmax cross-entropy on
+# 32x32 images.
+VISION = {
+    "mobilenet-v2": (mobilenet_v2, image_batch),
+    "resnet18": (resnet18, image_batch),
+}
+
+
+def export_vision(out):
+    os.makedirs(out, exist_ok=True)
+    for seed, (name, (make_model, make_batch)) in enumerate(VISION.items()):
+        torch.manual_seed(20240800 + seed)
+        model = make_model()
+        model.train()
+        inputs = make_batch(2, torch.Generator().manual_seed(seed))
+        path = os.path.join(out, f"torch-{name}.onnx")
+        with torch.no_grad():
+            torch.onnx.export(model, tuple(inputs.values()), path,
+                              input_names=list(inputs),
+                              output_names=["output"],
+                              dynamic_axes={"image": {0: "batch"},
+                                            "output": {0: "batch"}},
+                              opset_version=14, do_constant_folding=False,
+                              training=torch.onnx.TrainingMode.TRAINING)
+        print(f"wrote {path} ({os.path.getsize(path)} bytes)")
+
+
 def export_resnet18(path):
     import torchvision
 
@@ -473,9 +528,14 @@ def main():
                         help="directory of the fixtures")
     parser.add_argument("--resnet18", metavar="PATH",
                         help="export only torchvision's resnet18 to PATH")
+    parser.add_argument("--vision", action="store_true",
+                        help="export the VISION models (for training) to "
+                        "the output directory instead")
     args = parser.parse_args()
     if args.resnet18:
         export_resnet18(args.resnet18)
+    elif args.vision:
+        export_vision(args.out)
     else:
         export_fixtures(args.out)
     return 0

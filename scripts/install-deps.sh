@@ -30,9 +30,11 @@ packages=(
   pybind11-dev python3-pytest
   # scripts/plot-metrics.py (tested).
   python3-matplotlib
-  # The PyTorch parity test and the training benchmark (OpenBLAS gives
-  # PyTorch a fair BLAS), and a real data set for the training tests.
-  python3-torch libopenblas0-pthread dataset-fashion-mnist
+  # The PyTorch parity tests (torchvision's models are exported at test
+  # time) and the training benchmark (OpenBLAS gives PyTorch a fair BLAS),
+  # and a real data set for the training tests.
+  python3-torch python3-torchvision libopenblas0-pthread
+  dataset-fashion-mnist
 )
 
 missing=()

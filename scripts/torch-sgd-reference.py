@@ -53,19 +53,55 @@ def load_fixture_module():
     return module
 
 
+def load_trainable_weights(model, onnx_path):
+    """For models exported in training mode (the VISION ones): the
+    initializers are the parameters and the BatchNorm running statistics,
+    by state_dict name. Every parameter must come from the file; only the
+    parameters are compared after the step (torch updates the running
+    statistics in train mode, heterps keeps them as frozen inputs that
+    training-mode BatchNormalization does not read)."""
+    graph = onnx.load(onnx_path).graph
+    state = {t.name: torch.from_numpy(numpy_helper.to_array(t).copy())
+             for t in graph.initializer}
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    missing = [m for m in missing if not m.endswith("num_batches_tracked")]
+    if missing or unexpected:
+        raise SystemExit(f"weights do not match: missing {missing}, "
+                         f"unexpected {unexpected}")
+    params = dict(model.named_parameters())
+    return [(t.name, t.name, False) for t in graph.initializer
+            if t.name in params]
+
+
 def load_onnx_weights(model, onnx_path):
     """Copies every ONNX initializer into the parameter of the same name.
 
     The exporter names the initializers after the state_dict keys
     (emb.0.weight, bottom.0.weight, ...), Linear weights stay out x in
-    (Gemm with transB=1), so the shapes agree one to one. strict=True makes a
-    missing or extra name an error instead of a silently random weight.
+    (Gemm with transB=1), so the shapes agree one to one. A Linear applied
+    to a 3-D input exports as MatMul with its weight transposed into an
+    initializer `onnx::MatMul_N`: that one is matched to the parameter it
+    is the transpose of. A parameter left without an initializer, or an
+    initializer without a parameter, is an error instead of a silently
+    random weight. Returns (initializer, parameter, transposed) triples.
     """
     graph = onnx.load(onnx_path).graph
     state = {t.name: torch.from_numpy(numpy_helper.to_array(t).copy())
              for t in graph.initializer}
-    model.load_state_dict(state, strict=True)
-    return [t.name for t in graph.initializer]
+    own = model.state_dict()
+    pairs = [(name, name, False) for name in state if name in own]
+    for name in [n for n in state if n not in own]:
+        value = state[name]
+        match = [key for key in own if key not in state and
+                 value.dim() == 2 and own[key].shape == value.t().shape and
+                 key not in [p for _, p, _ in pairs]]
+        if len(match) != 1:
+            raise SystemExit(f"initializer {name} matches no parameter "
+                             f"(candidates {match})")
+        state[match[0]] = value.t().contiguous()
+        pairs.append((name, match[0], True))
+    model.load_state_dict({p: state[p] for _, p, _ in pairs}, strict=True)
+    return pairs
 
 
 def make_batch(kind, fixtures, batch, gen):
@@ -73,6 +109,11 @@ def make_batch(kind, fixtures, batch, gen):
     if kind in fixtures.FAMILIES:
         inputs = fixtures.FAMILIES[kind][1](batch, gen)
         label = torch.randint(0, 2, (batch, 1), generator=gen).float()
+        return inputs, label
+    if kind in fixtures.VISION:
+        inputs = fixtures.VISION[kind][1](batch, gen)
+        label = torch.randint(0, 10, (batch,), generator=gen,
+                              dtype=torch.int64)
         return inputs, label
     if kind == "ctr":
         dense = torch.randn(batch, fixtures.NUM_DENSE, generator=gen)
@@ -84,6 +125,17 @@ def make_batch(kind, fixtures, batch, gen):
         query = torch.randn(batch, fixtures.EMB_DIM, generator=gen)
         history = torch.randn(batch, 5, fixtures.EMB_DIM, generator=gen)
         label = torch.randint(0, 2, (batch, 1), generator=gen).float()
+        return {"query": query, "history": history}, label
+    if kind == "two-tower":
+        user = torch.randint(0, fixtures.VOCAB, (batch,), generator=gen)
+        item = torch.randint(0, fixtures.VOCAB, (batch,), generator=gen)
+        label = torch.randint(0, 2, (batch, 1), generator=gen).float()
+        return {"user": user, "item": item}, label
+    if kind == "din":
+        # DIN's pooled interest vector, regressed onto a target (mse).
+        query = torch.randn(batch, fixtures.EMB_DIM, generator=gen)
+        history = torch.randn(batch, 5, fixtures.EMB_DIM, generator=gen)
+        label = torch.randn(batch, fixtures.EMB_DIM, generator=gen)
         return {"query": query, "history": history}, label
     if kind == "transformer":
         tokens = torch.randint(0, fixtures.VOCAB, (batch, fixtures.SEQ_LEN),
@@ -101,7 +153,10 @@ def make_batch(kind, fixtures, batch, gen):
 
 
 def loss_of(kind, output, label, fixtures):
-    if kind in ("ctr", "einsum", "transformer") or kind in fixtures.FAMILIES:
+    if kind == "din":
+        return F.mse_loss(output, label)
+    if kind in ("ctr", "einsum", "transformer", "two-tower") or \
+            kind in fixtures.FAMILIES:
         return torch.nn.BCELoss()(output, label)
     # heterps' softmax-ce treats the prediction (already a softmax) as logits.
     return F.cross_entropy(output, label)
@@ -137,7 +192,9 @@ def main():
     fixtures = load_fixture_module()
     parser.add_argument("--model",
                         choices=["ctr", "ctr-loss", "mlp", "lenet", "einsum",
-                                 "transformer"] + list(fixtures.FAMILIES),
+                                 "transformer", "two-tower", "din"] +
+                        list(fixtures.FAMILIES) +
+                        list(fixtures.VISION),
                         required=True)
     parser.add_argument("--onnx", required=True, help="the fixture file")
     parser.add_argument("--out", required=True, help="output directory")
@@ -161,11 +218,18 @@ def main():
     classes = {"ctr": fixtures.CTR, "ctr-loss": fixtures.CTRWithLoss,
                "mlp": fixtures.MLP, "lenet": fixtures.LeNet,
                "einsum": fixtures.EinsumAttention,
-               "transformer": fixtures.TransformerClassifier}
+               "transformer": fixtures.TransformerClassifier,
+               "two-tower": fixtures.TwoTower,
+               "din": fixtures.TargetAttention}
     classes.update({name: family[0]
                     for name, family in fixtures.FAMILIES.items()})
+    classes.update({name: vision[0]
+                    for name, vision in fixtures.VISION.items()})
     model = classes[args.model]()
-    names = load_onnx_weights(model, args.onnx)
+    if args.model in fixtures.VISION:
+        names = load_trainable_weights(model, args.onnx)
+    else:
+        names = load_onnx_weights(model, args.onnx)
     # The weights were traced in eval mode; no dropout/batch-norm here, but
     # be explicit: train() changes nothing for these modules.
     model.train()
@@ -173,8 +237,13 @@ def main():
         model.double()
 
     params = dict(model.named_parameters())
-    for name in names:
-        save(os.path.join(args.out, "initial"), name, params[name])
+
+    def tensor_of(param, transposed):
+        return params[param].t() if transposed else params[param]
+
+    for name, param, transposed in names:
+        save(os.path.join(args.out, "initial"), name,
+             tensor_of(param, transposed))
 
     gen = torch.Generator().manual_seed(args.seed)
     kind = "ctr" if args.model == "ctr-loss" else args.model
@@ -206,8 +275,9 @@ def main():
         opt.step()
         print(f"torch step {step + 1}: loss {loss.item():.6f}")
 
-    for name in names:
-        save(os.path.join(args.out, "expected"), name, params[name])
+    for name, param, transposed in names:
+        save(os.path.join(args.out, "expected"), name,
+             tensor_of(param, transposed))
     print(f"wrote {len(names)} expected parameters to "
           f"{os.path.join(args.out, 'expected')}")
     return 0

@@ -60,9 +60,9 @@ static const std::map<std::string, std::string> kLimits = {
             "pre-opset-7 `axis`)"},
     {"AveragePool", "auto_pad needs static spatial sizes"},
     {"BatchNormalization",
-     "spatial = 1; the running statistics become frozen parameters; the "
-     "training_mode = 1 (batch statistics) and its statistics outputs are "
-     "spelled out"},
+     "spatial = 1; the running statistics become frozen parameters; "
+     "training_mode = 1 normalises with the batch statistics (spelled out "
+     "when its statistics outputs are read)"},
     {"Cast", "numbers only (no strings); folds when its input is known"},
     {"Clip", "min/max must be constants"},
     {"Concat", "float tensors, or integer tensors known at import time"},

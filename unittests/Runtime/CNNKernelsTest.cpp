@@ -729,6 +729,26 @@ TEST(CNNKernelsTest, BatchNormTrainingUsesAndRecordsBatchStatistics) {
   }
 }
 
+TEST(CNNKernelsTest, BatchNormWithBatchStatisticsInfersWithThem) {
+  // ONNX's training_mode = 1: inference normalises with the batch's
+  // statistics and leaves the running ones unchanged.
+  std::mt19937 gen(12);
+  TestOp bn("heterps.batch_norm");
+  bn.f("epsilon", 1e-5).b("batch_statistics", true);
+  Tensor x = random({4, 3, 2, 2}, gen, -1, 3), scale = random({3}, gen),
+         bias = random({3}, gen), mean = random({3}, gen),
+         variance = random({3}, gen, 0.5f, 2.0f);
+  Tensor meanBefore = mean.clone(), varianceBefore = variance.clone();
+  Tensor expected = refBatchNorm(x, scale, bias, mean, variance, true, 1e-5,
+                                 nullptr, nullptr);
+  Tensor y = bn.run({x, scale, bias, mean, variance}, false)[0];
+  expectClose(y, expected);
+  for (int c = 0; c < 3; ++c) {
+    EXPECT_EQ(mean.as<float>()[c], meanBefore.as<float>()[c]);
+    EXPECT_EQ(variance.as<float>()[c], varianceBefore.as<float>()[c]);
+  }
+}
+
 TEST(CNNKernelsTest, BatchNormGradMatchesFiniteDifferences) {
   std::mt19937 gen(10);
   for (Shape shape : {Shape{2, 3, 3, 2}, Shape{6, 2}}) {

@@ -204,6 +204,13 @@ private:
     knowns[node->output(i)] = std::move(k);
   }
   LogicalResult onlyFirstOutput();
+  /// Whether output `i` of the node is read by a later node or is a graph
+  /// output: PyTorch's exporter names outputs nothing reads (a training
+  /// Dropout's mask), which need not be imported.
+  bool used(int i) const {
+    return i < node->output_size() && !node->output(i).empty() &&
+           consumed.contains(node->output(i));
+  }
 
   // Attributes.
   const onnx::AttributeProto *attr(StringRef name) const;
@@ -292,6 +299,8 @@ private:
 
   llvm::StringMap<Value> values;
   llvm::StringMap<Known> knowns;
+  /// The names nodes read and the graph outputs.
+  llvm::StringSet<> consumed;
   /// For values with a dynamic dimension: its size against the batch.
   DenseMap<Value, BatchMultiple> batchMultiples;
   /// Materialized known values and the symbols created for initializers.
@@ -675,7 +684,7 @@ const onnx::AttributeProto *Importer::attr(StringRef name) const {
 
 LogicalResult Importer::onlyFirstOutput() {
   for (int i = 1; i < node->output_size(); ++i)
-    if (!node->output(i).empty())
+    if (used(i))
       return nodeError() << "output " << i << " ('" << node->output(i)
                          << "') is not supported; only the first output is "
                             "imported";
@@ -2001,7 +2010,7 @@ LogicalResult Importer::convertLoss(bool softmax) {
   std::optional<LossReduction> r = symbolizeLossReduction(red);
   if (!r)
     return nodeError() << "reduction '" << red << "' is not supported";
-  bool logProbOut = node->output_size() > 1 && !node->output(1).empty();
+  bool logProbOut = used(1);
   if (!softmax && failed(onlyFirstOutput()))
     return failure();
   FailureOr<Value> x = input(0), y = input(1);
@@ -2107,9 +2116,9 @@ LogicalResult Importer::convertBatchNorm() {
   // Opset 14 adds training_mode; before opset 9 there are (consumed)
   // statistics outputs and `is_test`.
   bool training = intAttr("training_mode", 0) != 0;
-  bool stats = node->output_size() > 1 &&
-               llvm::any_of(llvm::drop_begin(node->output()),
-                            [](const std::string &o) { return !o.empty(); });
+  bool stats = false;
+  for (int i = 1; i < node->output_size(); ++i)
+    stats |= used(i);
   if (stats && (!training || opset < 14))
     return nodeError() << "statistics outputs are only supported with "
                           "training_mode = 1 (opset 14 and later)";
@@ -2119,13 +2128,17 @@ LogicalResult Importer::convertBatchNorm() {
                    m = input(3, /*frozen=*/true), v = input(4, /*frozen=*/true);
   if (failed(x) || failed(s) || failed(bias) || failed(m) || failed(v))
     return failure();
-  if (!training) {
+  if (!stats) {
+    // training_mode = 1 normalises Y with the batch's statistics, whether
+    // the plan trains or infers; training updates the running statistics
+    // (a PyTorch export for training has them as unused outputs).
     setOutput(BatchNormOp::create(b, loc, x->getType(), *x, *s, *bias, *m, *v,
-                                  APFloat(epsilon), APFloat(momentum)));
+                                  APFloat(epsilon), APFloat(momentum),
+                                  training));
     return success();
   }
-  // training_mode = 1 normalises Y with the batch's statistics, whether
-  // the plan trains or infers: spelled out with ops that have gradients.
+  // The statistics outputs are read: spelled out with ops that have
+  // gradients.
   // The batch variance is the population variance over every dimension but
   // the channels.
   RankedTensorType type = typeOf(*x);
@@ -2548,8 +2561,7 @@ LogicalResult Importer::convertLayerNorm() {
   float epsilon = floatAttr("epsilon", 1e-5f);
   setOutput(LayerNormOp::create(b, loc, x->getType(), *x, *s, bias, axis,
                                 APFloat(epsilon)));
-  bool mean = node->output_size() > 1 && !node->output(1).empty();
-  bool invStd = node->output_size() > 2 && !node->output(2).empty();
+  bool mean = used(1), invStd = used(2);
   if (!mean && !invStd)
     return success();
   // The optional statistics outputs, spelled out: Mean and 1/sqrt(Var + eps)
@@ -2897,7 +2909,7 @@ LogicalResult Importer::importNode(const onnx::NodeProto &n) {
     if (failed(x))
       return failure();
     setOutput(DropoutOp::create(b, loc, x->getType(), *x, APFloat(ratio)));
-    if (node->output_size() > 1 && !node->output(1).empty()) {
+    if (used(1)) {
       // In inference the mask keeps everything; in training it is the
       // random draw, which the dropout op does not expose.
       if (training)
@@ -3101,6 +3113,11 @@ FailureOr<OwningOpRef<ModuleOp>> Importer::run(StringRef bytes) {
   }
 
   b.setInsertionPointToEnd(entry);
+  for (const onnx::NodeProto &n : graph.node())
+    for (const std::string &name : n.input())
+      consumed.insert(name);
+  for (const onnx::ValueInfoProto &out : graph.output())
+    consumed.insert(out.name());
   for (int i = 0; i < graph.node_size(); ++i) {
     loc = nodeLoc(graph.node(i), i);
     Operation *before = entry->empty() ? nullptr : &entry->back();

@@ -46,6 +46,7 @@ struct BatchNormEntry : Entry {
   Program inference, training;
   memory batchMean, batchVariance;
   float momentum = 0.9f;
+  bool batchStatistics = false;
   /// Values per channel, for the unbiased running variance.
   int64_t count = 0;
 };
@@ -53,7 +54,9 @@ struct BatchNormEntry : Entry {
 /// heterps.batch_norm: (input, scale, bias, mean, variance) -> output. In
 /// training, mean and variance (views of the parameters) are updated in
 /// place: running = momentum * running + (1 - momentum) * batch, with the
-/// unbiased batch variance as PyTorch does.
+/// unbiased batch variance as PyTorch does. With `batch_statistics`,
+/// inference normalises with the batch's statistics too (and updates
+/// nothing).
 class BatchNormKernel : public CachedKernel<BatchNormEntry> {
 public:
   using CachedKernel::CachedKernel;
@@ -69,6 +72,7 @@ protected:
     e.outputShapes = {x};
     e.count = x[1] == 0 ? 0 : numElements(x) / x[1];
     e.momentum = static_cast<float>(info.getFloat("momentum", 0.9));
+    e.batchStatistics = info.getBool("batch_statistics", false);
 
     using BN = dnnl::batch_normalization_forward;
     CPUDevice &device = cpuDevice();
@@ -109,7 +113,10 @@ protected:
                const std::vector<Tensor *> &outputs,
                ExecContext &context) override {
     if (!context.training) {
-      e.inference.execute(inputs, outputs);
+      if (e.batchStatistics)
+        e.training.execute(inputs, outputs);
+      else
+        e.inference.execute(inputs, outputs);
       return;
     }
     e.training.execute(inputs, outputs);

@@ -583,7 +583,9 @@ def HeterPS_BatchNormOp : HeterPS_Op<"batch_norm",
     `scale`, `bias`, `mean` and `variance` are 1-D of the channel count. In
     training the batch statistics normalise and update the running `mean` and
     `variance` (frozen parameters) with `momentum`; in inference the running
-    statistics are used.
+    statistics are used, or with `batch_statistics` (ONNX's
+    `training_mode = 1`) the batch's again, leaving the running ones as they
+    are.
 
     ```mlir
     %y = heterps.batch_norm %x, %s, %b, %m, %v {epsilon = 1.0e-05 : f32}
@@ -595,7 +597,8 @@ def HeterPS_BatchNormOp : HeterPS_Op<"batch_norm",
                        HeterPS_FloatTensor:$bias, HeterPS_FloatTensor:$mean,
                        HeterPS_FloatTensor:$variance,
                        DefaultValuedAttr<F32Attr, "1.0e-5f">:$epsilon,
-                       DefaultValuedAttr<F32Attr, "0.9f">:$momentum);
+                       DefaultValuedAttr<F32Attr, "0.9f">:$momentum,
+                       DefaultValuedAttr<BoolAttr, "false">:$batch_statistics);
   let results = (outs HeterPS_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $scale `,` $bias `,` $mean `,` $variance attr-dict `:`
