@@ -16,7 +16,9 @@ torch-einsum.onnx (attention written with torch.einsum),
 torch-transformer.onnx (a classifier on nn.TransformerEncoderLayer) and
 the CTR and text families of FAMILIES (torch-wide-deep.onnx,
 torch-deepfm.onnx, torch-dcn-v2.onnx, torch-autoint.onnx,
-torch-dlrm-dot.onnx, torch-textcnn.onnx)
+torch-dlrm-dot.onnx, torch-textcnn.onnx, torch-embedding-bag.onnx) and
+torch-embedding-bag-offsets.onnx (bags by offsets, which the importer
+refuses)
 (default: test/Import/ONNX/Inputs/, where they are committed). The second
 writes torchvision's resnet18 (random weights, about 45 MB), which is not
 committed: bench/import/run.sh exports it into the build directory. The
@@ -301,6 +303,40 @@ class DLRMDot(nn.Module):
                                                 dim=1)))
 
 
+BAG_LEN = 5
+
+
+class EmbeddingBagCTR(nn.Module):
+    """A CTR model on nn.EmbeddingBag: three multi-hot features of BAG_LEN
+    ids each (the rows of a [batch, 3, BAG_LEN] input), pooled by sum, mean
+    and max, next to the dense features. torch exports each bag as a Loop
+    over the flattened ids between offsets."""
+
+    def __init__(self):
+        super().__init__()
+        self.bags = nn.ModuleList(
+            nn.EmbeddingBag(VOCAB, EMB_DIM, mode=mode)
+            for mode in ("sum", "mean", "max"))
+        self.top = nn.Sequential(
+            nn.Linear(NUM_DENSE + 3 * EMB_DIM, 16), nn.ReLU(), nn.Linear(16, 1))
+
+    def forward(self, dense, history):
+        pooled = [bag(history[:, i]) for i, bag in enumerate(self.bags)]
+        return torch.sigmoid(self.top(torch.cat([dense] + pooled, dim=1)))
+
+
+class EmbeddingBagOffsets(nn.Module):
+    """nn.EmbeddingBag over bags given by offsets (1-D ids): bags of
+    different sizes, which the importer refuses by name."""
+
+    def __init__(self):
+        super().__init__()
+        self.bag = nn.EmbeddingBag(VOCAB, EMB_DIM, mode="sum")
+
+    def forward(self, ids, offsets):
+        return self.bag(ids, offsets)
+
+
 TEXT_LEN = 12
 
 
@@ -420,6 +456,19 @@ def export_fixtures(out):
            ["tokens"], os.path.join(out, "torch-transformer.onnx"),
            fold=False)
     export_families(out)
+    torch.manual_seed(20240900)
+    model = EmbeddingBagOffsets().eval()
+    path = os.path.join(out, "torch-embedding-bag-offsets.onnx")
+    with torch.no_grad():
+        torch.onnx.export(model, (torch.randint(0, VOCAB, (7,)),
+                                  torch.tensor([0, 2, 3])), path,
+                          input_names=["ids", "offsets"],
+                          output_names=["output"],
+                          dynamic_axes={"ids": {0: "n"},
+                                        "offsets": {0: "batch"},
+                                        "output": {0: "batch"}},
+                          opset_version=OPSET)
+    print(f"wrote {path} ({os.path.getsize(path)} bytes)")
 
 
 def ctr_batch(batch, gen):
@@ -431,6 +480,12 @@ def ctr_batch(batch, gen):
 def sparse_batch(batch, gen):
     return {"sparse": torch.randint(0, VOCAB, (batch, NUM_SLOTS),
                                     generator=gen)}
+
+
+def bag_batch(batch, gen):
+    return {"dense": torch.randn(batch, NUM_DENSE, generator=gen),
+            "history": torch.randint(0, VOCAB, (batch, 3, BAG_LEN),
+                                     generator=gen)}
 
 
 def text_batch(batch, gen):
@@ -450,6 +505,7 @@ FAMILIES = {
     "autoint": (AutoInt, sparse_batch, False),
     "dlrm-dot": (DLRMDot, ctr_batch, True),
     "textcnn": (TextCNN, text_batch, True),
+    "embedding-bag": (EmbeddingBagCTR, bag_batch, True),
 }
 
 

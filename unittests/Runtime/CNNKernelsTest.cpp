@@ -26,10 +26,12 @@ using namespace heterps::runtime;
 
 namespace {
 
+/// Every CPU kernel: the CNN ones under test, and the reductions a few
+/// tests use alongside them.
 KernelRegistry &registry() {
   static KernelRegistry *r = [] {
     auto *r = new KernelRegistry();
-    cpu::registerCNNKernels(*r);
+    registerCPUKernels(*r);
     return r;
   }();
   return *r;
@@ -727,6 +729,25 @@ TEST(CNNKernelsTest, BatchNormTrainingUsesAndRecordsBatchStatistics) {
                   1e-5);
     }
   }
+}
+
+TEST(CNNKernelsTest, ReduceMaxGradGoesToTheFirstMaximum) {
+  // EmbeddingBag's max mode (a lookup and reduce_max over the bag) with a
+  // repeated id: only the first of the equal rows gets the gradient, as in
+  // PyTorch.
+  TestOp grad("heterps.reduce_grad");
+  grad.s("kind", "max").ints("axes", {1}).b("keepdims", false);
+  Tensor x(DType::F32, {1, 3, 2}), y(DType::F32, {1, 2}),
+      dy(DType::F32, {1, 2});
+  float rows[] = {0.5f, 2.0f, 0.5f, 2.0f, 0.25f, 1.0f};
+  std::copy(std::begin(rows), std::end(rows), x.as<float>());
+  y.as<float>()[0] = 0.5f;
+  y.as<float>()[1] = 2.0f;
+  dy.as<float>()[0] = 3.0f;
+  dy.as<float>()[1] = 4.0f;
+  Tensor dx = grad.run({x, y, dy})[0];
+  std::vector<float> got(dx.as<float>(), dx.as<float>() + 6);
+  EXPECT_EQ(got, (std::vector<float>{3, 4, 0, 0, 0, 0}));
 }
 
 TEST(CNNKernelsTest, BatchNormWithBatchStatisticsInfersWithThem) {

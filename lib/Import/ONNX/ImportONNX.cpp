@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "heterps/Import/ONNX/ImportONNX.h"
+#include "EmbeddingBagPattern.h"
 #include "heterps/Dialect/HeterPS/IR/HeterPSBatch.h"
 #include "heterps/Dialect/HeterPS/IR/HeterPSOps.h"
 #include "heterps/Support/CheckedMath.h"
@@ -38,6 +39,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <set>
 
 using namespace mlir;
 using namespace mlir::heterps;
@@ -48,6 +50,7 @@ using Ints = SmallVector<int64_t>;
 using ::heterps::checkedAdd;
 using ::heterps::checkedMul;
 using ::heterps::checkedProduct;
+namespace onnx_import = ::heterps::onnx_import;
 
 constexpr int64_t kDyn = ShapedType::kDynamic;
 /// The most elements the importer computes at import time (shape
@@ -285,6 +288,9 @@ private:
   LogicalResult convertBatchNorm();
   LogicalResult convertEinsum();
   LogicalResult convertTopK();
+  LogicalResult convertEmbeddingBag(const onnx_import::EmbeddingBagMatch &bag);
+  /// The embedding table made of a float initializer (made on first use).
+  std::string tableSymbol(const std::string &initializer, const Known &table);
 
   MLIRContext *ctx;
   OpBuilder b;
@@ -1316,6 +1322,70 @@ LogicalResult Importer::convertReshapeLike(StringRef op) {
   return convertReshapeTo(x, out);
 }
 
+std::string Importer::tableSymbol(const std::string &initializer,
+                                  const Known &table) {
+  std::string &symbol = tableOf[initializer];
+  if (!symbol.empty())
+    return symbol;
+  symbol = initializer;
+  if (symbols.contains(symbol))
+    symbol += ".table";
+  symbols.insert(symbol);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(func);
+  EmbeddingTableOp::create(
+      b, NameLoc::get(b.getStringAttr(initializer)), symbol, table.shape[0],
+      table.shape[1],
+      // The initializer's rows are the table's initial value; the
+      // initializer spec only applies to rows the server adds later.
+      InitAttr::get(ctx, InitKind::zeros, ArrayRef<double>{}), toAttr(table),
+      /*optimizer=*/OptimizerAttr());
+  return symbol;
+}
+
+/// nn.EmbeddingBag's loop over bags of one size: the rows of the ids are
+/// the bags, looked up with a sum or mean combiner, or gathered and reduced
+/// with reduce_max.
+LogicalResult
+Importer::convertEmbeddingBag(const onnx_import::EmbeddingBagMatch &bag) {
+  if (!bag.unsupported.empty())
+    return nodeError() << bag.unsupported;
+  auto it = knowns.find(bag.table);
+  if (it == knowns.end() || !it->second.initializer ||
+      !it->second.elementType.isF32() || it->second.shape.size() != 2)
+    return nodeError() << "the table '" << bag.table
+                       << "' of the nn.EmbeddingBag must be a 2-D float "
+                          "initializer";
+  auto ids = values.find(bag.ids);
+  if (ids == values.end())
+    return nodeError() << "the ids '" << bag.ids
+                       << "' of the nn.EmbeddingBag must be computed at run "
+                          "time";
+  RankedTensorType idsType = typeOf(ids->second);
+  if (idsType.getRank() != 2 || !isa<IntegerType>(idsType.getElementType()))
+    return nodeError() << "the ids '" << bag.ids
+                       << "' of the nn.EmbeddingBag must be a 2-D integer "
+                          "tensor, got "
+                       << idsType;
+  std::string symbol = tableSymbol(bag.table, it->second);
+  int64_t dim = it->second.shape[1];
+  Type f32 = b.getF32Type();
+  if (bag.mode != "max") {
+    setOutput(EmbeddingLookupOp::create(
+        b, loc, RankedTensorType::get({idsType.getDimSize(0), dim}, f32),
+        symbol, ids->second,
+        bag.mode == "sum" ? Combiner::sum : Combiner::mean));
+    return success();
+  }
+  Value rows = EmbeddingLookupOp::create(
+      b, loc,
+      RankedTensorType::get({idsType.getDimSize(0), idsType.getDimSize(1), dim},
+                            f32),
+      symbol, ids->second, Combiner::none);
+  return emit(make<ReduceMaxOp>(rows, b.getDenseI64ArrayAttr({1}),
+                                b.getBoolAttr(false)));
+}
+
 LogicalResult Importer::convertGather() {
   int64_t axis = intAttr("axis", 0);
   const Known *data = foldable(0), *idx = foldable(1);
@@ -1358,22 +1428,7 @@ LogicalResult Importer::convertGather() {
     if (!isa<IntegerType>(typeOf(*ids).getElementType()))
       return nodeError() << "indices of table '" << node->input(0)
                          << "' are not integers";
-    std::string &symbol = tableOf[node->input(0)];
-    if (symbol.empty()) {
-      symbol = node->input(0);
-      if (symbols.contains(symbol))
-        symbol += ".table";
-      symbols.insert(symbol);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPoint(func);
-      EmbeddingTableOp::create(
-          b, NameLoc::get(b.getStringAttr(node->input(0))), symbol,
-          table->shape[0], table->shape[1],
-          // The initializer's rows are the table's initial value; the
-          // initializer spec only applies to rows the server adds later.
-          InitAttr::get(ctx, InitKind::zeros, ArrayRef<double>{}),
-          toAttr(*table), /*optimizer=*/OptimizerAttr());
-    }
+    std::string symbol = tableSymbol(node->input(0), *table);
     SmallVector<int64_t> shape(typeOf(*ids).getShape());
     shape.push_back(table->shape[1]);
     setOutput(EmbeddingLookupOp::create(
@@ -3118,11 +3173,27 @@ FailureOr<OwningOpRef<ModuleOp>> Importer::run(StringRef bytes) {
       consumed.insert(name);
   for (const onnx::ValueInfoProto &out : graph.output())
     consumed.insert(out.name());
+  // nn.EmbeddingBag loops import as lookups; the nodes that only compute
+  // their offsets are skipped.
+  std::set<int> skipped;
+  std::map<int, onnx_import::EmbeddingBagMatch> bags;
+  for (onnx_import::EmbeddingBagMatch &bag :
+       onnx_import::findEmbeddingBags(graph, skipped))
+    bags[bag.loop] = std::move(bag);
   for (int i = 0; i < graph.node_size(); ++i) {
+    if (skipped.count(i))
+      continue;
     loc = nodeLoc(graph.node(i), i);
     Operation *before = entry->empty() ? nullptr : &entry->back();
-    if (failed(importNode(graph.node(i))) ||
-        failed(verifyNewOps(before, entry)))
+    auto bag = bags.find(i);
+    if (bag != bags.end()) {
+      node = &graph.node(i);
+      if (failed(convertEmbeddingBag(bag->second)))
+        return failure();
+    } else if (failed(importNode(graph.node(i)))) {
+      return failure();
+    }
+    if (failed(verifyNewOps(before, entry)))
       return failure();
   }
 

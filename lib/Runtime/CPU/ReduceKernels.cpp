@@ -146,6 +146,8 @@ public:
       zeros.assign(numElements(plan.kept), 0);
       others.resize(numElements(plan.kept));
     }
+    if (kind == "max" || kind == "min")
+      taken.resize(numElements(plan.kept));
     return {in[0]};
   }
   void run(const std::vector<const Tensor *> &in,
@@ -165,9 +167,14 @@ public:
                          [&](int64_t, int64_t i, int64_t o) { f(i, o); });
       };
       if (kind == "max" || kind == "min") {
-        // Every element equal to the extreme gets the gradient.
-        each(
-            [&](int64_t i, int64_t o) { dx[i] = x[i] == y[o] ? dy[o] : T(0); });
+        // The first element equal to the extreme gets the gradient, as
+        // PyTorch's max(dim) and EmbeddingBag's max mode give it.
+        std::fill(taken.begin(), taken.end(), 0);
+        each([&](int64_t i, int64_t o) {
+          bool first = x[i] == y[o] && !taken[o];
+          taken[o] |= first;
+          dx[i] = first ? dy[o] : T(0);
+        });
       } else if (kind == "l2") {
         each([&](int64_t i, int64_t o) {
           dx[i] = y[o] != T(0) ? dy[o] * x[i] / y[o] : T(0);
@@ -228,6 +235,8 @@ private:
   // prod: per kept position, its zero count and the product of the rest.
   std::vector<int64_t> zeros;
   std::vector<double> others;
+  /// Per kept position: whether its extreme has had the gradient.
+  std::vector<char> taken;
 };
 
 struct AxisSplit {

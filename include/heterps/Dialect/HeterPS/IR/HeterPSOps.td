@@ -1344,7 +1344,9 @@ def HeterPS_ReduceGradOp : HeterPS_Op<"reduce_grad",
   let description = [{
     Spreads the gradient of a `sum`, `mean` or `max` reduction over `axes`
     back onto the input: every element for `sum`, divided by the count for
-    `mean`, the elements equal to the maximum for `max`. Global average
+    `mean`, for `max` (`min`) the first element, in index order, equal to
+    the maximum (minimum), as PyTorch's `max(dim)` and EmbeddingBag's max
+    mode give it. Global average
     pooling is a mean over the spatial axes.
 
     ```mlir
