@@ -56,13 +56,20 @@ constexpr int64_t kDyn = ShapedType::kDynamic;
 /// The most elements the importer computes at import time (shape
 /// arithmetic, small constants); larger results stay ops.
 constexpr int64_t kMaxFoldedElements = int64_t(1) << 20;
+/// From this many elements an f32 initializer stays in its raw bytes.
+constexpr int64_t kRawElements = int64_t(1) << 12;
 
 /// A tensor whose value is known while importing.
 struct Known {
   Ints shape;
   Type elementType;
-  /// Float elements (any float type, widened to double).
+  /// Float elements (any float type, widened to double), unless `data`
+  /// holds them.
   SmallVector<double> floats;
+  /// A large f32 initializer, kept as the attribute built from its raw
+  /// bytes: no widened copy, and no second copy when it becomes a
+  /// parameter or table.
+  DenseElementsAttr data;
   /// Integer elements; `kDyn` stands for a value known only at run time.
   Ints ints;
   /// An initializer (trainable when float), not a Constant node.
@@ -73,10 +80,16 @@ struct Known {
   bool isFloat() const { return isa<FloatType>(elementType); }
   /// The element count: every Known holds all of its elements.
   int64_t size() const {
+    if (data)
+      return data.getNumElements();
     return static_cast<int64_t>(isFloat() ? floats.size() : ints.size());
   }
   bool complete() const { return !llvm::is_contained(ints, kDyn); }
-  double at(int64_t i) const { return isFloat() ? floats[i] : ints[i]; }
+  double at(int64_t i) const {
+    if (data)
+      return data.getValues<float>()[i];
+    return isFloat() ? floats[i] : ints[i];
+  }
   BatchMultiple batchAt(int64_t i) const {
     auto it = batch.find(i);
     return it == batch.end() || isFloat() || ints[i] != kDyn ? BatchMultiple()
@@ -104,7 +117,7 @@ static void pushFrom(Known &to, const Known &from, int64_t i) {
   else if (!from.isFloat() && from.ints[i] == kDyn)
     to.pushDynamic(from.batchAt(i));
   else
-    to.ints.push_back(from.isFloat() ? (int64_t)from.floats[i] : from.ints[i]);
+    to.ints.push_back(from.isFloat() ? (int64_t)from.at(i) : from.ints[i]);
 }
 
 static Ints stridesOf(ArrayRef<int64_t> shape) {
@@ -136,7 +149,10 @@ private:
 
   // Types and tensors.
   FailureOr<Type> elementType(int32_t onnxType, StringRef what);
-  FailureOr<Known> readTensor(const onnx::TensorProto &tensor);
+  /// The tensor's values; with `keepRaw`, a large f32 tensor is kept as an
+  /// attribute of its raw bytes (initializers, which are never folded).
+  FailureOr<Known> readTensor(const onnx::TensorProto &tensor,
+                              bool keepRaw = false);
   FailureOr<std::string> readExternal(const onnx::TensorProto &tensor);
   DenseElementsAttr toAttr(const Known &known);
 
@@ -435,7 +451,8 @@ FailureOr<std::string> Importer::readExternal(const onnx::TensorProto &t) {
   return data.str();
 }
 
-FailureOr<Known> Importer::readTensor(const onnx::TensorProto &t) {
+FailureOr<Known> Importer::readTensor(const onnx::TensorProto &t,
+                                      bool keepRaw) {
   Known k;
   FailureOr<Type> type =
       elementType(t.data_type(), "tensor '" + t.name() + "'");
@@ -452,13 +469,15 @@ FailureOr<Known> Importer::readTensor(const onnx::TensorProto &t) {
                           "elements";
   int64_t n = *elements;
 
-  std::string raw;
+  std::string external;
+  StringRef raw;
   bool hasRaw = t.has_raw_data();
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
     FailureOr<std::string> data = readExternal(t);
     if (failed(data))
       return failure();
-    raw = std::move(*data);
+    external = std::move(*data);
+    raw = external;
     hasRaw = true;
   } else if (hasRaw) {
     raw = t.raw_data();
@@ -498,6 +517,12 @@ FailureOr<Known> Importer::readTensor(const onnx::TensorProto &t) {
                          << raw.size() << " bytes of data, expected "
                          << n * width << " for " << n << " elements";
     // ONNX stores raw data little-endian, as is the host.
+    if (keepRaw && dt == onnx::TensorProto::FLOAT && n >= kRawElements) {
+      k.data = DenseElementsAttr::getFromRawBuffer(
+          RankedTensorType::get(k.shape, k.elementType),
+          ArrayRef<char>(raw.data(), raw.size()));
+      return k;
+    }
     const char *p = raw.data();
     for (int64_t i = 0; i < n; ++i, p += width) {
       double fv = 0;
@@ -592,6 +617,8 @@ FailureOr<Known> Importer::readTensor(const onnx::TensorProto &t) {
 }
 
 DenseElementsAttr Importer::toAttr(const Known &k) {
+  if (k.data)
+    return k.data;
   auto type = RankedTensorType::get(k.shape, k.elementType);
   if (k.elementType.isF32()) {
     SmallVector<float> v(k.floats.begin(), k.floats.end());
@@ -1119,6 +1146,8 @@ LogicalResult Importer::convertReshapeTo(Value x, Ints target) {
 static Known reshaped(const Known &k, ArrayRef<int64_t> shape) {
   Known r = k;
   r.shape.assign(shape.begin(), shape.end());
+  if (r.data)
+    r.data = r.data.reshape(RankedTensorType::get(shape, r.elementType));
   return r;
 }
 
@@ -1699,9 +1728,9 @@ LogicalResult Importer::convertCast() {
       }
       // A float that no 64-bit integer holds has no integer value.
       if (k->isFloat() && !r.isFloat() &&
-          !(k->floats[i] >= -9.2233720368547758e18 &&
-            k->floats[i] < 9.2233720368547758e18))
-        return nodeError() << "casts " << k->floats[i]
+          !(k->at(i) >= -9.2233720368547758e18 &&
+            k->at(i) < 9.2233720368547758e18))
+        return nodeError() << "casts " << k->at(i)
                            << " to an integer type, which cannot hold it";
       pushFrom(r, *k, i);
     }
@@ -3160,7 +3189,7 @@ FailureOr<OwningOpRef<ModuleOp>> Importer::run(StringRef bytes) {
   }
 
   for (const onnx::TensorProto &t : graph.initializer()) {
-    FailureOr<Known> k = readTensor(t);
+    FailureOr<Known> k = readTensor(t, /*keepRaw=*/true);
     if (failed(k))
       return failure();
     k->initializer = true;
