@@ -45,10 +45,13 @@ int64_t intAttrOf(const onnx::NodeProto &node, const std::string &name,
 /// else (other types, more than 64 elements, a short raw buffer).
 std::optional<std::vector<int64_t>> intsOf(const onnx::TensorProto &t) {
   int64_t count = 1;
-  for (int64_t d : t.dims())
+  for (int64_t d : t.dims()) {
+    if (d < 0 || d > 64)
+      return std::nullopt;
     count *= d;
-  if (count < 0 || count > 64)
-    return std::nullopt;
+    if (count > 64)
+      return std::nullopt;
+  }
   std::vector<int64_t> values;
   if (t.data_type() == onnx::TensorProto::INT64) {
     if (t.has_raw_data()) {
