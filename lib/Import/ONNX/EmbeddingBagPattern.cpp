@@ -142,7 +142,8 @@ private:
 std::string throughCasts(const GraphIndex &g, std::string name) {
   for (;;) {
     const onnx::NodeProto *n = g.producer(name);
-    if (!n || (n->op_type() != "Cast" && n->op_type() != "Unsqueeze"))
+    if (!n || n->input_size() < 1 ||
+        (n->op_type() != "Cast" && n->op_type() != "Unsqueeze"))
       return name;
     name = n->input(0);
   }
@@ -157,8 +158,9 @@ bool isShapeDim(const GraphIndex &g, const std::string &name,
     return false;
   const onnx::NodeProto *shape = g.producer(gather->input(0), "Shape");
   std::optional<std::vector<int64_t>> at = g.constant(gather->input(1));
-  return shape && shape->input(0) == of && !attrOf(*shape, "start") &&
-         !attrOf(*shape, "end") && at && at->size() == 1 && (*at)[0] == index;
+  return shape && shape->input_size() == 1 && shape->input(0) == of &&
+         !attrOf(*shape, "start") && !attrOf(*shape, "end") && at &&
+         at->size() == 1 && (*at)[0] == index;
 }
 
 /// The body of a bag loop: the reduction's mode, the table, the flattened
@@ -173,7 +175,8 @@ std::optional<std::string> perBag(const GraphIndex &body,
                                   const std::string &name,
                                   const std::string &iteration) {
   std::string at = name;
-  if (const onnx::NodeProto *u = body.producer(at, "Unsqueeze"))
+  if (const onnx::NodeProto *u = body.producer(at, "Unsqueeze");
+      u && u->input_size() >= 1)
     at = u->input(0);
   const onnx::NodeProto *gather = body.producer(at, "Gather");
   if (!gather || gather->input_size() != 2 || gather->input(1) != iteration ||
@@ -277,10 +280,14 @@ heterps::onnx_import::findEmbeddingBags(const onnx::GraphProto &graph,
     const onnx::NodeProto *reshape = outer.producer(bag->flat, "Reshape");
     const onnx::NodeProto *ends = outer.producer(bag->ends, "Slice");
     const onnx::NodeProto *starts = outer.producer(bag->starts, "Concat");
+    if (starts && starts->input_size() != 2)
+      starts = nullptr;
     const onnx::NodeProto *range =
-        starts && starts->input_size() == 2
-            ? outer.producer(starts->input(0), "Range")
-            : nullptr;
+        starts ? outer.producer(starts->input(0), "Range") : nullptr;
+    if (range && range->input_size() != 3)
+      range = nullptr;
+    if (reshape && reshape->input_size() != 2)
+      reshape = nullptr;
     std::string ids = reshape ? reshape->input(0) : std::string();
     bool fixed = reshape && outer.isConstant(reshape->input(1), {-1}) && ends &&
                  ends->input(0) == bag->starts && ends->input_size() >= 4 &&
@@ -294,8 +301,10 @@ heterps::onnx_import::findEmbeddingBags(const onnx::GraphProto &graph,
       const onnx::NodeProto *count =
           outer.producer(throughCasts(outer, range->input(1)), "ReduceProd");
       const onnx::NodeProto *shape =
-          count ? outer.producer(count->input(0), "Shape") : nullptr;
-      fixed = shape && shape->input(0) == ids;
+          count && count->input_size() >= 1
+              ? outer.producer(count->input(0), "Shape")
+              : nullptr;
+      fixed = shape && shape->input_size() == 1 && shape->input(0) == ids;
     }
     if (!fixed) {
       match.unsupported =
