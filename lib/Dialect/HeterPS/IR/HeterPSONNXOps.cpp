@@ -308,17 +308,29 @@ LogicalResult CumSumOp::verify() {
 // ArgExtremeOp
 //===----------------------------------------------------------------------===//
 
+/// The axis an index-producing reduction works along, normalised; reports
+/// one out of range (every axis is, for a 0-D input).
+static std::optional<int64_t> inferAxis(std::optional<Location> loc,
+                                        StringRef opName, int64_t axis,
+                                        int64_t rank) {
+  std::optional<int64_t> normalized = normalizeAxis(axis, rank);
+  if (!normalized || rank == 0) {
+    (void)emitOptionalError(loc, opName, ": axis ", axis,
+                            " is out of range for rank ", rank);
+    return std::nullopt;
+  }
+  return normalized;
+}
+
 LogicalResult ArgExtremeOp::inferReturnTypes(MLIRContext *context,
                                              std::optional<Location> loc,
                                              Adaptor adaptor,
                                              SmallVectorImpl<Type> &inferred) {
   auto input = cast<RankedTensorType>(adaptor.getInput().getType());
   std::optional<int64_t> axis =
-      normalizeAxis(adaptor.getAxis(), input.getRank());
-  if (!axis || input.getRank() == 0)
-    return emitOptionalError(loc, getOperationName(), ": axis ",
-                             static_cast<int64_t>(adaptor.getAxis()),
-                             " is out of range for rank ", input.getRank());
+      inferAxis(loc, getOperationName(), adaptor.getAxis(), input.getRank());
+  if (!axis)
+    return failure();
   SmallVector<int64_t> shape(input.getShape());
   if (adaptor.getKeepdims())
     shape[*axis] = 1;
@@ -339,11 +351,9 @@ LogicalResult TopKIndicesOp::inferReturnTypes(MLIRContext *context,
                                               SmallVectorImpl<Type> &inferred) {
   auto input = cast<RankedTensorType>(adaptor.getInput().getType());
   std::optional<int64_t> axis =
-      normalizeAxis(adaptor.getAxis(), input.getRank());
-  if (!axis || input.getRank() == 0)
-    return emitOptionalError(loc, getOperationName(), ": axis ",
-                             static_cast<int64_t>(adaptor.getAxis()),
-                             " is out of range for rank ", input.getRank());
+      inferAxis(loc, getOperationName(), adaptor.getAxis(), input.getRank());
+  if (!axis)
+    return failure();
   int64_t k = adaptor.getK(), size = input.getDimSize(*axis);
   if (k < 0 || (!ShapedType::isDynamic(size) && k > size))
     return emitOptionalError(loc, getOperationName(), ": k = ", k,
