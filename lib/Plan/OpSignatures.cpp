@@ -75,6 +75,8 @@ constexpr OpSignature kSignatures[] = {
     {"heterps.reduce_sum", 1, 1, 1, 0b1, "0", ""},
     {"heterps.relu", 1, 1, 1, 0b1, "0", ""},
     {"heterps.reshape", 1, 1, 1, 0b0, "0", ""},
+    {"heterps.scatter_elements", 3, 3, 1, 0b0, "0", "-i0"},
+    {"heterps.scatter_elements_grad", 2, 2, 2, 0b10, "11", "i-"},
     {"heterps.send", 1, 1, 0, 0b0, "", ""},
     {"heterps.sigmoid", 1, 1, 1, 0b1, "0", ""},
     {"heterps.slice", 1, 1, 1, 0b0, "0", ""},

@@ -103,6 +103,10 @@ static const std::map<std::string, std::string> kLimits = {
     {"Pow", "float base; the exponent is cast to the base type"},
     {"Range", "start, limit and delta must be known at import time (folded)"},
     {"Reshape", "the shape must be known at import time"},
+    {"Scatter", "as ScatterElements"},
+    {"ScatterElements",
+     "reduction none or add; with none, the gradient of duplicate indices "
+     "goes to every duplicate update"},
     {"Shape", "folded; a dynamic batch stays symbolic"},
     {"Slice", "starts/ends/axes/steps must be constants; the batch is kept"},
     {"SoftmaxCrossEntropyLoss",

@@ -1091,6 +1091,28 @@ TEST(GradientCheck, TopK) {
   }
 }
 
+TEST(GradientCheck, ScatterElements) {
+  // Stored updates hide the data under them; added ones do not. One row
+  // writes twice to one place only with "add" (with "none" the last write
+  // would win).
+  for (const char *reduction : {"none", "add"}) {
+    GradCase c(std::string("scatter_elements ") + reduction);
+    bool add = std::string(reduction) == "add";
+    c.param("d", {2, 5}, c.rng.uniform(10, -1.0f, 1.0f));
+    c.param("u", {2, 3}, c.rng.uniform(6, -1.0f, 1.0f));
+    c.code(std::string("%i = heterps.constant dense<") +
+           (add ? "[[4, 0, 4], [-1, 2, 1]]" : "[[4, 0, 2], [-1, 2, 1]]") +
+           "> : tensor<2x3xi64>");
+    c.code(std::string("%s = heterps.scatter_elements %d, %i, %u {axis = 1 : "
+                       "i64, reduction = \"") +
+           reduction +
+           "\"} : (tensor<2x5xf32>, tensor<2x3xi64>, tensor<2x3xf32>) -> "
+           "tensor<2x5xf32>");
+    c.mseLoss("%s", {2, 5});
+    checkGradients(c);
+  }
+}
+
 TEST(GradientCheck, Where) {
   // A mask from a comparison of data; y broadcasts from a row.
   GradCase c("where mask, x 3x4, y 4");

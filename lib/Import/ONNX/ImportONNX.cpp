@@ -2776,6 +2776,8 @@ static const StringRef kSupportedOps[] = {
     "ReduceSum",
     "Relu",
     "Reshape",
+    "Scatter",
+    "ScatterElements",
     "Shape",
     "Sigmoid",
     "Slice",
@@ -2834,6 +2836,22 @@ LogicalResult Importer::importNode(const onnx::NodeProto &n) {
     return convertEinsum();
   if (op == "TopK")
     return convertTopK();
+  if (op == "ScatterElements" || op == "Scatter") {
+    FailureOr<Value> data = input(0), indices = input(1), updates = input(2);
+    if (failed(data) || failed(indices) || failed(updates))
+      return failure();
+    std::string reduction = stringAttr("reduction", "none");
+    if (reduction != "none" && reduction != "add")
+      return nodeError() << "reduction '" << reduction
+                         << "' is not supported (none or add)";
+    if (!isa<IntegerType>(typeOf(*indices).getElementType()))
+      return nodeError() << "indices must be integers, got "
+                         << typeOf(*indices);
+    setOutput(ScatterElementsOp::create(
+        b, loc, typeOf(*data), *data, *indices, *updates,
+        b.getI64IntegerAttr(intAttr("axis", 0)), b.getStringAttr(reduction)));
+    return success();
+  }
   if (op == "GatherElements") {
     FailureOr<Value> data = input(0), indices = input(1);
     if (failed(data) || failed(indices))

@@ -529,14 +529,13 @@ private:
   PadIndex index;
 };
 
-/// heterps.gather_elements and (with `backward`) its gradient: the same
-/// walk over the indices, copying forward, adding backward.
-class GatherElementsKernel : public Kernel {
+/// The elements of `data` an index tensor names along `axis`, as ONNX's
+/// GatherElements and ScatterElements read them: one flat offset into the
+/// data per index.
+class ElementIndex {
 public:
-  GatherElementsKernel(const OpInfo &op, bool backward)
-      : Kernel(op), axisAttr(op.getInt("axis", 0)), backward(backward) {}
-  std::vector<Shape> prepare(const std::vector<Shape> &in) override {
-    const Shape &data = in[0], &idx = in[1];
+  void prepare(const OpInfo &info, int64_t axisAttr, const Shape &data,
+               const Shape &idx) {
     if (data.size() != idx.size())
       fail() << info.describe() << ": indices " << shapeString(idx)
              << " for data " << shapeString(data);
@@ -545,22 +544,19 @@ public:
       if (static_cast<int64_t>(d) != axis && idx[d] > data[d])
         fail() << info.describe() << ": indices " << shapeString(idx)
                << " are larger than the data " << shapeString(data);
-    if (backward && in[2] != idx)
-      fail() << info.describe() << ": the result gradient has shape "
-             << shapeString(in[2]) << ", the indices " << shapeString(idx);
     dataStrides = stridesOf(data);
     idxStrides = stridesOf(idx);
-    idxShape = idx;
+    rank = static_cast<int64_t>(idx.size());
     dimSize = data[axis];
-    return {backward ? data : idx};
   }
-  void run(const std::vector<const Tensor *> &in,
-           const std::vector<Tensor *> &res, ExecContext &) override {
-    int64_t n = in[1]->numElements(), rank = idxShape.size();
-    offsets.resize(n);
-    dispatchNumeric(in[1]->dtype(), info, [&](auto tag) {
+  /// The offsets of `indices`; an index out of range is an error.
+  const std::vector<int64_t> &offsets(const OpInfo &info,
+                                      const Tensor &indices) {
+    int64_t n = indices.numElements();
+    flat.resize(n);
+    dispatchNumeric(indices.dtype(), info, [&](auto tag) {
       using I = decltype(tag);
-      const I *idx = in[1]->as<I>();
+      const I *idx = indices.as<I>();
       for (int64_t p = 0; p < n; ++p) {
         int64_t at = static_cast<int64_t>(idx[p]);
         if (at < 0)
@@ -575,9 +571,35 @@ public:
           rem %= idxStrides[d];
           src += (d == axis ? at : c) * dataStrides[d];
         }
-        offsets[p] = src;
+        flat[p] = src;
       }
     });
+    return flat;
+  }
+
+private:
+  int64_t axis = 0, rank = 0, dimSize = 0;
+  std::vector<int64_t> dataStrides, idxStrides, flat;
+};
+
+/// heterps.gather_elements and (with `backward`) its gradient: the same
+/// walk over the indices, copying forward, adding backward.
+class GatherElementsKernel : public Kernel {
+public:
+  GatherElementsKernel(const OpInfo &op, bool backward)
+      : Kernel(op), axisAttr(op.getInt("axis", 0)), backward(backward) {}
+  std::vector<Shape> prepare(const std::vector<Shape> &in) override {
+    const Shape &data = in[0], &idx = in[1];
+    index.prepare(info, axisAttr, data, idx);
+    if (backward && in[2] != idx)
+      fail() << info.describe() << ": the result gradient has shape "
+             << shapeString(in[2]) << ", the indices " << shapeString(idx);
+    return {backward ? data : idx};
+  }
+  void run(const std::vector<const Tensor *> &in,
+           const std::vector<Tensor *> &res, ExecContext &) override {
+    const std::vector<int64_t> &offsets = index.offsets(info, *in[1]);
+    int64_t n = static_cast<int64_t>(offsets.size());
     if (!backward) {
       size_t es = dtypeSize(in[0]->dtype());
       const char *x = static_cast<const char *>(in[0]->data());
@@ -597,10 +619,84 @@ public:
   }
 
 private:
-  int64_t axisAttr, axis = 0, dimSize = 0;
+  int64_t axisAttr;
   bool backward;
-  std::vector<int64_t> dataStrides, idxStrides, offsets;
-  Shape idxShape;
+  ElementIndex index;
+};
+
+/// heterps.scatter_elements: data, with the updates stored ("none") or
+/// added ("add") where the indices name.
+class ScatterElementsKernel : public Kernel {
+public:
+  explicit ScatterElementsKernel(const OpInfo &op)
+      : Kernel(op), axisAttr(op.getInt("axis", 0)),
+        add(readReduction(op) == "add") {}
+  std::vector<Shape> prepare(const std::vector<Shape> &in) override {
+    index.prepare(info, axisAttr, in[0], in[1]);
+    if (in[2] != in[1])
+      fail() << info.describe() << ": updates " << shapeString(in[2])
+             << " for indices " << shapeString(in[1]);
+    return {in[0]};
+  }
+  void run(const std::vector<const Tensor *> &in,
+           const std::vector<Tensor *> &res, ExecContext &) override {
+    const std::vector<int64_t> &offsets = index.offsets(info, *in[1]);
+    dispatchNumeric(in[0]->dtype(), info, [&](auto tag) {
+      using T = decltype(tag);
+      const T *x = in[0]->as<T>(), *u = in[2]->as<T>();
+      T *y = res[0]->as<T>();
+      std::copy(x, x + in[0]->numElements(), y);
+      for (size_t p = 0; p < offsets.size(); ++p)
+        y[offsets[p]] = add ? T(y[offsets[p]] + u[p]) : u[p];
+    });
+  }
+
+  /// The `reduction` attribute, checked.
+  static std::string readReduction(const OpInfo &op) {
+    std::string reduction = op.getString("reduction", "none");
+    if (reduction != "none" && reduction != "add")
+      fail() << op.describe() << ": reduction '" << reduction
+             << "' is not one of: none, add";
+    return reduction;
+  }
+
+private:
+  int64_t axisAttr;
+  bool add;
+  ElementIndex index;
+};
+
+/// heterps.scatter_elements_grad: (indices, result_grad) -> the data's
+/// gradient (zeroed where an update was stored) and the updates'.
+class ScatterElementsGradKernel : public Kernel {
+public:
+  explicit ScatterElementsGradKernel(const OpInfo &op)
+      : Kernel(op), axisAttr(op.getInt("axis", 0)),
+        add(ScatterElementsKernel::readReduction(op) == "add") {}
+  std::vector<Shape> prepare(const std::vector<Shape> &in) override {
+    index.prepare(info, axisAttr, in[1], in[0]);
+    return {in[1], in[0]};
+  }
+  void run(const std::vector<const Tensor *> &in,
+           const std::vector<Tensor *> &res, ExecContext &) override {
+    const std::vector<int64_t> &offsets = index.offsets(info, *in[0]);
+    dispatchFloat(in[1]->dtype(), info, [&](auto tag) {
+      using T = decltype(tag);
+      const T *dy = in[1]->as<T>();
+      T *dx = res[0]->as<T>(), *du = res[1]->as<T>();
+      std::copy(dy, dy + in[1]->numElements(), dx);
+      for (size_t p = 0; p < offsets.size(); ++p) {
+        du[p] = dy[offsets[p]];
+        if (!add)
+          dx[offsets[p]] = T(0);
+      }
+    });
+  }
+
+private:
+  int64_t axisAttr;
+  bool add;
+  ElementIndex index;
 };
 
 class ExpandKernel : public Kernel {
@@ -697,6 +793,8 @@ void cpu::registerShapeKernels(KernelRegistry &r) {
   r.add("heterps.gather_elements_grad", DeviceKind::CPU, [](const OpInfo &op) {
     return std::make_unique<GatherElementsKernel>(op, true);
   });
+  addKernel<ScatterElementsKernel>(r, "heterps.scatter_elements");
+  addKernel<ScatterElementsGradKernel>(r, "heterps.scatter_elements_grad");
   addKernel<SliceGradKernel>(r, "heterps.slice_grad");
   addKernel<PadKernel>(r, "heterps.pad");
   addKernel<PadGradKernel>(r, "heterps.pad_grad");

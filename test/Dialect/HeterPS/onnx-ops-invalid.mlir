@@ -210,6 +210,22 @@ func.func @arg_extreme_axis(%x: tensor<4x10xf32>) {
 
 // -----
 
+func.func @scatter_updates(%x: tensor<4x10xf32>, %i: tensor<4x3xi64>, %u: tensor<4x2xf32>) {
+  // expected-error @+1 {{'heterps.scatter_elements' op updates 4x2 must have the indices' shape 4x3}}
+  %s = heterps.scatter_elements %x, %i, %u {axis = 1 : i64} : (tensor<4x10xf32>, tensor<4x3xi64>, tensor<4x2xf32>) -> tensor<4x10xf32>
+  return
+}
+
+// -----
+
+func.func @scatter_reduction(%x: tensor<4x10xf32>, %i: tensor<4x3xi64>, %u: tensor<4x3xf32>) {
+  // expected-error @+1 {{'heterps.scatter_elements' op reduction 'mul' is not one of: none, add}}
+  %s = heterps.scatter_elements %x, %i, %u {axis = 1 : i64, reduction = "mul"} : (tensor<4x10xf32>, tensor<4x3xi64>, tensor<4x3xf32>) -> tensor<4x10xf32>
+  return
+}
+
+// -----
+
 func.func @top_k_axis(%x: tensor<4x10xf32>) {
   // expected-error @+2 {{failed to infer returned types}}
   // expected-error @+1 {{heterps.top_k_indices: axis -3 is out of range for rank 2}}

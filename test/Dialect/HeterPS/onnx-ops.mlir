@@ -1,7 +1,8 @@
 // Round trip of the ops the ONNX frontend adds (gather, slice, cast, expand,
-// pad, compare, logical, not, where, arg_extreme, top_k_indices, cumsum,
-// weighted_nll_loss) and of an embedding table with initial rows: parse,
-// print, parse again, in the custom and in the generic form.
+// pad, compare, logical, not, where, arg_extreme, top_k_indices,
+// scatter_elements, cumsum, weighted_nll_loss) and of an embedding table
+// with initial rows: parse, print, parse again, in the custom and in the
+// generic form.
 // RUN: heterps-opt %s | heterps-opt | FileCheck %s
 // RUN: heterps-opt %s --mlir-print-op-generic | heterps-opt | FileCheck %s
 
@@ -81,6 +82,15 @@ func.func @arg_extremes(%x: tensor<?x10xf32>) {
   // CHECK: heterps.arg_extreme min %{{.*}} {axis = 1 : i64, select_last_index = true} : (tensor<?x10xf32>) -> tensor<?x1xi64>
   %j = heterps.arg_extreme min %x {axis = 1 : i64, select_last_index = true} : (tensor<?x10xf32>) -> tensor<?x1xi64>
   return
+}
+
+// CHECK-LABEL: func.func @scatter
+func.func @scatter(%x: tensor<?x10xf32>, %i: tensor<?x3xi64>, %u: tensor<?x3xf32>) -> tensor<?x10xf32> {
+  // CHECK: %[[S:.*]] = heterps.scatter_elements %{{.*}}, %{{.*}}, %{{.*}} {axis = 1 : i64, reduction = "add"} : (tensor<?x10xf32>, tensor<?x3xi64>, tensor<?x3xf32>) -> tensor<?x10xf32>
+  %s = heterps.scatter_elements %x, %i, %u {axis = 1 : i64, reduction = "add"} : (tensor<?x10xf32>, tensor<?x3xi64>, tensor<?x3xf32>) -> tensor<?x10xf32>
+  // CHECK: heterps.scatter_elements_grad %{{.*}}, %[[S]] {axis = 1 : i64} : (tensor<?x3xi64>, tensor<?x10xf32>) -> (tensor<?x10xf32>, tensor<?x3xf32>)
+  %dd, %du = heterps.scatter_elements_grad %i, %s {axis = 1 : i64} : (tensor<?x3xi64>, tensor<?x10xf32>) -> (tensor<?x10xf32>, tensor<?x3xf32>)
+  return %s : tensor<?x10xf32>
 }
 
 // CHECK-LABEL: func.func @top_k

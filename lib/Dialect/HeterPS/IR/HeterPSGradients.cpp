@@ -452,6 +452,26 @@ struct GatherElementsRule {
   }
 };
 
+/// scatter_elements of float data: the data keeps the gradient where
+/// nothing was stored over it, each update gets it where it went.
+struct ScatterElementsRule {
+  static LogicalResult build(ScatterElementsOp op, OpBuilder &b, ValueRange dy,
+                             Grads &g) {
+    if (!isa<FloatType>(getElementTypeOrSelf(op.getData().getType()))) {
+      g.append({Value(), Value(), Value()});
+      return success();
+    }
+    auto grads = ScatterElementsGradOp::create(
+        b, op.getLoc(),
+        TypeRange{op.getData().getType(), op.getUpdates().getType()},
+        ValueRange{op.getIndices(), dy[0]},
+        {b.getNamedAttr("axis", op.getAxisAttr()),
+         b.getNamedAttr("reduction", op.getReductionAttr())});
+    g.append({grads.getDataGrad(), Value(), grads.getUpdatesGrad()});
+    return success();
+  }
+};
+
 /// A slice of float data puts its gradient back in place, zeros around it.
 struct SliceRule {
   static LogicalResult build(SliceOp op, OpBuilder &b, ValueRange dy,
@@ -665,6 +685,7 @@ void mlir::heterps::attachGradientModels(MLIRContext *context) {
   attach<WhereOp, WhereRule>(context);
   attach<CumSumOp, CumSumRule>(context);
   attach<GatherElementsOp, GatherElementsRule>(context);
+  attach<ScatterElementsOp, ScatterElementsRule>(context);
   attach<ReduceSumOp, ReduceRule<ReduceSumOp>>(context);
   attach<ReduceMeanOp, ReduceRule<ReduceMeanOp>>(context);
   attach<ReduceMaxOp, ReduceRule<ReduceMaxOp>>(context);

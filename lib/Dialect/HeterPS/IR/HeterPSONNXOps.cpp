@@ -117,6 +117,51 @@ LogicalResult GatherElementsGradOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// ScatterElementsOp
+//===----------------------------------------------------------------------===//
+
+/// The checks scatter_elements and its gradient share: indices that
+/// gather_elements could read from `data` with `updates` of their shape,
+/// and a known reduction.
+template <typename OpTy>
+static LogicalResult verifyScatter(OpTy op, RankedTensorType data,
+                                   RankedTensorType indices,
+                                   RankedTensorType updates) {
+  if (failed(gatherElementsType(data, indices, op.getAxis(), op.getLoc(),
+                                op.getOperationName())))
+    return failure();
+  if (!shapesAgree(indices.getShape(), updates.getShape()))
+    return op.emitOpError() << "updates " << formatShape(updates.getShape())
+                            << " must have the indices' shape "
+                            << formatShape(indices.getShape());
+  if (op.getReduction() != "none" && op.getReduction() != "add")
+    return op.emitOpError() << "reduction '" << op.getReduction()
+                            << "' is not one of: none, add";
+  return success();
+}
+
+LogicalResult ScatterElementsOp::verify() {
+  if (getUpdates().getType().getElementType() !=
+      getData().getType().getElementType())
+    return emitOpError() << "updates of " << getUpdates().getType()
+                         << " for data of " << getData().getType();
+  return verifyScatter(*this, getData().getType(), getIndices().getType(),
+                       getUpdates().getType());
+}
+
+LogicalResult ScatterElementsGradOp::verify() {
+  auto dy = cast<RankedTensorType>(getResultGrad().getType());
+  if (getDataGrad().getType() != dy ||
+      cast<RankedTensorType>(getUpdatesGrad().getType()).getElementType() !=
+          dy.getElementType())
+    return emitOpError() << "the data's gradient must have the result "
+                            "gradient's type "
+                         << dy << ", the updates' its element type";
+  return verifyScatter(*this, dy, getIndices().getType(),
+                       cast<RankedTensorType>(getUpdatesGrad().getType()));
+}
+
+//===----------------------------------------------------------------------===//
 // SliceOp
 //===----------------------------------------------------------------------===//
 

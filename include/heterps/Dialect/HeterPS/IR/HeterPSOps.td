@@ -1051,6 +1051,32 @@ def HeterPS_GatherElementsOp : HeterPS_Op<"gather_elements",
   }];
 }
 
+def HeterPS_ScatterElementsOp : HeterPS_Op<"scatter_elements",
+    [Pure, AllTypesMatch<["data", "result"]>, HeterPS_CostOpInterface]> {
+  let summary = "Writes elements at an index tensor (ONNX ScatterElements)";
+  let description = [{
+    `data` with element `p` of `updates` written where `gather_elements`
+    with the same `indices` and `axis` would read element `p`: stored
+    (`reduction = "none"`, the last write of an index wins) or added
+    (`"add"`). `updates` has the shape of `indices`.
+
+    ```mlir
+    %s = heterps.scatter_elements %x, %i, %u {axis = 1 : i64, reduction = "add"}
+           : (tensor<?x10xf32>, tensor<?x3xi64>, tensor<?x3xf32>) -> tensor<?x10xf32>
+    ```
+  }];
+  let arguments = (ins HeterPS_NumericTensor:$data, HeterPS_IdTensor:$indices,
+                       HeterPS_NumericTensor:$updates,
+                       DefaultValuedAttr<I64Attr, "0">:$axis,
+                       DefaultValuedAttr<StrAttr, "\"none\"">:$reduction);
+  let results = (outs HeterPS_NumericTensor:$result);
+  let assemblyFormat = [{
+    $data `,` $indices `,` $updates attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def HeterPS_SliceOp : HeterPS_Op<"slice",
     [Pure, InferTypeOpAdaptor, HeterPS_CostOpInterface]> {
   let summary = "Strided slice with static bounds (ONNX Slice)";
@@ -1311,6 +1337,31 @@ def HeterPS_GatherGradOp : HeterPS_Op<"gather_grad",
   let assemblyFormat = [{
     $data `,` $indices `,` $result_grad attr-dict `:`
     functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def HeterPS_ScatterElementsGradOp : HeterPS_Op<"scatter_elements_grad",
+    [Pure, HeterPS_CostOpInterface]> {
+  let summary = "Gradients of scatter_elements";
+  let description = [{
+    From the result's gradient: the data's (the result gradient with the
+    written elements zeroed for `reduction = "none"`, whole for `"add"`) and
+    the updates' (the result gradient where each update went).
+
+    ```mlir
+    %dd, %du = heterps.scatter_elements_grad %i, %ds {axis = 1 : i64}
+        : (tensor<?x3xi64>, tensor<?x10xf32>) -> (tensor<?x10xf32>, tensor<?x3xf32>)
+    ```
+  }];
+  let arguments = (ins HeterPS_IdTensor:$indices,
+                       HeterPS_FloatTensor:$result_grad,
+                       DefaultValuedAttr<I64Attr, "0">:$axis,
+                       DefaultValuedAttr<StrAttr, "\"none\"">:$reduction);
+  let results = (outs HeterPS_FloatTensor:$data_grad,
+                      HeterPS_FloatTensor:$updates_grad);
+  let assemblyFormat = [{
+    $indices `,` $result_grad attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
