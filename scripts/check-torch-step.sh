@@ -21,7 +21,8 @@
 # (the lit tests set it to the build's bin/), else from PATH.
 set -euo pipefail
 if [ $# -lt 3 ]; then
-  echo "usage: $0 MODEL FIXTURE.onnx WORK_DIR [--loss=L] [--tolerance=T]" >&2
+  echo "usage: $0 MODEL FIXTURE.onnx WORK_DIR [--loss=L] [--tolerance=T]" \
+    "[--float64]" >&2
   exit 2
 fi
 model=$1 onnx=$2 work=$3 loss=bce tolerance=1e-5 float64=
