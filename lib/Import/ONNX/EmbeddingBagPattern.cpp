@@ -19,6 +19,7 @@
 
 #include "EmbeddingBagPattern.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -260,6 +261,11 @@ void collectProducers(const GraphIndex &g, const std::string &name,
 std::vector<EmbeddingBagMatch>
 heterps::onnx_import::findEmbeddingBags(const onnx::GraphProto &graph,
                                         std::set<int> &skipped) {
+  // Most graphs have no Loop: they need no index of their names.
+  if (std::none_of(
+          graph.node().begin(), graph.node().end(),
+          [](const onnx::NodeProto &n) { return n.op_type() == "Loop"; }))
+    return {};
   GraphIndex outer(graph);
   std::vector<EmbeddingBagMatch> matches;
   std::set<int> helpers;
