@@ -24,7 +24,7 @@
 #include <map>
 #include <optional>
 
-using namespace heterps::onnx_import;
+using namespace mlir::heterps::onnx_import;
 
 namespace {
 
@@ -259,8 +259,8 @@ void collectProducers(const GraphIndex &g, const std::string &name,
 } // namespace
 
 std::vector<EmbeddingBagMatch>
-heterps::onnx_import::findEmbeddingBags(const onnx::GraphProto &graph,
-                                        std::set<int> &skipped) {
+mlir::heterps::onnx_import::findEmbeddingBags(const onnx::GraphProto &graph,
+                                              std::set<int> &skipped) {
   // Most graphs have no Loop: they need no index of their names.
   if (std::none_of(
           graph.node().begin(), graph.node().end(),

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-namespace heterps::onnx_import {
+namespace mlir::heterps::onnx_import {
 
 /// One nn.EmbeddingBag found in a graph.
 struct EmbeddingBagMatch {
@@ -42,6 +42,6 @@ struct EmbeddingBagMatch {
 std::vector<EmbeddingBagMatch> findEmbeddingBags(const onnx::GraphProto &graph,
                                                  std::set<int> &skipped);
 
-} // namespace heterps::onnx_import
+} // namespace mlir::heterps::onnx_import
 
 #endif // HETERPS_LIB_IMPORT_ONNX_EMBEDDINGBAGPATTERN_H
