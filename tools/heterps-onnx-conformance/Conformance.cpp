@@ -84,6 +84,8 @@ static const std::map<std::string, std::string> kLimits = {
      "folded when both inputs are known; on data heterps.compare"},
     {"Gather", "from a float initializer by computed ids: an embedding table; "
                "otherwise a dense gather"},
+    {"GRU", "default activations, no clip; W and R of static shape; "
+            "linear_before_reset 0 or 1; sequence_lens masks steps"},
     {"Identity", "tensors only (no sequences or optionals)"},
     {"InstanceNormalization",
      "spelled out with reduce_mean, sub, mul, sqrt, div and a per-channel "
@@ -93,6 +95,8 @@ static const std::map<std::string, std::string> kLimits = {
     {"Less", "folded when both inputs are known; on data heterps.compare"},
     {"LessOrEqual",
      "folded when both inputs are known; on data heterps.compare"},
+    {"LSTM", "default activations, no clip, input_forget 0; W and R of static "
+             "shape; peepholes and sequence_lens supported"},
     {"MaxPool", "one output (no Indices), storage_order 0, float tensors"},
     {"Mul", "float or integer tensors of one type"},
     {"NegativeLogLikelihoodLoss",
@@ -101,6 +105,8 @@ static const std::map<std::string, std::string> kLimits = {
             "modes constant, reflect and edge; no negative pads; the batch "
             "is not padded; all-zero pads are dropped"},
     {"Pow", "float base; the exponent is cast to the base type"},
+    {"RNN", "activations Tanh or Relu (one for every direction), no clip; W "
+            "and R of static shape"},
     {"Range", "start, limit and delta must be known at import time (folded)"},
     {"Reshape", "the shape must be known at import time"},
     {"Scatter", "as ScatterElements"},

@@ -1113,6 +1113,95 @@ TEST(GradientCheck, ScatterElements) {
   }
 }
 
+/// A recurrent layer over T = 3 steps of B = 2 rows, I = 3 inputs, H = 2
+/// units: every operand a parameter (the input too), the loss on both the
+/// sequence and the final state(s). `lengths` masks row 1 after one step.
+void checkRecurrent(const std::string &op, const std::string &attrs,
+                    bool bidirectional, bool lengths, bool initial,
+                    bool peepholes = false) {
+  GradCase c(op + " " + attrs + (lengths ? " lengths" : "") +
+             (initial ? " initial" : "") + (peepholes ? " peepholes" : ""));
+  int64_t T = 3, B = 2, I = 3, H = 2, D = bidirectional ? 2 : 1;
+  int64_t G = op == "gru" ? 3 : op == "lstm" ? 4 : 1;
+  bool lstm = op == "lstm";
+  c.param("x", {T, B, I}, c.rng.uniform(T * B * I, -1.0f, 1.0f));
+  c.param("w", {D, G * H, I}, c.rng.uniform(D * G * H * I, -0.8f, 0.8f));
+  c.param("r", {D, G * H, H}, c.rng.uniform(D * G * H * H, -0.8f, 0.8f));
+  c.param("b", {D, 2 * G * H}, c.rng.uniform(D * 2 * G * H, -0.5f, 0.5f));
+  std::string operands = "%x, %w, %r, %b";
+  std::string types = tensorType({T, B, I}) + ", " + tensorType({D, G * H, I}) +
+                      ", " + tensorType({D, G * H, H}) + ", " +
+                      tensorType({D, 2 * G * H});
+  std::string state = tensorType({D, B, H});
+  if (lengths) {
+    c.code("%len = heterps.constant dense<[3, 1]> : tensor<2xi32>");
+    operands += " lengths(%len)";
+    types += ", tensor<2xi32>";
+  }
+  if (initial) {
+    c.param("h0", {D, B, H}, c.rng.uniform(D * B * H, -1.0f, 1.0f));
+    operands += " initial_h(%h0)";
+    types += ", " + state;
+    if (lstm) {
+      c.param("c0", {D, B, H}, c.rng.uniform(D * B * H, -1.0f, 1.0f));
+      operands += " initial_c(%c0)";
+      types += ", " + state;
+    }
+  }
+  if (peepholes) {
+    c.param("p", {D, 3 * H}, c.rng.uniform(D * 3 * H, -0.5f, 0.5f));
+    operands += " peepholes(%p)";
+    types += ", " + tensorType({D, 3 * H});
+  }
+  std::string seq = tensorType({T, D, B, H});
+  c.code(std::string("%y, %yh") + (lstm ? ", %yc" : "") + " = heterps." + op +
+         " " + operands + " {hidden_size = 2 : i64, direction = \"" +
+         (bidirectional ? "bidirectional" : "forward") + "\"" +
+         (attrs.empty() ? "" : ", " + attrs) + "} : (" + types + ") -> (" +
+         seq + ", " + state + (lstm ? ", " + state : "") + ")");
+  c.frozen("ty", {T, D, B, H}, c.rng.uniform(T * D * B * H, -1.0f, 1.0f));
+  c.frozen("th", {D, B, H}, c.rng.uniform(D * B * H, -1.0f, 1.0f));
+  c.code("%ly = heterps.mse_loss %y, %ty : (" + seq + ", " + seq +
+         ") -> tensor<f32>");
+  c.code("%lh = heterps.mse_loss %yh, %th : (" + state + ", " + state +
+         ") -> tensor<f32>");
+  if (lstm) {
+    c.frozen("tc", {D, B, H}, c.rng.uniform(D * B * H, -1.0f, 1.0f));
+    c.code("%lc = heterps.mse_loss %yc, %tc : (" + state + ", " + state +
+           ") -> tensor<f32>");
+    c.code("%l2 = heterps.add %ly, %lh : (tensor<f32>, tensor<f32>) -> "
+           "tensor<f32>");
+    c.code("%loss = heterps.add %l2, %lc : (tensor<f32>, tensor<f32>) -> "
+           "tensor<f32>");
+  } else {
+    c.code("%loss = heterps.add %ly, %lh : (tensor<f32>, tensor<f32>) -> "
+           "tensor<f32>");
+  }
+  checkGradients(c);
+}
+
+TEST(GradientCheck, RNN) {
+  checkRecurrent("rnn", "", /*bidirectional=*/false, /*lengths=*/false,
+                 /*initial=*/false);
+  checkRecurrent("rnn", "", true, true, true);
+  checkRecurrent("rnn", "activation = \"relu\"", false, true, true);
+}
+
+TEST(GradientCheck, GRU) {
+  // Reset before the recurrent GEMM (ONNX's default) and after it
+  // (PyTorch's).
+  checkRecurrent("gru", "", false, false, false);
+  checkRecurrent("gru", "", true, true, true);
+  checkRecurrent("gru", "linear_before_reset = true", false, false, true);
+  checkRecurrent("gru", "linear_before_reset = true", true, true, false);
+}
+
+TEST(GradientCheck, LSTM) {
+  checkRecurrent("lstm", "", false, false, false);
+  checkRecurrent("lstm", "", true, true, true);
+  checkRecurrent("lstm", "", true, false, true, /*peepholes=*/true);
+}
+
 TEST(GradientCheck, Where) {
   // A mask from a comparison of data; y broadcasts from a row.
   GradCase c("where mask, x 3x4, y 4");

@@ -2476,6 +2476,7 @@ static const StringRef kSupportedOps[] = {
     "Exp",
     "Expand",
     "Flatten",
+    "GRU",
     "Gather",
     "GatherElements",
     "Gemm",
@@ -2484,6 +2485,7 @@ static const StringRef kSupportedOps[] = {
     "GreaterOrEqual",
     "Identity",
     "InstanceNormalization",
+    "LSTM",
     "LayerNormalization",
     "LeakyRelu",
     "Less",
@@ -2499,6 +2501,7 @@ static const StringRef kSupportedOps[] = {
     "Or",
     "Pad",
     "Pow",
+    "RNN",
     "Range",
     "ReduceL2",
     "ReduceMax",
@@ -2568,6 +2571,8 @@ LogicalResult Importer::importNode(const onnx::NodeProto &n) {
     return convertEinsum();
   if (op == "TopK")
     return convertTopK();
+  if (op == "RNN" || op == "GRU" || op == "LSTM")
+    return convertRecurrent(op);
   if (op == "ScatterElements" || op == "Scatter") {
     FailureOr<Value> data = input(0), indices = input(1), updates = input(2);
     if (failed(data) || failed(indices) || failed(updates))

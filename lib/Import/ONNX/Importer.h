@@ -259,6 +259,8 @@ private:
   LogicalResult convertBatchNorm();
   LogicalResult convertEinsum();
   LogicalResult convertTopK();
+  /// RNN, GRU and LSTM (ImportRecurrent.cpp).
+  LogicalResult convertRecurrent(StringRef op);
   LogicalResult convertEmbeddingBag(const EmbeddingBagMatch &bag);
   /// The embedding table made of a float initializer (made on first use).
   std::string tableSymbol(const std::string &initializer, const Known &table);

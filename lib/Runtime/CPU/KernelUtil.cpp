@@ -68,5 +68,6 @@ void heterps::runtime::registerCPUKernels(KernelRegistry &registry) {
   registerLogicKernels(registry);
   registerReduceKernels(registry);
   registerLossKernels(registry);
+  registerRecurrentKernels(registry);
   registerCNNKernels(registry);
 }

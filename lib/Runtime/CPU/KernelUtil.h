@@ -134,6 +134,7 @@ void registerShapeKernels(KernelRegistry &r);
 void registerLogicKernels(KernelRegistry &r);
 void registerReduceKernels(KernelRegistry &r);
 void registerLossKernels(KernelRegistry &r);
+void registerRecurrentKernels(KernelRegistry &r);
 
 } // namespace heterps::runtime::cpu
 

@@ -19,6 +19,7 @@
 #include "llvm/ADT/SmallPtrSet.h"
 
 #include <limits>
+#include <type_traits>
 
 using namespace mlir;
 using namespace mlir::heterps;
@@ -472,6 +473,58 @@ struct ScatterElementsRule {
   }
 };
 
+/// A recurrent layer: one gradient op with the layer's operands and
+/// attributes, its result gradients appended (those off the loss path left
+/// out, as the segment sizes record).
+template <typename OpTy, typename GradOpTy> struct RecurrentRule {
+  static LogicalResult build(OpTy op, OpBuilder &b, ValueRange dy, Grads &g) {
+    Location loc = op.getLoc();
+    auto segments = dyn_cast_or_null<DenseI32ArrayAttr>(
+        op->getInherentAttr("operandSegmentSizes").value_or(Attribute()));
+    if (!segments)
+      return op.emitOpError() << "has no operandSegmentSizes";
+    SmallVector<Value> operands(op->getOperands());
+    SmallVector<int32_t> sizes(segments.asArrayRef());
+    for (Value grad : dy) {
+      sizes.push_back(grad ? 1 : 0);
+      if (grad)
+        operands.push_back(grad);
+    }
+    SmallVector<NamedAttribute> attrs;
+    for (NamedAttribute attr : op->getAttrs())
+      if (attr.getName() != "operandSegmentSizes")
+        attrs.push_back(attr);
+    attrs.push_back(
+        b.getNamedAttr("operandSegmentSizes", b.getDenseI32ArrayAttr(sizes)));
+    Type state = op.getYH().getType();
+    SmallVector<Type> types{op.getInput().getType(), op.getWeights().getType(),
+                            op.getRecurrence().getType(),
+                            op.getBias().getType(), state};
+    if constexpr (std::is_same_v<OpTy, LSTMOp>) {
+      auto weights = cast<RankedTensorType>(op.getWeights().getType());
+      types.push_back(state);
+      types.push_back(RankedTensorType::get(
+          {weights.getDimSize(0), 3 * static_cast<int64_t>(op.getHiddenSize())},
+          weights.getElementType()));
+    }
+    Operation *grad = GradOpTy::create(b, loc, types, operands, attrs);
+    // Gradients in the layer's operand order; sequence_lens has none.
+    g.append({grad->getResult(0), grad->getResult(1), grad->getResult(2),
+              grad->getResult(3)});
+    if (op.getSequenceLens())
+      g.push_back(Value());
+    if (op.getInitialH())
+      g.push_back(grad->getResult(4));
+    if constexpr (std::is_same_v<OpTy, LSTMOp>) {
+      if (op.getInitialC())
+        g.push_back(grad->getResult(5));
+      if (op.getPeepholes())
+        g.push_back(grad->getResult(6));
+    }
+    return success();
+  }
+};
+
 /// A slice of float data puts its gradient back in place, zeros around it.
 struct SliceRule {
   static LogicalResult build(SliceOp op, OpBuilder &b, ValueRange dy,
@@ -696,6 +749,9 @@ void mlir::heterps::attachGradientModels(MLIRContext *context) {
   attach<MaxPoolOp, PoolRule<MaxPoolOp>>(context);
   attach<AvgPoolOp, PoolRule<AvgPoolOp>>(context);
   attach<ConvOp, ConvRule>(context);
+  attach<RNNOp, RecurrentRule<RNNOp, RNNGradOp>>(context);
+  attach<GRUOp, RecurrentRule<GRUOp, GRUGradOp>>(context);
+  attach<LSTMOp, RecurrentRule<LSTMOp, LSTMGradOp>>(context);
   attach<BatchNormOp, BatchNormRule>(context);
   attach<LayerNormOp, LayerNormRule>(context);
   attach<BCELossOp, LossRule<BCELossOp>>(context);

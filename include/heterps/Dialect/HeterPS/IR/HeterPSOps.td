@@ -1215,6 +1215,110 @@ def HeterPS_ExpandOp : HeterPS_Op<"expand",
 
 
 //===----------------------------------------------------------------------===//
+// Recurrent layers (ONNX RNN, GRU and LSTM: sequence first)
+//===----------------------------------------------------------------------===//
+
+// The operands and attributes every recurrent layer has. `input` is
+// T x B x I; `weights` D x G*H x I and `recurrence` D x G*H x H stack the G
+// gates of each of the D directions; `bias` is D x 2*G*H (the input biases of
+// the gates, then the recurrent ones). A batch row `b` of `sequence_lens`
+// runs its first lengths[b] steps: the state holds after them and `y` is 0
+// there. `initial_h` (D x B x H) defaults to zeros.
+defvar HeterPS_RecurrentArgs = (ins HeterPS_FloatTensor:$input,
+    HeterPS_FloatTensor:$weights, HeterPS_FloatTensor:$recurrence,
+    HeterPS_FloatTensor:$bias, Optional<HeterPS_IdTensor>:$sequence_lens,
+    Optional<HeterPS_FloatTensor>:$initial_h, I64Attr:$hidden_size,
+    DefaultValuedAttr<StrAttr, "\"forward\"">:$direction);
+
+class HeterPS_RecurrentOp<string mnemonic, dag extraArgs, dag extraResults,
+                          string extraFormat = "">
+    : HeterPS_Op<mnemonic, [Pure, CustomCost, AttrSizedOperandSegments]> {
+  let arguments = !con(HeterPS_RecurrentArgs, extraArgs);
+  let results = !con((outs HeterPS_FloatTensor:$y, HeterPS_FloatTensor:$y_h),
+                     extraResults);
+  let assemblyFormat = [{
+    $input `,` $weights `,` $recurrence `,` $bias
+    (`lengths` `(` $sequence_lens^ `)`)? (`initial_h` `(` $initial_h^ `)`)?
+  }] # extraFormat # [{ attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def HeterPS_RNNOp : HeterPS_RecurrentOp<"rnn",
+    (ins DefaultValuedAttr<StrAttr, "\"tanh\"">:$activation), (outs)> {
+  let summary = "Elman recurrent layer (ONNX RNN)";
+  let description = [{
+    `h[t] = f(x[t] W^T + h[t-1] R^T + Wb + Rb)` with `f` = tanh (or relu,
+    `activation = "relu"`), run forward, in reverse or both
+    (`direction = "bidirectional"`, two directions stacked in `weights`).
+    `y` (T x D x B x H) holds every step's state and `y_h` (D x B x H) the
+    last one of each direction.
+
+    ```mlir
+    %y, %yh = heterps.rnn %x, %w, %r, %b {hidden_size = 8 : i64}
+        : (tensor<5x?x4xf32>, tensor<1x8x4xf32>, tensor<1x8x8xf32>, tensor<1x16xf32>)
+        -> (tensor<5x1x?x8xf32>, tensor<1x?x8xf32>)
+    ```
+  }];
+}
+
+def HeterPS_GRUOp : HeterPS_RecurrentOp<"gru",
+    (ins DefaultValuedAttr<BoolAttr, "false">:$linear_before_reset), (outs)> {
+  let summary = "Gated recurrent unit layer (ONNX GRU)";
+  let description = [{
+    The gates are stacked as update `z`, reset `r` and candidate `n` (ONNX's
+    order; PyTorch's r, z, n is reordered by its exporter):
+
+    ```
+    z = sigmoid(x Wz^T + h Rz^T + Wbz + Rbz)
+    r = sigmoid(x Wr^T + h Rr^T + Wbr + Rbr)
+    n = tanh(x Wn^T + Wbn + (r * h) Rn^T + Rbn)      linear_before_reset = false
+    n = tanh(x Wn^T + Wbn + r * (h Rn^T + Rbn))      linear_before_reset = true
+    h' = (1 - z) * n + z * h
+    ```
+
+    `linear_before_reset = true` is PyTorch's nn.GRU.
+
+    ```mlir
+    %y, %yh = heterps.gru %x, %w, %r, %b initial_h(%h0)
+          {hidden_size = 16 : i64, linear_before_reset = true}
+        : (tensor<20x?x8xf32>, tensor<1x48x8xf32>, tensor<1x48x16xf32>,
+           tensor<1x96xf32>, tensor<1x?x16xf32>)
+        -> (tensor<20x1x?x16xf32>, tensor<1x?x16xf32>)
+    ```
+  }];
+}
+
+def HeterPS_LSTMOp : HeterPS_RecurrentOp<"lstm",
+    (ins Optional<HeterPS_FloatTensor>:$initial_c,
+         Optional<HeterPS_FloatTensor>:$peepholes),
+    (outs HeterPS_FloatTensor:$y_c),
+    [{ (`initial_c` `(` $initial_c^ `)`)? (`peepholes` `(` $peepholes^ `)`)? }]> {
+  let summary = "Long short-term memory layer (ONNX LSTM)";
+  let description = [{
+    The gates are stacked as input `i`, output `o`, forget `f` and cell `g`
+    (ONNX's order); the optional `peepholes` (D x 3*H) hold Pi, Po, Pf:
+
+    ```
+    i = sigmoid(x Wi^T + h Ri^T + Wbi + Rbi + Pi * c)
+    f = sigmoid(x Wf^T + h Rf^T + Wbf + Rbf + Pf * c)
+    g = tanh(x Wg^T + h Rg^T + Wbg + Rbg)
+    c' = f * c + i * g
+    o = sigmoid(x Wo^T + h Ro^T + Wbo + Rbo + Po * c')
+    h' = o * tanh(c')
+    ```
+
+    `y_c` (D x B x H) is the last cell state; `initial_c` defaults to zeros.
+
+    ```mlir
+    %y, %yh, %yc = heterps.lstm %x, %w, %r, %b {hidden_size = 16 : i64}
+        : (tensor<20x?x8xf32>, tensor<1x64x8xf32>, tensor<1x64x16xf32>, tensor<1x128xf32>)
+        -> (tensor<20x1x?x16xf32>, tensor<1x?x16xf32>, tensor<1x?x16xf32>)
+    ```
+  }];
+}
+
+//===----------------------------------------------------------------------===//
 // Training: backward ops and optimizer updates (written by heterps-autodiff)
 //===----------------------------------------------------------------------===//
 
@@ -1501,6 +1605,66 @@ def HeterPS_ConvGradOp : HeterPS_Op<"conv_grad",
   }];
   let hasVerifier = 1;
 }
+
+// The gradient of a recurrent layer: its forward operands and attributes,
+// then the gradients of its results that reach the loss (absent ones are
+// zero). The kernels rerun the forward pass to recover the gates.
+class HeterPS_RecurrentGradOp<string mnemonic, string forward, dag extraArgs,
+                              dag extraResults, string extraFormat = "">
+    : HeterPS_Op<mnemonic, [Pure, CustomCost, AttrSizedOperandSegments]> {
+  let summary = "Gradients of heterps." # forward;
+  let description = [{
+    The gradients of the input, the weights, the recurrence, the bias and
+    the initial state}] # !if(!eq(forward, "lstm"),
+        [{s (and the peepholes, zero when the layer has none)}], "") # [{
+    of a `heterps.}] # forward # [{` with the same attributes, from the
+    gradients of its results: `y_grad` and `y_h_grad}] #
+    !if(!eq(forward, "lstm"), [{` and `y_c_grad}], "") # [{` each when
+    present.
+
+    ```mlir
+    %dx, %dw, %dr, %db, %dh0}] # !if(!eq(forward, "lstm"), [{, %dc0, %dp}], "")
+    # [{ = heterps.}] # mnemonic # [{ %x, %w, %r, %b y_h_grad(%dyh) {hidden_size = 16 : i64}
+        : (...) -> (...)
+    ```
+  }];
+  let arguments = !con(HeterPS_RecurrentArgs, extraArgs);
+  let results = !con((outs HeterPS_FloatTensor:$input_grad,
+                           HeterPS_FloatTensor:$weights_grad,
+                           HeterPS_FloatTensor:$recurrence_grad,
+                           HeterPS_FloatTensor:$bias_grad,
+                           HeterPS_FloatTensor:$initial_h_grad),
+                     extraResults);
+  let assemblyFormat = [{
+    $input `,` $weights `,` $recurrence `,` $bias
+    (`lengths` `(` $sequence_lens^ `)`)? (`initial_h` `(` $initial_h^ `)`)?
+  }] # extraFormat # [{
+    (`y_grad` `(` $y_grad^ `)`)? (`y_h_grad` `(` $y_h_grad^ `)`)?
+  }] # !if(!eq(forward, "lstm"), [{(`y_c_grad` `(` $y_c_grad^ `)`)?}], "") # [{
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def HeterPS_RNNGradOp : HeterPS_RecurrentGradOp<"rnn_grad", "rnn",
+    (ins DefaultValuedAttr<StrAttr, "\"tanh\"">:$activation,
+         Optional<HeterPS_FloatTensor>:$y_grad,
+         Optional<HeterPS_FloatTensor>:$y_h_grad), (outs)>;
+
+def HeterPS_GRUGradOp : HeterPS_RecurrentGradOp<"gru_grad", "gru",
+    (ins DefaultValuedAttr<BoolAttr, "false">:$linear_before_reset,
+         Optional<HeterPS_FloatTensor>:$y_grad,
+         Optional<HeterPS_FloatTensor>:$y_h_grad), (outs)>;
+
+def HeterPS_LSTMGradOp : HeterPS_RecurrentGradOp<"lstm_grad", "lstm",
+    (ins Optional<HeterPS_FloatTensor>:$initial_c,
+         Optional<HeterPS_FloatTensor>:$peepholes,
+         Optional<HeterPS_FloatTensor>:$y_grad,
+         Optional<HeterPS_FloatTensor>:$y_h_grad,
+         Optional<HeterPS_FloatTensor>:$y_c_grad),
+    (outs HeterPS_FloatTensor:$initial_c_grad,
+          HeterPS_FloatTensor:$peepholes_grad),
+    [{ (`initial_c` `(` $initial_c^ `)`)? (`peepholes` `(` $peepholes^ `)`)? }]>;
 
 def HeterPS_PoolGradOp : HeterPS_Op<"pool_grad",
     [Pure, AllTypesMatch<["input", "input_grad"]>, CustomCost]> {

@@ -1,0 +1,699 @@
+//===- RecurrentKernels.cpp - RNN, GRU and LSTM layers and gradients ------===//
+//
+// A layer runs as oneDNN's RNN primitives do: the input side of every step
+// is one GEMM over all T x B rows before the recurrence starts, each step
+// then does one GEMM with the recurrent weights and the gates pointwise.
+// The gradient kernels rerun that forward pass, keeping each step's gate
+// activations and states, walk the steps backwards for the gate gradients,
+// and finish with three GEMMs over all steps for the input, weight and
+// recurrence gradients. Every buffer is sized in prepare(), so a step
+// allocates nothing.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CPUDevice.h"
+#include "KernelUtil.h"
+
+#include <oneapi/dnnl/dnnl.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+using namespace heterps::runtime;
+using namespace heterps::runtime::cpu;
+
+namespace {
+
+enum class Cell { RNN, GRU, LSTM };
+
+int64_t gateCount(Cell cell) {
+  switch (cell) {
+  case Cell::RNN:
+    return 1;
+  case Cell::GRU:
+    return 3;
+  case Cell::LSTM:
+    return 4;
+  }
+  return 1;
+}
+
+float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+
+/// Row-major C = alpha op(A) op(B) + beta C through oneDNN's GEMM.
+void gemm(const OpInfo &op, char ta, char tb, int64_t m, int64_t n, int64_t k,
+          const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+          float *c, int64_t ldc) {
+  if (m == 0 || n == 0)
+    return;
+  if (k == 0) {
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+    return;
+  }
+  ForeignCallScope foreign;
+  SerialScope serial(double(m) * n * k < kSerialWork);
+  if (dnnl_sgemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc) !=
+      dnnl_success)
+    fail() << op.describe() << ": oneDNN's GEMM failed for " << m << "x" << k
+           << " by " << k << "x" << n;
+}
+
+/// Where each operand of a recurrent op is, from its segment sizes (-1: the
+/// optional operand is absent).
+struct Operands {
+  int lengths = -1, initialH = -1, initialC = -1, peepholes = -1;
+  int yGrad = -1, yHGrad = -1, yCGrad = -1;
+};
+
+Operands readOperands(const OpInfo &op, Cell cell, bool gradient) {
+  Operands o;
+  int input = 0, weights = 0, recurrence = 0, bias = 0;
+  std::vector<int *> slots{&input, &weights,   &recurrence,
+                           &bias,  &o.lengths, &o.initialH};
+  if (cell == Cell::LSTM) {
+    slots.push_back(&o.initialC);
+    slots.push_back(&o.peepholes);
+  }
+  if (gradient) {
+    slots.push_back(&o.yGrad);
+    slots.push_back(&o.yHGrad);
+    if (cell == Cell::LSTM)
+      slots.push_back(&o.yCGrad);
+  }
+  std::vector<int64_t> sizes = op.getInts("operandSegmentSizes");
+  if (sizes.size() != slots.size())
+    fail() << op.describe() << ": operandSegmentSizes has " << sizes.size()
+           << " entries, expected " << slots.size();
+  int next = 0;
+  for (size_t i = 0; i < slots.size(); ++i) {
+    if (sizes[i] != 0 && sizes[i] != 1)
+      fail() << op.describe() << ": operandSegmentSizes[" << i << "] is "
+             << sizes[i] << ", expected 0 or 1";
+    if (i < 4 && sizes[i] != 1)
+      fail() << op.describe() << ": operand " << i << " is required";
+    *slots[i] = sizes[i] ? next++ : -1;
+  }
+  if (static_cast<size_t>(next) != op.numInputs())
+    fail() << op.describe() << ": operandSegmentSizes count " << next
+           << " operands, the op has " << op.numInputs();
+  return o;
+}
+
+/// The forward pass of one layer, and what its gradient needs of it.
+class Recurrence {
+public:
+  Recurrence(const OpInfo &op, Cell cell)
+      : op(op), cell(cell), gates(gateCount(cell)),
+        hidden(op.getInt("hidden_size")),
+        linearBeforeReset(op.getBool("linear_before_reset", false)),
+        relu(op.getString("activation", "tanh") == "relu") {
+    std::string direction = op.getString("direction", "forward");
+    if (direction == "bidirectional")
+      directions = 2;
+    else if (direction == "reverse")
+      reverseOnly = true;
+    else if (direction != "forward")
+      fail() << op.describe() << ": direction '" << direction
+             << "' is not forward, reverse or bidirectional";
+    if (hidden <= 0)
+      fail() << op.describe() << ": hidden_size must be positive, got "
+             << hidden;
+    std::string activation = op.getString("activation", "tanh");
+    if (activation != "tanh" && activation != "relu")
+      fail() << op.describe() << ": activation '" << activation
+             << "' is not tanh or relu";
+  }
+
+  /// Checks the operand shapes and sizes the buffers (all steps' gates and
+  /// states kept when `keep`, for a gradient).
+  void prepare(const std::vector<Shape> &in, const Operands &o, bool keep) {
+    const Shape &x = in[0];
+    if (x.size() != 3)
+      fail() << op.describe() << ": input must be T x B x I, got "
+             << shapeString(x);
+    steps = x[0];
+    batch = x[1];
+    inputs = x[2];
+    int64_t rows = gates * hidden;
+    expect(in[1], {directions, rows, inputs}, "weights");
+    expect(in[2], {directions, rows, hidden}, "recurrence");
+    expect(in[3], {directions, 2 * rows}, "bias");
+    if (o.lengths >= 0)
+      expect(in[o.lengths], {batch}, "sequence_lens");
+    for (int s : {o.initialH, o.initialC})
+      if (s >= 0)
+        expect(in[s], stateShape(), "initial state");
+    if (o.peepholes >= 0)
+      expect(in[o.peepholes], {directions, 3 * hidden}, "peepholes");
+    int64_t tb = steps * batch;
+    inputSide.assign(tb * rows, 0.0f);
+    recurrent.assign(batch * rows, 0.0f);
+    h.assign(batch * hidden, 0.0f);
+    c.assign(cell == Cell::LSTM ? batch * hidden : 0, 0.0f);
+    lengths.assign(batch, steps);
+    int64_t kept = keep ? tb : 0;
+    activations.assign(keep ? tb * rows : batch * rows, 0.0f);
+    statesIn.assign(keep ? tb * hidden : 0, 0.0f);
+    cellsIn.assign(keep && cell == Cell::LSTM ? kept * hidden : 0, 0.0f);
+    cellsOut.assign(keep && cell == Cell::LSTM ? kept * hidden : 0, 0.0f);
+    // GRU: h Rn^T + Rbn (linear before reset), or r * h (after it).
+    extra.assign(cell == Cell::GRU ? (keep ? tb : batch) * hidden : 0, 0.0f);
+    kept_ = keep;
+  }
+
+  Shape sequenceShape() const { return {steps, directions, batch, hidden}; }
+  Shape stateShape() const { return {directions, batch, hidden}; }
+  int64_t rows() const { return gates * hidden; }
+  bool reversed(int64_t d) const { return reverseOnly || d == 1; }
+  bool active(int64_t t, int64_t b) const { return t < lengths[b]; }
+
+  void readLengths(const Tensor *t) {
+    if (!t) {
+      std::fill(lengths.begin(), lengths.end(), steps);
+      return;
+    }
+    for (int64_t b = 0; b < batch; ++b) {
+      int64_t len = t->dtype() == DType::I32 ? t->as<int32_t>()[b]
+                    : t->dtype() == DType::I64
+                        ? t->as<int64_t>()[b]
+                        : (fail() << op.describe()
+                                  << ": sequence_lens must be int32 or "
+                                     "int64, got "
+                                  << dtypeName(t->dtype()),
+                           0);
+      if (len < 0 || len > steps)
+        fail() << op.describe() << ": sequence_lens[" << b << "] is " << len
+               << ", expected 0.." << steps;
+      lengths[b] = len;
+    }
+  }
+
+  /// Runs direction `d`; writes y (T x D x B x H, may be null), the final
+  /// state and cell (B x H each, null for none).
+  void forward(int64_t d, const float *x, const float *w, const float *r,
+               const float *bias, const float *h0, const float *c0,
+               const float *p, float *y, float *yh, float *yc) {
+    int64_t H = hidden, G = rows(), B = batch;
+    const float *wd = w + d * G * inputs, *rd = r + d * G * H;
+    const float *wb = bias + d * 2 * G, *rb = wb + G;
+    const float *pd = p ? p + d * 3 * H : nullptr;
+    // The input side of every step, with the biases that add outside the
+    // gates' nonlinear parts.
+    for (int64_t row = 0; row < steps * B; ++row) {
+      float *dst = &inputSide[row * G];
+      for (int64_t k = 0; k < G; ++k) {
+        bool addRecurrentBias =
+            !(cell == Cell::GRU && linearBeforeReset && k >= 2 * H);
+        dst[k] = wb[k] + (addRecurrentBias ? rb[k] : 0.0f);
+      }
+    }
+    gemm(op, 'N', 'T', steps * B, G, inputs, x, inputs, wd, inputs, 1.0f,
+         inputSide.data(), G);
+    if (h0)
+      std::copy(h0 + d * B * H, h0 + (d + 1) * B * H, h.begin());
+    else
+      std::fill(h.begin(), h.end(), 0.0f);
+    if (cell == Cell::LSTM) {
+      if (c0)
+        std::copy(c0 + d * B * H, c0 + (d + 1) * B * H, c.begin());
+      else
+        std::fill(c.begin(), c.end(), 0.0f);
+    }
+    for (int64_t s = 0; s < steps; ++s) {
+      int64_t t = reversed(d) ? steps - 1 - s : s;
+      float *act = &activations[(kept_ ? t * B : 0) * G];
+      float *ext =
+          cell == Cell::GRU ? &extra[(kept_ ? t * B : 0) * H] : nullptr;
+      if (kept_) {
+        std::copy(h.begin(), h.end(), &statesIn[t * B * H]);
+        if (cell == Cell::LSTM)
+          std::copy(c.begin(), c.end(), &cellsIn[t * B * H]);
+      }
+      // h R^T; the GRU's candidate part after the reset gate when it
+      // multiplies h first.
+      int64_t recurrentRows =
+          cell == Cell::GRU && !linearBeforeReset ? 2 * H : G;
+      gemm(op, 'N', 'T', B, recurrentRows, H, h.data(), H, rd, H, 0.0f,
+           recurrent.data(), G);
+      const float *in = &inputSide[t * B * G];
+      switch (cell) {
+      case Cell::RNN:
+        for (int64_t i = 0; i < B * H; ++i) {
+          float a = in[i] + recurrent[i];
+          act[i] = relu ? std::max(a, 0.0f) : std::tanh(a);
+        }
+        break;
+      case Cell::LSTM:
+        stepLSTM(t, in, pd, act);
+        break;
+      case Cell::GRU:
+        stepGRU(t, in, rd, rb, act, ext);
+        break;
+      }
+      // The new state of the rows still running; y is 0 past a row's end.
+      for (int64_t b = 0; b < B; ++b) {
+        float *yRow = y ? y + ((t * directions + d) * B + b) * H : nullptr;
+        if (!active(t, b)) {
+          if (yRow)
+            std::fill(yRow, yRow + H, 0.0f);
+          continue;
+        }
+        float *hb = &h[b * H];
+        const float *a = &act[b * G];
+        switch (cell) {
+        case Cell::RNN:
+          std::copy(a, a + H, hb);
+          break;
+        case Cell::GRU:
+          for (int64_t j = 0; j < H; ++j)
+            hb[j] = (1.0f - a[j]) * a[2 * H + j] + a[j] * hb[j];
+          break;
+        case Cell::LSTM:
+          for (int64_t j = 0; j < H; ++j)
+            hb[j] = a[H + j] * std::tanh(c[b * H + j]);
+          break;
+        }
+        if (yRow)
+          std::copy(hb, hb + H, yRow);
+      }
+      if (kept_ && cell == Cell::LSTM)
+        std::copy(c.begin(), c.end(), &cellsOut[t * B * H]);
+    }
+    if (yh)
+      std::copy(h.begin(), h.end(), yh + d * B * H);
+    if (yc)
+      std::copy(c.begin(), c.end(), yc + d * B * H);
+  }
+
+  const OpInfo &op;
+  Cell cell;
+  int64_t gates, hidden;
+  bool linearBeforeReset, relu;
+  int64_t directions = 1;
+  bool reverseOnly = false;
+  int64_t steps = 0, batch = 0, inputs = 0;
+
+  // Per direction: the input side of all steps (T x B x G) and this step's
+  // recurrent side (B x G); the running state and cell (B x H).
+  std::vector<float> inputSide, recurrent, h, c;
+  std::vector<int64_t> lengths;
+  // Gate activations (T x B x G when kept, else one step's), the state and
+  // cell entering each step and the cell leaving it (T x B x H), the GRU's
+  // candidate input (see prepare).
+  std::vector<float> activations, statesIn, cellsIn, cellsOut, extra;
+  bool kept_ = false;
+
+private:
+  void expect(const Shape &actual, const Shape &expected, const char *what) {
+    if (actual != expected)
+      fail() << op.describe() << ": " << what << " has shape "
+             << shapeString(actual) << ", expected " << shapeString(expected);
+  }
+
+  /// Gates i, o, f, g; the cell advances here for the active rows.
+  void stepLSTM(int64_t t, const float *in, const float *p, float *act) {
+    int64_t H = hidden, G = rows();
+    for (int64_t b = 0; b < batch; ++b) {
+      if (!active(t, b))
+        continue;
+      const float *ib = in + b * G, *rec = &recurrent[b * G];
+      float *a = act + b * G, *cb = &c[b * H];
+      for (int64_t j = 0; j < H; ++j) {
+        float cPrev = cb[j];
+        float pi = p ? p[j] : 0.0f, po = p ? p[H + j] : 0.0f,
+              pf = p ? p[2 * H + j] : 0.0f;
+        float i = sigmoid(ib[j] + rec[j] + pi * cPrev);
+        float f = sigmoid(ib[2 * H + j] + rec[2 * H + j] + pf * cPrev);
+        float g = std::tanh(ib[3 * H + j] + rec[3 * H + j]);
+        float cNew = f * cPrev + i * g;
+        float o = sigmoid(ib[H + j] + rec[H + j] + po * cNew);
+        a[j] = i;
+        a[H + j] = o;
+        a[2 * H + j] = f;
+        a[3 * H + j] = g;
+        cb[j] = cNew;
+      }
+    }
+  }
+
+  /// Gates z, r, n; `ext` gets h Rn^T + Rbn or r * h.
+  void stepGRU(int64_t t, const float *in, const float *rd, const float *rb,
+               float *act, float *ext) {
+    int64_t H = hidden, G = rows(), B = batch;
+    for (int64_t b = 0; b < B; ++b) {
+      const float *ib = in + b * G, *rec = &recurrent[b * G];
+      float *a = act + b * G;
+      for (int64_t j = 0; j < H; ++j) {
+        a[j] = sigmoid(ib[j] + rec[j]);
+        a[H + j] = sigmoid(ib[H + j] + rec[H + j]);
+        if (linearBeforeReset)
+          ext[b * H + j] = rec[2 * H + j] + rb[2 * H + j];
+        else
+          ext[b * H + j] = a[H + j] * h[b * H + j];
+      }
+    }
+    if (!linearBeforeReset)
+      gemm(op, 'N', 'T', B, H, H, ext, H, rd + 2 * H * H, H, 0.0f,
+           &recurrent[2 * H], G);
+    for (int64_t b = 0; b < B; ++b) {
+      if (!active(t, b))
+        continue;
+      const float *ib = in + b * G, *rec = &recurrent[b * G];
+      float *a = act + b * G;
+      for (int64_t j = 0; j < H; ++j) {
+        float pre = linearBeforeReset
+                        ? ib[2 * H + j] + a[H + j] * ext[b * H + j]
+                        : ib[2 * H + j] + rec[2 * H + j];
+        a[2 * H + j] = std::tanh(pre);
+      }
+    }
+  }
+};
+
+Cell cellOf(const std::string &name) {
+  if (name.find("gru") != std::string::npos)
+    return Cell::GRU;
+  if (name.find("lstm") != std::string::npos)
+    return Cell::LSTM;
+  return Cell::RNN;
+}
+
+const Tensor *optional(const std::vector<const Tensor *> &in, int i) {
+  return i >= 0 ? in[i] : nullptr;
+}
+
+const float *floats(const OpInfo &op, const Tensor *t) {
+  if (!t)
+    return nullptr;
+  if (t->dtype() != DType::F32)
+    fail() << op.describe() << ": the CPU recurrent kernels take f32, got "
+           << dtypeName(t->dtype());
+  return t->as<float>();
+}
+
+/// heterps.rnn, heterps.gru, heterps.lstm.
+class RecurrentKernel : public Kernel {
+public:
+  explicit RecurrentKernel(const OpInfo &op)
+      : Kernel(op), cell(cellOf(op.name())),
+        operands(readOperands(info, cell, false)), layer(info, cell) {}
+
+  std::vector<Shape> prepare(const std::vector<Shape> &in) override {
+    layer.prepare(in, operands, /*keep=*/false);
+    std::vector<Shape> out{layer.sequenceShape(), layer.stateShape()};
+    if (cell == Cell::LSTM)
+      out.push_back(layer.stateShape());
+    return out;
+  }
+
+  void run(const std::vector<const Tensor *> &in,
+           const std::vector<Tensor *> &res, ExecContext &) override {
+    layer.readLengths(optional(in, operands.lengths));
+    for (int64_t d = 0; d < layer.directions; ++d)
+      layer.forward(d, floats(info, in[0]), floats(info, in[1]),
+                    floats(info, in[2]), floats(info, in[3]),
+                    floats(info, optional(in, operands.initialH)),
+                    floats(info, optional(in, operands.initialC)),
+                    floats(info, optional(in, operands.peepholes)),
+                    res[0]->as<float>(), res[1]->as<float>(),
+                    cell == Cell::LSTM ? res[2]->as<float>() : nullptr);
+  }
+
+private:
+  Cell cell;
+  Operands operands;
+  Recurrence layer;
+};
+
+/// heterps.rnn_grad, heterps.gru_grad, heterps.lstm_grad.
+class RecurrentGradKernel : public Kernel {
+public:
+  explicit RecurrentGradKernel(const OpInfo &op)
+      : Kernel(op), cell(cellOf(op.name())),
+        operands(readOperands(info, cell, true)), layer(info, cell) {}
+
+  std::vector<Shape> prepare(const std::vector<Shape> &in) override {
+    layer.prepare(in, operands, /*keep=*/true);
+    if (operands.yGrad >= 0 && in[operands.yGrad] != layer.sequenceShape())
+      fail() << info.describe() << ": y_grad has shape "
+             << shapeString(in[operands.yGrad]) << ", expected "
+             << shapeString(layer.sequenceShape());
+    for (int s : {operands.yHGrad, operands.yCGrad})
+      if (s >= 0 && in[s] != layer.stateShape())
+        fail() << info.describe() << ": a final state gradient has shape "
+               << shapeString(in[s]) << ", expected "
+               << shapeString(layer.stateShape());
+    int64_t tb = layer.steps * layer.batch, G = layer.rows(), H = layer.hidden;
+    inputGrads.assign(tb * G, 0.0f);
+    recurrentGrads.assign(tb * G, 0.0f);
+    dh.assign(layer.batch * H, 0.0f);
+    dhPrev.assign(layer.batch * H, 0.0f);
+    dc.assign(cell == Cell::LSTM ? layer.batch * H : 0, 0.0f);
+    resetGradient.assign(cell == Cell::GRU ? layer.batch * H : 0, 0.0f);
+    std::vector<Shape> out{in[0], in[1], in[2], in[3], layer.stateShape()};
+    if (cell == Cell::LSTM) {
+      out.push_back(layer.stateShape());
+      out.push_back({layer.directions, 3 * H});
+    }
+    return out;
+  }
+
+  void run(const std::vector<const Tensor *> &in,
+           const std::vector<Tensor *> &res, ExecContext &) override {
+    layer.readLengths(optional(in, operands.lengths));
+    const float *x = floats(info, in[0]), *w = floats(info, in[1]),
+                *r = floats(info, in[2]), *bias = floats(info, in[3]);
+    const float *h0 = floats(info, optional(in, operands.initialH));
+    const float *c0 = floats(info, optional(in, operands.initialC));
+    const float *p = floats(info, optional(in, operands.peepholes));
+    const float *dy = floats(info, optional(in, operands.yGrad));
+    const float *dyh = floats(info, optional(in, operands.yHGrad));
+    const float *dyc = floats(info, optional(in, operands.yCGrad));
+    float *dx = res[0]->as<float>(), *dw = res[1]->as<float>(),
+          *dr = res[2]->as<float>(), *db = res[3]->as<float>(),
+          *dh0 = res[4]->as<float>();
+    float *dc0 = cell == Cell::LSTM ? res[5]->as<float>() : nullptr;
+    float *dp = cell == Cell::LSTM ? res[6]->as<float>() : nullptr;
+    if (dp)
+      std::fill(dp, dp + res[6]->numElements(), 0.0f);
+    int64_t T = layer.steps, B = layer.batch, H = layer.hidden,
+            G = layer.rows(), I = layer.inputs;
+    for (int64_t d = 0; d < layer.directions; ++d) {
+      layer.forward(d, x, w, r, bias, h0, c0, p, nullptr, nullptr, nullptr);
+      backward(d, r, p, dy, dyh, dyc, dh0, dc0, dp);
+      // dX += dA_in W, dW = dA_in^T X, dR = dA_rec^T H_in (the GRU's
+      // candidate rows against r * h when the reset comes first).
+      gemm(info, 'N', 'N', T * B, I, G, inputGrads.data(), G, w + d * G * I, I,
+           d == 0 ? 0.0f : 1.0f, dx, I);
+      gemm(info, 'T', 'N', G, I, T * B, inputGrads.data(), G, x, I, 0.0f,
+           dw + d * G * I, I);
+      float *drd = dr + d * G * H;
+      if (cell == Cell::GRU && !layer.linearBeforeReset) {
+        gemm(info, 'T', 'N', 2 * H, H, T * B, recurrentGrads.data(), G,
+             layer.statesIn.data(), H, 0.0f, drd, H);
+        gemm(info, 'T', 'N', H, H, T * B, recurrentGrads.data() + 2 * H, G,
+             layer.extra.data(), H, 0.0f, drd + 2 * H * H, H);
+      } else {
+        gemm(info, 'T', 'N', G, H, T * B, recurrentGrads.data(), G,
+             layer.statesIn.data(), H, 0.0f, drd, H);
+      }
+      float *dwb = db + d * 2 * G, *drb = dwb + G;
+      std::fill(dwb, dwb + 2 * G, 0.0f);
+      for (int64_t row = 0; row < T * B; ++row)
+        for (int64_t k = 0; k < G; ++k) {
+          dwb[k] += inputGrads[row * G + k];
+          drb[k] += recurrentGrads[row * G + k];
+        }
+    }
+    if (T == 0)
+      std::fill(dx, dx + res[0]->numElements(), 0.0f);
+  }
+
+private:
+  /// The gate gradients of direction `d`, steps in reverse order of the
+  /// forward pass; leaves the initial state's gradients in dh0 and dc0.
+  void backward(int64_t d, const float *r, const float *p, const float *dy,
+                const float *dyh, const float *dyc, float *dh0, float *dc0,
+                float *dp) {
+    int64_t T = layer.steps, B = layer.batch, H = layer.hidden,
+            G = layer.rows(), D = layer.directions;
+    const float *rd = r + d * G * H;
+    const float *pd = p ? p + d * 3 * H : nullptr;
+    float *dpd = dp ? dp + d * 3 * H : nullptr;
+    if (dyh)
+      std::copy(dyh + d * B * H, dyh + (d + 1) * B * H, dh.begin());
+    else
+      std::fill(dh.begin(), dh.end(), 0.0f);
+    if (cell == Cell::LSTM) {
+      if (dyc)
+        std::copy(dyc + d * B * H, dyc + (d + 1) * B * H, dc.begin());
+      else
+        std::fill(dc.begin(), dc.end(), 0.0f);
+    }
+    for (int64_t s = T - 1; s >= 0; --s) {
+      int64_t t = layer.reversed(d) ? T - 1 - s : s;
+      const float *act = &layer.activations[t * B * G];
+      const float *hIn = &layer.statesIn[t * B * H];
+      float *daIn = &inputGrads[t * B * G], *daRec = &recurrentGrads[t * B * G];
+      for (int64_t b = 0; b < B; ++b) {
+        float *dhb = &dh[b * H];
+        if (dy && layer.active(t, b)) {
+          const float *dyRow = dy + ((t * D + d) * B + b) * H;
+          for (int64_t j = 0; j < H; ++j)
+            dhb[j] += dyRow[j];
+        }
+      }
+      switch (layer.cell) {
+      case Cell::RNN:
+        for (int64_t b = 0; b < B; ++b)
+          for (int64_t j = 0; j < H; ++j) {
+            int64_t i = b * H + j;
+            float a = act[i];
+            float da = !layer.active(t, b) ? 0.0f
+                       : layer.relu        ? (a > 0.0f ? dh[i] : 0.0f)
+                                           : dh[i] * (1.0f - a * a);
+            daIn[i] = daRec[i] = da;
+          }
+        break;
+      case Cell::LSTM:
+        lstmGates(t, act, pd, dpd, daIn, daRec);
+        break;
+      case Cell::GRU:
+        gruGates(t, rd, act, hIn, daIn, daRec);
+        break;
+      }
+      // dh_prev = dA_rec R (+ the direct and reset paths of the GRU); rows
+      // past their end pass the gradient through unchanged.
+      if (cell == Cell::GRU && !layer.linearBeforeReset) {
+        // dA for r and z came from the candidate's gradient through r * h;
+        // dhPrev already holds dh * z + d(r * h) * r.
+        gemm(info, 'N', 'N', B, H, 2 * H, daRec, G, rd, H, 1.0f, dhPrev.data(),
+             H);
+      } else {
+        gemm(info, 'N', 'N', B, H, G, daRec, G, rd, H,
+             cell == Cell::GRU ? 1.0f : 0.0f, dhPrev.data(), H);
+      }
+      for (int64_t b = 0; b < B; ++b) {
+        if (!layer.active(t, b))
+          std::copy(&dh[b * H], &dh[(b + 1) * H], &dhPrev[b * H]);
+      }
+      std::swap(dh, dhPrev);
+    }
+    std::copy(dh.begin(), dh.end(), dh0 + d * B * H);
+    if (dc0)
+      std::copy(dc.begin(), dc.end(), dc0 + d * B * H);
+  }
+
+  void lstmGates(int64_t t, const float *act, const float *p, float *dp,
+                 float *daIn, float *daRec) {
+    int64_t B = layer.batch, H = layer.hidden, G = layer.rows();
+    const float *cIn = &layer.cellsIn[t * B * H];
+    const float *cOut = &layer.cellsOut[t * B * H];
+    for (int64_t b = 0; b < B; ++b) {
+      float *da = daIn + b * G;
+      if (!layer.active(t, b)) {
+        std::fill(da, da + G, 0.0f);
+        std::fill(daRec + b * G, daRec + (b + 1) * G, 0.0f);
+        continue;
+      }
+      const float *a = act + b * G;
+      for (int64_t j = 0; j < H; ++j) {
+        int64_t k = b * H + j;
+        float i = a[j], o = a[H + j], f = a[2 * H + j], g = a[3 * H + j];
+        float cPrev = cIn[k], cNew = cOut[k], tc = std::tanh(cNew);
+        float dao = dh[k] * tc * o * (1.0f - o);
+        float dct =
+            dc[k] + dh[k] * o * (1.0f - tc * tc) + (p ? dao * p[H + j] : 0.0f);
+        float dai = dct * g * i * (1.0f - i);
+        float daf = dct * cPrev * f * (1.0f - f);
+        float dag = dct * i * (1.0f - g * g);
+        dc[k] = dct * f + (p ? dai * p[j] + daf * p[2 * H + j] : 0.0f);
+        if (dp) {
+          dp[j] += dai * cPrev;
+          dp[H + j] += dao * cNew;
+          dp[2 * H + j] += daf * cPrev;
+        }
+        da[j] = dai;
+        da[H + j] = dao;
+        da[2 * H + j] = daf;
+        da[3 * H + j] = dag;
+      }
+      std::copy(da, da + G, daRec + b * G);
+    }
+  }
+
+  void gruGates(int64_t t, const float *rd, const float *act, const float *hIn,
+                float *daIn, float *daRec) {
+    int64_t B = layer.batch, H = layer.hidden, G = layer.rows();
+    const float *ext = &layer.extra[t * B * H];
+    bool lbr = layer.linearBeforeReset;
+    // d(r * h) = dA_n Rn, for the reset gate when it multiplies h first.
+    if (!lbr) {
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t j = 0; j < H; ++j) {
+          int64_t k = b * H + j;
+          const float *a = act + b * G;
+          float n = a[2 * H + j], z = a[j];
+          daIn[b * G + 2 * H + j] =
+              layer.active(t, b) ? dh[k] * (1.0f - z) * (1.0f - n * n) : 0.0f;
+        }
+      gemm(info, 'N', 'N', B, H, H, daIn + 2 * H, G, rd + 2 * H * H, H, 0.0f,
+           resetGradient.data(), H);
+    }
+    for (int64_t b = 0; b < B; ++b) {
+      float *da = daIn + b * G, *dr = daRec + b * G;
+      if (!layer.active(t, b)) {
+        std::fill(da, da + G, 0.0f);
+        std::fill(dr, dr + G, 0.0f);
+        continue;
+      }
+      const float *a = act + b * G;
+      for (int64_t j = 0; j < H; ++j) {
+        int64_t k = b * H + j;
+        float z = a[j], rg = a[H + j], n = a[2 * H + j], hp = hIn[k];
+        float dz = dh[k] * (hp - n);
+        float daz = dz * z * (1.0f - z);
+        float dan = dh[k] * (1.0f - z) * (1.0f - n * n);
+        float dReset, dhDirect = dh[k] * z;
+        if (lbr) {
+          dReset = dan * ext[k];
+          dr[2 * H + j] = dan * rg;
+        } else {
+          float drh = resetGradient[k];
+          dReset = drh * hp;
+          dhDirect += drh * rg;
+          dr[2 * H + j] = dan;
+        }
+        float dar = dReset * rg * (1.0f - rg);
+        da[j] = dr[j] = daz;
+        da[H + j] = dr[H + j] = dar;
+        da[2 * H + j] = dan;
+        dhPrev[k] = dhDirect;
+      }
+    }
+  }
+
+  Cell cell;
+  Operands operands;
+  Recurrence layer;
+  // All steps' gradients of the gates' input-side and recurrent-side
+  // pre-activations (T x B x G); they differ only in the GRU's candidate
+  // when the reset gate applies after the recurrent GEMM.
+  std::vector<float> inputGrads, recurrentGrads;
+  // The state's and cell's gradients entering and leaving a step (B x H);
+  // d(r * h) of a GRU that resets before the recurrent GEMM.
+  std::vector<float> dh, dhPrev, dc, resetGradient;
+};
+
+} // namespace
+
+void cpu::registerRecurrentKernels(KernelRegistry &r) {
+  for (const char *name : {"heterps.rnn", "heterps.gru", "heterps.lstm"})
+    addKernel<RecurrentKernel>(r, name);
+  for (const char *name :
+       {"heterps.rnn_grad", "heterps.gru_grad", "heterps.lstm_grad"})
+    addKernel<RecurrentGradKernel>(r, name);
+}
