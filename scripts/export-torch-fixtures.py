@@ -16,7 +16,8 @@ torch-einsum.onnx (attention written with torch.einsum),
 torch-transformer.onnx (a classifier on nn.TransformerEncoderLayer) and
 the CTR and text families of FAMILIES (torch-wide-deep.onnx,
 torch-deepfm.onnx, torch-dcn-v2.onnx, torch-autoint.onnx,
-torch-dlrm-dot.onnx, torch-textcnn.onnx, torch-embedding-bag.onnx) and
+torch-dlrm-dot.onnx, torch-textcnn.onnx, torch-embedding-bag.onnx,
+torch-gru-sequence.onnx, torch-bilstm-text.onnx) and
 torch-embedding-bag-offsets.onnx (bags by offsets, which the importer
 refuses)
 (default: test/Import/ONNX/Inputs/, where they are committed). The second
@@ -357,6 +358,49 @@ class TextCNN(nn.Module):
         return torch.sigmoid(self.out(h))
 
 
+HISTORY_LEN = 10
+
+
+class GRUSequenceCTR(nn.Module):
+    """A sequence CTR model (GRU4Rec / DIEN's interest extractor): the
+    user's last HISTORY_LEN items embedded and run through an nn.GRU
+    (batch first); its last state and its mean over time join the target
+    item's embedding and the dense features under an MLP. torch exports the
+    GRU with linear_before_reset = 1, its zero initial state as a
+    ConstantOfShape of the batch's shape, and (without constant folding) the
+    weights reordered from r, z, n to ONNX's z, r, n by Slice and Concat."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(VOCAB, EMB_DIM)
+        self.gru = nn.GRU(EMB_DIM, 16, batch_first=True)
+        self.top = nn.Sequential(
+            nn.Linear(NUM_DENSE + EMB_DIM + 32, 16), nn.ReLU(),
+            nn.Linear(16, 1))
+
+    def forward(self, dense, target, history):
+        seq, last = self.gru(self.emb(history))
+        x = torch.cat([dense, self.emb(target), last[-1], seq.mean(dim=1)],
+                      dim=1)
+        return torch.sigmoid(self.top(x))
+
+
+class BiLSTMText(nn.Module):
+    """A text classifier on a bidirectional nn.LSTM: token embeddings, the
+    final states of both directions concatenated, a linear output."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(VOCAB, EMB_DIM)
+        self.lstm = nn.LSTM(EMB_DIM, 12, batch_first=True,
+                            bidirectional=True)
+        self.out = nn.Linear(24, 1)
+
+    def forward(self, tokens):
+        _, (h, _) = self.lstm(self.emb(tokens))
+        return torch.sigmoid(self.out(torch.cat([h[0], h[1]], dim=1)))
+
+
 class MLP(nn.Module):
     def __init__(self):
         super().__init__()
@@ -488,6 +532,13 @@ def bag_batch(batch, gen):
                                      generator=gen)}
 
 
+def sequence_batch(batch, gen):
+    return {"dense": torch.randn(batch, NUM_DENSE, generator=gen),
+            "target": torch.randint(0, VOCAB, (batch,), generator=gen),
+            "history": torch.randint(0, VOCAB, (batch, HISTORY_LEN),
+                                     generator=gen)}
+
+
 def text_batch(batch, gen):
     return {"tokens": torch.randint(0, VOCAB, (batch, TEXT_LEN),
                                     generator=gen)}
@@ -496,8 +547,9 @@ def text_batch(batch, gen):
 # The model families a CTR or text user exports, each a binary classifier
 # ending in a sigmoid (trained with bce): name -> (module class, a seeded
 # batch of its inputs by name, constant folding at export). Modules with
-# nn.MultiheadAttention are exported without folding, which would store
-# in_proj_weight's transposed slices instead of the parameter.
+# nn.MultiheadAttention, nn.GRU or nn.LSTM are exported without folding,
+# which would store the weights' transposed or reordered slices instead of
+# the parameters.
 FAMILIES = {
     "wide-deep": (WideDeep, ctr_batch, True),
     "deepfm": (DeepFM, sparse_batch, True),
@@ -506,6 +558,8 @@ FAMILIES = {
     "dlrm-dot": (DLRMDot, ctr_batch, True),
     "textcnn": (TextCNN, text_batch, True),
     "embedding-bag": (EmbeddingBagCTR, bag_batch, True),
+    "gru-sequence": (GRUSequenceCTR, sequence_batch, False),
+    "bilstm-text": (BiLSTMText, text_batch, False),
 }
 
 

@@ -427,6 +427,11 @@ FailureOr<Value> Importer::input(int i, bool frozen) {
     return it->second;
   if (knowns.count(name))
     return materialize(name, frozen);
+  if (batchShapedFills.count(name))
+    return nodeError() << "input '" << name
+                       << "' is a ConstantOfShape whose shape depends on the "
+                          "run-time batch size; only a recurrent layer's "
+                          "initial state may be one";
   // The checker rejects undefined inputs; this keeps a broken graph that
   // slips through from crashing the importer.
   return nodeError() << "input '" << name << "' is not defined before use";
@@ -726,9 +731,6 @@ LogicalResult Importer::convertConstantOfShape() {
   if (!shape || shape->isFloat())
     return nodeError() << "the shape must be an integer tensor known at "
                           "import time";
-  if (!shape->complete())
-    return nodeError() << "the shape " << formatShape(shape->ints)
-                       << " depends on the run-time batch size";
   Known fill;
   fill.elementType = b.getF32Type();
   fill.shape = {1};
@@ -741,6 +743,13 @@ LogicalResult Importer::convertConstantOfShape() {
       return nodeError() << "the value must have one element, it has "
                          << v->size();
     fill = *v;
+  }
+  if (!shape->complete()) {
+    // PyTorch's zero initial state of a recurrent layer, [D, B, H]: no
+    // tensor is built; the layer takes it as absent (input() refuses it
+    // to every other consumer).
+    batchShapedFills[node->output(0)] = fill.at(0);
+    return success();
   }
   std::optional<int64_t> n = checkedProduct(shape->ints);
   for (int64_t d : shape->ints)

@@ -64,11 +64,12 @@ LogicalResult Importer::convertRecurrent(StringRef op) {
   if (layout != 0 && layout != 1)
     return nodeError() << "layout " << layout << " is not 0 or 1";
   int64_t hidden = typeOf(*r).getDimSize(2);
-  if (attr("hidden_size") && intAttr("hidden_size", 0) != hidden)
-    return nodeError() << "hidden_size " << intAttr("hidden_size", 0)
-                       << " does not match R " << shapeString(typeOf(*r))
-                       << " (expected [" << directions << "," << gates * hidden
-                       << "," << hidden << "])";
+  if (attr("hidden_size") && intAttr("hidden_size", 0) != hidden) {
+    int64_t h = intAttr("hidden_size", 0);
+    return nodeError() << "R is " << shapeString(typeOf(*r)) << ", expected ["
+                       << directions << "," << gates * h << "," << h
+                       << "] for hidden_size " << h;
+  }
   if (typeOf(*w).getDimSize(0) != directions ||
       typeOf(*w).getDimSize(1) != gates * hidden)
     return nodeError() << "W must be [" << directions << "," << gates * hidden
@@ -157,6 +158,11 @@ LogicalResult Importer::convertRecurrent(StringRef op) {
   }
   auto state = [&](int i) -> FailureOr<Value> {
     if (!has(i))
+      return Value();
+    // Zeros of the batch's shape (PyTorch's default state) are the
+    // layer's own default.
+    auto fill = batchShapedFills.find(node->input(i));
+    if (fill != batchShapedFills.end() && fill->second == 0.0)
       return Value();
     FailureOr<Value> v = input(i);
     if (failed(v) || layout == 0)

@@ -286,6 +286,9 @@ private:
   llvm::StringMap<Value> materialized;
   llvm::StringMap<std::string> tableOf;
   llvm::StringSet<> symbols;
+  /// ConstantOfShape results whose shape holds the run-time batch, by
+  /// name: their fill value.
+  llvm::StringMap<double> batchShapedFills;
 
   // The node being converted.
   const onnx::NodeProto *node = nullptr;
