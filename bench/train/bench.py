@@ -2,7 +2,7 @@
 """Training and inference throughput of heterps-run against PyTorch.
 
     /usr/bin/python3 bench/train/bench.py --build BUILD [--threads 1,2]
-        [--seconds 4] [--repeat 2] [--models ctr,mlp]
+        [--seconds 4] [--repeat 2] [--models ctr,mlp,gru]
 
 (bench/train/run.sh sets up the BLAS and calls this.) For each model and
 thread count it measures, on the same model, batch and thread count:
@@ -51,6 +51,9 @@ MODELS = {
     "ctr": ("torch-ctr.onnx", 512, "loss=bce optimizer=sgd learning-rate=0.01"),
     "mlp": ("torch-mlp.onnx", 256,
             "loss=softmax-ce optimizer=sgd learning-rate=0.01"),
+    # The GRU sequence CTR model: 10 history items through a GRU of 16.
+    "gru": ("torch-gru-sequence.onnx", 512,
+            "loss=bce optimizer=sgd learning-rate=0.01"),
 }
 LEARNING_RATE = 0.01
 TARGETS = {"ctr": 1.5, "mlp": 1.0}  # heterps/torch training, from the issue
@@ -132,6 +135,12 @@ def random_batch(model, batch):
         return {
             "dense": rng.standard_normal((batch, 13), dtype=np.float32),
             "sparse": rng.integers(0, 100, (batch, 8), dtype=np.int64),
+            "label": rng.integers(0, 2, (batch, 1)).astype(np.float32)}
+    if model == "gru":
+        return {
+            "dense": rng.standard_normal((batch, 13), dtype=np.float32),
+            "target": rng.integers(0, 100, (batch,), dtype=np.int64),
+            "history": rng.integers(0, 100, (batch, 10), dtype=np.int64),
             "label": rng.integers(0, 2, (batch, 1)).astype(np.float32)}
     return {
         "x": rng.standard_normal((batch, 32), dtype=np.float32),
@@ -312,6 +321,13 @@ def torch_worker(model_name, threads, seconds):
                     torch.randint(0, 2, (batch, 1)).float())
                    for _ in range(8)]
         criterion = torch.nn.BCELoss()
+    elif model_name == "gru":
+        model = fx.GRUSequenceCTR()
+        batches = [(tuple(fx.sequence_batch(
+                        batch, torch.Generator().manual_seed(i)).values()),
+                    torch.randint(0, 2, (batch, 1)).float())
+                   for i in range(8)]
+        criterion = torch.nn.BCELoss()
     else:
         model = fx.MLP()
         batches = [((torch.randn(batch, 32),), torch.randint(0, 10, (batch,)))
@@ -410,7 +426,7 @@ def main():
                         help="build directory with bin/heterps-opt, -run")
     parser.add_argument("--threads", default="1,2",
                         help="comma-separated thread counts")
-    parser.add_argument("--models", default="ctr,mlp")
+    parser.add_argument("--models", default="ctr,mlp,gru")
     parser.add_argument("--seconds", type=float, default=4.0,
                         help="length of each timed run")
     parser.add_argument("--repeat", type=int, default=2,
@@ -498,7 +514,7 @@ def main():
             ratio = h / p if p else float("inf")
             fixed_text = f"{fixed:>9.0f}" if fixed else f"{'-':>9}"
             fixed_ratio = f"{fixed / p:>5.2f}" if fixed and p else f"{'-':>5}"
-            target = TARGETS[r["model"]] if phase == "train" else None
+            target = TARGETS.get(r["model"]) if phase == "train" else None
             mark = "" if target is None else (
                 f">={target:g} " + ("met" if ratio >= target else "missed"))
             print(f"{r['model']:<5} {r['batch']:>5} {r['threads']:>3} | "

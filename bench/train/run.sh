@@ -1,9 +1,10 @@
 #!/bin/bash
 # Training and inference samples/s of heterps-run against PyTorch on the
-# exported CTR model (batch 512) and MLP (batch 256), 1 and 2 threads.
+# exported CTR model (batch 512), MLP (batch 256) and GRU sequence CTR model
+# (batch 512), 1 and 2 threads.
 #
 #   bench/train/run.sh [build-dir] [bench.py options: --threads=1,2
-#                       --seconds=4 --repeat=2 --models=ctr,mlp --json=FILE]
+#                       --seconds=4 --repeat=2 --models=ctr,mlp,gru --json=FILE]
 #
 # Needs heterps-opt and heterps-run built in build-dir (default: build) and
 # /usr/bin/python3 with python3-torch and python3-onnx. Debian's torch links

@@ -14,6 +14,7 @@
 #include "CPUDevice.h"
 #include "KernelUtil.h"
 
+#include <Eigen/Core>
 #include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
@@ -39,7 +40,27 @@ int64_t gateCount(Cell cell) {
   return 1;
 }
 
-float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+/// `cols` columns of `rows` rows `stride` apart (gate blocks of a B x G
+/// matrix), for vectorized gate arithmetic.
+using Block = Eigen::Map<
+    Eigen::Array<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>, 0,
+    Eigen::OuterStride<>>;
+using ConstBlock = Eigen::Map<
+    const Eigen::Array<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>,
+    0, Eigen::OuterStride<>>;
+
+Block columns(float *base, int64_t rows, int64_t cols, int64_t stride) {
+  return Block(base, rows, cols, Eigen::OuterStride<>(stride));
+}
+ConstBlock columns(const float *base, int64_t rows, int64_t cols,
+                   int64_t stride) {
+  return ConstBlock(base, rows, cols, Eigen::OuterStride<>(stride));
+}
+
+/// 1 / (1 + exp(-x)) in place, through Eigen's vectorized exp: its
+/// logistic() rounds to 1 from x = 16, where a GRU's 1 - z still weighs
+/// the candidate by 1e-7.
+void sigmoid(Block a) { a = ((-a).exp() + 1.0f).inverse(); }
 
 /// Row-major C = alpha op(A) op(B) + beta C through oneDNN's GEMM.
 void gemm(const OpInfo &op, char ta, char tb, int64_t m, int64_t n, int64_t k,
@@ -153,6 +174,8 @@ public:
     recurrent.assign(batch * rows, 0.0f);
     h.assign(batch * hidden, 0.0f);
     c.assign(cell == Cell::LSTM ? batch * hidden : 0, 0.0f);
+    cellNext.assign(c.size(), 0.0f);
+    cellTanh.assign(c.size(), 0.0f);
     lengths.assign(batch, steps);
     int64_t kept = keep ? tb : 0;
     activations.assign(keep ? tb * rows : batch * rows, 0.0f);
@@ -240,17 +263,20 @@ public:
            recurrent.data(), G);
       const float *in = &inputSide[t * B * G];
       switch (cell) {
-      case Cell::RNN:
-        for (int64_t i = 0; i < B * H; ++i) {
-          float a = in[i] + recurrent[i];
-          act[i] = relu ? std::max(a, 0.0f) : std::tanh(a);
-        }
+      case Cell::RNN: {
+        Block a = columns(act, B, H, G);
+        a = columns(in, B, H, G) + columns(recurrent.data(), B, H, G);
+        if (relu)
+          a = a.max(0.0f);
+        else
+          a = a.tanh();
         break;
+      }
       case Cell::LSTM:
-        stepLSTM(t, in, pd, act);
+        stepLSTM(in, pd, act);
         break;
       case Cell::GRU:
-        stepGRU(t, in, rd, rb, act, ext);
+        stepGRU(in, rd, rb, act, ext);
         break;
       }
       // The new state of the rows still running; y is 0 past a row's end.
@@ -272,8 +298,9 @@ public:
             hb[j] = (1.0f - a[j]) * a[2 * H + j] + a[j] * hb[j];
           break;
         case Cell::LSTM:
+          std::copy(&cellNext[b * H], &cellNext[(b + 1) * H], &c[b * H]);
           for (int64_t j = 0; j < H; ++j)
-            hb[j] = a[H + j] * std::tanh(c[b * H + j]);
+            hb[j] = a[H + j] * cellTanh[b * H + j];
           break;
         }
         if (yRow)
@@ -304,6 +331,8 @@ public:
   // cell entering each step and the cell leaving it (T x B x H), the GRU's
   // candidate input (see prepare).
   std::vector<float> activations, statesIn, cellsIn, cellsOut, extra;
+  // LSTM: one step's next cell and its tanh (B x H).
+  std::vector<float> cellNext, cellTanh;
   bool kept_ = false;
 
 private:
@@ -313,62 +342,60 @@ private:
              << shapeString(actual) << ", expected " << shapeString(expected);
   }
 
-  /// Gates i, o, f, g; the cell advances here for the active rows.
-  void stepLSTM(int64_t t, const float *in, const float *p, float *act) {
-    int64_t H = hidden, G = rows();
-    for (int64_t b = 0; b < batch; ++b) {
-      if (!active(t, b))
-        continue;
-      const float *ib = in + b * G, *rec = &recurrent[b * G];
-      float *a = act + b * G, *cb = &c[b * H];
-      for (int64_t j = 0; j < H; ++j) {
-        float cPrev = cb[j];
-        float pi = p ? p[j] : 0.0f, po = p ? p[H + j] : 0.0f,
-              pf = p ? p[2 * H + j] : 0.0f;
-        float i = sigmoid(ib[j] + rec[j] + pi * cPrev);
-        float f = sigmoid(ib[2 * H + j] + rec[2 * H + j] + pf * cPrev);
-        float g = std::tanh(ib[3 * H + j] + rec[3 * H + j]);
-        float cNew = f * cPrev + i * g;
-        float o = sigmoid(ib[H + j] + rec[H + j] + po * cNew);
-        a[j] = i;
-        a[H + j] = o;
-        a[2 * H + j] = f;
-        a[3 * H + j] = g;
-        cb[j] = cNew;
-      }
+  /// Gates i, o, f, g, and the next cell (`cellNext`) and its tanh
+  /// (`cellTanh`) of every row; forward() keeps them for the active rows.
+  void stepLSTM(const float *in, const float *p, float *act) {
+    int64_t H = hidden, G = rows(), B = batch;
+    Block pre = columns(act, B, G, G);
+    pre = columns(in, B, G, G) + columns(recurrent.data(), B, G, G);
+    Block cPrev = columns(c.data(), B, H, H);
+    if (p) {
+      // Peepholes: i and f see the previous cell.
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t j = 0; j < H; ++j) {
+          act[b * G + j] += p[j] * c[b * H + j];
+          act[b * G + 2 * H + j] += p[2 * H + j] * c[b * H + j];
+        }
     }
+    Block i = columns(act, B, H, G), f = columns(act + 2 * H, B, H, G),
+          g = columns(act + 3 * H, B, H, G);
+    sigmoid(i);
+    sigmoid(f);
+    g = g.tanh();
+    Block next = columns(cellNext.data(), B, H, H);
+    next = f * cPrev + i * g;
+    if (p) {
+      // o sees the new cell.
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t j = 0; j < H; ++j)
+          act[b * G + H + j] += p[H + j] * cellNext[b * H + j];
+    }
+    Block o = columns(act + H, B, H, G);
+    sigmoid(o);
+    columns(cellTanh.data(), B, H, H) = next.tanh();
   }
 
   /// Gates z, r, n; `ext` gets h Rn^T + Rbn or r * h.
-  void stepGRU(int64_t t, const float *in, const float *rd, const float *rb,
-               float *act, float *ext) {
+  void stepGRU(const float *in, const float *rd, const float *rb, float *act,
+               float *ext) {
     int64_t H = hidden, G = rows(), B = batch;
-    for (int64_t b = 0; b < B; ++b) {
-      const float *ib = in + b * G, *rec = &recurrent[b * G];
-      float *a = act + b * G;
-      for (int64_t j = 0; j < H; ++j) {
-        a[j] = sigmoid(ib[j] + rec[j]);
-        a[H + j] = sigmoid(ib[H + j] + rec[H + j]);
-        if (linearBeforeReset)
-          ext[b * H + j] = rec[2 * H + j] + rb[2 * H + j];
-        else
-          ext[b * H + j] = a[H + j] * h[b * H + j];
-      }
-    }
-    if (!linearBeforeReset)
+    Block zr = columns(act, B, 2 * H, G);
+    zr = columns(in, B, 2 * H, G) + columns(recurrent.data(), B, 2 * H, G);
+    sigmoid(zr);
+    Block r = columns(act + H, B, H, G), n = columns(act + 2 * H, B, H, G);
+    Block e = columns(ext, B, H, H);
+    const float *rbn = rb + 2 * H;
+    if (linearBeforeReset) {
+      e = columns(recurrent.data() + 2 * H, B, H, G).rowwise() +
+          Eigen::Map<const Eigen::Array<float, 1, Eigen::Dynamic>>(rbn, H);
+      n = (columns(in + 2 * H, B, H, G) + r * e).tanh();
+    } else {
+      e = r * columns(h.data(), B, H, H);
       gemm(op, 'N', 'T', B, H, H, ext, H, rd + 2 * H * H, H, 0.0f,
            &recurrent[2 * H], G);
-    for (int64_t b = 0; b < B; ++b) {
-      if (!active(t, b))
-        continue;
-      const float *ib = in + b * G, *rec = &recurrent[b * G];
-      float *a = act + b * G;
-      for (int64_t j = 0; j < H; ++j) {
-        float pre = linearBeforeReset
-                        ? ib[2 * H + j] + a[H + j] * ext[b * H + j]
-                        : ib[2 * H + j] + rec[2 * H + j];
-        a[2 * H + j] = std::tanh(pre);
-      }
+      n = (columns(in + 2 * H, B, H, G) +
+           columns(recurrent.data() + 2 * H, B, H, G))
+              .tanh();
     }
   }
 };
@@ -592,6 +619,8 @@ private:
     int64_t B = layer.batch, H = layer.hidden, G = layer.rows();
     const float *cIn = &layer.cellsIn[t * B * H];
     const float *cOut = &layer.cellsOut[t * B * H];
+    float *tanhOut = layer.cellTanh.data();
+    columns(tanhOut, B, H, H) = columns(cOut, B, H, H).tanh();
     for (int64_t b = 0; b < B; ++b) {
       float *da = daIn + b * G;
       if (!layer.active(t, b)) {
@@ -603,7 +632,7 @@ private:
       for (int64_t j = 0; j < H; ++j) {
         int64_t k = b * H + j;
         float i = a[j], o = a[H + j], f = a[2 * H + j], g = a[3 * H + j];
-        float cPrev = cIn[k], cNew = cOut[k], tc = std::tanh(cNew);
+        float cPrev = cIn[k], cNew = cOut[k], tc = tanhOut[k];
         float dao = dh[k] * tc * o * (1.0f - o);
         float dct =
             dc[k] + dh[k] * o * (1.0f - tc * tc) + (p ? dao * p[H + j] : 0.0f);

@@ -200,9 +200,9 @@ OpCost forwardCost(OpTy op, Value initialC, Value peepholes,
   // GEMMs twice (the data and the weight gradients).
   cost.backwardFlops = 3 * cost.forwardFlops;
   cost.forwardBytes = getOperandAndResultBytes(op, batchSize);
+  // The weights' bytes are the parameters' (heterps.load_param counts
+  // them).
   cost.backwardBytes = 3 * cost.forwardBytes;
-  for (Value w : {op.getWeights(), op.getRecurrence(), op.getBias()})
-    cost.parameterBytes += getNumBytes(cast<ShapedType>(w.getType()), 0);
   return cost;
 }
 
