@@ -30,6 +30,8 @@ constexpr OpSignature kSignatures[] = {
     {"heterps.constant", 0, 0, 1, 0b0, "-", ""},
     {"heterps.conv", 2, 3, 1, 0b111, "0", ""},
     {"heterps.conv_grad", 3, 3, 3, 0b111, "000", ""},
+    {"heterps.conv_transpose", 2, 3, 1, 0b111, "0", ""},
+    {"heterps.conv_transpose_grad", 3, 3, 3, 0b111, "000", ""},
     {"heterps.cumsum", 1, 1, 1, 0b0, "0", ""},
     {"heterps.div", 2, 2, 1, 0b0, "0", "-0"},
     {"heterps.dropout", 1, 1, 1, 0b1, "0", ""},

@@ -70,6 +70,9 @@ static const std::map<std::string, std::string> kLimits = {
      "the shape must be known at import time (folded, at most 2^20 "
      "elements)"},
     {"Conv", "auto_pad needs static spatial sizes"},
+    {"ConvTranspose",
+     "static filter; output_shape and auto_pad need static spatial sizes; "
+     "a requested size may not need negative padding at the beginning"},
     {"CumSum", "the axis must be a constant"},
     {"Div", "float or integer tensors of one type"},
     {"Dropout",

@@ -1373,6 +1373,59 @@ TEST(GradientCheck, Conv) {
   }
 }
 
+TEST(GradientCheck, ConvTranspose) {
+  struct Spec {
+    const char *label;
+    Shape x, w;
+    bool bias;
+    const char *attrs;
+    Shape out;
+  };
+  // The filter is C x M/group x k...; out = stride * (in - 1) +
+  // output_padding + dilation * (k - 1) + 1 - pads.
+  for (const Spec &s :
+       {Spec{"conv_transpose 3x3 stride 2 pads 1 output_padding 1 group 2",
+             {2, 4, 3, 3},
+             {4, 2, 3, 3},
+             true,
+             "{group = 2 : i64, output_padding = array<i64: 1, 1>, pads = "
+             "array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>}",
+             {2, 4, 6, 6}},
+        Spec{"conv_transpose 2x2 no bias",
+             {1, 2, 3, 3},
+             {2, 3, 2, 2},
+             false,
+             "",
+             {1, 3, 4, 4}},
+        Spec{"conv_transpose 2x2 dilation 2",
+             {1, 2, 3, 3},
+             {2, 1, 2, 2},
+             true,
+             "{dilations = array<i64: 2, 2>}",
+             {1, 1, 5, 5}},
+        Spec{"conv_transpose 1-D stride 3 pads 0,1",
+             {2, 2, 4},
+             {2, 3, 3},
+             true,
+             "{pads = array<i64: 0, 1>, strides = array<i64: 3>}",
+             {2, 3, 11}}}) {
+    GradCase c(s.label);
+    c.param("x", s.x, c.rng.uniform(numElements(s.x), -1.0f, 1.0f));
+    c.param("w", s.w, c.rng.uniform(numElements(s.w), -0.5f, 0.5f));
+    std::string operands = "%x, %w",
+                types = tensorType(s.x) + ", " + tensorType(s.w);
+    if (s.bias) {
+      c.param("b", {s.out[1]}, c.rng.uniform(s.out[1], -0.5f, 0.5f));
+      operands += ", %b";
+      types += ", " + tensorType({s.out[1]});
+    }
+    c.code("%y = heterps.conv_transpose " + operands + " " + s.attrs + " : (" +
+           types + ") -> " + tensorType(s.out));
+    c.mseLoss("%y", s.out);
+    checkGradients(c);
+  }
+}
+
 TEST(GradientCheck, Pool) {
   struct PoolSpec {
     const char *label, *op, *attrs;

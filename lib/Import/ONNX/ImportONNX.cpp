@@ -1732,104 +1732,6 @@ LogicalResult Importer::convertClip() {
   return success();
 }
 
-LogicalResult Importer::convertConvPool(StringRef op) {
-  FailureOr<Value> x = input(0);
-  if (failed(x))
-    return failure();
-  RankedTensorType type = typeOf(*x);
-  int64_t spatial = type.getRank() - 2;
-  if (spatial < 1)
-    return nodeError() << "input must be N x C x spatial..., got "
-                       << formatShape(type.getShape());
-  Value filter;
-  Ints kernel;
-  if (op == "Conv") {
-    FailureOr<Value> w = input(1);
-    if (failed(w))
-      return failure();
-    filter = *w;
-    auto ws = typeOf(filter).getShape();
-    if (ws.size() != type.getShape().size())
-      return nodeError() << "the filter " << formatShape(ws)
-                         << " must have the input's rank " << type.getRank()
-                         << " (input " << formatShape(type.getShape()) << ")";
-    kernel.assign(ws.begin() + 2, ws.end());
-  } else if (op != "GlobalAveragePool") {
-    kernel = intsAttr("kernel_shape").value_or(Ints());
-  }
-  if (op == "GlobalAveragePool")
-    return emit(make<GlobalAvgPoolOp>(*x));
-  if (op == "MaxPool" && intAttr("storage_order", 0) != 0)
-    return nodeError() << "storage_order = 1 is not supported";
-  if (failed(onlyFirstOutput()))
-    return failure();
-  Ints strides = intsAttr("strides").value_or(Ints(spatial, 1));
-  Ints dilations = intsAttr("dilations").value_or(Ints(spatial, 1));
-  Ints pads = intsAttr("pads").value_or(Ints(2 * spatial, 0));
-  for (auto [name, values, size] :
-       {std::tuple<const char *, const Ints *, int64_t>{"kernel_shape", &kernel,
-                                                        spatial},
-        {"strides", &strides, spatial},
-        {"dilations", &dilations, spatial},
-        {"pads", &pads, 2 * spatial}})
-    if (static_cast<int64_t>(values->size()) != size)
-      return nodeError() << name << " has " << values->size()
-                         << " values; expected " << size << " for " << spatial
-                         << " spatial dimension" << (spatial == 1 ? "" : "s");
-  // Sizes beyond 2^20 are no model's: they would overflow the shapes they
-  // make.
-  for (auto [name, values] :
-       {std::pair<const char *, const Ints *>{"strides", &strides},
-        {"dilations", &dilations},
-        {"pads", &pads}})
-    for (int64_t v : *values)
-      if (v < 0 || v > (int64_t(1) << 20))
-        return nodeError() << name << " has " << v << "; expected 0 to 1048576";
-  std::string autoPad = stringAttr("auto_pad", "NOTSET");
-  if (autoPad == "VALID") {
-    pads.assign(2 * spatial, 0);
-  } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
-    for (int64_t d = 0; d < spatial; ++d) {
-      int64_t in = type.getDimSize(d + 2);
-      if (ShapedType::isDynamic(in))
-        return nodeError() << "auto_pad needs static spatial dimensions";
-      int64_t out = (in + strides[d] - 1) / strides[d];
-      int64_t eff = (kernel[d] - 1) * dilations[d] + 1;
-      int64_t total = std::max<int64_t>(0, (out - 1) * strides[d] + eff - in);
-      int64_t small = total / 2, big = total - small;
-      pads[d] = autoPad == "SAME_UPPER" ? small : big;
-      pads[d + spatial] = autoPad == "SAME_UPPER" ? big : small;
-    }
-  } else if (autoPad != "NOTSET") {
-    return nodeError() << "auto_pad '" << autoPad << "' is not supported";
-  }
-  auto arr = [&](ArrayRef<int64_t> v) { return b.getDenseI64ArrayAttr(v); };
-  bool ceil = intAttr("ceil_mode", 0) != 0;
-  // Pools spell dilation 1 by leaving the attribute out.
-  DenseI64ArrayAttr dilationsAttr;
-  if (llvm::any_of(dilations, [](int64_t d) { return d != 1; }))
-    dilationsAttr = arr(dilations);
-  if (op == "Conv") {
-    Value bias;
-    if (has(2)) {
-      FailureOr<Value> bv = input(2);
-      if (failed(bv))
-        return failure();
-      bias = *bv;
-    }
-    return emit(make<ConvOp>(*x, filter, bias, arr(strides), arr(pads),
-                             arr(dilations),
-                             b.getI64IntegerAttr(intAttr("group", 1))));
-  }
-  if (op == "MaxPool")
-    return emit(make<MaxPoolOp>(*x, arr(kernel), arr(strides), arr(pads),
-                                dilationsAttr, b.getBoolAttr(ceil)));
-  return emit(
-      make<AvgPoolOp>(*x, arr(kernel), arr(strides), arr(pads), dilationsAttr,
-                      b.getBoolAttr(ceil),
-                      b.getBoolAttr(intAttr("count_include_pad", 0) != 0)));
-}
-
 LogicalResult Importer::convertLoss(bool softmax) {
   std::string red = stringAttr("reduction", "mean");
   std::optional<LossReduction> r = symbolizeLossReduction(red);
@@ -2476,6 +2378,7 @@ static const StringRef kSupportedOps[] = {
     "Constant",
     "ConstantOfShape",
     "Conv",
+    "ConvTranspose",
     "CumSum",
     "Div",
     "Dropout",
@@ -2582,6 +2485,8 @@ LogicalResult Importer::importNode(const onnx::NodeProto &n) {
     return convertTopK();
   if (op == "RNN" || op == "GRU" || op == "LSTM")
     return convertRecurrent(op);
+  if (op == "ConvTranspose")
+    return convertConvTranspose();
   if (op == "ScatterElements" || op == "Scatter") {
     FailureOr<Value> data = input(0), indices = input(1), updates = input(2);
     if (failed(data) || failed(indices) || failed(updates))

@@ -252,7 +252,9 @@ private:
   LogicalResult convertSplit();
   LogicalResult convertReduce(StringRef op);
   LogicalResult convertClip();
+  /// Convolution and pooling (ImportNN.cpp).
   LogicalResult convertConvPool(StringRef op);
+  LogicalResult convertConvTranspose();
   LogicalResult convertLoss(bool softmax);
   LogicalResult convertConstant();
   LogicalResult convertLayerNorm();

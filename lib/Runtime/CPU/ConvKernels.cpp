@@ -198,11 +198,168 @@ protected:
   }
 };
 
+//===----------------------------------------------------------------------===//
+// Transposed convolution
+//===----------------------------------------------------------------------===//
+
+/// The output of heterps.conv_transpose for input `x` and filter `w`
+/// (C x M/group x k...): the convolution of that output by `w` is `x`'s
+/// shape, which convGeometry checks.
+Shape convTransposeOutput(const OpInfo &info, const Shape &x, const Shape &w) {
+  expectSpatial(info, "input", x);
+  if (w.size() != x.size() || w[0] != x[1])
+    fail() << info.describe() << ": filter " << shapeString(w)
+           << " does not fit input " << shapeString(x)
+           << ": expected C (the input's channels) x M/group x kernel...";
+  size_t n = x.size() - 2;
+  Window window = readWindow(info, Shape(w.begin() + 2, w.end()), true);
+  Shape extra = info.getInts("output_padding", Shape(n, 0));
+  if (extra.size() != n)
+    fail() << info.describe() << ": output_padding has " << extra.size()
+           << " entries for " << n << " spatial dimensions";
+  Shape out = {x[0], w[1] * info.getInt("group", 1)};
+  for (size_t i = 0; i < n; ++i) {
+    int64_t size = window.strides[i] * (x[i + 2] - 1) + extra[i] +
+                   window.dilations[i] * (window.kernel[i] - 1) + 1 -
+                   window.padBegin[i] - window.padEnd[i];
+    if (x[i + 2] < 1 || size < 1 || extra[i] < 0 ||
+        extra[i] >= std::max(window.strides[i], window.dilations[i]))
+      fail() << info.describe() << ": spatial dimension " << i << " of input "
+             << shapeString(x) << " gives an output of " << size
+             << " (output_padding " << extra[i] << ")";
+    out.push_back(size);
+  }
+  return out;
+}
+
+/// The geometry of the convolution whose input gradient the transposed
+/// convolution is: its input is `y` (the transposed one's output), its
+/// output `x`.
+ConvGeometry transposedGeometry(const OpInfo &info, const Shape &x,
+                                const Shape &w, const Shape &y) {
+  ConvGeometry g = convGeometry(info, y, w);
+  if (g.output != x)
+    fail() << info.describe() << ": the convolution of the output "
+           << shapeString(y) << " is " << shapeString(g.output)
+           << ", not the input " << shapeString(x);
+  return g;
+}
+
+/// heterps.conv_transpose: (input, filter, [bias]) -> output, as oneDNN's
+/// backward-data convolution of the input, then the bias per channel.
+class ConvTransposeKernel : public CachedKernel<ConvEntry> {
+public:
+  using CachedKernel::CachedKernel;
+
+protected:
+  void build(const std::vector<Shape> &in, ConvEntry &e) override {
+    expectInputs(in, 2, 3);
+    Shape y = convTransposeOutput(info, in[0], in[1]);
+    ConvGeometry g = transposedGeometry(info, in[0], in[1], y);
+    if (in.size() == 3 && in[2] != Shape{y[1]})
+      fail() << info.describe() << ": bias has shape " << shapeString(in[2])
+             << ", expected " << shapeString({y[1]});
+    e.outputShapes = {y};
+
+    auto hint = forwardDesc(g, y, false);
+    memory::desc src = g.layout(y, g.src),
+                 weights = g.layout(g.weightsShape, g.weights),
+                 dst = g.layout(g.output, g.dst);
+    dnnl::convolution_backward_data::primitive_desc data(
+        dnnl::convolution_backward_data::desc(
+            dnnl::algorithm::convolution_direct, src, weights, dst, g.strides,
+            g.dilates, g.padL, g.padR),
+        userScratchpad(), cpuDevice().engine, hint);
+    Program &p = e.program;
+    p.add(dnnl::convolution_backward_data(data), data,
+          {{DNNL_ARG_DIFF_DST, p.inputAs(0, g.dst, data.diff_dst_desc())},
+           {DNNL_ARG_WEIGHTS, p.inputAs(1, g.weights, data.weights_desc())},
+           {DNNL_ARG_DIFF_SRC, p.outputAs(0, g.src, data.diff_src_desc())}});
+    p.finish();
+  }
+
+  void execute(ConvEntry &e, const std::vector<const Tensor *> &inputs,
+               const std::vector<Tensor *> &outputs, ExecContext &) override {
+    e.program.execute(inputs, outputs);
+    if (inputs.size() < 3)
+      return;
+    Tensor &y = *outputs[0];
+    const float *b = inputs[2]->as<float>();
+    int64_t channels = y.dim(1), planes = y.dim(0) * channels;
+    int64_t spatial = y.numElements() / std::max<int64_t>(planes, 1);
+    float *out = y.as<float>();
+    for (int64_t p = 0; p < planes; ++p)
+      for (int64_t i = 0; i < spatial; ++i)
+        out[p * spatial + i] += b[p % channels];
+  }
+};
+
+/// heterps.conv_transpose_grad: (input, filter, dy) -> (dinput, dfilter,
+/// dbias): the convolution of dy, that convolution's filter gradient with
+/// the input as its output gradient, and dy summed per channel.
+class ConvTransposeGradKernel : public CachedKernel<ConvEntry> {
+public:
+  using CachedKernel::CachedKernel;
+
+protected:
+  void build(const std::vector<Shape> &in, ConvEntry &e) override {
+    expectInputs(in, 3, 3);
+    Shape y = convTransposeOutput(info, in[0], in[1]);
+    if (in[2] != y)
+      fail() << info.describe() << ": dy has shape " << shapeString(in[2])
+             << ", expected the output shape " << shapeString(y);
+    ConvGeometry g = transposedGeometry(info, in[0], in[1], y);
+    e.outputShapes = {in[0], in[1], {y[1]}};
+
+    auto forward = forwardDesc(g, y, false);
+    memory::desc src = g.layout(y, g.src),
+                 weights = g.layout(g.weightsShape, g.weights),
+                 dst = g.layout(g.output, g.dst);
+    dnnl::convolution_backward_weights::primitive_desc filter(
+        dnnl::convolution_backward_weights::desc(
+            dnnl::algorithm::convolution_direct, src, weights, dst, g.strides,
+            g.dilates, g.padL, g.padR),
+        userScratchpad(), cpuDevice().engine, forward);
+    Program &p = e.program;
+    p.add(dnnl::convolution_forward(forward), forward,
+          {{DNNL_ARG_SRC, p.inputAs(2, g.src, forward.src_desc())},
+           {DNNL_ARG_WEIGHTS, p.inputAs(1, g.weights, forward.weights_desc())},
+           {DNNL_ARG_DST, p.outputAs(0, g.dst, forward.dst_desc())}});
+    p.add(dnnl::convolution_backward_weights(filter), filter,
+          {{DNNL_ARG_SRC, p.inputAs(2, g.src, filter.src_desc())},
+           {DNNL_ARG_DIFF_DST, p.inputAs(0, g.dst, filter.diff_dst_desc())},
+           {DNNL_ARG_DIFF_WEIGHTS,
+            p.outputAs(1, g.weights, filter.diff_weights_desc())}});
+    p.finish();
+  }
+
+  void execute(ConvEntry &e, const std::vector<const Tensor *> &inputs,
+               const std::vector<Tensor *> &outputs, ExecContext &) override {
+    e.program.execute(inputs, outputs);
+    const Tensor &dy = *inputs[2];
+    int64_t channels = dy.dim(1), planes = dy.dim(0) * channels;
+    int64_t spatial = dy.numElements() / std::max<int64_t>(planes, 1);
+    const float *d = dy.as<float>();
+    float *db = outputs[2]->as<float>();
+    std::fill(db, db + channels, 0.0f);
+    for (int64_t p = 0; p < planes; ++p) {
+      float sum = 0.0f;
+      for (int64_t i = 0; i < spatial; ++i)
+        sum += d[p * spatial + i];
+      db[p % channels] += sum;
+    }
+  }
+};
+
 } // namespace
 
 void cpu::registerCNNKernels(KernelRegistry &registry) {
   registry.add("heterps.conv", DeviceKind::CPU, factory<ConvKernel>());
   registry.add("heterps.conv_grad", DeviceKind::CPU, factory<ConvGradKernel>());
+  registry.add("heterps.conv_transpose", DeviceKind::CPU,
+               factory<ConvTransposeKernel>());
+  registry.add("heterps.conv_transpose_grad", DeviceKind::CPU,
+               factory<ConvTransposeGradKernel>());
   cnn::registerPoolKernels(registry);
   cnn::registerNormKernels(registry);
 }

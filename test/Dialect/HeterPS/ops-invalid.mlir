@@ -609,3 +609,30 @@ func.func @push_dim(%k: tensor<?xi64>, %g: tensor<?x3xf32>) {
   heterps.ps_push @t[%k], %g : tensor<?xi64>, tensor<?x3xf32>
   return
 }
+
+// -----
+
+func.func @conv_transpose_channels(%x: tensor<?x3x8x8xf32>, %w: tensor<4x2x3x3xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{'heterps.conv_transpose' op input has 3 channels, the filter 4}}
+  %y = heterps.conv_transpose %x, %w : (tensor<?x3x8x8xf32>, tensor<4x2x3x3xf32>) -> tensor<?x2x10x10xf32>
+  return
+}
+
+// -----
+
+func.func @conv_transpose_output_padding(%x: tensor<?x4x8x8xf32>, %w: tensor<4x2x3x3xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{'heterps.conv_transpose' op spatial dimension 0 has stride 1, dilation 1, pads 0/0, output_padding 1: strides and dilations must be positive, pads non-negative, output_padding below the stride or the dilation}}
+  %y = heterps.conv_transpose %x, %w {output_padding = array<i64: 1, 0>} : (tensor<?x4x8x8xf32>, tensor<4x2x3x3xf32>) -> tensor<?x2x11x10xf32>
+  return
+}
+
+// -----
+
+func.func @conv_transpose_bias(%x: tensor<?x4x8x8xf32>, %w: tensor<4x2x3x3xf32>, %b: tensor<4xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{'heterps.conv_transpose' op bias must have shape 2, got 4}}
+  %y = heterps.conv_transpose %x, %w, %b : (tensor<?x4x8x8xf32>, tensor<4x2x3x3xf32>, tensor<4xf32>) -> tensor<?x2x10x10xf32>
+  return
+}

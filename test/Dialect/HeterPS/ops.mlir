@@ -178,3 +178,17 @@ func.func @integer_arithmetic(%a: tensor<4xui8>, %b: tensor<?x4xi32>) -> (tensor
   %c = heterps.clip %b {min = 0.0 : f32, max = 10.0 : f32} : tensor<?x4xi32>
   return %d, %c : tensor<4xui8>, tensor<?x4xi32>
 }
+
+// CHECK-LABEL: func.func @conv_transpose
+// CHECK-SAME: (%[[X:.*]]: tensor<?x16x8x8xf32>, %[[W:.*]]: tensor<16x4x3x3xf32>, %[[B:.*]]: tensor<8xf32>)
+func.func @conv_transpose(%x: tensor<?x16x8x8xf32>, %w: tensor<16x4x3x3xf32>, %b: tensor<8xf32>)
+    -> (tensor<?x8x16x16xf32>, tensor<?x4x10x10xf32>) {
+  // 2 * (8 - 1) + 1 + 3 - 2 = 16; 8 output channels from 4 per group.
+  // CHECK: %[[Y:.*]] = heterps.conv_transpose %[[X]], %[[W]], %[[B]] {group = 2 : i64, output_padding = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<?x16x8x8xf32>, tensor<16x4x3x3xf32>, tensor<8xf32>) -> tensor<?x8x16x16xf32>
+  %y = heterps.conv_transpose %x, %w, %b {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, output_padding = array<i64: 1, 1>, group = 2 : i64}
+      : (tensor<?x16x8x8xf32>, tensor<16x4x3x3xf32>, tensor<8xf32>) -> tensor<?x8x16x16xf32>
+  // CHECK: %[[Z:.*]] = heterps.conv_transpose %[[X]], %[[W]] : (tensor<?x16x8x8xf32>, tensor<16x4x3x3xf32>) -> tensor<?x4x10x10xf32>
+  %z = heterps.conv_transpose %x, %w : (tensor<?x16x8x8xf32>, tensor<16x4x3x3xf32>) -> tensor<?x4x10x10xf32>
+  // CHECK: return %[[Y]], %[[Z]]
+  return %y, %z : tensor<?x8x16x16xf32>, tensor<?x4x10x10xf32>
+}

@@ -199,3 +199,19 @@ func.func @pad_grad_mode(%x: tensor<?x6xf32>, %dy: tensor<?x8xf32>) {
   %dx = heterps.pad_grad %x, %dy {mode = "mirror", pads = array<i64: 0, 1, 0, 1>} : (tensor<?x6xf32>, tensor<?x8xf32>) -> tensor<?x6xf32>
   return
 }
+
+// -----
+
+func.func @conv_transpose_grad_dy(%x: tensor<?x4x3x3xf32>, %w: tensor<4x2x3x3xf32>, %dy: tensor<?x2x6x6xf32>) {
+  // expected-error @+1 {{'heterps.conv_transpose_grad' op result gradient 'tensor<?x2x6x6xf32>' is not of the forward op's result type 'tensor<?x2x7x7xf32>'}}
+  %dx, %dw, %db = heterps.conv_transpose_grad %x, %w, %dy {strides = array<i64: 2, 2>} : (tensor<?x4x3x3xf32>, tensor<4x2x3x3xf32>, tensor<?x2x6x6xf32>) -> (tensor<?x4x3x3xf32>, tensor<4x2x3x3xf32>, tensor<2xf32>)
+  return
+}
+
+// -----
+
+func.func @conv_transpose_grad_bias(%x: tensor<?x4x3x3xf32>, %w: tensor<4x2x3x3xf32>, %dy: tensor<?x2x7x7xf32>) {
+  // expected-error @+1 {{'heterps.conv_transpose_grad' op bias gradient must have shape 2 (the output channels), got 4}}
+  %dx, %dw, %db = heterps.conv_transpose_grad %x, %w, %dy {strides = array<i64: 2, 2>} : (tensor<?x4x3x3xf32>, tensor<4x2x3x3xf32>, tensor<?x2x7x7xf32>) -> (tensor<?x4x3x3xf32>, tensor<4x2x3x3xf32>, tensor<4xf32>)
+  return
+}

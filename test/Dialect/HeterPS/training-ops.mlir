@@ -33,3 +33,12 @@ func.func @gather_elements_gradient(%d: tensor<?x10xf32>, %i: tensor<?x3xi64>, %
   %dd = heterps.gather_elements_grad %d, %i, %dg {axis = 1 : i64} : (tensor<?x10xf32>, tensor<?x3xi64>, tensor<?x3xf32>) -> tensor<?x10xf32>
   return
 }
+
+// CHECK-LABEL: func.func @conv_transpose_gradient
+// CHECK-SAME: (%[[X:.*]]: tensor<?x4x3x3xf32>, %[[W:.*]]: tensor<4x2x3x3xf32>, %[[DY:.*]]: tensor<?x2x7x7xf32>)
+func.func @conv_transpose_gradient(%x: tensor<?x4x3x3xf32>, %w: tensor<4x2x3x3xf32>, %dy: tensor<?x2x7x7xf32>) -> tensor<2xf32> {
+  // CHECK: %{{.*}}, %{{.*}}, %[[DB:.*]] = heterps.conv_transpose_grad %[[X]], %[[W]], %[[DY]] {strides = array<i64: 2, 2>} : (tensor<?x4x3x3xf32>, tensor<4x2x3x3xf32>, tensor<?x2x7x7xf32>) -> (tensor<?x4x3x3xf32>, tensor<4x2x3x3xf32>, tensor<2xf32>)
+  %dx, %dw, %db = heterps.conv_transpose_grad %x, %w, %dy {strides = array<i64: 2, 2>} : (tensor<?x4x3x3xf32>, tensor<4x2x3x3xf32>, tensor<?x2x7x7xf32>) -> (tensor<?x4x3x3xf32>, tensor<4x2x3x3xf32>, tensor<2xf32>)
+  // CHECK: return %[[DB]]
+  return %db : tensor<2xf32>
+}

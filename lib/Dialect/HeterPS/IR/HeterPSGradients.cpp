@@ -630,6 +630,31 @@ struct ConvRule {
   }
 };
 
+/// A transposed convolution: the input's gradient is the convolution of
+/// the result's gradient (conv_transpose_grad computes all three).
+struct ConvTransposeRule {
+  static LogicalResult build(ConvTransposeOp op, OpBuilder &b, ValueRange dy,
+                             Grads &g) {
+    SmallVector<NamedAttribute> attrs{
+        b.getNamedAttr("group", op.getGroupAttr())};
+    for (StringRef name : {"strides", "pads", "dilations", "output_padding"})
+      if (Attribute attr = op->getAttr(name))
+        attrs.push_back(b.getNamedAttr(name, attr));
+    auto result = cast<RankedTensorType>(op.getResult().getType());
+    auto biasType =
+        RankedTensorType::get({result.getDimSize(1)}, result.getElementType());
+    auto grad = ConvTransposeGradOp::create(
+        b, op.getLoc(),
+        TypeRange{op.getInput().getType(), op.getFilter().getType(), biasType},
+        ValueRange{op.getInput(), op.getFilter(), dy[0]}, attrs);
+    g.push_back(grad.getInputGrad());
+    g.push_back(grad.getFilterGrad());
+    if (op.getBias())
+      g.push_back(grad.getBiasGrad());
+    return success();
+  }
+};
+
 struct BatchNormRule {
   static LogicalResult build(BatchNormOp op, OpBuilder &b, ValueRange dy,
                              Grads &g) {
@@ -749,6 +774,7 @@ void mlir::heterps::attachGradientModels(MLIRContext *context) {
   attach<MaxPoolOp, PoolRule<MaxPoolOp>>(context);
   attach<AvgPoolOp, PoolRule<AvgPoolOp>>(context);
   attach<ConvOp, ConvRule>(context);
+  attach<ConvTransposeOp, ConvTransposeRule>(context);
   attach<RNNOp, RecurrentRule<RNNOp, RNNGradOp>>(context);
   attach<GRUOp, RecurrentRule<GRUOp, GRUGradOp>>(context);
   attach<LSTMOp, RecurrentRule<LSTMOp, LSTMGradOp>>(context);

@@ -662,6 +662,37 @@ def HeterPS_ConvOp : HeterPS_Op<"conv",
   }];
 }
 
+def HeterPS_ConvTransposeOp : HeterPS_Op<"conv_transpose",
+    [Pure, CustomCost, InferTypeOpAdaptor]> {
+  let summary = "Transposed convolution, N x C x spatial...";
+  let description = [{
+    ONNX's ConvTranspose: the gradient of a `heterps.conv` with respect to
+    its input, run forward. The filter is `C x M/group x k...` (the input's
+    channels first), the optional bias has M elements. Each output spatial
+    size is `strides * (in - 1) + output_padding + (k - 1) * dilations + 1
+    - pad_begin - pad_end`; `strides`, `dilations` default to 1, `pads`
+    (begins then ends) and `output_padding` (extra rows at the end) to 0.
+
+    ```mlir
+    %y = heterps.conv_transpose %x, %w, %b {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, output_padding = array<i64: 1, 1>}
+           : (tensor<?x16x8x8xf32>, tensor<16x8x3x3xf32>, tensor<8xf32>)
+           -> tensor<?x8x16x16xf32>
+    ```
+  }];
+  let arguments = (ins HeterPS_FloatTensor:$input, HeterPS_FloatTensor:$filter,
+                       Optional<HeterPS_FloatTensor>:$bias,
+                       OptionalAttr<DenseI64ArrayAttr>:$strides,
+                       OptionalAttr<DenseI64ArrayAttr>:$pads,
+                       OptionalAttr<DenseI64ArrayAttr>:$dilations,
+                       OptionalAttr<DenseI64ArrayAttr>:$output_padding,
+                       DefaultValuedAttr<I64Attr, "1">:$group);
+  let results = (outs HeterPS_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $filter (`,` $bias^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
 class HeterPS_PoolOp<string mnemonic, string opSummary, dag extraArgs = (ins)>
     : HeterPS_Op<mnemonic, [Pure, CustomCost, InferTypeOpAdaptor]> {
   let summary = opSummary;
@@ -1665,6 +1696,38 @@ def HeterPS_LSTMGradOp : HeterPS_RecurrentGradOp<"lstm_grad", "lstm",
     (outs HeterPS_FloatTensor:$initial_c_grad,
           HeterPS_FloatTensor:$peepholes_grad),
     [{ (`initial_c` `(` $initial_c^ `)`)? (`peepholes` `(` $peepholes^ `)`)? }]>;
+
+def HeterPS_ConvTransposeGradOp : HeterPS_Op<"conv_transpose_grad",
+    [Pure, CustomCost]> {
+  let summary = "Gradients of a transposed convolution: input, filter, bias";
+  let description = [{
+    With the attributes of the forward `heterps.conv_transpose`: the input's
+    gradient is the convolution of the result's gradient, the filter's that
+    convolution's filter gradient, the bias's (M elements, whether or not
+    the forward op had a bias) the result gradient summed per channel.
+
+    ```mlir
+    %dx, %dw, %db = heterps.conv_transpose_grad %x, %w, %dy {strides = array<i64: 2, 2>}
+        : (tensor<?x4x3x3xf32>, tensor<4x2x3x3xf32>, tensor<?x2x7x7xf32>)
+        -> (tensor<?x4x3x3xf32>, tensor<4x2x3x3xf32>, tensor<2xf32>)
+    ```
+  }];
+  let arguments = (ins HeterPS_FloatTensor:$input, HeterPS_FloatTensor:$filter,
+                       HeterPS_FloatTensor:$result_grad,
+                       OptionalAttr<DenseI64ArrayAttr>:$strides,
+                       OptionalAttr<DenseI64ArrayAttr>:$pads,
+                       OptionalAttr<DenseI64ArrayAttr>:$dilations,
+                       OptionalAttr<DenseI64ArrayAttr>:$output_padding,
+                       DefaultValuedAttr<I64Attr, "1">:$group);
+  let results = (outs HeterPS_FloatTensor:$input_grad,
+                      HeterPS_FloatTensor:$filter_grad,
+                      HeterPS_FloatTensor:$bias_grad);
+  let assemblyFormat = [{
+    $input `,` $filter `,` $result_grad attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
 
 def HeterPS_PoolGradOp : HeterPS_Op<"pool_grad",
     [Pure, AllTypesMatch<["input", "input_grad"]>, CustomCost]> {

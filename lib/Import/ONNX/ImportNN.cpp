@@ -1,0 +1,209 @@
+//===- ImportNN.cpp - ONNX convolution and pooling ------------------------===//
+//
+// Conv, ConvTranspose, MaxPool, AveragePool and GlobalAveragePool: the
+// window attributes (auto_pad resolved to pads against static spatial
+// sizes, ConvTranspose's output_shape to pads and output padding) become
+// the attributes of heterps.conv, conv_transpose and the pools.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Importer.h"
+#include "heterps/Dialect/HeterPS/IR/HeterPSShapes.h"
+
+#include <tuple>
+
+using namespace mlir;
+using namespace mlir::heterps;
+using namespace mlir::heterps::onnx_import;
+
+LogicalResult Importer::convertConvPool(StringRef op) {
+  FailureOr<Value> x = input(0);
+  if (failed(x))
+    return failure();
+  RankedTensorType type = typeOf(*x);
+  int64_t spatial = type.getRank() - 2;
+  if (spatial < 1)
+    return nodeError() << "input must be N x C x spatial..., got "
+                       << formatShape(type.getShape());
+  Value filter;
+  Ints kernel;
+  if (op == "Conv") {
+    FailureOr<Value> w = input(1);
+    if (failed(w))
+      return failure();
+    filter = *w;
+    auto ws = typeOf(filter).getShape();
+    if (ws.size() != type.getShape().size())
+      return nodeError() << "the filter " << formatShape(ws)
+                         << " must have the input's rank " << type.getRank()
+                         << " (input " << formatShape(type.getShape()) << ")";
+    kernel.assign(ws.begin() + 2, ws.end());
+  } else if (op != "GlobalAveragePool") {
+    kernel = intsAttr("kernel_shape").value_or(Ints());
+  }
+  if (op == "GlobalAveragePool")
+    return emit(make<GlobalAvgPoolOp>(*x));
+  if (op == "MaxPool" && intAttr("storage_order", 0) != 0)
+    return nodeError() << "storage_order = 1 is not supported";
+  if (failed(onlyFirstOutput()))
+    return failure();
+  Ints strides = intsAttr("strides").value_or(Ints(spatial, 1));
+  Ints dilations = intsAttr("dilations").value_or(Ints(spatial, 1));
+  Ints pads = intsAttr("pads").value_or(Ints(2 * spatial, 0));
+  for (auto [name, values, size] :
+       {std::tuple<const char *, const Ints *, int64_t>{"kernel_shape", &kernel,
+                                                        spatial},
+        {"strides", &strides, spatial},
+        {"dilations", &dilations, spatial},
+        {"pads", &pads, 2 * spatial}})
+    if (static_cast<int64_t>(values->size()) != size)
+      return nodeError() << name << " has " << values->size()
+                         << " values; expected " << size << " for " << spatial
+                         << " spatial dimension" << (spatial == 1 ? "" : "s");
+  // Sizes beyond 2^20 are no model's: they would overflow the shapes they
+  // make.
+  for (auto [name, values] :
+       {std::pair<const char *, const Ints *>{"strides", &strides},
+        {"dilations", &dilations},
+        {"pads", &pads}})
+    for (int64_t v : *values)
+      if (v < 0 || v > (int64_t(1) << 20))
+        return nodeError() << name << " has " << v << "; expected 0 to 1048576";
+  std::string autoPad = stringAttr("auto_pad", "NOTSET");
+  if (autoPad == "VALID") {
+    pads.assign(2 * spatial, 0);
+  } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    for (int64_t d = 0; d < spatial; ++d) {
+      int64_t in = type.getDimSize(d + 2);
+      if (ShapedType::isDynamic(in))
+        return nodeError() << "auto_pad needs static spatial dimensions";
+      int64_t out = (in + strides[d] - 1) / strides[d];
+      int64_t eff = (kernel[d] - 1) * dilations[d] + 1;
+      int64_t total = std::max<int64_t>(0, (out - 1) * strides[d] + eff - in);
+      int64_t small = total / 2, big = total - small;
+      pads[d] = autoPad == "SAME_UPPER" ? small : big;
+      pads[d + spatial] = autoPad == "SAME_UPPER" ? big : small;
+    }
+  } else if (autoPad != "NOTSET") {
+    return nodeError() << "auto_pad '" << autoPad << "' is not supported";
+  }
+  auto arr = [&](ArrayRef<int64_t> v) { return b.getDenseI64ArrayAttr(v); };
+  bool ceil = intAttr("ceil_mode", 0) != 0;
+  // Pools spell dilation 1 by leaving the attribute out.
+  DenseI64ArrayAttr dilationsAttr;
+  if (llvm::any_of(dilations, [](int64_t d) { return d != 1; }))
+    dilationsAttr = arr(dilations);
+  if (op == "Conv") {
+    Value bias;
+    if (has(2)) {
+      FailureOr<Value> bv = input(2);
+      if (failed(bv))
+        return failure();
+      bias = *bv;
+    }
+    return emit(make<ConvOp>(*x, filter, bias, arr(strides), arr(pads),
+                             arr(dilations),
+                             b.getI64IntegerAttr(intAttr("group", 1))));
+  }
+  if (op == "MaxPool")
+    return emit(make<MaxPoolOp>(*x, arr(kernel), arr(strides), arr(pads),
+                                dilationsAttr, b.getBoolAttr(ceil)));
+  return emit(
+      make<AvgPoolOp>(*x, arr(kernel), arr(strides), arr(pads), dilationsAttr,
+                      b.getBoolAttr(ceil),
+                      b.getBoolAttr(intAttr("count_include_pad", 0) != 0)));
+}
+
+LogicalResult Importer::convertConvTranspose() {
+  FailureOr<Value> x = input(0), w = input(1);
+  if (failed(x) || failed(w))
+    return failure();
+  RankedTensorType type = typeOf(*x), filter = typeOf(*w);
+  int64_t spatial = type.getRank() - 2;
+  if (spatial < 1 || filter.getRank() != type.getRank())
+    return nodeError() << "input must be N x C x spatial... and the filter "
+                          "C x M/group x kernel... of the same rank, got "
+                       << formatShape(type.getShape()) << " and "
+                       << formatShape(filter.getShape());
+  if (!filter.hasStaticShape())
+    return nodeError() << "the filter must have a static shape, got "
+                       << formatShape(filter.getShape());
+  Ints kernel(filter.getShape().begin() + 2, filter.getShape().end());
+  if (std::optional<Ints> k = intsAttr("kernel_shape"); k && *k != kernel)
+    return nodeError() << "kernel_shape " << formatShape(*k)
+                       << " differs from the filter's " << formatShape(kernel);
+  Ints strides = intsAttr("strides").value_or(Ints(spatial, 1));
+  Ints dilations = intsAttr("dilations").value_or(Ints(spatial, 1));
+  Ints pads = intsAttr("pads").value_or(Ints(2 * spatial, 0));
+  Ints extra = intsAttr("output_padding").value_or(Ints(spatial, 0));
+  std::optional<Ints> outputShape = intsAttr("output_shape");
+  for (auto [name, values, size] :
+       {std::tuple<const char *, const Ints *, int64_t>{"strides", &strides,
+                                                        spatial},
+        {"dilations", &dilations, spatial},
+        {"output_padding", &extra, spatial},
+        {"pads", &pads, 2 * spatial}})
+    if (static_cast<int64_t>(values->size()) != size)
+      return nodeError() << name << " has " << values->size()
+                         << " values; expected " << size << " for " << spatial
+                         << " spatial dimension" << (spatial == 1 ? "" : "s");
+  for (auto [name, values] :
+       {std::pair<const char *, const Ints *>{"strides", &strides},
+        {"dilations", &dilations},
+        {"output_padding", &extra},
+        {"pads", &pads}})
+    for (int64_t v : *values)
+      if (v < 0 || v > (int64_t(1) << 20))
+        return nodeError() << name << " has " << v << "; expected 0 to 1048576";
+  std::string autoPad = stringAttr("auto_pad", "NOTSET");
+  if (autoPad != "NOTSET" && autoPad != "VALID" && autoPad != "SAME_UPPER" &&
+      autoPad != "SAME_LOWER")
+    return nodeError() << "auto_pad '" << autoPad << "' is not supported";
+  if (autoPad == "VALID")
+    pads.assign(2 * spatial, 0);
+  // A requested output size (output_shape, or the input times the stride
+  // for SAME) fixes the total padding, split as ONNX defines; a negative
+  // total pads the end with output rows (output_padding).
+  if (outputShape || autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    if (outputShape && static_cast<int64_t>(outputShape->size()) != spatial)
+      return nodeError() << "output_shape has " << outputShape->size()
+                         << " values; expected " << spatial;
+    for (int64_t d = 0; d < spatial; ++d) {
+      int64_t in = type.getDimSize(d + 2);
+      if (ShapedType::isDynamic(in))
+        return nodeError() << "output_shape and auto_pad need static spatial "
+                              "dimensions";
+      int64_t out = outputShape ? (*outputShape)[d] : in * strides[d];
+      int64_t total = strides[d] * (in - 1) + extra[d] +
+                      (kernel[d] - 1) * dilations[d] + 1 - out;
+      int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+      bool upper = autoPad == "SAME_UPPER";
+      int64_t begin = upper ? half : total - half;
+      int64_t end = upper ? total - half : half;
+      if (begin < 0)
+        return nodeError() << "output size " << out << " in spatial dimension "
+                           << d << " needs padding " << begin
+                           << " at its beginning (negative)";
+      if (end < 0) {
+        extra[d] += -end;
+        end = 0;
+      }
+      pads[d] = begin;
+      pads[d + spatial] = end;
+    }
+  }
+  Value bias;
+  if (has(2)) {
+    FailureOr<Value> bv = input(2);
+    if (failed(bv))
+      return failure();
+    bias = *bv;
+  }
+  auto arr = [&](ArrayRef<int64_t> v) { return b.getDenseI64ArrayAttr(v); };
+  DenseI64ArrayAttr extraAttr;
+  if (llvm::any_of(extra, [](int64_t e) { return e != 0; }))
+    extraAttr = arr(extra);
+  return emit(make<ConvTransposeOp>(*x, *w, bias, arr(strides), arr(pads),
+                                    arr(dilations), extraAttr,
+                                    b.getI64IntegerAttr(intAttr("group", 1))));
+}
