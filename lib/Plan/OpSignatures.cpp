@@ -85,6 +85,8 @@ constexpr OpSignature kSignatures[] = {
     {"heterps.rnn_grad", 4, 8, 5, 0b1111, "00000", "0000----"},
     {"heterps.scatter_elements", 3, 3, 1, 0b0, "0", "-i0"},
     {"heterps.scatter_elements_grad", 2, 2, 2, 0b10, "11", "i-"},
+    {"heterps.scatter_nd", 3, 3, 1, 0b0, "0", "-i0"},
+    {"heterps.scatter_nd_grad", 2, 2, 2, 0b10, "11", "i-"},
     {"heterps.send", 1, 1, 0, 0b0, "", ""},
     {"heterps.sigmoid", 1, 1, 1, 0b1, "0", ""},
     {"heterps.slice", 1, 1, 1, 0b0, "0", ""},

@@ -56,3 +56,16 @@ func.func @staged(%x: tensor<?x1xf32>) -> tensor<?x1xf32> {
   } -> tensor<?x1xf32>
   return %r : tensor<?x1xf32>
 }
+
+// -----
+
+heterps.param @d : tensor<3x4xf32> = #heterps.init<zeros>
+
+// A product scattered into trained data has no gradient rule.
+func.func @scatter_nd_mul(%u: tensor<?x4xf32>, %i: tensor<?x1xi64>) -> tensor<f32> {
+  %d = heterps.load_param @d : tensor<3x4xf32>
+  // expected-error @+1 {{'heterps.scatter_nd' op has no gradient with reduction 'mul' (only none and add)}}
+  %s = heterps.scatter_nd %d, %i, %u {reduction = "mul"} : (tensor<3x4xf32>, tensor<?x1xi64>, tensor<?x4xf32>) -> tensor<3x4xf32>
+  %l = heterps.reduce_sum %s {keepdims = false} : (tensor<3x4xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}

@@ -116,6 +116,9 @@ static const std::map<std::string, std::string> kLimits = {
     {"ScatterElements",
      "reduction none or add; with none, the gradient of duplicate indices "
      "goes to every duplicate update"},
+    {"ScatterND", "reduction none, add or mul (mul has no gradient); with "
+                  "none, the gradient of duplicate tuples goes to every "
+                  "duplicate update"},
     {"Shape", "folded; a dynamic batch stays symbolic"},
     {"Slice", "starts/ends/axes/steps must be constants; the batch is kept"},
     {"SoftmaxCrossEntropyLoss",

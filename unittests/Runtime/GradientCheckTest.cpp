@@ -1202,6 +1202,32 @@ TEST(GradientCheck, LSTM) {
   checkRecurrent("lstm", "", true, false, true, /*peepholes=*/true);
 }
 
+TEST(GradientCheck, ScatterND) {
+  // Rows (tuples of 1) and single elements (tuples of 2), stored or added;
+  // with "add" one tuple repeats.
+  for (const char *reduction : {"none", "add"}) {
+    bool add = std::string(reduction) == "add";
+    GradCase c(std::string("scatter_nd ") + reduction);
+    c.param("d", {3, 4}, c.rng.uniform(12, -1.0f, 1.0f));
+    c.param("u", {2, 4}, c.rng.uniform(8, -1.0f, 1.0f));
+    c.param("v", {2}, c.rng.uniform(2, -1.0f, 1.0f));
+    c.code(std::string("%i = heterps.constant dense<") +
+           (add ? "[[2], [2]]" : "[[2], [0]]") + "> : tensor<2x1xi64>");
+    c.code("%j = heterps.constant dense<[[0, 1], [-1, 3]]> : "
+           "tensor<2x2xi64>");
+    c.code(std::string("%s = heterps.scatter_nd %d, %i, %u {reduction = \"") +
+           reduction +
+           "\"} : (tensor<3x4xf32>, tensor<2x1xi64>, tensor<2x4xf32>) -> "
+           "tensor<3x4xf32>");
+    c.code(std::string("%t = heterps.scatter_nd %s, %j, %v {reduction = \"") +
+           reduction +
+           "\"} : (tensor<3x4xf32>, tensor<2x2xi64>, tensor<2xf32>) -> "
+           "tensor<3x4xf32>");
+    c.mseLoss("%t", {3, 4});
+    checkGradients(c);
+  }
+}
+
 TEST(GradientCheck, Where) {
   // A mask from a comparison of data; y broadcasts from a row.
   GradCase c("where mask, x 3x4, y 4");

@@ -2425,6 +2425,7 @@ static const StringRef kSupportedOps[] = {
     "Reshape",
     "Scatter",
     "ScatterElements",
+    "ScatterND",
     "Shape",
     "Sigmoid",
     "Slice",
@@ -2501,6 +2502,21 @@ LogicalResult Importer::importNode(const onnx::NodeProto &n) {
     setOutput(ScatterElementsOp::create(
         b, loc, typeOf(*data), *data, *indices, *updates,
         b.getI64IntegerAttr(intAttr("axis", 0)), b.getStringAttr(reduction)));
+    return success();
+  }
+  if (op == "ScatterND") {
+    FailureOr<Value> data = input(0), indices = input(1), updates = input(2);
+    if (failed(data) || failed(indices) || failed(updates))
+      return failure();
+    std::string reduction = stringAttr("reduction", "none");
+    if (reduction != "none" && reduction != "add" && reduction != "mul")
+      return nodeError() << "reduction '" << reduction
+                         << "' is not supported (none, add or mul)";
+    if (!isa<IntegerType>(typeOf(*indices).getElementType()))
+      return nodeError() << "indices must be integers, got "
+                         << typeOf(*indices);
+    setOutput(ScatterNDOp::create(b, loc, typeOf(*data), *data, *indices,
+                                  *updates, b.getStringAttr(reduction)));
     return success();
   }
   if (op == "GatherElements") {

@@ -699,6 +699,142 @@ private:
   ElementIndex index;
 };
 
+/// The slices of `data` ScatterND's index tuples name: a flat offset per
+/// tuple and the slice size (the data's trailing rank - k dimensions).
+class TupleIndex {
+public:
+  void prepare(const OpInfo &info, const Shape &data, const Shape &idx,
+               const Shape &updates) {
+    if (idx.empty() || idx.back() < 1 ||
+        idx.back() > static_cast<int64_t>(data.size()))
+      fail() << info.describe() << ": indices " << shapeString(idx)
+             << " must end in tuples of 1 to " << data.size()
+             << " entries for data " << shapeString(data);
+    k = idx.back();
+    Shape expected(idx.begin(), idx.end() - 1);
+    expected.insert(expected.end(), data.begin() + k, data.end());
+    if (updates != expected)
+      fail() << info.describe() << ": updates " << shapeString(updates)
+             << ", expected " << shapeString(expected)
+             << " (indices[:-1] + data[" << k << ":])";
+    dims.assign(data.begin(), data.begin() + k);
+    strides = stridesOf(data);
+    sliceSize = numElements(Shape(data.begin() + k, data.end()));
+  }
+  /// The offsets of `indices`; an index out of range is an error.
+  const std::vector<int64_t> &offsets(const OpInfo &info,
+                                      const Tensor &indices) {
+    int64_t tuples = indices.numElements() / k;
+    flat.resize(tuples);
+    dispatchNumeric(indices.dtype(), info, [&](auto tag) {
+      using I = decltype(tag);
+      const I *idx = indices.as<I>();
+      for (int64_t p = 0; p < tuples; ++p) {
+        int64_t offset = 0;
+        for (int64_t d = 0; d < k; ++d) {
+          int64_t at = static_cast<int64_t>(idx[p * k + d]);
+          if (at < 0)
+            at += dims[d];
+          if (at < 0 || at >= dims[d])
+            fail() << info.describe() << ": index tuple " << p << " has "
+                   << static_cast<int64_t>(idx[p * k + d]) << " in dimension "
+                   << d << ", out of range [0, " << dims[d] << ")";
+          offset += at * strides[d];
+        }
+        flat[p] = offset;
+      }
+    });
+    return flat;
+  }
+  int64_t slice() const { return sliceSize; }
+
+private:
+  int64_t k = 1, sliceSize = 1;
+  Shape dims;
+  std::vector<int64_t> strides, flat;
+};
+
+std::string readScatterNDReduction(const OpInfo &op, bool gradient) {
+  std::string reduction = op.getString("reduction", "none");
+  if (reduction != "none" && reduction != "add" &&
+      (gradient || reduction != "mul"))
+    fail() << op.describe() << ": reduction '" << reduction
+           << "' is not one of: none, add" << (gradient ? "" : ", mul");
+  return reduction;
+}
+
+/// heterps.scatter_nd: (data, indices, updates) -> data with the update
+/// slices stored, added or multiplied in tuple order.
+class ScatterNDKernel : public Kernel {
+public:
+  explicit ScatterNDKernel(const OpInfo &op)
+      : Kernel(op), reduction(readScatterNDReduction(op, false)) {}
+  std::vector<Shape> prepare(const std::vector<Shape> &in) override {
+    index.prepare(info, in[0], in[1], in[2]);
+    return {in[0]};
+  }
+  void run(const std::vector<const Tensor *> &in,
+           const std::vector<Tensor *> &res, ExecContext &) override {
+    const std::vector<int64_t> &offsets = index.offsets(info, *in[1]);
+    int64_t n = index.slice();
+    dispatchNumeric(in[0]->dtype(), info, [&](auto tag) {
+      using T = decltype(tag);
+      const T *x = in[0]->as<T>(), *u = in[2]->as<T>();
+      T *y = res[0]->as<T>();
+      std::copy(x, x + in[0]->numElements(), y);
+      for (size_t p = 0; p < offsets.size(); ++p) {
+        T *dst = y + offsets[p];
+        const T *src = u + p * n;
+        for (int64_t i = 0; i < n; ++i)
+          dst[i] = reduction == "add"   ? T(dst[i] + src[i])
+                   : reduction == "mul" ? T(dst[i] * src[i])
+                                        : src[i];
+      }
+    });
+  }
+
+private:
+  std::string reduction;
+  TupleIndex index;
+};
+
+/// heterps.scatter_nd_grad: (indices, result_grad) -> the data's gradient
+/// (zeroed where a slice was stored) and the updates'.
+class ScatterNDGradKernel : public Kernel {
+public:
+  explicit ScatterNDGradKernel(const OpInfo &op)
+      : Kernel(op), add(readScatterNDReduction(op, true) == "add") {}
+  std::vector<Shape> prepare(const std::vector<Shape> &in) override {
+    // The updates' shape follows from the indices and the data.
+    Shape updates(in[0].begin(), in[0].end() - (in[0].empty() ? 0 : 1));
+    if (!in[0].empty() && in[0].back() >= 1 &&
+        in[0].back() <= static_cast<int64_t>(in[1].size()))
+      updates.insert(updates.end(), in[1].begin() + in[0].back(), in[1].end());
+    index.prepare(info, in[1], in[0], updates);
+    return {in[1], updates};
+  }
+  void run(const std::vector<const Tensor *> &in,
+           const std::vector<Tensor *> &res, ExecContext &) override {
+    const std::vector<int64_t> &offsets = index.offsets(info, *in[0]);
+    int64_t n = index.slice();
+    dispatchFloat(in[1]->dtype(), info, [&](auto tag) {
+      using T = decltype(tag);
+      const T *dy = in[1]->as<T>();
+      T *dx = res[0]->as<T>(), *du = res[1]->as<T>();
+      std::copy(dy, dy + in[1]->numElements(), dx);
+      for (size_t p = 0; p < offsets.size(); ++p)
+        std::copy(dy + offsets[p], dy + offsets[p] + n, du + p * n);
+      if (!add)
+        for (int64_t offset : offsets)
+          std::fill(dx + offset, dx + offset + n, T(0));
+    });
+  }
+
+private:
+  bool add;
+  TupleIndex index;
+};
+
 class ExpandKernel : public Kernel {
 public:
   explicit ExpandKernel(const OpInfo &op)
@@ -795,6 +931,8 @@ void cpu::registerShapeKernels(KernelRegistry &r) {
   });
   addKernel<ScatterElementsKernel>(r, "heterps.scatter_elements");
   addKernel<ScatterElementsGradKernel>(r, "heterps.scatter_elements_grad");
+  addKernel<ScatterNDKernel>(r, "heterps.scatter_nd");
+  addKernel<ScatterNDGradKernel>(r, "heterps.scatter_nd_grad");
   addKernel<SliceGradKernel>(r, "heterps.slice_grad");
   addKernel<PadKernel>(r, "heterps.pad");
   addKernel<PadGradKernel>(r, "heterps.pad_grad");

@@ -226,6 +226,30 @@ func.func @scatter_reduction(%x: tensor<4x10xf32>, %i: tensor<4x3xi64>, %u: tens
 
 // -----
 
+func.func @scatter_nd_updates(%x: tensor<4x4x4xf32>, %i: tensor<2x2xi64>, %u: tensor<2x4x4xf32>) {
+  // expected-error @+1 {{'heterps.scatter_nd' op updates 2x4x4 must have shape 2x4 (indices[:-1] + data[2:])}}
+  %s = heterps.scatter_nd %x, %i, %u : (tensor<4x4x4xf32>, tensor<2x2xi64>, tensor<2x4x4xf32>) -> tensor<4x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @scatter_nd_tuple(%x: tensor<4x4xf32>, %i: tensor<2x3xi64>, %u: tensor<2xf32>) {
+  // expected-error @+1 {{'heterps.scatter_nd' op index tuples of 3 entries for data of rank 2}}
+  %s = heterps.scatter_nd %x, %i, %u : (tensor<4x4xf32>, tensor<2x3xi64>, tensor<2xf32>) -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @scatter_nd_grad_reduction(%i: tensor<2x1xi64>, %dy: tensor<4x4xf32>) {
+  // expected-error @+1 {{'heterps.scatter_nd_grad' op reduction 'mul' is not one of: none, add}}
+  %dd, %du = heterps.scatter_nd_grad %i, %dy {reduction = "mul"} : (tensor<2x1xi64>, tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<2x4xf32>)
+  return
+}
+
+// -----
+
 func.func @top_k_axis(%x: tensor<4x10xf32>) {
   // expected-error @+2 {{failed to infer returned types}}
   // expected-error @+1 {{heterps.top_k_indices: axis -3 is out of range for rank 2}}

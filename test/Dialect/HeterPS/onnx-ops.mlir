@@ -1,6 +1,6 @@
 // Round trip of the ops the ONNX frontend adds (gather, slice, cast, expand,
 // pad, compare, logical, not, where, arg_extreme, top_k_indices,
-// scatter_elements, cumsum, weighted_nll_loss) and of an embedding table
+// scatter_elements, scatter_nd, cumsum, weighted_nll_loss) and of an embedding table
 // with initial rows: parse, print, parse again, in the custom and in the
 // generic form.
 // RUN: heterps-opt %s | heterps-opt | FileCheck %s
@@ -91,6 +91,15 @@ func.func @scatter(%x: tensor<?x10xf32>, %i: tensor<?x3xi64>, %u: tensor<?x3xf32
   // CHECK: heterps.scatter_elements_grad %{{.*}}, %[[S]] {axis = 1 : i64} : (tensor<?x3xi64>, tensor<?x10xf32>) -> (tensor<?x10xf32>, tensor<?x3xf32>)
   %dd, %du = heterps.scatter_elements_grad %i, %s {axis = 1 : i64} : (tensor<?x3xi64>, tensor<?x10xf32>) -> (tensor<?x10xf32>, tensor<?x3xf32>)
   return %s : tensor<?x10xf32>
+}
+
+// CHECK-LABEL: func.func @scatter_nd
+func.func @scatter_nd(%x: tensor<?x4x4xf32>, %i: tensor<2x1xi64>, %u: tensor<2x4x4xf32>) -> tensor<?x4x4xf32> {
+  // CHECK: %[[S:.*]] = heterps.scatter_nd %{{.*}}, %{{.*}}, %{{.*}} {reduction = "mul"} : (tensor<?x4x4xf32>, tensor<2x1xi64>, tensor<2x4x4xf32>) -> tensor<?x4x4xf32>
+  %s = heterps.scatter_nd %x, %i, %u {reduction = "mul"} : (tensor<?x4x4xf32>, tensor<2x1xi64>, tensor<2x4x4xf32>) -> tensor<?x4x4xf32>
+  // CHECK: heterps.scatter_nd_grad %{{.*}}, %[[S]] : (tensor<2x1xi64>, tensor<?x4x4xf32>) -> (tensor<?x4x4xf32>, tensor<2x4x4xf32>)
+  %dd, %du = heterps.scatter_nd_grad %i, %s : (tensor<2x1xi64>, tensor<?x4x4xf32>) -> (tensor<?x4x4xf32>, tensor<2x4x4xf32>)
+  return %s : tensor<?x4x4xf32>
 }
 
 // CHECK-LABEL: func.func @top_k

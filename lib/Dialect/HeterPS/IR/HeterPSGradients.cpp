@@ -525,6 +525,28 @@ template <typename OpTy, typename GradOpTy> struct RecurrentRule {
   }
 };
 
+/// scatter_nd of float data (stored or added): as scatter_elements, by
+/// slices.
+struct ScatterNDRule {
+  static LogicalResult build(ScatterNDOp op, OpBuilder &b, ValueRange dy,
+                             Grads &g) {
+    if (!isa<FloatType>(getElementTypeOrSelf(op.getData().getType()))) {
+      g.append({Value(), Value(), Value()});
+      return success();
+    }
+    if (op.getReduction() == "mul")
+      return op.emitOpError()
+             << "has no gradient with reduction 'mul' (only none and add)";
+    auto grads = ScatterNDGradOp::create(
+        b, op.getLoc(),
+        TypeRange{op.getData().getType(), op.getUpdates().getType()},
+        ValueRange{op.getIndices(), dy[0]},
+        {b.getNamedAttr("reduction", op.getReductionAttr())});
+    g.append({grads.getDataGrad(), Value(), grads.getUpdatesGrad()});
+    return success();
+  }
+};
+
 /// A slice of float data puts its gradient back in place, zeros around it.
 struct SliceRule {
   static LogicalResult build(SliceOp op, OpBuilder &b, ValueRange dy,
@@ -764,6 +786,7 @@ void mlir::heterps::attachGradientModels(MLIRContext *context) {
   attach<CumSumOp, CumSumRule>(context);
   attach<GatherElementsOp, GatherElementsRule>(context);
   attach<ScatterElementsOp, ScatterElementsRule>(context);
+  attach<ScatterNDOp, ScatterNDRule>(context);
   attach<ReduceSumOp, ReduceRule<ReduceSumOp>>(context);
   attach<ReduceMeanOp, ReduceRule<ReduceMeanOp>>(context);
   attach<ReduceMaxOp, ReduceRule<ReduceMaxOp>>(context);

@@ -12,6 +12,7 @@
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/StringExtras.h"
 
 using namespace mlir;
 using namespace mlir::heterps;
@@ -500,4 +501,55 @@ LogicalResult ExpandOp::inferReturnTypes(MLIRContext *,
   }
   inferred.push_back(RankedTensorType::get(shape, input.getElementType()));
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ScatterNDOp
+//===----------------------------------------------------------------------===//
+
+/// The checks scatter_nd and its gradient share: index tuples of k <= rank
+/// entries and updates of shape indices[:-1] + data[k:].
+template <typename OpTy>
+static LogicalResult
+verifyScatterND(OpTy op, RankedTensorType data, RankedTensorType indices,
+                RankedTensorType updates, ArrayRef<StringRef> reductions) {
+  if (!llvm::is_contained(reductions, op.getReduction()))
+    return op.emitOpError()
+           << "reduction '" << op.getReduction()
+           << "' is not one of: " << llvm::join(reductions, ", ");
+  if (indices.getRank() < 1 || ShapedType::isDynamic(indices.getShape().back()))
+    return op.emitOpError() << "indices must end in a static tuple size, got "
+                            << formatShape(indices.getShape());
+  int64_t k = indices.getShape().back();
+  if (k < 1 || k > data.getRank())
+    return op.emitOpError() << "index tuples of " << k
+                            << " entries for data of rank " << data.getRank();
+  SmallVector<int64_t> expected(indices.getShape().drop_back());
+  llvm::append_range(expected, data.getShape().drop_front(k));
+  if (!shapesAgree(expected, updates.getShape()))
+    return op.emitOpError() << "updates " << formatShape(updates.getShape())
+                            << " must have shape " << formatShape(expected)
+                            << " (indices[:-1] + data[" << k << ":])";
+  return success();
+}
+
+LogicalResult ScatterNDOp::verify() {
+  if (getUpdates().getType().getElementType() !=
+      getData().getType().getElementType())
+    return emitOpError() << "updates of " << getUpdates().getType()
+                         << " for data of " << getData().getType();
+  return verifyScatterND(*this, getData().getType(), getIndices().getType(),
+                         getUpdates().getType(), {"none", "add", "mul"});
+}
+
+LogicalResult ScatterNDGradOp::verify() {
+  auto dy = cast<RankedTensorType>(getResultGrad().getType());
+  auto du = cast<RankedTensorType>(getUpdatesGrad().getType());
+  if (getDataGrad().getType() != dy ||
+      du.getElementType() != dy.getElementType())
+    return emitOpError() << "the data's gradient must have the result "
+                            "gradient's type "
+                         << dy << ", the updates' its element type";
+  return verifyScatterND(*this, dy, getIndices().getType(), du,
+                         {"none", "add"});
 }

@@ -1108,6 +1108,33 @@ def HeterPS_ScatterElementsOp : HeterPS_Op<"scatter_elements",
   let hasVerifier = 1;
 }
 
+def HeterPS_ScatterNDOp : HeterPS_Op<"scatter_nd",
+    [Pure, AllTypesMatch<["data", "result"]>, HeterPS_CostOpInterface]> {
+  let summary = "Writes slices at index tuples (ONNX ScatterND)";
+  let description = [{
+    `data` with slices of `updates` written at the index tuples of
+    `indices` (`... x k`: each tuple names `data[i0, ..., ik-1]`, a slice
+    of `data`'s trailing rank - k dimensions): stored (`reduction =
+    "none"`, the last write wins), added (`"add"`) or multiplied (`"mul"`,
+    which has no gradient). `updates` is `indices.shape[:-1] +
+    data.shape[k:]`; negative indices count from the end.
+
+    ```mlir
+    %s = heterps.scatter_nd %x, %i, %u {reduction = "add"}
+           : (tensor<4x4x4xf32>, tensor<2x1xi64>, tensor<2x4x4xf32>) -> tensor<4x4x4xf32>
+    ```
+  }];
+  let arguments = (ins HeterPS_NumericTensor:$data, HeterPS_IdTensor:$indices,
+                       HeterPS_NumericTensor:$updates,
+                       DefaultValuedAttr<StrAttr, "\"none\"">:$reduction);
+  let results = (outs HeterPS_NumericTensor:$result);
+  let assemblyFormat = [{
+    $data `,` $indices `,` $updates attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def HeterPS_SliceOp : HeterPS_Op<"slice",
     [Pure, InferTypeOpAdaptor, HeterPS_CostOpInterface]> {
   let summary = "Strided slice with static bounds (ONNX Slice)";
@@ -1492,6 +1519,30 @@ def HeterPS_ScatterElementsGradOp : HeterPS_Op<"scatter_elements_grad",
   let arguments = (ins HeterPS_IdTensor:$indices,
                        HeterPS_FloatTensor:$result_grad,
                        DefaultValuedAttr<I64Attr, "0">:$axis,
+                       DefaultValuedAttr<StrAttr, "\"none\"">:$reduction);
+  let results = (outs HeterPS_FloatTensor:$data_grad,
+                      HeterPS_FloatTensor:$updates_grad);
+  let assemblyFormat = [{
+    $indices `,` $result_grad attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def HeterPS_ScatterNDGradOp : HeterPS_Op<"scatter_nd_grad",
+    [Pure, HeterPS_CostOpInterface]> {
+  let summary = "Gradients of scatter_nd";
+  let description = [{
+    From the result's gradient: the data's (with the written slices zeroed
+    for `reduction = "none"`, whole for `"add"`) and the updates' (the
+    result gradient's slices where each update went).
+
+    ```mlir
+    %dd, %du = heterps.scatter_nd_grad %i, %ds
+        : (tensor<2x1xi64>, tensor<4x4x4xf32>) -> (tensor<4x4x4xf32>, tensor<2x4x4xf32>)
+    ```
+  }];
+  let arguments = (ins HeterPS_IdTensor:$indices,
+                       HeterPS_FloatTensor:$result_grad,
                        DefaultValuedAttr<StrAttr, "\"none\"">:$reduction);
   let results = (outs HeterPS_FloatTensor:$data_grad,
                       HeterPS_FloatTensor:$updates_grad);
