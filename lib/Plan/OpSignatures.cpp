@@ -81,6 +81,8 @@ constexpr OpSignature kSignatures[] = {
     {"heterps.reduce_sum", 1, 1, 1, 0b1, "0", ""},
     {"heterps.relu", 1, 1, 1, 0b1, "0", ""},
     {"heterps.reshape", 1, 1, 1, 0b0, "0", ""},
+    {"heterps.resize", 1, 1, 1, 0b1, "0", ""},
+    {"heterps.resize_grad", 2, 2, 1, 0b11, "0", ""},
     {"heterps.rnn", 4, 6, 2, 0b1111, "00", "0000--"},
     {"heterps.rnn_grad", 4, 8, 5, 0b1111, "00000", "0000----"},
     {"heterps.scatter_elements", 3, 3, 1, 0b0, "0", "-i0"},

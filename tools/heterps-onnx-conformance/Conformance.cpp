@@ -112,6 +112,9 @@ static const std::map<std::string, std::string> kLimits = {
             "and R of static shape"},
     {"Range", "start, limit and delta must be known at import time (folded)"},
     {"Reshape", "the shape must be known at import time"},
+    {"Resize", "roi, scales and sizes must be constants; a dynamic (batch) "
+               "dimension is not resized; no antialias, axes or "
+               "keep_aspect_ratio_policy"},
     {"Scatter", "as ScatterElements"},
     {"ScatterElements",
      "reduction none or add; with none, the gradient of duplicate indices "
@@ -291,7 +294,7 @@ static bool isConstantOperand(const std::string &op, int index) {
       {"ReduceMax", {1}},       {"Slice", {1, 2, 3, 4}}, {"Clip", {1, 2}},
       {"Dropout", {1, 2}},      {"Pad", {1, 2, 3}},      {"Split", {1}},
       {"ConstantOfShape", {0}}, {"Tile", {1}},           {"Range", {0, 1, 2}},
-      {"CumSum", {1}},          {"TopK", {1}},
+      {"CumSum", {1}},          {"TopK", {1}},           {"Resize", {1, 2, 3}},
   };
   auto it = operands.find(op);
   return it != operands.end() && it->second.count(index);

@@ -1452,6 +1452,47 @@ TEST(GradientCheck, ConvTranspose) {
   }
 }
 
+TEST(GradientCheck, Resize) {
+  // The gradient is the interpolation transposed: nearest copies, linear
+  // and cubic weights (edges repeated, or excluded), and extrapolated
+  // elements that take none.
+  struct Spec {
+    const char *label;
+    Shape x;
+    const char *attrs;
+    Shape out;
+  };
+  for (const Spec &s :
+       {Spec{"resize linear x2",
+             {1, 2, 3, 3},
+             "{mode = \"linear\", scales = array<f64: 1.0, 1.0, 2.0, 2.0>}",
+             {1, 2, 6, 6}},
+        Spec{"resize nearest 3x2 to 5x4 asymmetric",
+             {2, 1, 3, 2},
+             "{coordinate_transformation_mode = \"asymmetric\", scales = "
+             "array<f64: 1.0, 1.0, 1.6666666666666667, 2.0>}",
+             {2, 1, 5, 4}},
+        Spec{"resize cubic 5x5 to 3x4 exclude_outside",
+             {1, 1, 5, 5},
+             "{mode = \"cubic\", cubic_coeff_a = -5.0e-01, exclude_outside "
+             "= true, scales = array<f64: 1.0, 1.0, 0.6, 0.8>}",
+             {1, 1, 3, 4}},
+        Spec{"resize tf_crop_and_resize linear",
+             {1, 1, 4, 4},
+             "{mode = \"linear\", coordinate_transformation_mode = "
+             "\"tf_crop_and_resize\", extrapolation_value = 2.0, roi = "
+             "array<f64: 0.0, 0.0, 0.4, 0.6, 1.0, 1.0, 1.2, 1.7>, scales = "
+             "array<f64: 1.0, 1.0, 0.75, 0.75>}",
+             {1, 1, 3, 3}}}) {
+    GradCase c(s.label);
+    c.param("x", s.x, c.rng.uniform(numElements(s.x), -1.0f, 1.0f));
+    c.code(std::string("%y = heterps.resize %x ") + s.attrs + " : (" +
+           tensorType(s.x) + ") -> " + tensorType(s.out));
+    c.mseLoss("%y", s.out);
+    checkGradients(c);
+  }
+}
+
 TEST(GradientCheck, Pool) {
   struct PoolSpec {
     const char *label, *op, *attrs;

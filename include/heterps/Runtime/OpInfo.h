@@ -54,6 +54,8 @@ public:
   std::string getString(const std::string &key) const;
   std::vector<int64_t> getInts(const std::string &key,
                                std::vector<int64_t> dflt = {}) const;
+  std::vector<double> getFloats(const std::string &key,
+                                std::vector<double> dflt = {}) const;
   /// A tensor-valued attribute (heterps.constant's value).
   Tensor getTensor(const std::string &key) const;
 

@@ -3,13 +3,16 @@
 // Conv, ConvTranspose, MaxPool, AveragePool and GlobalAveragePool: the
 // window attributes (auto_pad resolved to pads against static spatial
 // sizes, ConvTranspose's output_shape to pads and output padding) become
-// the attributes of heterps.conv, conv_transpose and the pools.
+// the attributes of heterps.conv, conv_transpose and the pools. Resize's
+// scales or sizes, known at import time, become heterps.resize's scales
+// and result type.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Importer.h"
 #include "heterps/Dialect/HeterPS/IR/HeterPSShapes.h"
 
+#include <cmath>
 #include <tuple>
 
 using namespace mlir;
@@ -206,4 +209,120 @@ LogicalResult Importer::convertConvTranspose() {
   return emit(make<ConvTransposeOp>(*x, *w, bias, arr(strides), arr(pads),
                                     arr(dilations), extraAttr,
                                     b.getI64IntegerAttr(intAttr("group", 1))));
+}
+
+LogicalResult Importer::convertResize() {
+  FailureOr<Value> x = input(0);
+  if (failed(x))
+    return failure();
+  RankedTensorType type = typeOf(*x);
+  int64_t rank = type.getRank();
+  if (!isa<FloatType>(type.getElementType()))
+    return nodeError() << "input must be a float tensor, got " << type;
+  for (StringRef name : {"axes", "keep_aspect_ratio_policy"})
+    if (attr(name))
+      return nodeError() << "attribute '" << name << "' is not supported";
+  if (intAttr("antialias", 0) != 0)
+    return nodeError() << "antialias = 1 is not supported";
+  // Opset 10 is Upsample's semantics: asymmetric coordinates, nearest
+  // rounds down; its one other input is the scales.
+  bool opset10 = opset < 11;
+  std::string mode = stringAttr("mode", "nearest");
+  std::string coords =
+      opset10 ? "asymmetric"
+              : stringAttr("coordinate_transformation_mode", "half_pixel");
+  std::string nearest =
+      opset10 ? "floor" : stringAttr("nearest_mode", "round_prefer_floor");
+  int scalesInput = opset10 ? 1 : 2, sizesInput = opset10 ? -1 : 3;
+
+  // Inputs known at import time; an empty tensor is an absent input.
+  auto constant = [&](int i, bool wantFloat, const Known *&k) -> LogicalResult {
+    k = nullptr;
+    if (i < 0 || !has(i))
+      return success();
+    const Known *v = known(i);
+    if (!v || v->isFloat() != wantFloat)
+      return nodeError() << "input " << i << " '" << node->input(i)
+                         << "' must be a " << (wantFloat ? "float" : "integer")
+                         << " tensor known at import time";
+    if (v->size() != 0)
+      k = v;
+    return success();
+  };
+  const Known *roi, *scales, *sizes;
+  if (failed(constant(opset10 ? -1 : 1, true, roi)) ||
+      failed(constant(scalesInput, true, scales)) ||
+      failed(constant(sizesInput, false, sizes)))
+    return failure();
+  if (!scales == !sizes)
+    return nodeError() << "exactly one of scales and sizes must be given";
+  const Known *given = scales ? scales : sizes;
+  if (given->size() != rank)
+    return nodeError() << (scales ? "scales" : "sizes") << " has "
+                       << given->size() << " entries for rank " << rank;
+  SmallVector<double> factors;
+  Ints shape;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t in = type.getDimSize(d);
+    bool dynamic = ShapedType::isDynamic(in);
+    if (sizes) {
+      int64_t size = sizes->ints[d];
+      // A dynamic dimension keeps its run-time size (PyTorch computes
+      // `sizes` from Shape(x) for the batch).
+      if (dynamic) {
+        if (size != kDyn)
+          return nodeError() << "sizes[" << d << "] is " << size
+                             << " for a dynamic (batch) dimension, which "
+                                "is not resized";
+        factors.push_back(1.0);
+        shape.push_back(kDyn);
+        continue;
+      }
+      if (size < 1 || size > (int64_t(1) << 24))
+        return nodeError() << "sizes[" << d << "] is " << size
+                           << "; expected 1 to 16777216";
+      factors.push_back(static_cast<double>(size) / static_cast<double>(in));
+      shape.push_back(size);
+      continue;
+    }
+    double scale = scales->at(d);
+    if (!std::isfinite(scale) || scale <= 0)
+      return nodeError() << "scales[" << d << "] is " << scale
+                         << "; expected a positive number";
+    if (dynamic) {
+      if (scale != 1.0)
+        return nodeError() << "scales[" << d << "] is " << scale
+                           << " for a dynamic (batch) dimension, which is "
+                              "not resized";
+      factors.push_back(1.0);
+      shape.push_back(kDyn);
+      continue;
+    }
+    double out = std::floor(scale * static_cast<double>(in));
+    if (out < 1 || out > double(int64_t(1) << 24))
+      return nodeError() << "scales[" << d << "] = " << scale
+                         << " resizes dimension " << d << " of " << in << " to "
+                         << out << " elements";
+    factors.push_back(scale);
+    shape.push_back(static_cast<int64_t>(out));
+  }
+  DenseF64ArrayAttr roiAttr;
+  if (coords == "tf_crop_and_resize") {
+    if (!roi || roi->size() != 2 * rank)
+      return nodeError() << "tf_crop_and_resize needs roi of " << 2 * rank
+                         << " entries (starts, then ends)";
+    SmallVector<double> r;
+    for (int64_t i = 0; i < roi->size(); ++i)
+      r.push_back(roi->at(i));
+    roiAttr = b.getDenseF64ArrayAttr(r);
+  }
+  auto result = RankedTensorType::get(shape, type.getElementType());
+  setOutput(ResizeOp::create(
+      b, loc, result, *x, b.getStringAttr(mode), b.getStringAttr(coords),
+      b.getStringAttr(nearest),
+      b.getF64FloatAttr(floatAttr("cubic_coeff_a", -0.75f)),
+      b.getBoolAttr(intAttr("exclude_outside", 0) != 0),
+      b.getF64FloatAttr(floatAttr("extrapolation_value", 0.0f)),
+      b.getDenseF64ArrayAttr(factors), roiAttr));
+  return success();
 }

@@ -2423,6 +2423,7 @@ static const StringRef kSupportedOps[] = {
     "ReduceSum",
     "Relu",
     "Reshape",
+    "Resize",
     "Scatter",
     "ScatterElements",
     "ScatterND",
@@ -2488,6 +2489,8 @@ LogicalResult Importer::importNode(const onnx::NodeProto &n) {
     return convertRecurrent(op);
   if (op == "ConvTranspose")
     return convertConvTranspose();
+  if (op == "Resize")
+    return convertResize();
   if (op == "ScatterElements" || op == "Scatter") {
     FailureOr<Value> data = input(0), indices = input(1), updates = input(2);
     if (failed(data) || failed(indices) || failed(updates))

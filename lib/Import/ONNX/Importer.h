@@ -255,6 +255,7 @@ private:
   /// Convolution and pooling (ImportNN.cpp).
   LogicalResult convertConvPool(StringRef op);
   LogicalResult convertConvTranspose();
+  LogicalResult convertResize();
   LogicalResult convertLoss(bool softmax);
   LogicalResult convertConstant();
   LogicalResult convertLayerNorm();

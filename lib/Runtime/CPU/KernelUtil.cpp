@@ -69,5 +69,6 @@ void heterps::runtime::registerCPUKernels(KernelRegistry &registry) {
   registerReduceKernels(registry);
   registerLossKernels(registry);
   registerRecurrentKernels(registry);
+  registerResizeKernels(registry);
   registerCNNKernels(registry);
 }

@@ -135,6 +135,7 @@ void registerLogicKernels(KernelRegistry &r);
 void registerReduceKernels(KernelRegistry &r);
 void registerLossKernels(KernelRegistry &r);
 void registerRecurrentKernels(KernelRegistry &r);
+void registerResizeKernels(KernelRegistry &r);
 
 } // namespace heterps::runtime::cpu
 

@@ -131,6 +131,16 @@ std::vector<int64_t> OpInfo::getInts(const std::string &key,
   wrongKind(*this, key, *a, "an integer array");
 }
 
+std::vector<double> OpInfo::getFloats(const std::string &key,
+                                      std::vector<double> dflt) const {
+  const plan::Attribute *a = lookup(*op, key);
+  if (!a)
+    return dflt;
+  if (a->kind_case() == plan::Attribute::kFloats)
+    return {a->floats().values().begin(), a->floats().values().end()};
+  wrongKind(*this, key, *a, "a float array");
+}
+
 Tensor OpInfo::getTensor(const std::string &key) const {
   const plan::Attribute *a = lookup(*op, key);
   if (!a)

@@ -250,6 +250,38 @@ func.func @scatter_nd_grad_reduction(%i: tensor<2x1xi64>, %dy: tensor<4x4xf32>) 
 
 // -----
 
+func.func @resize_mode(%x: tensor<?x3x8x8xf32>) {
+  // expected-error @+1 {{'heterps.resize' op mode 'area' is not nearest, linear or cubic}}
+  %y = heterps.resize %x {mode = "area", scales = array<f64: 1.0, 1.0, 2.0, 2.0>} : (tensor<?x3x8x8xf32>) -> tensor<?x3x16x16xf32>
+  return
+}
+
+// -----
+
+func.func @resize_batch(%x: tensor<?x3x8x8xf32>) {
+  // expected-error @+1 {{'heterps.resize' op dimension 0 of 'tensor<?x3x8x8xf32>' and 'tensor<?x3x16x16xf32>': a dynamic (batch) dimension is not resized (scale 1), a static one stays static}}
+  %y = heterps.resize %x {scales = array<f64: 2.0, 1.0, 2.0, 2.0>} : (tensor<?x3x8x8xf32>) -> tensor<?x3x16x16xf32>
+  return
+}
+
+// -----
+
+func.func @resize_scales(%x: tensor<?x3x8x8xf32>) {
+  // expected-error @+1 {{'heterps.resize' op scales[2] is 0.000000e+00, expected a positive number}}
+  %y = heterps.resize %x {scales = array<f64: 1.0, 1.0, 0.0, 2.0>} : (tensor<?x3x8x8xf32>) -> tensor<?x3x16x16xf32>
+  return
+}
+
+// -----
+
+func.func @resize_roi(%x: tensor<?x3x8x8xf32>) {
+  // expected-error @+1 {{'heterps.resize' op tf_crop_and_resize needs roi of 8 entries (starts, then ends)}}
+  %y = heterps.resize %x {coordinate_transformation_mode = "tf_crop_and_resize", scales = array<f64: 1.0, 1.0, 2.0, 2.0>} : (tensor<?x3x8x8xf32>) -> tensor<?x3x16x16xf32>
+  return
+}
+
+// -----
+
 func.func @top_k_axis(%x: tensor<4x10xf32>) {
   // expected-error @+2 {{failed to infer returned types}}
   // expected-error @+1 {{heterps.top_k_indices: axis -3 is out of range for rank 2}}

@@ -1,6 +1,6 @@
 // Round trip of the ops the ONNX frontend adds (gather, slice, cast, expand,
 // pad, compare, logical, not, where, arg_extreme, top_k_indices,
-// scatter_elements, scatter_nd, cumsum, weighted_nll_loss) and of an embedding table
+// scatter_elements, scatter_nd, resize, cumsum, weighted_nll_loss) and of an embedding table
 // with initial rows: parse, print, parse again, in the custom and in the
 // generic form.
 // RUN: heterps-opt %s | heterps-opt | FileCheck %s
@@ -100,6 +100,18 @@ func.func @scatter_nd(%x: tensor<?x4x4xf32>, %i: tensor<2x1xi64>, %u: tensor<2x4
   // CHECK: heterps.scatter_nd_grad %{{.*}}, %[[S]] : (tensor<2x1xi64>, tensor<?x4x4xf32>) -> (tensor<?x4x4xf32>, tensor<2x4x4xf32>)
   %dd, %du = heterps.scatter_nd_grad %i, %s : (tensor<2x1xi64>, tensor<?x4x4xf32>) -> (tensor<?x4x4xf32>, tensor<2x4x4xf32>)
   return %s : tensor<?x4x4xf32>
+}
+
+// CHECK-LABEL: func.func @resize
+// CHECK-SAME: (%[[X:.*]]: tensor<?x3x8x8xf32>)
+func.func @resize(%x: tensor<?x3x8x8xf32>) -> tensor<?x3x8x8xf32> {
+  // CHECK: %[[Y:.*]] = heterps.resize %[[X]] {mode = "cubic", scales = array<f64: 1.000000e+00, 1.000000e+00, 2.000000e+00, 1.500000e+00>} : (tensor<?x3x8x8xf32>) -> tensor<?x3x16x12xf32>
+  %y = heterps.resize %x {mode = "cubic", scales = array<f64: 1.0, 1.0, 2.0, 1.5>} : (tensor<?x3x8x8xf32>) -> tensor<?x3x16x12xf32>
+  // CHECK: %[[Z:.*]] = heterps.resize %[[X]] {coordinate_transformation_mode = "tf_crop_and_resize", extrapolation_value = 1.000000e+01 : f64, mode = "linear", roi = array<f64: 0.000000e+00, 0.000000e+00, 4.000000e-01, 6.000000e-01, 1.000000e+00, 1.000000e+00, 1.200000e+00, 1.700000e+00>, scales = array<f64: 1.000000e+00, 1.000000e+00, 3.750000e-01, 3.750000e-01>} : (tensor<?x3x8x8xf32>) -> tensor<?x3x3x3xf32>
+  %z = heterps.resize %x {mode = "linear", coordinate_transformation_mode = "tf_crop_and_resize", extrapolation_value = 10.0, roi = array<f64: 0.0, 0.0, 0.4, 0.6, 1.0, 1.0, 1.2, 1.7>, scales = array<f64: 1.0, 1.0, 0.375, 0.375>} : (tensor<?x3x8x8xf32>) -> tensor<?x3x3x3xf32>
+  // CHECK: heterps.resize_grad %[[X]], %[[Y]] {mode = "cubic", scales = array<f64: 1.000000e+00, 1.000000e+00, 2.000000e+00, 1.500000e+00>} : (tensor<?x3x8x8xf32>, tensor<?x3x16x12xf32>) -> tensor<?x3x8x8xf32>
+  %dx = heterps.resize_grad %x, %y {mode = "cubic", scales = array<f64: 1.0, 1.0, 2.0, 1.5>} : (tensor<?x3x8x8xf32>, tensor<?x3x16x12xf32>) -> tensor<?x3x8x8xf32>
+  return %dx : tensor<?x3x8x8xf32>
 }
 
 // CHECK-LABEL: func.func @top_k

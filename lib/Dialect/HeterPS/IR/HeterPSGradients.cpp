@@ -547,6 +547,17 @@ struct ScatterNDRule {
   }
 };
 
+/// A resize: its gradient scatters back with the interpolation weights.
+struct ResizeRule {
+  static LogicalResult build(ResizeOp op, OpBuilder &b, ValueRange dy,
+                             Grads &g) {
+    g.push_back(
+        ResizeGradOp::create(b, op.getLoc(), TypeRange{op.getInput().getType()},
+                             ValueRange{op.getInput(), dy[0]}, op->getAttrs()));
+    return success();
+  }
+};
+
 /// A slice of float data puts its gradient back in place, zeros around it.
 struct SliceRule {
   static LogicalResult build(SliceOp op, OpBuilder &b, ValueRange dy,
@@ -782,6 +793,7 @@ void mlir::heterps::attachGradientModels(MLIRContext *context) {
   attach<GatherOp, GatherRule>(context);
   attach<SliceOp, SliceRule>(context);
   attach<PadOp, PadRule>(context);
+  attach<ResizeOp, ResizeRule>(context);
   attach<WhereOp, WhereRule>(context);
   attach<CumSumOp, CumSumRule>(context);
   attach<GatherElementsOp, GatherElementsRule>(context);

@@ -1158,6 +1158,40 @@ def HeterPS_SliceOp : HeterPS_Op<"slice",
   let assemblyFormat = "$input attr-dict `:` functional-type($input, $result)";
 }
 
+// The attributes of heterps.resize and its gradient.
+defvar HeterPS_ResizeAttrs = (ins
+    DefaultValuedAttr<StrAttr, "\"nearest\"">:$mode,
+    DefaultValuedAttr<StrAttr, "\"half_pixel\"">:$coordinate_transformation_mode,
+    DefaultValuedAttr<StrAttr, "\"round_prefer_floor\"">:$nearest_mode,
+    DefaultValuedAttr<F64Attr, "-0.75">:$cubic_coeff_a,
+    DefaultValuedAttr<BoolAttr, "false">:$exclude_outside,
+    DefaultValuedAttr<F64Attr, "0.0">:$extrapolation_value,
+    DenseF64ArrayAttr:$scales, OptionalAttr<DenseF64ArrayAttr>:$roi);
+
+def HeterPS_ResizeOp : HeterPS_Op<"resize", [Pure, CustomCost]> {
+  let summary = "Resizes by interpolation (ONNX Resize)";
+  let description = [{
+    Each output coordinate `x` of dimension `d` maps to an input coordinate
+    by `coordinate_transformation_mode` (`half_pixel`, `pytorch_half_pixel`,
+    `align_corners`, `asymmetric`, `tf_half_pixel_for_nn`,
+    `tf_crop_and_resize` with `roi`) and the scale `scales[d]`, and is
+    interpolated from its neighbours, the input's edges repeated: `nearest`
+    (rounded by `nearest_mode`), `linear` or `cubic` (`cubic_coeff_a`,
+    `exclude_outside`). The result type gives the output sizes; a dynamic
+    (batch) dimension keeps its size. A coordinate outside the crop of
+    `tf_crop_and_resize` is `extrapolation_value`.
+
+    ```mlir
+    %y = heterps.resize %x {mode = "linear", scales = array<f64: 1.0, 1.0, 2.0, 2.0>}
+           : (tensor<?x3x8x8xf32>) -> tensor<?x3x16x16xf32>
+    ```
+  }];
+  let arguments = !con((ins HeterPS_FloatTensor:$input), HeterPS_ResizeAttrs);
+  let results = (outs HeterPS_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type($input, $result)";
+  let hasVerifier = 1;
+}
+
 def HeterPS_PadOp : HeterPS_Op<"pad",
     [Pure, InferTypeOpAdaptor, HeterPS_CostOpInterface]> {
   let summary = "Pads a tensor (ONNX Pad)";
@@ -1179,6 +1213,30 @@ def HeterPS_PadOp : HeterPS_Op<"pad",
                        DefaultValuedAttr<F64Attr, "0.0">:$value);
   let results = (outs HeterPS_NumericTensor:$result);
   let assemblyFormat = "$input attr-dict `:` functional-type($input, $result)";
+}
+
+def HeterPS_ResizeGradOp : HeterPS_Op<"resize_grad",
+    [Pure, AllTypesMatch<["input", "input_grad"]>, CustomCost]> {
+  let summary = "Gradient of a resize";
+  let description = [{
+    The gradient of `heterps.resize`'s input: each element of `result_grad`
+    added to the input elements it was interpolated from, with their
+    weights (none for an extrapolated element). The values of `input` are
+    not read.
+
+    ```mlir
+    %dx = heterps.resize_grad %x, %dy {mode = "linear", scales = array<f64: 1.0, 1.0, 2.0, 2.0>}
+            : (tensor<?x3x8x8xf32>, tensor<?x3x16x16xf32>) -> tensor<?x3x8x8xf32>
+    ```
+  }];
+  let arguments = !con((ins HeterPS_FloatTensor:$input,
+                            HeterPS_FloatTensor:$result_grad),
+                       HeterPS_ResizeAttrs);
+  let results = (outs HeterPS_FloatTensor:$input_grad);
+  let assemblyFormat = [{
+    $input `,` $result_grad attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
 }
 
 def HeterPS_PadGradOp : HeterPS_Op<"pad_grad",
