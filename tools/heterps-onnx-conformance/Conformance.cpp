@@ -54,91 +54,6 @@ std::string Outcome::describe() const {
   return std::string(statusName(status)) + ": " + reason;
 }
 
-/// What the importer does not do for an op, for docs/SupportedOps.md.
-static const std::map<std::string, std::string> kLimits = {
-    {"Add", "float or integer tensors of one type; NumPy broadcasting (not the "
-            "pre-opset-7 `axis`)"},
-    {"AveragePool", "auto_pad needs static spatial sizes"},
-    {"BatchNormalization",
-     "spatial = 1; the running statistics become frozen parameters; "
-     "training_mode = 1 normalises with the batch statistics (spelled out "
-     "when its statistics outputs are read)"},
-    {"Cast", "numbers only (no strings); folds when its input is known"},
-    {"Clip", "min/max must be constants"},
-    {"Concat", "float tensors, or integer tensors known at import time"},
-    {"ConstantOfShape",
-     "the shape must be known at import time (folded, at most 2^20 "
-     "elements)"},
-    {"Conv", "auto_pad needs static spatial sizes"},
-    {"ConvTranspose",
-     "static filter; output_shape and auto_pad need static spatial sizes; "
-     "a requested size may not need negative padding at the beginning"},
-    {"CumSum", "the axis must be a constant"},
-    {"Div", "float or integer tensors of one type"},
-    {"Dropout",
-     "ratio and training_mode must be constants; the mask output only in "
-     "inference (all ones)"},
-    {"Einsum", "float operands; a '...' stands for as many dimensions in every "
-               "operand; a diagonal needs a known size up to 4096"},
-    {"Equal", "folded when both inputs are known; on data heterps.compare"},
-    {"Expand", "the target shape must be known at import time"},
-    {"Greater", "folded when both inputs are known; on data heterps.compare"},
-    {"GreaterOrEqual",
-     "folded when both inputs are known; on data heterps.compare"},
-    {"Gather", "from a float initializer by computed ids: an embedding table; "
-               "otherwise a dense gather"},
-    {"GRU", "default activations, no clip; W and R of static shape; "
-            "linear_before_reset 0 or 1; sequence_lens masks steps"},
-    {"Identity", "tensors only (no sequences or optionals)"},
-    {"InstanceNormalization",
-     "spelled out with reduce_mean, sub, mul, sqrt, div and a per-channel "
-     "scale and bias"},
-    {"LayerNormalization",
-     "Mean and InvStdDev outputs are spelled out with reduce_mean"},
-    {"Less", "folded when both inputs are known; on data heterps.compare"},
-    {"LessOrEqual",
-     "folded when both inputs are known; on data heterps.compare"},
-    {"LSTM", "default activations, no clip, input_forget 0; W and R of static "
-             "shape; peepholes and sequence_lens supported"},
-    {"MaxPool", "one output (no Indices), storage_order 0, float tensors"},
-    {"Mul", "float or integer tensors of one type"},
-    {"NegativeLogLikelihoodLoss",
-     "with weights or ignore_index: heterps.weighted_nll_loss"},
-    {"Pad", "pads and constant_value must be constants (no axes input); "
-            "modes constant, reflect and edge; no negative pads; the batch "
-            "is not padded; all-zero pads are dropped"},
-    {"Pow", "float base; the exponent is cast to the base type"},
-    {"RNN", "activations Tanh or Relu (one for every direction), no clip; W "
-            "and R of static shape"},
-    {"Range", "start, limit and delta must be known at import time (folded)"},
-    {"Reshape", "the shape must be known at import time"},
-    {"Resize", "roi, scales and sizes must be constants; a dynamic (batch) "
-               "dimension is not resized; no antialias, axes or "
-               "keep_aspect_ratio_policy"},
-    {"Scatter", "as ScatterElements"},
-    {"ScatterElements",
-     "reduction none or add; with none, the gradient of duplicate indices "
-     "goes to every duplicate update"},
-    {"ScatterND", "reduction none, add or mul (mul has no gradient); with "
-                  "none, the gradient of duplicate tuples goes to every "
-                  "duplicate update"},
-    {"Shape", "folded; a dynamic batch stays symbolic"},
-    {"Slice", "starts/ends/axes/steps must be constants; the batch is kept"},
-    {"SoftmaxCrossEntropyLoss",
-     "with weights, ignore_index or log_prob: log_softmax + "
-     "weighted_nll_loss"},
-    {"Split", "split sizes must be constants; the batch is not split; each "
-              "output is a heterps.slice"},
-    {"Squeeze", "axes must be constants"},
-    {"Sub", "float or integer tensors of one type"},
-    {"Tile", "repeats must be constants; the batch is not repeated; imported "
-             "as reshape, expand, reshape"},
-    {"TopK", "K must be a constant; the results are sorted (equal values by "
-             "position); the values' gradient is a scatter-add"},
-    {"Unsqueeze", "axes must be constants"},
-    {"Where", "folded when all inputs are known; the gradient goes to x and y"},
-};
-
 /// Why known failures fail, for docs/SupportedOps.md (shown only while the
 /// case still fails).
 static const std::map<std::string, std::string> kKnownCauses = {
@@ -192,8 +107,9 @@ static std::string mainOpOf(const std::string &name,
 
 std::vector<Case> heterps::conformance::findCases(const std::string &dataDir) {
   std::set<std::string> supported;
-  for (llvm::StringRef op : mlir::heterps::getSupportedONNXOps())
-    supported.insert(op.str());
+  for (const mlir::heterps::ONNXOpInfo &op :
+       mlir::heterps::getSupportedONNXOps())
+    supported.insert(op.name.str());
   std::vector<Case> cases;
   std::error_code ec;
   for (const fs::directory_entry &entry : fs::directory_iterator(dataDir, ec)) {
@@ -620,9 +536,7 @@ bool heterps::conformance::readExpected(
 bool heterps::conformance::writeExpected(const std::string &path,
                                          const std::vector<Case> &cases,
                                          const std::vector<Outcome> &outcomes) {
-  std::ofstream out(path);
-  if (!out)
-    return false;
+  std::ostringstream out;
   out << "# Expected outcomes of ONNX's backend node tests whose ops are all "
          "supported\n"
          "# (heterps-onnx-conformance; regenerate with --update). Each case "
@@ -646,9 +560,9 @@ bool heterps::conformance::writeExpected(const std::string &path,
   return true;
 }
 
-bool heterps::conformance::writeSupportedOps(
-    const std::string &path, const std::vector<Case> &cases,
-    const std::vector<Outcome> &outcomes) {
+std::string
+heterps::conformance::renderSupportedOps(const std::vector<Case> &cases,
+                                         const std::vector<Outcome> &outcomes) {
   struct Failure {
     std::string name, op, reason;
   };
@@ -658,8 +572,9 @@ bool heterps::conformance::writeSupportedOps(
   };
   std::map<std::string, Stats> byOp;
   std::map<Status, std::vector<Failure>> failures;
-  for (llvm::StringRef op : mlir::heterps::getSupportedONNXOps())
-    byOp[op.str()];
+  for (const mlir::heterps::ONNXOpInfo &op :
+       mlir::heterps::getSupportedONNXOps())
+    byOp[op.name.str()];
   int imports = 0, pass = 0;
   for (size_t i = 0; i < cases.size(); ++i) {
     Stats &s = byOp[cases[i].mainOp];
@@ -678,9 +593,7 @@ bool heterps::conformance::writeSupportedOps(
     std::stable_sort(
         list.begin(), list.end(),
         [](const Failure &a, const Failure &b) { return a.op < b.op; });
-  std::ofstream out(path);
-  if (!out)
-    return false;
+  std::ostringstream out;
   out << "# Supported ONNX ops\n\n"
          "<!-- Generated by `heterps-onnx-conformance --update`; do not "
          "edit. -->\n\n"
@@ -695,24 +608,29 @@ bool heterps::conformance::writeSupportedOps(
          "inputs and gives the expected outputs: the same shapes and element "
          "types,\nintegers and bools exactly, floats within ONNX's backend "
          "tolerance\n(`|actual - expected| <= 1e-7 + 1e-3 * |expected|`).\n"
-         "Opsets are those of the cases; the importer follows each op's "
-         "signature\nchanges (for example Squeeze/Unsqueeze/ReduceSum axes "
-         "as an input from\nopset 13, Clip min/max as inputs from 11).\n\n"
+         "*Opsets* are those whose signature of the op the importer "
+         "converts (it\nfollows each op's signature changes, for example "
+         "Squeeze/Unsqueeze/ReduceSum\naxes as an input from opset 13, "
+         "Clip min/max as inputs from 11); the limits\nare the importer's "
+         "own (`getSupportedONNXOps()`, lib/Import/ONNX/OpTable.cpp).\n\n"
       << "In total " << imports << " of " << cases.size()
       << " cases import and " << pass << " of " << cases.size()
       << " pass.\n\n"
-         "| op | opsets of the cases | cases importing | cases passing | "
-         "limits |\n"
-         "|----|---------------------|-----------------|---------------|"
-         "--------|\n";
-  for (const auto &[op, s] : byOp) {
+         "| op | opsets | opsets of the cases | cases importing | cases "
+         "passing | limits |\n"
+         "|----|--------|---------------------|-----------------|-----------"
+         "----|--------|\n";
+  for (const mlir::heterps::ONNXOpInfo &info :
+       mlir::heterps::getSupportedONNXOps()) {
+    const Stats &s = byOp[info.name.str()];
     std::string opsets;
     for (int v : s.opsets)
       opsets += (opsets.empty() ? "" : ", ") + std::to_string(v);
-    auto limit = kLimits.find(op);
-    out << "| " << op << " | " << (opsets.empty() ? "-" : opsets) << " | "
-        << s.imports << " / " << s.total << " | " << s.pass << " / " << s.total
-        << " | " << (limit == kLimits.end() ? "" : limit->second) << " |\n";
+    out << "| " << info.name.str() << " | " << info.minOpset << "-"
+        << mlir::heterps::getMaxONNXOpset() << " | "
+        << (opsets.empty() ? "-" : opsets) << " | " << s.imports << " / "
+        << s.total << " | " << s.pass << " / " << s.total << " | "
+        << info.limits.str() << " |\n";
   }
   auto section = [&](Status status, const char *title) {
     out << "\n## " << title << "\n\n";
@@ -733,7 +651,15 @@ bool heterps::conformance::writeSupportedOps(
   section(Status::ImportFails, "Cases that do not import");
   section(Status::RuntimeError, "Cases that fail at run time");
   section(Status::WrongResult, "Cases with wrong results");
-  return true;
+  return out.str();
+}
+
+bool heterps::conformance::writeSupportedOps(
+    const std::string &path, const std::vector<Case> &cases,
+    const std::vector<Outcome> &outcomes) {
+  std::ofstream out(path);
+  out << renderSupportedOps(cases, outcomes);
+  return static_cast<bool>(out);
 }
 
 int heterps::conformance::runAll(const std::string &dataDir,
@@ -803,5 +729,17 @@ int heterps::conformance::runAll(const std::string &dataDir,
     std::cerr << differences
               << " outcome(s) differ from the expectations; rerun with "
                  "--update if the change is intended\n";
+  if (!docPath.empty()) {
+    std::ifstream in(docPath);
+    std::stringstream current;
+    current << in.rdbuf();
+    if (!in || current.str() != renderSupportedOps(cases, outcomes)) {
+      std::cerr << "'" << docPath
+                << "' is not what these outcomes and the importer's op "
+                   "table give; rerun with --update --doc="
+                << docPath << "\n";
+      ++differences;
+    }
+  }
   return differences ? 1 : 0;
 }

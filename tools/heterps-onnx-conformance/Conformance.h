@@ -85,14 +85,20 @@ bool readExpected(const std::string &path,
 bool writeExpected(const std::string &path, const std::vector<Case> &cases,
                    const std::vector<Outcome> &outcomes);
 
-/// Writes docs/SupportedOps.md: per op the opsets, limits, the cases that
-/// import and the cases that run correctly; then every failing case.
+/// docs/SupportedOps.md: per op of the importer's table its opsets and
+/// limits, the cases that import and the cases that run correctly; then
+/// every failing case.
+std::string renderSupportedOps(const std::vector<Case> &cases,
+                               const std::vector<Outcome> &outcomes);
+
+/// Writes renderSupportedOps() to `path`.
 bool writeSupportedOps(const std::string &path, const std::vector<Case> &cases,
                        const std::vector<Outcome> &outcomes);
 
-/// Runs every case; compares with `expectedPath` (or rewrites it and the
-/// doc when `update`). Prints a summary and every difference to stderr.
-/// Returns 0 when the outcomes match.
+/// Runs every case; compares with `expectedPath` and, when `docPath` is
+/// given, the doc with what renderSupportedOps() gives (or rewrites both
+/// when `update`). Prints a summary and every difference to stderr.
+/// Returns 0 when the outcomes and the doc match.
 int runAll(const std::string &dataDir, const std::string &expectedPath,
            const std::string &docPath, bool update, bool verbose);
 

@@ -1,6 +1,7 @@
 //===- ImportNN.cpp - ONNX convolution and pooling ------------------------===//
 //
-// Conv, ConvTranspose, MaxPool, AveragePool and GlobalAveragePool: the
+// Gemm, MatMul and Dropout; Conv, ConvTranspose, MaxPool, AveragePool and
+// GlobalAveragePool: the
 // window attributes (auto_pad resolved to pads against static spatial
 // sizes, ConvTranspose's output_shape to pads and output padding) become
 // the attributes of heterps.conv, conv_transpose and the pools. Resize's
@@ -11,6 +12,7 @@
 
 #include "Importer.h"
 #include "heterps/Dialect/HeterPS/IR/HeterPSShapes.h"
+#include "heterps/Support/CheckedMath.h"
 
 #include <cmath>
 #include <tuple>
@@ -18,6 +20,7 @@
 using namespace mlir;
 using namespace mlir::heterps;
 using namespace mlir::heterps::onnx_import;
+using ::heterps::checkedProduct;
 
 LogicalResult Importer::convertConvPool(StringRef op) {
   FailureOr<Value> x = input(0);
@@ -324,5 +327,76 @@ LogicalResult Importer::convertResize() {
       b.getBoolAttr(intAttr("exclude_outside", 0) != 0),
       b.getF64FloatAttr(floatAttr("extrapolation_value", 0.0f)),
       b.getDenseF64ArrayAttr(factors), roiAttr));
+  return success();
+}
+
+LogicalResult Importer::convertGemm() {
+  if (attr("broadcast") && intAttr("broadcast", 0) == 0 && opset < 7)
+    return nodeError() << "Gemm without broadcast of C is not supported";
+  FailureOr<Value> a = input(0), bm = input(1);
+  if (failed(a) || failed(bm))
+    return failure();
+  Value c;
+  if (has(2)) {
+    FailureOr<Value> cv = input(2);
+    if (failed(cv))
+      return failure();
+    c = *cv;
+  }
+  for (const char *flag : {"transA", "transB"})
+    if (int64_t v = intAttr(flag, 0); v != 0 && v != 1)
+      return nodeError() << flag << " is " << v << "; it must be 0 or 1";
+  return emit(make<GemmOp>(*a, *bm, c, b.getBoolAttr(intAttr("transA", 0)),
+                           b.getBoolAttr(intAttr("transB", 0)),
+                           b.getF32FloatAttr(floatAttr("alpha", 1.0f)),
+                           b.getF32FloatAttr(floatAttr("beta", 1.0f))));
+}
+
+LogicalResult Importer::convertMatMul() {
+  FailureOr<Value> x = input(0), y = input(1);
+  if (failed(x) || failed(y))
+    return failure();
+  return emit(make<MatMulOp>(*x, *y));
+}
+
+LogicalResult Importer::convertDropout() {
+  bool training = false;
+  if (opset >= 12 && has(2)) {
+    const Known *k = known(2);
+    if (!k || k->size() != 1)
+      return nodeError()
+             << "training_mode must be a scalar known at import time";
+    training = k->at(0) != 0;
+  }
+  float ratio = floatAttr("ratio", 0.5f);
+  if (opset >= 12 && has(1)) {
+    const Known *k = known(1);
+    if (!k || k->size() != 1)
+      return nodeError() << "ratio must be a scalar known at import time";
+    ratio = k->at(0);
+  }
+  FailureOr<Value> x = input(0);
+  if (failed(x))
+    return failure();
+  setOutput(DropoutOp::create(b, loc, x->getType(), *x, APFloat(ratio)));
+  if (used(1)) {
+    // In inference the mask keeps everything; in training it is the
+    // random draw, which the dropout op does not expose.
+    if (training)
+      return nodeError() << "the mask output of a training-mode Dropout "
+                            "is not supported";
+    RankedTensorType type = typeOf(*x);
+    if (!type.hasStaticShape())
+      return nodeError() << "the mask output needs a static shape";
+    std::optional<int64_t> elements = checkedProduct(type.getShape());
+    if (!elements || *elements > kMaxFoldedElements)
+      return nodeError() << "the mask output of Dropout has more than "
+                         << kMaxFoldedElements << " elements";
+    Known mask;
+    mask.elementType = b.getI1Type();
+    mask.shape.assign(type.getShape().begin(), type.getShape().end());
+    mask.ints.assign(*elements, 1);
+    setKnown(mask, 1);
+  }
   return success();
 }

@@ -12,6 +12,7 @@
 #include "EmbeddingBagPattern.h"
 #include "heterps/Dialect/HeterPS/IR/HeterPSBatch.h"
 #include "heterps/Dialect/HeterPS/IR/HeterPSOps.h"
+#include "heterps/Import/ONNX/ImportONNX.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -28,6 +29,17 @@
 #include <string>
 
 namespace mlir::heterps::onnx_import {
+
+class Importer;
+
+/// Converts the importer's current node, of ONNX op type `opType`.
+using Converter = LogicalResult (*)(Importer &importer, StringRef opType);
+
+/// One row of the importer's op table (OpTable.cpp).
+struct OpRegistration {
+  ONNXOpInfo info;
+  Converter convert;
+};
 
 using Ints = SmallVector<int64_t>;
 
@@ -90,6 +102,12 @@ public:
         baseDir(baseDir.str()), modelPath(modelPath.str()) {}
 
   FailureOr<OwningOpRef<ModuleOp>> run(StringRef bytes);
+
+  /// The op table, sorted by op type: every ONNX op the importer converts,
+  /// the opsets it converts, its limits and its converter.
+  static ArrayRef<OpRegistration> registrations();
+  /// The row of `opType`, or null.
+  static const OpRegistration *findRegistration(StringRef opType);
 
 private:
   // Diagnostics.
@@ -262,6 +280,19 @@ private:
   LogicalResult convertBatchNorm();
   LogicalResult convertEinsum();
   LogicalResult convertTopK();
+  // Indexing and layout (ImportTensor.cpp).
+  LogicalResult convertScatterElements();
+  LogicalResult convertScatterND();
+  LogicalResult convertGatherElements();
+  LogicalResult convertCumSum();
+  LogicalResult convertArgExtreme(StringRef op);
+  LogicalResult convertIdentity();
+  LogicalResult convertShape();
+  LogicalResult convertTranspose();
+  // Gemm, MatMul, Dropout (ImportNN.cpp).
+  LogicalResult convertGemm();
+  LogicalResult convertMatMul();
+  LogicalResult convertDropout();
   /// RNN, GRU and LSTM (ImportRecurrent.cpp).
   LogicalResult convertRecurrent(StringRef op);
   LogicalResult convertEmbeddingBag(const EmbeddingBagMatch &bag);

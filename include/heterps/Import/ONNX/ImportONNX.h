@@ -35,8 +35,23 @@ FailureOr<OwningOpRef<ModuleOp>> importONNXModel(StringRef bytes,
                                                  StringRef baseDir,
                                                  MLIRContext *context);
 
-/// The ONNX op types (default domain) the importer converts, sorted.
-ArrayRef<StringRef> getSupportedONNXOps();
+/// An ONNX op type (default domain) the importer converts.
+struct ONNXOpInfo {
+  StringRef name;
+  /// The opsets whose signature of the op the importer converts: from
+  /// `minOpset` to the newest it imports (getMaxONNXOpset()).
+  int64_t minOpset;
+  /// What the importer requires of the op or does differently from ONNX;
+  /// empty when nothing.
+  StringRef limits;
+};
+
+/// The ops the importer converts, sorted by name (docs/SupportedOps.md is
+/// generated from them).
+ArrayRef<ONNXOpInfo> getSupportedONNXOps();
+
+/// The newest opset of the default domain the importer imports.
+int64_t getMaxONNXOpset();
 
 } // namespace heterps
 } // namespace mlir
