@@ -138,3 +138,36 @@ LogicalResult Importer::convertTranspose() {
   perm = intsAttr("perm").value_or(perm);
   return emit(make<TransposeOp>(*x, b.getDenseI64ArrayAttr(perm)));
 }
+
+/// TopK as the indices (heterps.top_k_indices) and a gather_elements of
+/// them for the values, whose gradient is a scatter-add.
+LogicalResult Importer::convertTopK() {
+  int64_t k;
+  if (opset < 10) {
+    k = intAttr("k", -1);
+  } else {
+    const Known *known1 = known(1);
+    if (!known1 || known1->isFloat() || known1->size() != 1 ||
+        !known1->complete())
+      return nodeError() << "K must be a one-element integer tensor known at "
+                            "import time";
+    k = known1->ints[0];
+  }
+  FailureOr<Value> x = input(0);
+  if (failed(x))
+    return failure();
+  int64_t axis = intAttr("axis", -1);
+  FailureOr<Value> indices =
+      make<TopKIndicesOp>(*x, b.getI64IntegerAttr(k), b.getI64IntegerAttr(axis),
+                          b.getBoolAttr(intAttr("largest", 1) != 0));
+  if (failed(indices))
+    return failure();
+  FailureOr<Value> values =
+      make<GatherElementsOp>(*x, *indices, b.getI64IntegerAttr(axis));
+  if (failed(values))
+    return failure();
+  setOutput(*values, 0);
+  if (node->output_size() > 1)
+    setOutput(*indices, 1);
+  return success();
+}

@@ -94,6 +94,41 @@ struct Known {
   }
 };
 
+/// Adds `value` as element of `known` of the given type.
+inline void push(Known &known, double value) {
+  if (known.isFloat())
+    known.floats.push_back(value);
+  else
+    known.ints.push_back(value == kDyn ? kDyn : (int64_t)value);
+}
+inline void pushFrom(Known &to, const Known &from, int64_t i) {
+  if (to.isFloat())
+    to.floats.push_back(from.at(i));
+  else if (!from.isFloat() && from.ints[i] == kDyn)
+    to.pushDynamic(from.batchAt(i));
+  else
+    to.ints.push_back(from.isFloat() ? (int64_t)from.at(i) : from.ints[i]);
+}
+inline Ints stridesOf(ArrayRef<int64_t> shape) {
+  Ints strides(shape.size(), 1);
+  for (int64_t i = (int64_t)shape.size() - 2; i >= 0; --i)
+    strides[i] = strides[i + 1] * shape[i + 1];
+  return strides;
+}
+
+/// Folds Add, Sub, Mul, Div (and Pow of floats) of known values with NumPy
+/// broadcasting; nullopt when it cannot, with `overflow` set when integers
+/// would overflow (ImportElementwise.cpp).
+std::optional<Known> foldBinary(StringRef op, const Known &x, const Known &y,
+                                bool *overflow = nullptr);
+
+/// Folds an elementwise op of known values with NumPy broadcasting: `f`
+/// gives each result element from its operands' indices, nullopt when it
+/// cannot be known (ImportElementwise.cpp).
+std::optional<Known>
+foldBroadcast(ArrayRef<const Known *> in, Type resultType,
+              llvm::function_ref<std::optional<double>(ArrayRef<int64_t>)> f);
+
 class Importer {
 public:
   Importer(MLIRContext *context, StringRef sourceName, StringRef baseDir,
