@@ -22,6 +22,7 @@
 #include "heterps/Import/ONNX/ImportONNX.h"
 #include "Importer.h"
 #include "heterps/Support/CheckedMath.h"
+#include "heterps/Support/ONNXTensor.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -45,6 +46,7 @@
 using namespace mlir;
 using namespace mlir::heterps;
 using namespace mlir::heterps::onnx_import;
+namespace onnx_tensor = ::heterps::onnx_tensor;
 using ::heterps::checkedProduct;
 
 //===----------------------------------------------------------------------===//
@@ -168,160 +170,97 @@ FailureOr<Known> Importer::readTensor(const onnx::TensorProto &t,
   if (failed(type))
     return failure();
   k.elementType = *type;
-  for (int64_t d : t.dims())
-    k.shape.push_back(d);
-  std::optional<int64_t> elements = checkedProduct(k.shape);
-  if (!elements || *elements > (int64_t(1) << 40))
-    return fileError() << sourceName << ": tensor '" << t.name()
-                       << "' has dimensions " << formatShape(k.shape)
-                       << ", which are negative or hold more than 2^40 "
-                          "elements";
-  int64_t n = *elements;
-
   std::string external;
-  StringRef raw;
-  bool hasRaw = t.has_raw_data();
-  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+  bool isExternal = t.data_location() == onnx::TensorProto::EXTERNAL;
+  if (isExternal) {
     FailureOr<std::string> data = readExternal(t);
     if (failed(data))
       return failure();
     external = std::move(*data);
-    raw = external;
-    hasRaw = true;
-  } else if (hasRaw) {
-    raw = t.raw_data();
   }
-
+  onnx_tensor::DecodedTensor decoded;
+  std::string error;
+  if (!onnx_tensor::decodeTensor(t, isExternal ? &external : nullptr, decoded,
+                                 error))
+    return fileError() << sourceName << ": " << error;
+  k.shape.assign(decoded.dims.begin(), decoded.dims.end());
+  std::string_view raw = decoded.bytes();
+  int64_t n = decoded.elements;
   int32_t dt = t.data_type();
+  // Little-endian, as is the host.
+  if (keepRaw && dt == onnx::TensorProto::FLOAT && n >= kRawElements) {
+    k.data = DenseElementsAttr::getFromRawBuffer(
+        RankedTensorType::get(k.shape, k.elementType),
+        ArrayRef<char>(raw.data(), raw.size()));
+    return k;
+  }
   auto halfToDouble = [&](uint16_t bits) {
     const llvm::fltSemantics &sem = dt == onnx::TensorProto::BFLOAT16
                                         ? llvm::APFloat::BFloat()
                                         : llvm::APFloat::IEEEhalf();
     return llvm::APFloat(sem, llvm::APInt(16, bits)).convertToDouble();
   };
-  if (hasRaw) {
-    unsigned width = 0;
+  const char *p = raw.data();
+  unsigned width = decoded.width;
+  for (int64_t i = 0; i < n; ++i, p += width) {
+    double fv = 0;
+    int64_t iv = 0;
     switch (dt) {
-    case onnx::TensorProto::DOUBLE:
-    case onnx::TensorProto::INT64:
-    case onnx::TensorProto::UINT64:
-      width = 8;
+    case onnx::TensorProto::FLOAT: {
+      float f;
+      std::memcpy(&f, p, 4);
+      fv = f;
       break;
-    case onnx::TensorProto::FLOAT:
-    case onnx::TensorProto::INT32:
-    case onnx::TensorProto::UINT32:
-      width = 4;
+    }
+    case onnx::TensorProto::DOUBLE:
+      std::memcpy(&fv, p, 8);
       break;
     case onnx::TensorProto::FLOAT16:
-    case onnx::TensorProto::BFLOAT16:
-    case onnx::TensorProto::INT16:
-    case onnx::TensorProto::UINT16:
-      width = 2;
+    case onnx::TensorProto::BFLOAT16: {
+      uint16_t h;
+      std::memcpy(&h, p, 2);
+      fv = halfToDouble(h);
+      break;
+    }
+    case onnx::TensorProto::INT64:
+    case onnx::TensorProto::UINT64:
+      std::memcpy(&iv, p, 8);
+      break;
+    case onnx::TensorProto::INT32: {
+      int32_t v;
+      std::memcpy(&v, p, 4);
+      iv = v;
+      break;
+    }
+    case onnx::TensorProto::UINT32: {
+      uint32_t v;
+      std::memcpy(&v, p, 4);
+      iv = v;
+      break;
+    }
+    case onnx::TensorProto::INT16: {
+      int16_t v;
+      std::memcpy(&v, p, 2);
+      iv = v;
+      break;
+    }
+    case onnx::TensorProto::UINT16: {
+      uint16_t v;
+      std::memcpy(&v, p, 2);
+      iv = v;
+      break;
+    }
+    case onnx::TensorProto::INT8:
+      iv = static_cast<int8_t>(*p);
       break;
     default:
-      width = 1;
+      iv = static_cast<uint8_t>(*p);
     }
-    if ((int64_t)raw.size() != n * (int64_t)width)
-      return fileError() << sourceName << ": tensor '" << t.name() << "' has "
-                         << raw.size() << " bytes of data, expected "
-                         << n * width << " for " << n << " elements";
-    // ONNX stores raw data little-endian, as is the host.
-    if (keepRaw && dt == onnx::TensorProto::FLOAT && n >= kRawElements) {
-      k.data = DenseElementsAttr::getFromRawBuffer(
-          RankedTensorType::get(k.shape, k.elementType),
-          ArrayRef<char>(raw.data(), raw.size()));
-      return k;
-    }
-    const char *p = raw.data();
-    for (int64_t i = 0; i < n; ++i, p += width) {
-      double fv = 0;
-      int64_t iv = 0;
-      switch (dt) {
-      case onnx::TensorProto::FLOAT: {
-        float f;
-        std::memcpy(&f, p, 4);
-        fv = f;
-        break;
-      }
-      case onnx::TensorProto::DOUBLE:
-        std::memcpy(&fv, p, 8);
-        break;
-      case onnx::TensorProto::FLOAT16:
-      case onnx::TensorProto::BFLOAT16: {
-        uint16_t h;
-        std::memcpy(&h, p, 2);
-        fv = halfToDouble(h);
-        break;
-      }
-      case onnx::TensorProto::INT64:
-      case onnx::TensorProto::UINT64:
-        std::memcpy(&iv, p, 8);
-        break;
-      case onnx::TensorProto::INT32: {
-        int32_t v;
-        std::memcpy(&v, p, 4);
-        iv = v;
-        break;
-      }
-      case onnx::TensorProto::UINT32: {
-        uint32_t v;
-        std::memcpy(&v, p, 4);
-        iv = v;
-        break;
-      }
-      case onnx::TensorProto::INT16: {
-        int16_t v;
-        std::memcpy(&v, p, 2);
-        iv = v;
-        break;
-      }
-      case onnx::TensorProto::UINT16: {
-        uint16_t v;
-        std::memcpy(&v, p, 2);
-        iv = v;
-        break;
-      }
-      case onnx::TensorProto::INT8:
-        iv = (int8_t)*p;
-        break;
-      default:
-        iv = (uint8_t)*p;
-      }
-      if (k.isFloat())
-        k.floats.push_back(fv);
-      else
-        k.ints.push_back(iv);
-    }
-    return k;
+    if (k.isFloat())
+      k.floats.push_back(fv);
+    else
+      k.ints.push_back(iv);
   }
-
-  switch (dt) {
-  case onnx::TensorProto::FLOAT:
-    k.floats.assign(t.float_data().begin(), t.float_data().end());
-    break;
-  case onnx::TensorProto::DOUBLE:
-    k.floats.assign(t.double_data().begin(), t.double_data().end());
-    break;
-  case onnx::TensorProto::FLOAT16:
-  case onnx::TensorProto::BFLOAT16:
-    for (int32_t bits : t.int32_data())
-      k.floats.push_back(halfToDouble((uint16_t)bits));
-    break;
-  case onnx::TensorProto::INT64:
-    k.ints.assign(t.int64_data().begin(), t.int64_data().end());
-    break;
-  case onnx::TensorProto::UINT32:
-  case onnx::TensorProto::UINT64:
-    k.ints.assign(t.uint64_data().begin(), t.uint64_data().end());
-    break;
-  default:
-    k.ints.assign(t.int32_data().begin(), t.int32_data().end());
-  }
-  int64_t got = k.isFloat() ? k.floats.size() : k.ints.size();
-  if (got != n)
-    return fileError() << sourceName << ": tensor '" << t.name() << "' has "
-                       << got << " elements, its shape " << formatShape(k.shape)
-                       << " needs " << n;
   return k;
 }
 

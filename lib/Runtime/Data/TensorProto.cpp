@@ -1,14 +1,15 @@
 //===- TensorProto.cpp - ONNX TensorProto files ---------------------------===//
 //
-// The format of ONNX's test data (test_data_set_N/input_M.pb). Reading takes
-// raw_data or whichever typed field the ONNX spec assigns to the data type
-// (int32_data also carries the 8- and 16-bit types and bool, uint64_data
-// carries uint32); writing always uses raw_data. Data is little-endian, as
-// on every host this runtime targets.
+// The format of ONNX's test data (test_data_set_N/input_M.pb). Reading
+// decodes with the importer's decoder (heterps/Support/ONNXTensor.h:
+// raw_data or the typed field the ONNX spec assigns to the data type);
+// writing always uses raw_data. Data is little-endian, as on every host
+// this runtime targets.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Readers.h"
+#include "heterps/Support/ONNXTensor.h"
 
 #include <cstring>
 #include <fstream>
@@ -92,20 +93,6 @@ static std::string onnxTypeName(int type) {
   return "data type " + std::to_string(type);
 }
 
-/// Copies a typed repeated field into `t`, narrowing each element to the
-/// tensor's element type.
-template <typename Dst, typename Field>
-static void copyField(const Field &field, Tensor &t, const std::string &path,
-                      const char *fieldName) {
-  if (static_cast<int64_t>(field.size()) != t.numElements())
-    fail() << path << ": TensorProto " << fieldName << ": expected "
-           << t.numElements() << " elements (" << t.typeString() << "), found "
-           << field.size();
-  Dst *dst = t.as<Dst>();
-  for (int i = 0; i < field.size(); ++i)
-    dst[i] = static_cast<Dst>(field.Get(i));
-}
-
 Tensor heterps::runtime::readTensorProto(const std::string &path,
                                          std::string *name) {
   std::ifstream in(path, std::ios::binary);
@@ -116,109 +103,18 @@ Tensor heterps::runtime::readTensorProto(const std::string &path,
   TensorProto proto;
   if (!proto.ParseFromString(bytes.str()))
     fail() << path << ": not an ONNX TensorProto";
-  if (proto.data_location() == TensorProto::EXTERNAL)
-    fail() << path << ": TensorProto '" << proto.name()
-           << "': external data is not supported";
+  onnx_tensor::DecodedTensor decoded;
+  std::string error;
+  if (!onnx_tensor::decodeTensor(proto, /*external=*/nullptr, decoded, error))
+    fail() << path << ": " << error;
   DType dtype = fromOnnx(proto.data_type());
   if (dtype == DType::Invalid)
     fail() << path << ": TensorProto '" << proto.name()
            << "': unsupported data type " << onnxTypeName(proto.data_type());
-  Shape shape;
-  // The element count, checked before anything is allocated: dimensions
-  // whose product overflows, or that promise more than the file holds, are
-  // refused.
-  int64_t elements = 1;
-  for (int64_t d : proto.dims()) {
-    if (d < 0)
-      fail() << path << ": TensorProto '" << proto.name()
-             << "': negative dimension " << d;
-    if (d > 0 && elements > (int64_t(1) << 40) / d)
-      fail() << path << ": TensorProto '" << proto.name()
-             << "': its dimensions make more than 2^40 elements";
-    elements *= d;
-    shape.push_back(d);
-  }
-  uint64_t dataBytes = static_cast<uint64_t>(elements) * dtypeSize(dtype);
-  if (proto.has_raw_data() && proto.raw_data().size() != dataBytes)
-    fail() << path << ": TensorProto '" << proto.name()
-           << "' raw_data: expected " << dataBytes << " bytes ("
-           << Tensor::view(dtype, shape, nullptr).typeString() << "), found "
-           << proto.raw_data().size();
-  if (!proto.has_raw_data()) {
-    // The typed field must hold every element before the tensor is
-    // allocated: dimensions alone may promise 2^40 elements.
-    int64_t given;
-    const char *field;
-    switch (dtype) {
-    case DType::F32:
-      given = proto.float_data_size(), field = "float_data";
-      break;
-    case DType::F64:
-      given = proto.double_data_size(), field = "double_data";
-      break;
-    case DType::I64:
-      given = proto.int64_data_size(), field = "int64_data";
-      break;
-    case DType::U32:
-    case DType::U64:
-      given = proto.uint64_data_size(), field = "uint64_data";
-      break;
-    default:
-      given = proto.int32_data_size(), field = "int32_data";
-      break;
-    }
-    if (given != elements)
-      fail() << path << ": TensorProto '" << proto.name() << "' " << field
-             << ": expected " << elements << " elements ("
-             << Tensor::view(dtype, shape, nullptr).typeString() << "), found "
-             << given;
-  }
-  Tensor t(dtype, shape);
-
-  if (proto.has_raw_data()) {
-    const std::string &raw = proto.raw_data();
-    if (!raw.empty())
-      std::memcpy(t.data(), raw.data(), raw.size());
-  } else {
-    switch (dtype) {
-    case DType::F32:
-      copyField<float>(proto.float_data(), t, path, "float_data");
-      break;
-    case DType::F64:
-      copyField<double>(proto.double_data(), t, path, "double_data");
-      break;
-    case DType::I64:
-      copyField<int64_t>(proto.int64_data(), t, path, "int64_data");
-      break;
-    case DType::U32:
-      copyField<uint32_t>(proto.uint64_data(), t, path, "uint64_data");
-      break;
-    case DType::U64:
-      copyField<uint64_t>(proto.uint64_data(), t, path, "uint64_data");
-      break;
-    case DType::I32:
-      copyField<int32_t>(proto.int32_data(), t, path, "int32_data");
-      break;
-    case DType::I16:
-      copyField<int16_t>(proto.int32_data(), t, path, "int32_data");
-      break;
-    case DType::I8:
-      copyField<int8_t>(proto.int32_data(), t, path, "int32_data");
-      break;
-    // 16-bit floats travel as their bit patterns.
-    case DType::U16:
-    case DType::F16:
-    case DType::BF16:
-      copyField<uint16_t>(proto.int32_data(), t, path, "int32_data");
-      break;
-    case DType::U8:
-    case DType::Bool:
-      copyField<uint8_t>(proto.int32_data(), t, path, "int32_data");
-      break;
-    case DType::Invalid:
-      break;
-    }
-  }
+  Tensor t(dtype, Shape(decoded.dims.begin(), decoded.dims.end()));
+  std::string_view data = decoded.bytes();
+  if (!data.empty())
+    std::memcpy(t.data(), data.data(), data.size());
   if (name)
     *name = proto.name();
   return t;
