@@ -22,6 +22,21 @@ using namespace mlir::heterps;
 using namespace mlir::heterps::onnx_import;
 using ::heterps::checkedProduct;
 
+FailureOr<Ints> Importer::windowAttr(StringRef name, int64_t size, int64_t dflt,
+                                     int64_t spatial) {
+  Ints values = intsAttr(name).value_or(Ints(size, dflt));
+  if (static_cast<int64_t>(values.size()) != size)
+    return nodeError() << name << " has " << values.size()
+                       << " values; expected " << size << " for " << spatial
+                       << " spatial dimension" << (spatial == 1 ? "" : "s");
+  // Sizes beyond 2^20 are no model's: they would overflow the shapes they
+  // make.
+  for (int64_t v : values)
+    if (v < 0 || v > (int64_t(1) << 20))
+      return nodeError() << name << " has " << v << "; expected 0 to 1048576";
+  return values;
+}
+
 LogicalResult Importer::convertConvPool(StringRef op) {
   FailureOr<Value> x = input(0);
   if (failed(x))
@@ -53,28 +68,16 @@ LogicalResult Importer::convertConvPool(StringRef op) {
     return nodeError() << "storage_order = 1 is not supported";
   if (failed(onlyFirstOutput()))
     return failure();
-  Ints strides = intsAttr("strides").value_or(Ints(spatial, 1));
-  Ints dilations = intsAttr("dilations").value_or(Ints(spatial, 1));
-  Ints pads = intsAttr("pads").value_or(Ints(2 * spatial, 0));
-  for (auto [name, values, size] :
-       {std::tuple<const char *, const Ints *, int64_t>{"kernel_shape", &kernel,
-                                                        spatial},
-        {"strides", &strides, spatial},
-        {"dilations", &dilations, spatial},
-        {"pads", &pads, 2 * spatial}})
-    if (static_cast<int64_t>(values->size()) != size)
-      return nodeError() << name << " has " << values->size()
-                         << " values; expected " << size << " for " << spatial
-                         << " spatial dimension" << (spatial == 1 ? "" : "s");
-  // Sizes beyond 2^20 are no model's: they would overflow the shapes they
-  // make.
-  for (auto [name, values] :
-       {std::pair<const char *, const Ints *>{"strides", &strides},
-        {"dilations", &dilations},
-        {"pads", &pads}})
-    for (int64_t v : *values)
-      if (v < 0 || v > (int64_t(1) << 20))
-        return nodeError() << name << " has " << v << "; expected 0 to 1048576";
+  if (static_cast<int64_t>(kernel.size()) != spatial)
+    return nodeError() << "kernel_shape has " << kernel.size()
+                       << " values; expected " << spatial << " for " << spatial
+                       << " spatial dimension" << (spatial == 1 ? "" : "s");
+  FailureOr<Ints> stridesOr = windowAttr("strides", spatial, 1, spatial),
+                  dilationsOr = windowAttr("dilations", spatial, 1, spatial),
+                  padsOr = windowAttr("pads", 2 * spatial, 0, spatial);
+  if (failed(stridesOr) || failed(dilationsOr) || failed(padsOr))
+    return failure();
+  Ints strides = *stridesOr, dilations = *dilationsOr, pads = *padsOr;
   std::string autoPad = stringAttr("auto_pad", "NOTSET");
   if (autoPad == "VALID") {
     pads.assign(2 * spatial, 0);
@@ -138,29 +141,16 @@ LogicalResult Importer::convertConvTranspose() {
   if (std::optional<Ints> k = intsAttr("kernel_shape"); k && *k != kernel)
     return nodeError() << "kernel_shape " << formatShape(*k)
                        << " differs from the filter's " << formatShape(kernel);
-  Ints strides = intsAttr("strides").value_or(Ints(spatial, 1));
-  Ints dilations = intsAttr("dilations").value_or(Ints(spatial, 1));
-  Ints pads = intsAttr("pads").value_or(Ints(2 * spatial, 0));
-  Ints extra = intsAttr("output_padding").value_or(Ints(spatial, 0));
+  FailureOr<Ints> stridesOr = windowAttr("strides", spatial, 1, spatial),
+                  dilationsOr = windowAttr("dilations", spatial, 1, spatial),
+                  padsOr = windowAttr("pads", 2 * spatial, 0, spatial),
+                  extraOr = windowAttr("output_padding", spatial, 0, spatial);
+  if (failed(stridesOr) || failed(dilationsOr) || failed(padsOr) ||
+      failed(extraOr))
+    return failure();
+  Ints strides = *stridesOr, dilations = *dilationsOr, pads = *padsOr,
+       extra = *extraOr;
   std::optional<Ints> outputShape = intsAttr("output_shape");
-  for (auto [name, values, size] :
-       {std::tuple<const char *, const Ints *, int64_t>{"strides", &strides,
-                                                        spatial},
-        {"dilations", &dilations, spatial},
-        {"output_padding", &extra, spatial},
-        {"pads", &pads, 2 * spatial}})
-    if (static_cast<int64_t>(values->size()) != size)
-      return nodeError() << name << " has " << values->size()
-                         << " values; expected " << size << " for " << spatial
-                         << " spatial dimension" << (spatial == 1 ? "" : "s");
-  for (auto [name, values] :
-       {std::pair<const char *, const Ints *>{"strides", &strides},
-        {"dilations", &dilations},
-        {"output_padding", &extra},
-        {"pads", &pads}})
-    for (int64_t v : *values)
-      if (v < 0 || v > (int64_t(1) << 20))
-        return nodeError() << name << " has " << v << "; expected 0 to 1048576";
   std::string autoPad = stringAttr("auto_pad", "NOTSET");
   if (autoPad != "NOTSET" && autoPad != "VALID" && autoPad != "SAME_UPPER" &&
       autoPad != "SAME_LOWER")

@@ -307,6 +307,10 @@ private:
   LogicalResult convertClip();
   /// Convolution and pooling (ImportNN.cpp).
   LogicalResult convertConvPool(StringRef op);
+  /// A window attribute of `size` values (`dflt` each when absent), each in
+  /// [0, 2^20].
+  FailureOr<Ints> windowAttr(StringRef name, int64_t size, int64_t dflt,
+                             int64_t spatial);
   LogicalResult convertConvTranspose();
   LogicalResult convertResize();
   LogicalResult convertLoss(bool softmax);
