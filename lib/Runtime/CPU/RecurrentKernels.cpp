@@ -184,7 +184,7 @@ public:
     cellsOut.assign(keep && cell == Cell::LSTM ? kept * hidden : 0, 0.0f);
     // GRU: h Rn^T + Rbn (linear before reset), or r * h (after it).
     extra.assign(cell == Cell::GRU ? (keep ? tb : batch) * hidden : 0, 0.0f);
-    kept_ = keep;
+    keepAll = keep;
   }
 
   Shape sequenceShape() const { return {steps, directions, batch, hidden}; }
@@ -198,15 +198,12 @@ public:
       std::fill(lengths.begin(), lengths.end(), steps);
       return;
     }
+    if (t->dtype() != DType::I32 && t->dtype() != DType::I64)
+      fail() << op.describe() << ": sequence_lens must be int32 or int64, got "
+             << dtypeName(t->dtype());
     for (int64_t b = 0; b < batch; ++b) {
-      int64_t len = t->dtype() == DType::I32 ? t->as<int32_t>()[b]
-                    : t->dtype() == DType::I64
-                        ? t->as<int64_t>()[b]
-                        : (fail() << op.describe()
-                                  << ": sequence_lens must be int32 or "
-                                     "int64, got "
-                                  << dtypeName(t->dtype()),
-                           0);
+      int64_t len =
+          t->dtype() == DType::I32 ? t->as<int32_t>()[b] : t->as<int64_t>()[b];
       if (len < 0 || len > steps)
         fail() << op.describe() << ": sequence_lens[" << b << "] is " << len
                << ", expected 0.." << steps;
@@ -247,10 +244,10 @@ public:
     }
     for (int64_t s = 0; s < steps; ++s) {
       int64_t t = reversed(d) ? steps - 1 - s : s;
-      float *act = &activations[(kept_ ? t * B : 0) * G];
+      float *act = &activations[(keepAll ? t * B : 0) * G];
       float *ext =
-          cell == Cell::GRU ? &extra[(kept_ ? t * B : 0) * H] : nullptr;
-      if (kept_) {
+          cell == Cell::GRU ? &extra[(keepAll ? t * B : 0) * H] : nullptr;
+      if (keepAll) {
         std::copy(h.begin(), h.end(), &statesIn[t * B * H]);
         if (cell == Cell::LSTM)
           std::copy(c.begin(), c.end(), &cellsIn[t * B * H]);
@@ -306,7 +303,7 @@ public:
         if (yRow)
           std::copy(hb, hb + H, yRow);
       }
-      if (kept_ && cell == Cell::LSTM)
+      if (keepAll && cell == Cell::LSTM)
         std::copy(c.begin(), c.end(), &cellsOut[t * B * H]);
     }
     if (yh)
@@ -333,7 +330,7 @@ public:
   std::vector<float> activations, statesIn, cellsIn, cellsOut, extra;
   // LSTM: one step's next cell and its tanh (B x H).
   std::vector<float> cellNext, cellTanh;
-  bool kept_ = false;
+  bool keepAll = false;
 
 private:
   void expect(const Shape &actual, const Shape &expected, const char *what) {
