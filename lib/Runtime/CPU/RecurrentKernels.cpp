@@ -397,14 +397,6 @@ private:
   }
 };
 
-Cell cellOf(const std::string &name) {
-  if (name.find("gru") != std::string::npos)
-    return Cell::GRU;
-  if (name.find("lstm") != std::string::npos)
-    return Cell::LSTM;
-  return Cell::RNN;
-}
-
 const Tensor *optional(const std::vector<const Tensor *> &in, int i) {
   return i >= 0 ? in[i] : nullptr;
 }
@@ -421,9 +413,9 @@ const float *floats(const OpInfo &op, const Tensor *t) {
 /// heterps.rnn, heterps.gru, heterps.lstm.
 class RecurrentKernel : public Kernel {
 public:
-  explicit RecurrentKernel(const OpInfo &op)
-      : Kernel(op), cell(cellOf(op.name())),
-        operands(readOperands(info, cell, false)), layer(info, cell) {}
+  RecurrentKernel(const OpInfo &op, Cell cell)
+      : Kernel(op), cell(cell), operands(readOperands(info, cell, false)),
+        layer(info, cell) {}
 
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
     layer.prepare(in, operands, /*keep=*/false);
@@ -455,9 +447,9 @@ private:
 /// heterps.rnn_grad, heterps.gru_grad, heterps.lstm_grad.
 class RecurrentGradKernel : public Kernel {
 public:
-  explicit RecurrentGradKernel(const OpInfo &op)
-      : Kernel(op), cell(cellOf(op.name())),
-        operands(readOperands(info, cell, true)), layer(info, cell) {}
+  RecurrentGradKernel(const OpInfo &op, Cell cell)
+      : Kernel(op), cell(cell), operands(readOperands(info, cell, true)),
+        layer(info, cell) {}
 
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
     layer.prepare(in, operands, /*keep=*/true);
@@ -717,9 +709,16 @@ private:
 } // namespace
 
 void cpu::registerRecurrentKernels(KernelRegistry &r) {
-  for (const char *name : {"heterps.rnn", "heterps.gru", "heterps.lstm"})
-    addKernel<RecurrentKernel>(r, name);
-  for (const char *name :
-       {"heterps.rnn_grad", "heterps.gru_grad", "heterps.lstm_grad"})
-    addKernel<RecurrentGradKernel>(r, name);
+  for (auto [name, cell] :
+       {std::pair{"rnn", Cell::RNN}, std::pair{"gru", Cell::GRU},
+        std::pair{"lstm", Cell::LSTM}}) {
+    r.add(std::string("heterps.") + name, DeviceKind::CPU,
+          [cell = cell](const OpInfo &op) {
+            return std::make_unique<RecurrentKernel>(op, cell);
+          });
+    r.add(std::string("heterps.") + name + "_grad", DeviceKind::CPU,
+          [cell = cell](const OpInfo &op) {
+            return std::make_unique<RecurrentGradKernel>(op, cell);
+          });
+  }
 }

@@ -87,12 +87,6 @@ static int toOnnx(DType type) {
   return TensorProto::UNDEFINED;
 }
 
-static std::string onnxTypeName(int type) {
-  if (TensorProto::DataType_IsValid(type))
-    return TensorProto::DataType_Name(static_cast<TensorProto::DataType>(type));
-  return "data type " + std::to_string(type);
-}
-
 Tensor heterps::runtime::readTensorProto(const std::string &path,
                                          std::string *name) {
   std::ifstream in(path, std::ios::binary);
@@ -110,7 +104,8 @@ Tensor heterps::runtime::readTensorProto(const std::string &path,
   DType dtype = fromOnnx(proto.data_type());
   if (dtype == DType::Invalid)
     fail() << path << ": TensorProto '" << proto.name()
-           << "': unsupported data type " << onnxTypeName(proto.data_type());
+           << "': unsupported data type "
+           << onnx_tensor::dataTypeName(proto.data_type());
   Tensor t(dtype, Shape(decoded.dims.begin(), decoded.dims.end()));
   std::string_view data = decoded.bytes();
   if (!data.empty())

@@ -453,21 +453,23 @@ struct GatherElementsRule {
   }
 };
 
-/// scatter_elements of float data: the data keeps the gradient where
-/// nothing was stored over it, each update gets it where it went.
-struct ScatterElementsRule {
-  static LogicalResult build(ScatterElementsOp op, OpBuilder &b, ValueRange dy,
-                             Grads &g) {
+/// scatter_elements and scatter_nd of float data: the data keeps the
+/// gradient where nothing was stored over it, each update gets it where it
+/// went. The gradient op takes the forward op's attributes (axis,
+/// reduction); a product (scatter_nd's "mul") has none.
+template <typename OpTy, typename GradOpTy> struct ScatterRule {
+  static LogicalResult build(OpTy op, OpBuilder &b, ValueRange dy, Grads &g) {
     if (!isa<FloatType>(getElementTypeOrSelf(op.getData().getType()))) {
       g.append({Value(), Value(), Value()});
       return success();
     }
-    auto grads = ScatterElementsGradOp::create(
+    if (op.getReduction() == "mul")
+      return op.emitOpError()
+             << "has no gradient with reduction 'mul' (only none and add)";
+    auto grads = GradOpTy::create(
         b, op.getLoc(),
         TypeRange{op.getData().getType(), op.getUpdates().getType()},
-        ValueRange{op.getIndices(), dy[0]},
-        {b.getNamedAttr("axis", op.getAxisAttr()),
-         b.getNamedAttr("reduction", op.getReductionAttr())});
+        ValueRange{op.getIndices(), dy[0]}, op->getAttrs());
     g.append({grads.getDataGrad(), Value(), grads.getUpdatesGrad()});
     return success();
   }
@@ -521,28 +523,6 @@ template <typename OpTy, typename GradOpTy> struct RecurrentRule {
       if (op.getPeepholes())
         g.push_back(grad->getResult(6));
     }
-    return success();
-  }
-};
-
-/// scatter_nd of float data (stored or added): as scatter_elements, by
-/// slices.
-struct ScatterNDRule {
-  static LogicalResult build(ScatterNDOp op, OpBuilder &b, ValueRange dy,
-                             Grads &g) {
-    if (!isa<FloatType>(getElementTypeOrSelf(op.getData().getType()))) {
-      g.append({Value(), Value(), Value()});
-      return success();
-    }
-    if (op.getReduction() == "mul")
-      return op.emitOpError()
-             << "has no gradient with reduction 'mul' (only none and add)";
-    auto grads = ScatterNDGradOp::create(
-        b, op.getLoc(),
-        TypeRange{op.getData().getType(), op.getUpdates().getType()},
-        ValueRange{op.getIndices(), dy[0]},
-        {b.getNamedAttr("reduction", op.getReductionAttr())});
-    g.append({grads.getDataGrad(), Value(), grads.getUpdatesGrad()});
     return success();
   }
 };
@@ -797,8 +777,9 @@ void mlir::heterps::attachGradientModels(MLIRContext *context) {
   attach<WhereOp, WhereRule>(context);
   attach<CumSumOp, CumSumRule>(context);
   attach<GatherElementsOp, GatherElementsRule>(context);
-  attach<ScatterElementsOp, ScatterElementsRule>(context);
-  attach<ScatterNDOp, ScatterNDRule>(context);
+  attach<ScatterElementsOp,
+         ScatterRule<ScatterElementsOp, ScatterElementsGradOp>>(context);
+  attach<ScatterNDOp, ScatterRule<ScatterNDOp, ScatterNDGradOp>>(context);
   attach<ReduceSumOp, ReduceRule<ReduceSumOp>>(context);
   attach<ReduceMeanOp, ReduceRule<ReduceMeanOp>>(context);
   attach<ReduceMaxOp, ReduceRule<ReduceMaxOp>>(context);
