@@ -17,10 +17,8 @@ torch-transformer.onnx (a classifier on nn.TransformerEncoderLayer) and
 the CTR and text families of FAMILIES (torch-wide-deep.onnx,
 torch-deepfm.onnx, torch-dcn-v2.onnx, torch-autoint.onnx,
 torch-dlrm-dot.onnx, torch-textcnn.onnx, torch-embedding-bag.onnx,
-torch-gru-sequence.onnx, torch-bilstm-text.onnx) and
-torch-embedding-bag-offsets.onnx (bags by offsets, which the importer
-refuses)
-(default: test/Import/ONNX/Inputs/, where they are committed). The second
+torch-embedding-bag-offsets.onnx, torch-gru-sequence.onnx,
+torch-bilstm-text.onnx) (default: test/Import/ONNX/Inputs/, where they are committed). The second
 writes torchvision's resnet18 (random weights, about 45 MB), which is not
 committed: bench/import/run.sh exports it into the build directory. The
 third writes torch-mobilenet-v2.onnx and torch-resnet18.onnx exported for
@@ -326,16 +324,27 @@ class EmbeddingBagCTR(nn.Module):
         return torch.sigmoid(self.top(torch.cat([dense] + pooled, dim=1)))
 
 
-class EmbeddingBagOffsets(nn.Module):
-    """nn.EmbeddingBag over bags given by offsets (1-D ids): bags of
-    different sizes, which the importer refuses by name."""
+class EmbeddingBagOffsetsCTR(nn.Module):
+    """A CTR model on nn.EmbeddingBag with offsets: each example's bag of
+    history ids has its own length (none, too), the ids of the batch's bags
+    concatenated in `ids` and where each bag starts in `offsets`. Three
+    tables pool the same bags by sum, mean and max, next to the dense
+    features."""
+
+    # Inputs whose dimension 0 is not the batch.
+    RAGGED = ("ids",)
 
     def __init__(self):
         super().__init__()
-        self.bag = nn.EmbeddingBag(VOCAB, EMB_DIM, mode="sum")
+        self.bags = nn.ModuleList(
+            nn.EmbeddingBag(VOCAB, EMB_DIM, mode=mode)
+            for mode in ("sum", "mean", "max"))
+        self.top = nn.Sequential(
+            nn.Linear(NUM_DENSE + 3 * EMB_DIM, 16), nn.ReLU(), nn.Linear(16, 1))
 
-    def forward(self, ids, offsets):
-        return self.bag(ids, offsets)
+    def forward(self, dense, ids, offsets):
+        pooled = [bag(ids, offsets) for bag in self.bags]
+        return torch.sigmoid(self.top(torch.cat([dense] + pooled, dim=1)))
 
 
 TEXT_LEN = 12
@@ -430,10 +439,11 @@ class CNN(nn.Module):
 
 
 def export(model, args, input_names, path, output_names=("output",),
-           fold=True):
+           fold=True, ragged=()):
     model.eval()
-    # Outputs after the first (a 0-D loss) have no batch axis.
-    dynamic = {name: {0: "batch"}
+    # Outputs after the first (a 0-D loss) have no batch axis; the inputs in
+    # `ragged` have a dynamic dimension 0 of their own.
+    dynamic = {name: {0: "ids" if name in ragged else "batch"}
                for name in input_names + [output_names[0]]}
     with torch.no_grad():
         torch.onnx.export(model, args, path, input_names=input_names,
@@ -500,19 +510,6 @@ def export_fixtures(out):
            ["tokens"], os.path.join(out, "torch-transformer.onnx"),
            fold=False)
     export_families(out)
-    torch.manual_seed(20240900)
-    model = EmbeddingBagOffsets().eval()
-    path = os.path.join(out, "torch-embedding-bag-offsets.onnx")
-    with torch.no_grad():
-        torch.onnx.export(model, (torch.randint(0, VOCAB, (7,)),
-                                  torch.tensor([0, 2, 3])), path,
-                          input_names=["ids", "offsets"],
-                          output_names=["output"],
-                          dynamic_axes={"ids": {0: "n"},
-                                        "offsets": {0: "batch"},
-                                        "output": {0: "batch"}},
-                          opset_version=OPSET)
-    print(f"wrote {path} ({os.path.getsize(path)} bytes)")
 
 
 def ctr_batch(batch, gen):
@@ -530,6 +527,16 @@ def bag_batch(batch, gen):
     return {"dense": torch.randn(batch, NUM_DENSE, generator=gen),
             "history": torch.randint(0, VOCAB, (batch, 3, BAG_LEN),
                                      generator=gen)}
+
+
+def offsets_batch(batch, gen):
+    """Bags of 0 to 2 * BAG_LEN ids, concatenated, with their starts."""
+    lengths = torch.randint(0, 2 * BAG_LEN + 1, (batch,), generator=gen)
+    offsets = torch.cumsum(lengths, 0) - lengths
+    return {"dense": torch.randn(batch, NUM_DENSE, generator=gen),
+            "ids": torch.randint(0, VOCAB, (int(lengths.sum()),),
+                                 generator=gen),
+            "offsets": offsets}
 
 
 def sequence_batch(batch, gen):
@@ -560,6 +567,7 @@ FAMILIES = {
     "embedding-bag": (EmbeddingBagCTR, bag_batch, True),
     "gru-sequence": (GRUSequenceCTR, sequence_batch, False),
     "bilstm-text": (BiLSTMText, text_batch, False),
+    "embedding-bag-offsets": (EmbeddingBagOffsetsCTR, offsets_batch, True),
 }
 
 
@@ -569,7 +577,8 @@ def export_families(out):
         model = cls()
         inputs = make_batch(4, torch.Generator().manual_seed(seed))
         export(model, tuple(inputs.values()), list(inputs),
-               os.path.join(out, f"torch-{name}.onnx"), fold=fold)
+               os.path.join(out, f"torch-{name}.onnx"), fold=fold,
+               ragged=getattr(cls, "RAGGED", ()))
 
 
 def image_batch(batch, gen):

@@ -89,6 +89,8 @@ constexpr OpSignature kSignatures[] = {
     {"heterps.scatter_elements_grad", 2, 2, 2, 0b10, "11", "i-"},
     {"heterps.scatter_nd", 3, 3, 1, 0b0, "0", "-i0"},
     {"heterps.scatter_nd_grad", 2, 2, 2, 0b10, "11", "i-"},
+    {"heterps.segment_reduce", 2, 2, 1, 0b1, "0", "-i"},
+    {"heterps.segment_reduce_grad", 3, 3, 1, 0b101, "0", "-i0"},
     {"heterps.send", 1, 1, 0, 0b0, "", ""},
     {"heterps.sigmoid", 1, 1, 1, 0b1, "0", ""},
     {"heterps.slice", 1, 1, 1, 0b0, "0", ""},

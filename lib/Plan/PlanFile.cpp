@@ -210,6 +210,34 @@ std::string heterps::plan::verifyPlan(const Plan &plan) {
       return err.str();
     defined[id] = true;
   }
+  // A bag input: rows of ids whose bags start at the offsets of another
+  // input, a 1-D integer one that is not bags itself.
+  for (int id : plan.inputs()) {
+    const Value &value = plan.values(id);
+    if (!value.has_bag_offsets())
+      continue;
+    int offsets = value.bag_offsets();
+    auto isInput = [&](int v) {
+      return std::find(plan.inputs().begin(), plan.inputs().end(), v) !=
+             plan.inputs().end();
+    };
+    if (offsets == id || !isInput(offsets)) {
+      err << "input '" << value.name() << "' has its bag offsets in value "
+          << offsets << ", which is not another input of the plan";
+      return err.str();
+    }
+    const Value &starts = plan.values(offsets);
+    DataType t = starts.type().dtype();
+    if (starts.type().dims_size() != 1 || (t != I64 && t != I32) ||
+        starts.has_bag_offsets() || value.type().dims_size() < 1 ||
+        value.type().dims(0) >= 0) {
+      err << "input '" << value.name() << "' has its bag offsets in input '"
+          << starts.name()
+          << "': the offsets must be a 1-D i64 or i32 input that is not "
+             "bags itself, the bags an input of a dynamic dimension 0";
+      return err.str();
+    }
+  }
   std::set<std::string> tables;
   std::map<std::string, const TensorType *> params;
   for (const DenseParam &p : plan.params()) {

@@ -1202,6 +1202,20 @@ TEST(GradientCheck, LSTM) {
   checkRecurrent("lstm", "", true, false, true, /*peepholes=*/true);
 }
 
+TEST(GradientCheck, SegmentReduce) {
+  // Four bags of 2, 0, 3 and 2 rows (an empty one gives zeros and takes no
+  // gradient); max takes the first row holding the maximum.
+  for (const char *kind : {"sum", "mean", "max"}) {
+    GradCase c(std::string("segment_reduce ") + kind);
+    c.param("x", {7, 3}, c.rng.uniform(21, -1.0f, 1.0f));
+    c.code("%o = heterps.constant dense<[0, 2, 2, 5]> : tensor<4xi64>");
+    c.code(std::string("%s = heterps.segment_reduce ") + kind +
+           " %x, %o : (tensor<7x3xf32>, tensor<4xi64>) -> tensor<4x3xf32>");
+    c.mseLoss("%s", {4, 3});
+    checkGradients(c);
+  }
+}
+
 TEST(GradientCheck, ScatterND) {
   // Rows (tuples of 1) and single elements (tuples of 2), stored or added;
   // with "add" one tuple repeats.

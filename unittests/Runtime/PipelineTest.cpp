@@ -56,13 +56,13 @@ func.func @main(%dense: tensor<?x4xf32> {heterps.name = "dense"},
 }
 )mlir";
 
-/// The model trained with `optimizer`, outlined into its two stages (the
+/// `model` trained with `optimizer`, outlined into its two stages (the
 /// first with a backward part) with channels between them.
-plan::Plan compile(const std::string &optimizer) {
+plan::Plan compile(const char *model, const std::string &optimizer) {
   mlir::DialectRegistry registry;
   registry.insert<mlir::heterps::HeterPSDialect, mlir::func::FuncDialect>();
   mlir::MLIRContext context(registry);
-  auto module = mlir::parseSourceString<mlir::ModuleOp>(kModel, &context);
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(model, &context);
   EXPECT_TRUE(module);
   mlir::PassManager pm(&context);
   mlir::heterps::AutodiffPassOptions autodiff;
@@ -121,7 +121,7 @@ class PipelineExactness : public ::testing::TestWithParam<Case> {};
 
 TEST_P(PipelineExactness, TwentyStepsEqualOneWorker) {
   const Case &c = GetParam();
-  plan::Plan p = compile(c.optimizer);
+  plan::Plan p = compile(kModel, c.optimizer);
   ASSERT_EQ(p.stages_size(), 2);
   ParamStore oneParams(p, 7), pipeParams(p, 7);
   LocalEmbeddingStore oneTables(p, 7), pipeTables(p, 7);
@@ -177,6 +177,103 @@ INSTANTIATE_TEST_SUITE_P(
              "_batch" + std::to_string(info.param.batch);
     });
 
+/// The CTR model with bags of different sizes (nn.EmbeddingBag with
+/// offsets): every id's row, then a mean per bag, in stage 0.
+const char *kBagModel = R"mlir(
+module attributes {heterps.resources = [#heterps.device<"a", cpu>, #heterps.device<"b", cpu>]} {
+heterps.embedding_table @t {vocab = 50 : i64, dim = 8 : i64, initializer = #heterps.init<uniform(-0.1, 0.1)>}
+heterps.param @w1 : tensor<12x1xf32> = #heterps.init<xavier_uniform>
+func.func @main(%dense: tensor<?x4xf32> {heterps.name = "dense"},
+                %ids: tensor<?xi64> {heterps.name = "ids", heterps.bag_offsets = 2 : i64},
+                %offsets: tensor<?xi32> {heterps.name = "offsets"}) -> tensor<?x1xf32> {
+  %r = heterps.embedding_lookup @t[%ids] {heterps.device = #heterps.device<"a", cpu>, heterps.stage = #heterps.stage_assignment<index = 0, units = 2>} : (tensor<?xi64>) -> tensor<?x8xf32>
+  %e = heterps.segment_reduce mean %r, %offsets {heterps.device = #heterps.device<"a", cpu>, heterps.stage = #heterps.stage_assignment<index = 0, units = 2>} : (tensor<?x8xf32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %x = heterps.concat %dense, %e {axis = 1 : i64, heterps.device = #heterps.device<"a", cpu>, heterps.stage = #heterps.stage_assignment<index = 0, units = 2>} : (tensor<?x4xf32>, tensor<?x8xf32>) -> tensor<?x12xf32>
+  %w1 = heterps.load_param @w1 {heterps.device = #heterps.device<"b", cpu>, heterps.stage = #heterps.stage_assignment<index = 1, units = 1>} : tensor<12x1xf32>
+  %z = heterps.matmul %x, %w1 {heterps.device = #heterps.device<"b", cpu>, heterps.stage = #heterps.stage_assignment<index = 1, units = 1>} : (tensor<?x12xf32>, tensor<12x1xf32>) -> tensor<?x1xf32>
+  %p = heterps.sigmoid %z {heterps.device = #heterps.device<"b", cpu>, heterps.stage = #heterps.stage_assignment<index = 1, units = 1>} : tensor<?x1xf32>
+  return %p : tensor<?x1xf32>
+}
+}
+)mlir";
+
+/// A batch of `n` bags of 0 to 6 ids each.
+struct BagBatch {
+  Tensor dense, ids, offsets, label;
+  BagBatch(int64_t n, unsigned seed)
+      : dense(DType::F32, {n, 4}), offsets(DType::I32, {n}),
+        label(DType::F32, {n, 1}) {
+    std::mt19937 rng(seed);
+    int64_t total = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      offsets.as<int32_t>()[i] = static_cast<int32_t>(total);
+      total += rng() % 7;
+    }
+    ids = Tensor(DType::I64, {total});
+    for (int64_t i = 0; i < total; ++i)
+      ids.as<int64_t>()[i] = rng() % 20;
+    for (int64_t i = 0; i < n * 4; ++i)
+      dense.as<float>()[i] = std::normal_distribution<float>()(rng);
+    for (int64_t i = 0; i < n; ++i)
+      label.as<float>()[i] = static_cast<float>(rng() % 2);
+  }
+  std::vector<const Tensor *> inputs() {
+    return {&dense, &ids, &offsets, &label};
+  }
+};
+
+TEST(Pipeline, BagsSplitByOffsetsTrainAsOneWorker) {
+  // Micro-batches of 10, 9, 9 and 9 bags take the ids between their first
+  // bag's start and the next micro-batch's; two replicas in stage 0.
+  plan::Plan p = compile(kBagModel, "sgd");
+  ASSERT_EQ(p.stages_size(), 2);
+  ParamStore oneParams(p, 7), pipeParams(p, 7);
+  LocalEmbeddingStore oneTables(p, 7), pipeTables(p, 7);
+  Program one(p, oneParams, oneTables, ProgramOptions{});
+  PipelineOptions options;
+  options.maxWorkers = 4;
+  PipelineExecutor pipeline(p, pipeParams, pipeTables, ProgramOptions{},
+                            options);
+  EXPECT_EQ(pipeline.microBatches(), 4);
+  int loss = p.training().loss_output();
+  std::vector<int> outputs{loss, loss == 0 ? 1 : 0};
+  for (int step = 0; step < 10; ++step) {
+    BagBatch batch(37, 200 + step);
+    const std::vector<const Tensor *> &a =
+        one.run(batch.inputs(), true, outputs);
+    float oneLoss = a[0]->as<float>()[0];
+    Tensor onePrediction = a[1]->clone();
+    const std::vector<const Tensor *> &b =
+        pipeline.run(batch.inputs(), true, outputs);
+    EXPECT_NEAR(b[0]->as<float>()[0], oneLoss, 1e-5 * std::fabs(oneLoss))
+        << "loss of step " << step;
+    EXPECT_LT(relativeError(*b[1], onePrediction), 1e-5)
+        << "predictions of step " << step;
+  }
+  for (auto &[name, param] : oneParams.all())
+    EXPECT_LT(relativeError(pipeParams.get(name).value, param.value), 1e-5)
+        << "parameter " << name;
+  EXPECT_LT(relativeError(pipeTables.rows(0), oneTables.rows(0)), 1e-5)
+      << "table rows";
+  LocalEmbeddingStore untouched(p, 7);
+  EXPECT_GT(relativeError(oneTables.rows(0), untouched.rows(0)), 1e-3);
+
+  // Offsets that decrease are refused before the batch is split.
+  BagBatch bad(8, 1);
+  const int32_t decreasing[] = {0, 0, 1, 0, 1, 1, 1, 1};
+  std::copy(std::begin(decreasing), std::end(decreasing),
+            bad.offsets.as<int32_t>());
+  try {
+    pipeline.run(bad.inputs(), true, outputs);
+    ADD_FAILURE() << "decreasing offsets were accepted";
+  } catch (const RuntimeError &e) {
+    EXPECT_NE(std::string(e.what()).find("input 'ids': the bag offsets "
+                                         "decrease at offsets[3]"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 /// Tables whose pulls fail after a number of calls, as a PS that goes away
 /// mid-training does.
 class FailingStore : public LocalEmbeddingStore {
@@ -194,7 +291,7 @@ private:
 };
 
 TEST(Pipeline, AFailingWorkerNamesItsStage) {
-  plan::Plan p = compile("sgd");
+  plan::Plan p = compile(kModel, "sgd");
   ParamStore params(p, 1);
   FailingStore tables(p, 6);
   PipelineOptions options;
@@ -223,7 +320,7 @@ TEST(Pipeline, AFailingWorkerNamesItsStage) {
 }
 
 TEST(Pipeline, RefusesWhatItCannotSplit) {
-  plan::Plan p = compile("sgd");
+  plan::Plan p = compile(kModel, "sgd");
   ParamStore params(p, 1);
   LocalEmbeddingStore tables(p, 1);
   PipelineExecutor pipeline(p, params, tables, ProgramOptions{},

@@ -13,6 +13,7 @@
 #include "heterps/Dialect/HeterPS/IR/HeterPSDialect.h"
 #include "heterps/PS/Client.h"
 #include "heterps/Runtime/EmbeddingStore.h"
+#include "heterps/Runtime/Error.h"
 #include "heterps/Runtime/ParamStore.h"
 #include "heterps/Target/Plan/PlanEmitter.h"
 #include "heterps/Transforms/Passes.h"
@@ -146,6 +147,70 @@ TEST_P(SteadyState, StepsThroughTheEmbeddedPSAllocateNothing) {
 
 INSTANTIATE_TEST_SUITE_P(Optimizers, SteadyState,
                          ::testing::Values("sgd", "adam", "adagrad"));
+
+/// nn.EmbeddingBag with offsets: every id's row, a sum per bag.
+const char *kBagModel = R"mlir(
+heterps.embedding_table @t {vocab = 100 : i64, dim = 4 : i64, initializer = #heterps.init<uniform(-0.5, 0.5)>}
+func.func @main(%ids: tensor<?xi64> {heterps.name = "ids", heterps.bag_offsets = 1 : i64},
+                %offsets: tensor<?xi64> {heterps.name = "offsets"}) -> tensor<?x4xf32> {
+  %r = heterps.embedding_lookup @t[%ids] : (tensor<?xi64>) -> tensor<?x4xf32>
+  %e = heterps.segment_reduce sum %r, %offsets : (tensor<?x4xf32>, tensor<?xi64>) -> tensor<?x4xf32>
+  return %e : tensor<?x4xf32>
+}
+)mlir";
+
+TEST(Program, BagInputsShareMemoryPlansAcrossIdCounts) {
+  mlir::DialectRegistry registry;
+  registry.insert<mlir::heterps::HeterPSDialect, mlir::func::FuncDialect>();
+  mlir::MLIRContext context(registry);
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(kBagModel, &context);
+  ASSERT_TRUE(module);
+  plan::Plan p;
+  ASSERT_TRUE(mlir::succeeded(mlir::heterps::emitPlan(*module, {}, p)));
+  ParamStore params(p, 1);
+  LocalEmbeddingStore tables(p, 1);
+  Program program(p, params, tables, ProgramOptions{});
+  const Tensor &rows = tables.rows(0);
+  std::mt19937 rng(3);
+  // 30 batches of 16 bags of 0 to 7 ids: 0 to 112 ids, two capacities.
+  for (int step = 0; step < 30; ++step) {
+    Tensor offsets(DType::I64, {16});
+    int64_t total = 0;
+    for (int64_t b = 0; b < 16; ++b) {
+      offsets.as<int64_t>()[b] = total;
+      total += rng() % 8;
+    }
+    Tensor ids(DType::I64, {total});
+    for (int64_t i = 0; i < total; ++i)
+      ids.as<int64_t>()[i] = rng() % 100;
+    const Tensor &out = *program.run({&ids, &offsets}, false, {0})[0];
+    ASSERT_EQ(out.shape(), (Shape{16, 4})) << "step " << step;
+    for (int64_t b = 0; b < 16; ++b) {
+      int64_t end = b + 1 < 16 ? offsets.as<int64_t>()[b + 1] : total;
+      for (int64_t k = 0; k < 4; ++k) {
+        float expected = 0;
+        for (int64_t i = offsets.as<int64_t>()[b]; i < end; ++i)
+          expected += rows.as<float>()[ids.as<int64_t>()[i] * 4 + k];
+        EXPECT_FLOAT_EQ(out.as<float>()[b * 4 + k], expected)
+            << "step " << step << ", bag " << b;
+      }
+    }
+  }
+  EXPECT_LE(program.memoryPlans(), 2u) << "one plan per capacity of ids";
+
+  // Bags past the ids are refused, naming the op and the offset.
+  Tensor ids(DType::I64, {3}), offsets(DType::I64, {2});
+  offsets.as<int64_t>()[1] = 5;
+  try {
+    program.run({&ids, &offsets}, false, {0});
+    ADD_FAILURE() << "offsets beyond the ids were accepted";
+  } catch (const RuntimeError &e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "offsets[1] = 5 is beyond the 3 rows of the bags"),
+              std::string::npos)
+        << e.what();
+  }
+}
 
 TEST(Program, InferenceSkipsLabelsAndUpdates) {
   plan::Plan p = compile("sgd");

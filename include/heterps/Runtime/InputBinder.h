@@ -36,10 +36,11 @@ public:
 
 private:
   const Program &program;
-  /// Throws when the plan has a second float input.
-  void requireOneFloatInput() const;
+  /// Throws when the plan has a second float input or a bag input, which
+  /// data files do not feed.
+  void requireDataFileInputs() const;
 
-  int denseInput = -1, labelInput = -1, secondFloatInput = -1;
+  int denseInput = -1, labelInput = -1, secondFloatInput = -1, bagInput = -1;
   int64_t denseWidth = 0, sparseWidth = 0;
   bool classLabels = false;
   std::vector<std::pair<int, int64_t>> sparseInputs;

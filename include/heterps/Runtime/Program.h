@@ -124,6 +124,13 @@ private:
   struct MemoryPlan;
   MemoryPlan &planFor(const std::vector<const Tensor *> &inputs, bool training,
                       const std::vector<int> &outputs);
+  /// Whether a memory plan built for input shape `planned` serves `input`
+  /// at input `position` (a bag input: any number of ids within the
+  /// plan's capacity bucket).
+  bool plannedFor(const Shape &planned, const Tensor *input,
+                  int position) const;
+  /// Prepares `mp`'s ragged ops for the bag inputs' current numbers of ids.
+  void prepareRagged(MemoryPlan &mp, const std::vector<const Tensor *> &inputs);
   /// Fills the step's TableBatch with the rows of `mp`'s prefetched
   /// lookups: the batch pulled ahead when it holds them, else one pull.
   void pullRows(MemoryPlan &mp);
@@ -147,6 +154,9 @@ private:
   std::vector<const Tensor *> idsScratch;
   std::vector<std::unique_ptr<Node>> nodes;
   std::vector<int> aliasOf;
+  /// Per input position, the input holding its bag offsets, or -1
+  /// (BagOffsets.h).
+  std::vector<int> bagOffsetsOf;
   std::vector<std::unique_ptr<MemoryPlan>> plans;
   MemoryPlan *current = nullptr;
   bool profiling = false;

@@ -11,9 +11,8 @@
 //                         axes [0], keepdims 0)
 //        }
 //
-// so bag i is row i of X. An offsets input in place of R gives bags of
-// different sizes, which HeterPS's lookups do not express: such a loop is
-// reported, not imported.
+// so bag i is row i of X. With bags given by offsets (`bag(ids, offsets)`),
+// F is the 1-D ids themselves and the offsets input takes R's place.
 //
 //===----------------------------------------------------------------------===//
 
@@ -239,14 +238,15 @@ std::optional<BagBody> matchBody(const GraphIndex &body,
 }
 
 /// Collects into `nodes` the producers of `name` and of their inputs, up to
-/// (not including) `stop` and the graph's inputs and initializers.
+/// (not including) `stops` and the graph's inputs and initializers.
 void collectProducers(const GraphIndex &g, const std::string &name,
-                      const std::string &stop, std::set<int> &nodes) {
+                      const std::set<std::string> &stops,
+                      std::set<int> &nodes) {
   std::vector<std::string> work{name};
   while (!work.empty()) {
     std::string next = work.back();
     work.pop_back();
-    if (next == stop || next.empty())
+    if (stops.count(next) || next.empty())
       continue;
     int index = g.producerIndex(next);
     if (index < 0 || !nodes.insert(index).second)
@@ -282,25 +282,36 @@ mlir::heterps::onnx_import::findEmbeddingBags(const onnx::GraphProto &graph,
     match.loop = i;
     match.table = bag->table;
     match.mode = bag->mode;
-    // The outer structure of bags of equal size: the rows of X.
-    const onnx::NodeProto *reshape = outer.producer(bag->flat, "Reshape");
+    // The bag starts S = Concat(R or offsets, [len(F)]) and ends E = S[1:].
     const onnx::NodeProto *ends = outer.producer(bag->ends, "Slice");
     const onnx::NodeProto *starts = outer.producer(bag->starts, "Concat");
-    if (starts && starts->input_size() != 2)
-      starts = nullptr;
+    bool bounds =
+        ends && ends->input(0) == bag->starts && ends->input_size() >= 4 &&
+        outer.isConstant(ends->input(1), {1}) &&
+        outer.isConstant(ends->input(3), {0}) && starts &&
+        starts->input_size() == 2 && intAttrOf(*starts, "axis", 0) == 0 &&
+        isShapeDim(outer, starts->input(1), bag->flat, 0);
     const onnx::NodeProto *range =
-        starts ? outer.producer(starts->input(0), "Range") : nullptr;
+        bounds ? outer.producer(starts->input(0), "Range") : nullptr;
     if (range && range->input_size() != 3)
       range = nullptr;
+    if (bounds && !range) {
+      // Bags given by offsets: the flattened ids are the ids.
+      match.ids = bag->flat;
+      match.offsets = starts->input(0);
+      std::set<std::string> stops{match.ids, match.offsets};
+      collectProducers(outer, loop.input(0), stops, helpers);
+      collectProducers(outer, bag->ends, stops, helpers);
+      matches.push_back(match);
+      continue;
+    }
+    // Bags of equal size: the rows of X.
+    const onnx::NodeProto *reshape = outer.producer(bag->flat, "Reshape");
     if (reshape && reshape->input_size() != 2)
       reshape = nullptr;
     std::string ids = reshape ? reshape->input(0) : std::string();
-    bool fixed = reshape && outer.isConstant(reshape->input(1), {-1}) && ends &&
-                 ends->input(0) == bag->starts && ends->input_size() >= 4 &&
-                 outer.isConstant(ends->input(1), {1}) &&
-                 outer.isConstant(ends->input(3), {0}) && starts &&
-                 intAttrOf(*starts, "axis", 0) == 0 &&
-                 isShapeDim(outer, starts->input(1), bag->flat, 0) && range &&
+    bool fixed = bounds && reshape &&
+                 outer.isConstant(reshape->input(1), {-1}) && range &&
                  outer.isConstant(throughCasts(outer, range->input(0)), {0}) &&
                  isShapeDim(outer, range->input(2), ids, 1);
     if (fixed) {
@@ -314,21 +325,21 @@ mlir::heterps::onnx_import::findEmbeddingBags(const onnx::GraphProto &graph,
     }
     if (!fixed) {
       match.unsupported =
-          "nn.EmbeddingBag over bags given by offsets is not supported: "
-          "HeterPS looks up bags of one size (the rows of a 2-D ids input)";
+          "nn.EmbeddingBag whose bags are neither the rows of a 2-D ids "
+          "input nor given by an offsets input is not supported";
       // Its offsets are not imported either, so that the loop's error is
       // the one reported.
-      collectProducers(outer, loop.input(0), "", helpers);
-      collectProducers(outer, bag->ends, "", helpers);
+      collectProducers(outer, loop.input(0), {}, helpers);
+      collectProducers(outer, bag->ends, {}, helpers);
       matches.push_back(match);
       continue;
     }
     match.ids = ids;
     // Everything that computes the offsets, the trip count and the
     // flattened ids from X.
-    collectProducers(outer, loop.input(0), ids, helpers);
-    collectProducers(outer, bag->ends, ids, helpers);
-    collectProducers(outer, bag->flat, ids, helpers);
+    collectProducers(outer, loop.input(0), {ids}, helpers);
+    collectProducers(outer, bag->ends, {ids}, helpers);
+    collectProducers(outer, bag->flat, {ids}, helpers);
     matches.push_back(match);
   }
   // A helper whose result something else reads is imported as usual.

@@ -4,10 +4,11 @@
 // slices the flattened ids between two offsets, gathers those rows of the
 // table and reduces them (ReduceSum, ReduceMean or ReduceMax over axis 0);
 // the offsets are built outside the loop from Shape, ReduceProd, Range,
-// Concat and Slice. This finds that pattern in a graph, before import, so
-// that the importer can take it as one table lookup with a combiner and
-// skip the nodes that only compute the offsets (they depend on the
-// run-time batch and would not import on their own).
+// Concat and Slice, or given as an input (bags of different sizes). This finds
+// that pattern in a graph, before import, so that the importer can take it as
+// one table lookup with a combiner and skip the nodes that only compute the
+// offsets (they depend on the run-time batch and would not import on their
+// own).
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,12 +29,16 @@ struct EmbeddingBagMatch {
   int loop = -1;
   /// The float initializer the bags are looked up in.
   std::string table;
-  /// The 2-D ids whose rows are the bags (bags of equal size).
+  /// The 2-D ids whose rows are the bags (bags of equal size), or with
+  /// `offsets` the 1-D ids of all bags, concatenated.
   std::string ids;
+  /// Where each bag starts in `ids` (bags given by offsets); empty for
+  /// bags of equal size.
+  std::string offsets;
   /// "sum", "mean" or "max".
   std::string mode;
-  /// When the Loop is an EmbeddingBag that cannot be imported (bags of
-  /// different sizes, from an offsets input), why; empty otherwise.
+  /// When the Loop is an EmbeddingBag that cannot be imported, why; empty
+  /// otherwise.
   std::string unsupported;
 };
 

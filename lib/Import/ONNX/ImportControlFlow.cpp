@@ -34,7 +34,8 @@ std::string Importer::tableSymbol(const std::string &initializer,
 }
 /// nn.EmbeddingBag's loop over bags of one size: the rows of the ids are
 /// the bags, looked up with a sum or mean combiner, or gathered and reduced
-/// with reduce_max.
+/// with reduce_max. Bags given by offsets are looked up row by row and
+/// reduced by segment_reduce.
 LogicalResult Importer::convertEmbeddingBag(const EmbeddingBagMatch &bag) {
   if (!bag.unsupported.empty())
     return nodeError() << bag.unsupported;
@@ -44,6 +45,8 @@ LogicalResult Importer::convertEmbeddingBag(const EmbeddingBagMatch &bag) {
     return nodeError() << "the table '" << bag.table
                        << "' of the nn.EmbeddingBag must be a 2-D float "
                           "initializer";
+  if (!bag.offsets.empty())
+    return convertEmbeddingBagWithOffsets(bag, it->second);
   auto ids = values.find(bag.ids);
   if (ids == values.end())
     return nodeError() << "the ids '" << bag.ids
@@ -72,4 +75,65 @@ LogicalResult Importer::convertEmbeddingBag(const EmbeddingBagMatch &bag) {
       symbol, ids->second, Combiner::none);
   return emit(make<ReduceMaxOp>(rows, b.getDenseI64ArrayAttr({1}),
                                 b.getBoolAttr(false)));
+}
+
+/// nn.EmbeddingBag(ids, offsets): every id's row, then a segment_reduce by
+/// the offsets. The ids input is marked as bags (heterps.bag_offsets), so
+/// that the runtime splits a batch by its offsets and not by its rows: both
+/// must be inputs of the graph.
+LogicalResult
+Importer::convertEmbeddingBagWithOffsets(const EmbeddingBagMatch &bag,
+                                         const Known &table) {
+  auto argumentOf = [&](const std::string &name,
+                        const char *role) -> FailureOr<BlockArgument> {
+    auto it = values.find(name);
+    auto arg = it == values.end() ? BlockArgument()
+                                  : dyn_cast<BlockArgument>(it->second);
+    RankedTensorType type = arg ? typeOf(arg) : RankedTensorType();
+    if (!arg || arg.getOwner() != &func.getBody().front())
+      return nodeError() << "the " << role << " '" << name
+                         << "' of an nn.EmbeddingBag with offsets must be an "
+                            "input of the graph (the runtime splits a batch "
+                            "by the offsets)";
+    if (type.getRank() != 1 || !isa<IntegerType>(type.getElementType()) ||
+        !type.isDynamicDim(0))
+      return nodeError() << "the " << role << " '" << name
+                         << "' of an nn.EmbeddingBag with offsets must be a "
+                            "1-D integer input of dynamic size, got "
+                         << type;
+    return arg;
+  };
+  FailureOr<BlockArgument> ids = argumentOf(bag.ids, "ids");
+  if (failed(ids))
+    return failure();
+  FailureOr<BlockArgument> offsets = argumentOf(bag.offsets, "offsets");
+  if (failed(offsets))
+    return failure();
+  StringRef mark = HeterPSDialect::getBagOffsetsAttrName();
+  if (auto previous =
+          func.getArgAttrOfType<IntegerAttr>(ids->getArgNumber(), mark);
+      previous && previous.getInt() != offsets->getArgNumber())
+    return nodeError() << "the ids '" << bag.ids
+                       << "' are bags of two nn.EmbeddingBag with different "
+                          "offsets";
+  if (func.getArgAttr(offsets->getArgNumber(), mark))
+    return nodeError() << "the offsets '" << bag.offsets
+                       << "' are themselves the ids of an nn.EmbeddingBag";
+  func.setArgAttr(ids->getArgNumber(), mark,
+                  b.getI64IntegerAttr(offsets->getArgNumber()));
+  // The ids' dimension 0 counts ids, not examples.
+  batchMultiples.erase(*ids);
+  std::string symbol = tableSymbol(bag.table, table);
+  Type f32 = b.getF32Type();
+  int64_t dim = table.shape[1];
+  Value rows = EmbeddingLookupOp::create(
+      b, loc, RankedTensorType::get({ShapedType::kDynamic, dim}, f32), symbol,
+      *ids, Combiner::none);
+  ReduceKind kind = bag.mode == "sum"    ? ReduceKind::sum
+                    : bag.mode == "mean" ? ReduceKind::mean
+                                         : ReduceKind::max;
+  setOutput(SegmentReduceOp::create(
+      b, loc, RankedTensorType::get({typeOf(*offsets).getDimSize(0), dim}, f32),
+      kind, rows, *offsets));
+  return success();
 }

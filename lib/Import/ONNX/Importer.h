@@ -335,6 +335,8 @@ private:
   /// RNN, GRU and LSTM (ImportRecurrent.cpp).
   LogicalResult convertRecurrent(StringRef op);
   LogicalResult convertEmbeddingBag(const EmbeddingBagMatch &bag);
+  LogicalResult convertEmbeddingBagWithOffsets(const EmbeddingBagMatch &bag,
+                                               const Known &table);
   /// The embedding table made of a float initializer (made on first use).
   std::string tableSymbol(const std::string &initializer, const Known &table);
 

@@ -15,6 +15,8 @@
 #include "KernelUtil.h"
 #include "PrimitiveCache.h"
 
+#include "heterps/Runtime/BagOffsets.h"
+
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -548,6 +550,105 @@ private:
   }
 };
 
+/// heterps.segment_reduce and segment_reduce_grad: sums, means or maxima
+/// of runs of rows that start at the offsets (nn.EmbeddingBag's bags).
+class SegmentReduceKernel : public Kernel {
+public:
+  explicit SegmentReduceKernel(const OpInfo &op)
+      : Kernel(op), isGrad(op.name() == "heterps.segment_reduce_grad") {
+    std::string kind = op.getString("kind");
+    if (kind != "sum" && kind != "mean" && kind != "max")
+      fail() << info.describe() << ": unknown kind '" << kind
+             << "' (sum, mean or max)";
+    isMax = kind == "max";
+    isMean = kind == "mean";
+  }
+  std::vector<Shape> prepare(const std::vector<Shape> &in) override {
+    const Shape &data = in[0];
+    if (data.empty() || in[1].size() != 1)
+      fail() << info.describe() << ": data " << shapeString(data)
+             << " and offsets " << shapeString(in[1])
+             << "; expected rows and 1-D offsets";
+    width = numElements(Shape(data.begin() + 1, data.end()));
+    Shape result = data;
+    result[0] = in[1][0];
+    if (isGrad && in[2] != result)
+      fail() << info.describe() << ": the result gradient is "
+             << shapeString(in[2]) << ", expected " << shapeString(result);
+    return {isGrad ? data : result};
+  }
+  void run(const std::vector<const Tensor *> &in,
+           const std::vector<Tensor *> &res, ExecContext &) override {
+    int64_t rows = in[0]->dim(0);
+    readBagOffsets(*in[1], rows, info.describe(), starts);
+    dispatchFloat(in[0]->dtype(), info, [&](auto tag) {
+      using T = decltype(tag);
+      if (isGrad)
+        backward(in[0]->as<T>(), in[2]->as<T>(), res[0]->as<T>(), rows);
+      else
+        forward(in[0]->as<T>(), res[0]->as<T>(), rows);
+    });
+  }
+
+private:
+  int64_t endOf(size_t bag, int64_t rows) const {
+    return bag + 1 < starts.size() ? starts[bag + 1] : rows;
+  }
+  template <typename T> void forward(const T *x, T *y, int64_t rows) {
+    for (size_t b = 0; b < starts.size(); ++b) {
+      T *out = y + b * width;
+      int64_t begin = starts[b], end = endOf(b, rows);
+      // An empty bag is zeros, whatever the kind.
+      if (begin == end) {
+        std::fill_n(out, width, T(0));
+        continue;
+      }
+      std::copy_n(x + begin * width, width, out);
+      for (int64_t r = begin + 1; r < end; ++r) {
+        const T *row = x + r * width;
+        if (isMax)
+          for (int64_t k = 0; k < width; ++k)
+            out[k] = std::max(out[k], row[k]);
+        else
+          for (int64_t k = 0; k < width; ++k)
+            out[k] += row[k];
+      }
+      if (isMean)
+        for (int64_t k = 0; k < width; ++k)
+          out[k] /= static_cast<T>(end - begin);
+    }
+  }
+  template <typename T>
+  void backward(const T *x, const T *dy, T *dx, int64_t rows) {
+    if (isMax)
+      std::fill_n(dx, rows * width, T(0));
+    for (size_t b = 0; b < starts.size(); ++b) {
+      const T *g = dy + b * width;
+      int64_t begin = starts[b], end = endOf(b, rows);
+      if (isMax) {
+        // The first row of the run that holds the maximum takes it all.
+        for (int64_t k = 0; k < width; ++k) {
+          int64_t best = begin;
+          for (int64_t r = begin + 1; r < end; ++r)
+            if (x[r * width + k] > x[best * width + k])
+              best = r;
+          if (begin < end)
+            dx[best * width + k] = g[k];
+        }
+        continue;
+      }
+      T scale = isMean && end > begin ? T(1) / T(end - begin) : T(1);
+      for (int64_t r = begin; r < end; ++r)
+        for (int64_t k = 0; k < width; ++k)
+          dx[r * width + k] = g[k] * scale;
+    }
+  }
+
+  bool isGrad, isMax = false, isMean = false;
+  int64_t width = 1;
+  std::vector<int64_t> starts;
+};
+
 } // namespace
 
 void cpu::registerReduceKernels(KernelRegistry &r) {
@@ -561,6 +662,8 @@ void cpu::registerReduceKernels(KernelRegistry &r) {
   addKernel<TopKIndicesKernel>(r, "heterps.top_k_indices");
   addKernel<CumSumKernel>(r, "heterps.cumsum");
   addKernel<ReduceGradKernel>(r, "heterps.reduce_grad");
+  addKernel<SegmentReduceKernel>(r, "heterps.segment_reduce");
+  addKernel<SegmentReduceKernel>(r, "heterps.segment_reduce_grad");
   addKernel<SoftmaxKernel>(r, "heterps.softmax");
   addKernel<SoftmaxKernel>(r, "heterps.log_softmax");
   addKernel<SoftmaxGradKernel>(r, "heterps.softmax_grad");

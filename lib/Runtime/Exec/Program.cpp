@@ -2,6 +2,7 @@
 
 #include "heterps/Runtime/Program.h"
 
+#include "heterps/Runtime/BagOffsets.h"
 #include "heterps/Runtime/Devices.h"
 #include "heterps/Runtime/Error.h"
 #include "heterps/Runtime/PlanTypes.h"
@@ -29,7 +30,16 @@ struct Program::Node {
 struct Program::MemoryPlan {
   bool training = false;
   std::vector<int> outputs;
+  /// The input shapes the plan was built for; a bag input's dimension 0 is
+  /// the capacity its buffers were sized for (raggedCapacity).
   std::vector<Shape> inputShapes;
+  /// The ops that read a bag input or a value computed from one, in order:
+  /// prepared again, in buffers sized for the capacity, whenever the
+  /// number of ids changes. A segment_reduce ends the chain (one row per
+  /// example).
+  std::vector<Node *> raggedNodes;
+  /// The bag inputs' shapes the ragged ops were last prepared for.
+  std::vector<Shape> raggedShapes;
   /// The ops to run, in order: first the `early` ones, which compute
   /// integer values from the inputs alone (the ids of lookups, such as an
   /// exported model's `sparse[:, i]`), then the rest.
@@ -84,6 +94,7 @@ Program::Program(const plan::Plan &plan, ParamStore &params,
   context.threads = options.threads;
   omp_set_num_threads(std::max(1, options.threads));
 
+  bagOffsetsOf = bagOffsetsInputs(plan);
   aliasOf.resize(plan.values_size());
   for (int i = 0; i < plan.values_size(); ++i)
     aliasOf[i] = i;
@@ -231,8 +242,7 @@ Program::MemoryPlan &Program::planFor(const std::vector<const Tensor *> &inputs,
     if (mp.training != training || mp.outputs != outputs)
       return false;
     for (size_t i = 0; i < inputs.size(); ++i)
-      if (inputs[i] ? mp.inputShapes[i] != inputs[i]->shape()
-                    : !mp.inputShapes[i].empty())
+      if (!plannedFor(mp.inputShapes[i], inputs[i], static_cast<int>(i)))
         return false;
     return true;
   };
@@ -257,8 +267,11 @@ Program::MemoryPlan &Program::planFor(const std::vector<const Tensor *> &inputs,
   auto mp = std::make_unique<MemoryPlan>();
   mp->training = training;
   mp->outputs = outputs;
-  for (const Tensor *t : inputs)
-    mp->inputShapes.push_back(t ? t->shape() : Shape{});
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    mp->inputShapes.push_back(inputs[i] ? inputs[i]->shape() : Shape{});
+    if (inputs[i] && bagOffsetsOf[i] >= 0 && inputs[i]->rank() > 0)
+      mp->inputShapes[i][0] = raggedCapacity(inputs[i]->dim(0));
+  }
   // The ops to run: all for training, else those the outputs depend on.
   std::vector<bool> needed(planRef.values_size(), training);
   if (!training)
@@ -298,7 +311,7 @@ Program::MemoryPlan &Program::planFor(const std::vector<const Tensor *> &inputs,
         fail() << "input '" << inputName(i) << "' has dimension " << d
                << " of size " << t.dim(d) << ", the plan expects "
                << type.dims[d];
-    mp->values[id] = Tensor::view(t.dtype(), t.shape(), nullptr);
+    mp->values[id] = Tensor::view(t.dtype(), mp->inputShapes[i], nullptr);
     defined[id] = true;
   }
   // Early ops: no side effect, integer results, operands that are inputs
@@ -350,9 +363,65 @@ Program::MemoryPlan &Program::planFor(const std::vector<const Tensor *> &inputs,
       defined[id] = true;
     }
   }
+  std::vector<bool> ragged(planRef.values_size(), false);
+  for (int i = 0; i < planRef.inputs_size(); ++i)
+    if (bagOffsetsOf[i] >= 0)
+      ragged[resolve(planRef.inputs(i))] = true;
+  for (Node *node : mp->active) {
+    bool reads = false;
+    for (int id : node->inputs)
+      reads = reads || ragged[id];
+    if (!reads)
+      continue;
+    mp->raggedNodes.push_back(node);
+    if (node->op->name() != "heterps.segment_reduce")
+      for (int id : node->outputs)
+        ragged[id] = true;
+  }
+  mp->raggedShapes.resize(inputs.size());
   current = mp.get();
   plans.push_back(std::move(mp));
   return *current;
+}
+
+bool Program::plannedFor(const Shape &planned, const Tensor *input,
+                         int position) const {
+  if (!input)
+    return planned.empty();
+  const Shape &shape = input->shape();
+  if (bagOffsetsOf[position] < 0 || shape.empty())
+    return planned == shape;
+  return planned.size() == shape.size() &&
+         planned[0] == raggedCapacity(shape[0]) &&
+         std::equal(shape.begin() + 1, shape.end(), planned.begin() + 1);
+}
+
+void Program::prepareRagged(MemoryPlan &mp,
+                            const std::vector<const Tensor *> &inputs) {
+  bool changed = false;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (bagOffsetsOf[i] >= 0 && inputs[i] &&
+        mp.raggedShapes[i] != inputs[i]->shape()) {
+      mp.raggedShapes[i] = inputs[i]->shape();
+      changed = true;
+    }
+  if (!changed)
+    return;
+  // The buffers keep the capacity's size; only the shapes follow the ids.
+  std::vector<Shape> shapes;
+  for (Node *node : mp.raggedNodes) {
+    shapes.clear();
+    for (int id : node->inputs)
+      shapes.push_back(mp.values[id].shape());
+    std::vector<Shape> outShapes = node->kernel->prepareChecked(shapes);
+    for (size_t r = 0; r < node->outputs.size(); ++r) {
+      Tensor &value = mp.values[node->outputs[r]];
+      if (node->kernel->outputsAreViews())
+        value.reset(value.dtype(), outShapes[r], nullptr);
+      else
+        value.resize(value.dtype(), outShapes[r]);
+    }
+  }
 }
 
 void Program::runNode(Node &node, std::vector<Tensor> &values, bool training) {
@@ -415,7 +484,9 @@ void Program::startPullAhead(MemoryPlan &mp) {
     if (queued[i] ? mp.inputShapes[i] != queued[i]->shape()
                   : !mp.inputShapes[i].empty())
       return;
-  if (mp.prefetch.empty())
+  // Bag inputs change their shapes from step to step: their rows are
+  // pulled when the step runs.
+  if (mp.prefetch.empty() || !mp.raggedNodes.empty())
     return;
   // The next step's ids: its inputs, and the early ops run on them in
   // tensors of their own (the step's values are in use).
@@ -460,8 +531,8 @@ Program::run(const std::vector<const Tensor *> &inputs, bool training,
   for (int i = 0; i < planRef.inputs_size(); ++i) {
     // Read from the plan in place: a step must not allocate.
     const plan::TensorType &type = planRef.values(planRef.inputs(i)).type();
-    if (!inputs[i] || type.dims_size() == 0 || type.dims(0) >= 0 ||
-        inputs[i]->rank() == 0 || inputs[i]->dim(0) != 0)
+    if (!inputs[i] || bagOffsetsOf[i] >= 0 || type.dims_size() == 0 ||
+        type.dims(0) >= 0 || inputs[i]->rank() == 0 || inputs[i]->dim(0) != 0)
       continue;
     if (training)
       fail() << "input '" << inputName(i)
@@ -486,11 +557,14 @@ Program::run(const std::vector<const Tensor *> &inputs, bool training,
   MemoryPlan &mp = planFor(inputs, training, outputs);
   for (int i = 0; i < planRef.inputs_size(); ++i) {
     int id = resolve(planRef.inputs(i));
-    // The plan was found for exactly these shapes: only the data moves.
+    // The plan was found for these shapes: only the data moves (and the
+    // number of a bag input's ids).
     if (inputs[i])
       mp.values[id].reset(inputs[i]->dtype(), inputs[i]->shape(),
                           inputs[i]->data());
   }
+  if (!mp.raggedNodes.empty())
+    prepareRagged(mp, inputs);
   context.training = training;
   if (training)
     ++context.step;

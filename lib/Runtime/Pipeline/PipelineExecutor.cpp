@@ -21,6 +21,7 @@
 
 #include "StageProgram.h"
 
+#include "heterps/Runtime/BagOffsets.h"
 #include "heterps/Runtime/Error.h"
 #include "heterps/Runtime/MicroBatches.h"
 #include "heterps/Runtime/OpInfo.h"
@@ -118,6 +119,9 @@ struct MicroBatch {
   /// Views of the rows of the step's inputs (null where none was given).
   std::vector<Tensor> inputs;
   std::vector<bool> given;
+  /// The bag offsets of the micro-batch, counted from its first id, for
+  /// the inputs that hold offsets (BagOffsets.h).
+  std::vector<Tensor> bagStarts;
 };
 
 /// A condition that threads wait for: they spin on it for a few tens of
@@ -263,6 +267,10 @@ struct PipelineExecutor::Impl {
   std::string error;
   std::vector<MicroBatch> microBatches;
   int64_t batchRows = 0;
+  /// Per input position, the input holding its bag offsets, or -1.
+  std::vector<int> bagOffsetsOf;
+  /// The step's bag offsets per input position (those that hold some).
+  std::vector<std::vector<int64_t>> bagStarts;
   int64_t stepNumber = 0;
   // The steps run so far: samples and wall time.
   int64_t samples = 0, wallNanos = 0;
@@ -651,6 +659,7 @@ PipelineExecutor::PipelineExecutor(const plan::Plan &plan, ParamStore &params,
                                    const PipelineOptions &pipeline)
     : impl(std::make_unique<Impl>(plan)) {
   impl->options = pipeline;
+  impl->bagOffsetsOf = bagOffsetsInputs(plan);
   if (!plan.has_training())
     fail() << "the pipelined executor runs training steps; the plan is not "
               "a training step (compile it with --heterps-autodiff)";
@@ -1018,7 +1027,8 @@ PipelineExecutor::run(const std::vector<const Tensor *> &inputs, bool training,
         fail() << "input '" << value.name() << "' has dimension " << d
                << " of size " << t.dim(d) << ", the plan expects "
                << type.dims[d];
-    if (type.dims.empty() || type.dims[0] >= 0)
+    // A bag input's rows are ids; the batch is its offsets'.
+    if (type.dims.empty() || type.dims[0] >= 0 || s.bagOffsetsOf[i] >= 0)
       continue;
     if (rows >= 0 && t.dim(0) != rows)
       fail() << "input '" << value.name() << "' has " << t.dim(0)
@@ -1030,6 +1040,26 @@ PipelineExecutor::run(const std::vector<const Tensor *> &inputs, bool training,
               "pipeline splits the batch into micro-batches";
   if (rows == 0)
     fail() << "the batch is empty";
+  // A micro-batch of bags takes the ids from its first bag's start to the
+  // next micro-batch's, with its offsets counted from there.
+  s.bagStarts.resize(inputs.size());
+  for (std::vector<int64_t> &starts : s.bagStarts)
+    starts.clear();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    int j = s.bagOffsetsOf[i];
+    if (j < 0 || !inputs[i])
+      continue;
+    const std::string &name = plan.values(plan.inputs(i)).name();
+    if (!inputs[j])
+      fail() << "input '" << name << "' is given without its bag offsets '"
+             << plan.values(plan.inputs(j)).name() << "'";
+    if (inputs[j]->rank() != 1 || inputs[j]->dim(0) != rows)
+      fail() << "the bag offsets '" << plan.values(plan.inputs(j)).name()
+             << "' of input '" << name << "' are " << inputs[j]->typeString()
+             << ", expected one per example (" << rows << ")";
+    readBagOffsets(*inputs[j], inputs[i]->dim(0), "input '" + name + "'",
+                   s.bagStarts[j]);
+  }
   int64_t count = runtime::microBatchCount(rows, microBatchCount);
   s.microBatches.resize(count);
   s.batchRows = rows;
@@ -1042,18 +1072,46 @@ PipelineExecutor::run(const std::vector<const Tensor *> &inputs, bool training,
     first += mb.rows;
     mb.inputs.resize(inputs.size());
     mb.given.assign(inputs.size(), false);
+    mb.bagStarts.resize(inputs.size());
     for (size_t i = 0; i < inputs.size(); ++i) {
       if (!inputs[i])
         continue;
       mb.given[i] = true;
       const Tensor &t = *inputs[i];
       const plan::Value &value = plan.values(plan.inputs(i));
+      if (int j = s.bagOffsetsOf[i]; j >= 0) {
+        const std::vector<int64_t> &starts = s.bagStarts[j];
+        int64_t end = mb.firstRow + mb.rows;
+        int64_t begin = starts[mb.firstRow],
+                stop = end < rows ? starts[end] : t.dim(0);
+        Shape shape = t.shape();
+        shape[0] = stop - begin;
+        size_t rowBytes = t.dim(0) ? t.byteSize() / t.dim(0) : 0;
+        mb.inputs[i].reset(t.dtype(), shape,
+                           static_cast<char *>(t.data()) + begin * rowBytes);
+        continue;
+      }
       if (value.type().dims_size() == 0 || value.type().dims(0) >= 0) {
         mb.inputs[i].reset(t.dtype(), t.shape(), t.data());
         continue;
       }
       Shape shape = t.shape();
       shape[0] = mb.rows;
+      if (!s.bagStarts[i].empty()) {
+        // Offsets counted from the micro-batch's first id.
+        Tensor &own = mb.bagStarts[i];
+        own.resize(t.dtype(), shape);
+        int64_t base = s.bagStarts[i][mb.firstRow];
+        for (int64_t r = 0; r < mb.rows; ++r) {
+          int64_t start = s.bagStarts[i][mb.firstRow + r] - base;
+          if (t.dtype() == DType::I32)
+            own.as<int32_t>()[r] = static_cast<int32_t>(start);
+          else
+            own.as<int64_t>()[r] = start;
+        }
+        mb.inputs[i].reset(t.dtype(), shape, own.data());
+        continue;
+      }
       size_t rowBytes = t.byteSize() / rows;
       mb.inputs[i].reset(t.dtype(), shape,
                          static_cast<char *>(t.data()) +

@@ -2,13 +2,17 @@
 
 #include "heterps/Runtime/InputBinder.h"
 
+#include "heterps/Runtime/BagOffsets.h"
 #include "heterps/Runtime/Error.h"
 
 using namespace heterps;
 using namespace heterps::runtime;
 
 InputBinder::InputBinder(const Program &program) : program(program) {
+  std::vector<int> bagOffsets = bagOffsetsInputs(program.plan());
   for (int i = 0; i < program.plan().inputs_size(); ++i) {
+    if (bagOffsets[i] >= 0 && bagInput < 0)
+      bagInput = i;
     TensorType t = program.inputType(i);
     if (program.isLabelInput(i)) {
       labelInput = i;
@@ -35,7 +39,13 @@ InputBinder::InputBinder(const Program &program) : program(program) {
   views.resize(program.plan().inputs_size());
 }
 
-void InputBinder::requireOneFloatInput() const {
+void InputBinder::requireDataFileInputs() const {
+  if (bagInput >= 0)
+    fail() << "input '" << program.inputName(bagInput)
+           << "' holds bags of ids of different sizes (nn.EmbeddingBag with "
+              "offsets); data files and synthetic data give each example "
+              "fixed-width features: give the bags and their offsets as "
+              "tensors (--input, or from Python)";
   if (secondFloatInput >= 0)
     fail() << "the plan has two float inputs ('"
            << program.inputName(denseInput) << "', '"
@@ -44,7 +54,7 @@ void InputBinder::requireOneFloatInput() const {
 }
 
 void InputBinder::configure(DataOptions &data) const {
-  requireOneFloatInput();
+  requireDataFileInputs();
   data.denseFeatures = denseInput >= 0 ? denseWidth : 0;
   data.sparseFeatures = sparseWidth;
   data.classLabels = classLabels;
@@ -56,7 +66,7 @@ void InputBinder::configure(DataOptions &data) const {
 }
 
 std::vector<const Tensor *> InputBinder::bind(Batch &batch) {
-  requireOneFloatInput();
+  requireDataFileInputs();
   int64_t n = batch.size;
   std::vector<const Tensor *> inputs(tensors.size(), nullptr);
   if (denseInput >= 0) {

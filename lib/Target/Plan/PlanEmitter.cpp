@@ -318,6 +318,12 @@ LogicalResult emitFunction(ModuleOp module, func::FuncOp func,
     plan.add_inputs(*id);
     plan.mutable_values(*id)->set_name(argName(func, i));
   }
+  // Bag inputs name their offsets by argument; the plan by value id.
+  for (unsigned i = 0; i < func.getNumArguments(); ++i)
+    if (auto offsets = func.getArgAttrOfType<IntegerAttr>(
+            i, HeterPSDialect::getBagOffsetsAttrName()))
+      plan.mutable_values(plan.inputs(i))
+          ->set_bag_offsets(plan.inputs(offsets.getInt()));
 
   PipelineOp pipeline;
   for (Operation &op : body.without_terminator()) {

@@ -154,3 +154,39 @@ func.func @f() attributes {heterps.training = #heterps.training<loss = "", loss_
 // expected-error @+2 {{'rmsprop' is not an optimizer's update rule; expected one of: sgd, momentum, adam, adagrad}}
 // expected-error @+1 {{failed to parse HeterPS_OptimizerAttr parameter 'kind'}}
 "test.table"() {optimizer = #heterps.optimizer<kind = rmsprop, learning_rate = 0.1>} : () -> ()
+
+// -----
+
+// expected-error @+1 {{'func.func' op 'heterps.bag_offsets' of argument 0 must name another argument by number, found 0 : i64}}
+func.func @bags_of_themselves(%ids: tensor<?xi64> {heterps.bag_offsets = 0 : i64}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument 1, the bag offsets of argument 0, must be a 1-D integer tensor, found 'tensor<?xf32>'}}
+func.func @float_offsets(%ids: tensor<?xi64> {heterps.bag_offsets = 1 : i64}, %offsets: tensor<?xf32>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument 0 holds bags of ids: it needs a dynamic dimension 0, found 'tensor<5xi64>'}}
+func.func @static_bags(%ids: tensor<5xi64> {heterps.bag_offsets = 1 : i64}, %offsets: tensor<?xi64>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op unknown HeterPS argument attribute 'heterps.bags'}}
+func.func @unknown_argument_attribute(%ids: tensor<?xi64> {heterps.bags}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op 'heterps.name' of argument 0 must be a string, found 3 : i64}}
+func.func @name_not_a_string(%x: tensor<?xf32> {heterps.name = 3}) {
+  return
+}
+

@@ -636,3 +636,36 @@ func.func @conv_transpose_bias(%x: tensor<?x4x8x8xf32>, %w: tensor<4x2x3x3xf32>,
   %y = heterps.conv_transpose %x, %w, %b : (tensor<?x4x8x8xf32>, tensor<4x2x3x3xf32>, tensor<4xf32>) -> tensor<?x2x10x10xf32>
   return
 }
+
+// -----
+
+func.func @segment_reduce_kind(%x: tensor<?x4xf32>, %o: tensor<?xi64>) {
+  // expected-error @+1 {{'heterps.segment_reduce' op reduces runs by sum, mean or max, not prod}}
+  %y = heterps.segment_reduce prod %x, %o : (tensor<?x4xf32>, tensor<?xi64>) -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @segment_reduce_offsets_rank(%x: tensor<?x4xf32>, %o: tensor<?x2xi64>) {
+  // expected-error @+1 {{'heterps.segment_reduce' op offsets must be 1-D, got 'tensor<?x2xi64>'}}
+  %y = heterps.segment_reduce sum %x, %o : (tensor<?x4xf32>, tensor<?x2xi64>) -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @segment_reduce_result(%x: tensor<?x4xf32>, %o: tensor<3xi64>) {
+  // expected-error @+1 {{'heterps.segment_reduce' op the result 2x4 must have one row per offset and the data's rows: 3x4}}
+  %y = heterps.segment_reduce sum %x, %o : (tensor<?x4xf32>, tensor<3xi64>) -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @segment_reduce_grad_type(%x: tensor<?x4xf32>, %o: tensor<?xi64>, %dy: tensor<?x4xf32>) {
+  // expected-error @+1 {{'heterps.segment_reduce_grad' op failed to verify that all of {data, data_grad} have same type}}
+  %dx = heterps.segment_reduce_grad mean %x, %o, %dy : (tensor<?x4xf32>, tensor<?xi64>, tensor<?x4xf32>) -> tensor<?x5xf32>
+  return
+}
+

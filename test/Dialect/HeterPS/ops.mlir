@@ -27,6 +27,19 @@ func.func @params_and_tables(%ids: tensor<?x3xi64>) -> (tensor<?x3x8xf32>, tenso
   return %rows, %bag, %w, %c : tensor<?x3x8xf32>, tensor<?x8xf32>, tensor<16x8xf32>, tensor<2xf32>
 }
 
+// CHECK-LABEL: func.func @bags
+// CHECK-SAME: (%[[IDS:[^:]*]]: tensor<?xi64> {heterps.bag_offsets = 1 : i64}, %[[OFF:[^:]*]]: tensor<?xi32>, %[[DY:[^:]*]]: tensor<?x8xf32>)
+func.func @bags(%ids: tensor<?xi64> {heterps.bag_offsets = 1 : i64}, %offsets: tensor<?xi32>, %dy: tensor<?x8xf32>) -> (tensor<?x8xf32>, tensor<?x8xf32>) {
+  // CHECK: %[[ROWS:.*]] = heterps.embedding_lookup @table[%[[IDS]]] : (tensor<?xi64>) -> tensor<?x8xf32>
+  %rows = heterps.embedding_lookup @table[%ids] : (tensor<?xi64>) -> tensor<?x8xf32>
+  // CHECK: %[[BAG:.*]] = heterps.segment_reduce max %[[ROWS]], %[[OFF]] : (tensor<?x8xf32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %bag = heterps.segment_reduce max %rows, %offsets : (tensor<?x8xf32>, tensor<?xi32>) -> tensor<?x8xf32>
+  // CHECK: %[[DROWS:.*]] = heterps.segment_reduce_grad max %[[ROWS]], %[[OFF]], %[[DY]] : (tensor<?x8xf32>, tensor<?xi32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+  %drows = heterps.segment_reduce_grad max %rows, %offsets, %dy : (tensor<?x8xf32>, tensor<?xi32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+  // CHECK: return %[[BAG]], %[[DROWS]]
+  return %bag, %drows : tensor<?x8xf32>, tensor<?x8xf32>
+}
+
 // CHECK-LABEL: func.func @linear_algebra
 // CHECK-SAME: (%[[X:.*]]: tensor<?x16xf32>, %[[W:.*]]: tensor<8x16xf32>, %[[B:.*]]: tensor<8xf32>, %[[A:.*]]: tensor<4x?x16xf32>, %[[V:.*]]: tensor<16xf32>)
 func.func @linear_algebra(%x: tensor<?x16xf32>, %w: tensor<8x16xf32>, %b: tensor<8xf32>, %a: tensor<4x?x16xf32>, %v: tensor<16xf32>) -> (tensor<?x8xf32>, tensor<?x8xf32>, tensor<4x?x8xf32>, tensor<?xf32>) {

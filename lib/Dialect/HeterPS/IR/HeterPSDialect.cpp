@@ -104,3 +104,50 @@ LogicalResult HeterPSDialect::verifyOperationAttribute(Operation *op,
   }
   return op->emitOpError() << "unknown HeterPS attribute '" << name << "'";
 }
+
+LogicalResult HeterPSDialect::verifyRegionArgAttribute(Operation *op,
+                                                       unsigned region,
+                                                       unsigned argIndex,
+                                                       NamedAttribute attr) {
+  StringRef name = attr.getName().strref();
+  if (name == getNameAttrName()) {
+    if (!isa<StringAttr>(attr.getValue()))
+      return op->emitOpError()
+             << "'" << name << "' of argument " << argIndex
+             << " must be a string, found " << attr.getValue();
+    return success();
+  }
+  if (name == getLabelAttrName()) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitOpError()
+             << "'" << name << "' of argument " << argIndex
+             << " is a unit attribute, found " << attr.getValue();
+    return success();
+  }
+  if (name != getBagOffsetsAttrName())
+    return op->emitOpError()
+           << "unknown HeterPS argument attribute '" << name << "'";
+  Block &entry = op->getRegion(region).front();
+  auto offsets = dyn_cast<IntegerAttr>(attr.getValue());
+  int64_t other = offsets ? offsets.getInt() : -1;
+  if (!offsets || other < 0 ||
+      other >= static_cast<int64_t>(entry.getNumArguments()) ||
+      other == static_cast<int64_t>(argIndex))
+    return op->emitOpError() << "'" << name << "' of argument " << argIndex
+                             << " must name another argument by number, found "
+                             << attr.getValue();
+  auto bags = dyn_cast<RankedTensorType>(entry.getArgument(argIndex).getType());
+  auto starts = dyn_cast<RankedTensorType>(entry.getArgument(other).getType());
+  if (!bags || bags.getRank() < 1 || !bags.isDynamicDim(0))
+    return op->emitOpError() << "argument " << argIndex
+                             << " holds bags of ids: it needs a dynamic "
+                                "dimension 0, found "
+                             << entry.getArgument(argIndex).getType();
+  if (!starts || starts.getRank() != 1 ||
+      !isa<IntegerType>(starts.getElementType()))
+    return op->emitOpError() << "argument " << other << ", the bag offsets of "
+                             << "argument " << argIndex
+                             << ", must be a 1-D integer tensor, found "
+                             << entry.getArgument(other).getType();
+  return success();
+}

@@ -538,6 +538,19 @@ struct ResizeRule {
   }
 };
 
+/// A run's result row goes back to the rows of the run (see
+/// segment_reduce_grad); the offsets have none.
+struct SegmentReduceRule {
+  static LogicalResult build(SegmentReduceOp op, OpBuilder &b, ValueRange dy,
+                             Grads &g) {
+    auto grad = SegmentReduceGradOp::create(
+        b, op.getLoc(), op.getData().getType(), op.getKindAttr(), op.getData(),
+        op.getOffsets(), dy[0]);
+    g.append({grad.getDataGrad(), Value()});
+    return success();
+  }
+};
+
 /// A slice of float data puts its gradient back in place, zeros around it.
 struct SliceRule {
   static LogicalResult build(SliceOp op, OpBuilder &b, ValueRange dy,
@@ -780,6 +793,7 @@ void mlir::heterps::attachGradientModels(MLIRContext *context) {
   attach<ScatterElementsOp,
          ScatterRule<ScatterElementsOp, ScatterElementsGradOp>>(context);
   attach<ScatterNDOp, ScatterRule<ScatterNDOp, ScatterNDGradOp>>(context);
+  attach<SegmentReduceOp, SegmentReduceRule>(context);
   attach<ReduceSumOp, ReduceRule<ReduceSumOp>>(context);
   attach<ReduceMeanOp, ReduceRule<ReduceMeanOp>>(context);
   attach<ReduceMaxOp, ReduceRule<ReduceMaxOp>>(context);

@@ -50,6 +50,7 @@ def HeterPS_Dialect : Dialect {
   }];
   let useDefaultAttributePrinterParser = 1;
   let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
   let dependentDialects = ["::mlir::func::FuncDialect"];
   let extraClassDeclaration = [{
     void registerAttributes();
@@ -99,6 +100,12 @@ def HeterPS_Dialect : Dialect {
     /// The argument attribute marking a label input of a training step.
     static constexpr ::llvm::StringLiteral getLabelAttrName() {
       return ::llvm::StringLiteral("heterps.label");
+    }
+    /// The argument attribute of a bag input (nn.EmbeddingBag's ids with
+    /// offsets): its dimension 0 is the batch's bags, concatenated, and the
+    /// argument it names (by number) holds where each bag starts.
+    static constexpr ::llvm::StringLiteral getBagOffsetsAttrName() {
+      return ::llvm::StringLiteral("heterps.bag_offsets");
     }
     /// The module attribute that lists the resource types of the cluster.
     static constexpr ::llvm::StringLiteral getResourcesAttrName() {

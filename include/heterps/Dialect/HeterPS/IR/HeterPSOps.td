@@ -1135,6 +1135,33 @@ def HeterPS_ScatterNDOp : HeterPS_Op<"scatter_nd",
   let hasVerifier = 1;
 }
 
+def HeterPS_SegmentReduceOp : HeterPS_Op<"segment_reduce",
+    [Pure, HeterPS_CostOpInterface]> {
+  let summary = "Reduces runs of rows that start at offsets (nn.EmbeddingBag)";
+  let description = [{
+    Row `i` of the result reduces the rows `data[offsets[i] : offsets[i+1]]`
+    of `data` (the last run ends with `data`): their `sum`, `mean` or
+    elementwise `max`. An empty run gives zeros, as `nn.EmbeddingBag` does.
+    `offsets` start at 0 and do not decrease; the kernels check them at run
+    time. This is how bags of different sizes are pooled: the rows of the
+    bags' ids, concatenated, are looked up (`data` then has one row per id,
+    not per example) and reduced per bag, one result row per example.
+
+    ```mlir
+    %rows = heterps.embedding_lookup @bag[%ids] : (tensor<?xi64>) -> tensor<?x16xf32>
+    %e = heterps.segment_reduce mean %rows, %offsets
+           : (tensor<?x16xf32>, tensor<?xi64>) -> tensor<?x16xf32>
+    ```
+  }];
+  let arguments = (ins HeterPS_ReduceKindAttr:$kind, HeterPS_FloatTensor:$data,
+                       HeterPS_IdTensor:$offsets);
+  let results = (outs HeterPS_FloatTensor:$result);
+  let assemblyFormat = [{
+    $kind $data `,` $offsets attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def HeterPS_SliceOp : HeterPS_Op<"slice",
     [Pure, InferTypeOpAdaptor, HeterPS_CostOpInterface]> {
   let summary = "Strided slice with static bounds (ONNX Slice)";
@@ -1582,6 +1609,30 @@ def HeterPS_ScatterElementsGradOp : HeterPS_Op<"scatter_elements_grad",
                       HeterPS_FloatTensor:$updates_grad);
   let assemblyFormat = [{
     $indices `,` $result_grad attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def HeterPS_SegmentReduceGradOp : HeterPS_Op<"segment_reduce_grad",
+    [Pure, AllTypesMatch<["data", "data_grad"]>, HeterPS_CostOpInterface]> {
+  let summary = "Gradient of segment_reduce";
+  let description = [{
+    Each row of `data` gets the gradient of its run's result row: all of it
+    for `sum`, divided by the run's length for `mean`, and for `max`, per
+    element, only the first row of the run that holds the maximum.
+
+    ```mlir
+    %drows = heterps.segment_reduce_grad mean %rows, %offsets, %de
+               : (tensor<?x16xf32>, tensor<?xi64>, tensor<?x16xf32>) -> tensor<?x16xf32>
+    ```
+  }];
+  let arguments = (ins HeterPS_ReduceKindAttr:$kind, HeterPS_FloatTensor:$data,
+                       HeterPS_IdTensor:$offsets,
+                       HeterPS_FloatTensor:$result_grad);
+  let results = (outs HeterPS_FloatTensor:$data_grad);
+  let assemblyFormat = [{
+    $kind $data `,` $offsets `,` $result_grad attr-dict `:`
+    functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
