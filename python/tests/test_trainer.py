@@ -247,3 +247,30 @@ def test_a_server_with_tls_and_a_token(tmp_path, ctr_plan):
         heterps.Trainer(ctr_plan, ps="127.0.0.1:1", tls_ca=ca, tls_cert=cert)
     with pytest.raises(ValueError, match="wire must be"):
         heterps.Trainer(ctr_plan, ps="127.0.0.1:1", wire="f8")
+
+
+def test_bags_given_by_offsets(tmp_path):
+    """nn.EmbeddingBag(ids, offsets): the ids of all bags and their starts,
+    a different number of ids each step; fit() on data files is refused."""
+    plan = heterps.compile(ONNX_INPUTS / "torch-embedding-bag-offsets.onnx",
+                           loss="bce", optimizer="sgd", learning_rate=0.1,
+                           batch=8)
+    trainer = heterps.Trainer(plan, seed=1)
+    rng = np.random.default_rng(5)
+    losses = []
+    for _ in range(20):
+        lengths = rng.integers(0, 7, size=8)
+        batch = {"dense": rng.standard_normal((8, 13), dtype=np.float32),
+                 "ids": rng.integers(0, 100, size=int(lengths.sum())),
+                 "offsets": np.cumsum(lengths) - lengths,
+                 "label": np.ones((8, 1), np.float32)}
+        losses.append(trainer.step(batch))
+    assert losses[-1] < losses[0]
+    predicted = trainer.predict({k: batch[k]
+                                 for k in ("dense", "ids", "offsets")})
+    assert predicted["output"].shape == (8, 1)
+    bad = {**batch, "offsets": batch["offsets"][::-1].copy()}
+    with pytest.raises(heterps.Error, match="bag offsets"):
+        trainer.step(bad)
+    with pytest.raises(heterps.Error, match="input 'ids' holds bags"):
+        trainer.fit("synthetic", steps=1, verbose=False)
