@@ -5,6 +5,7 @@
 #include "heterps/Support/CheckedMath.h"
 
 #include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include <algorithm>
@@ -63,23 +64,51 @@ bool heterps::plan::readPlanFile(const std::string &path, Plan &plan,
     error = "cannot open plan file '" + path + "': " + std::strerror(errno);
     return false;
   }
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return parsePlan(buffer.str(), path, plan, error);
+  // Read into one buffer of the file's size (a string stream's str()
+  // would copy the bytes once more); a pipe has no size and is streamed.
+  std::string bytes;
+  in.seekg(0, std::ios::end);
+  std::streamoff size = in.tellg();
+  if (size >= 0) {
+    in.seekg(0, std::ios::beg);
+    bytes.resize(static_cast<size_t>(size));
+    in.read(bytes.data(), size);
+  } else {
+    in.clear();
+    std::ostringstream buffer;
+    buffer << in.rdbuf();
+    bytes = std::move(buffer).str();
+  }
+  if (in.bad() || (size >= 0 && !in)) {
+    error = "cannot read plan file '" + path + "': " + std::strerror(errno);
+    return false;
+  }
+  return parsePlan(bytes, path, plan, error);
 }
 
-std::string heterps::plan::serializePlan(const Plan &plan) {
+/// The magic and the format version, then the plan's bytes.
+static std::string planHeader() {
   std::string out(kMagic, sizeof(kMagic));
   for (int i = 0; i < 4; ++i)
     out.push_back(static_cast<char>((kFormatVersion >> (8 * i)) & 0xff));
-  // Deterministic: map fields (op attributes) in key order, so that one
-  // plan always gives the same bytes (a saved plan compares equal to the
-  // plan it was loaded from).
+  return out;
+}
+
+/// Deterministic: map fields (op attributes) in key order, so that one plan
+/// always gives the same bytes (a saved plan compares equal to the plan it
+/// was loaded from).
+static bool serializeTo(const Plan &plan,
+                        google::protobuf::io::ZeroCopyOutputStream &stream) {
+  google::protobuf::io::CodedOutputStream coded(&stream);
+  coded.SetSerializationDeterministic(true);
+  return plan.SerializeToCodedStream(&coded) && !coded.HadError();
+}
+
+std::string heterps::plan::serializePlan(const Plan &plan) {
+  std::string out = planHeader();
   {
     google::protobuf::io::StringOutputStream stream(&out);
-    google::protobuf::io::CodedOutputStream coded(&stream);
-    coded.SetSerializationDeterministic(true);
-    plan.SerializeToCodedStream(&coded);
+    serializeTo(plan, stream);
   }
   return out;
 }
@@ -93,10 +122,16 @@ bool heterps::plan::writePlanFile(const Plan &plan, const std::string &path,
       error = "cannot write plan file '" + tmp + "': " + std::strerror(errno);
       return false;
     }
-    std::string bytes = serializePlan(plan);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    // Streamed: a plan with a 640 MB table is not built in memory twice.
+    std::string header = planHeader();
+    out.write(header.data(), static_cast<std::streamsize>(header.size()));
+    bool written;
+    {
+      google::protobuf::io::OstreamOutputStream stream(&out);
+      written = serializeTo(plan, stream);
+    }
     out.flush();
-    if (!out) {
+    if (!out || !written) {
       error = "cannot write plan file '" + tmp + "': " + std::strerror(errno);
       std::remove(tmp.c_str());
       return false;

@@ -2,8 +2,9 @@
 //
 // Parses HeterPS IR, runs HeterPS and upstream passes over it and prints the
 // result, like mlir-opt. An input ending in `.onnx` is first imported into the
-// HeterPS dialect; the imported module (with its locations) then goes through
-// MlirOptMain like any parsed file, so every pass option still applies.
+// HeterPS dialect; the imported module (with its locations) then runs the
+// pass pipeline MlirOptMain's options configure, in place, and is printed
+// as MlirOptMain prints: every pass and printing option still applies.
 //
 // Three departures from mlir-opt: an option that is not registered is
 // always an error (LLVM's parser reads any unknown option that starts with
@@ -24,6 +25,7 @@
 #include "mlir/Bytecode/BytecodeWriter.h"
 #include "mlir/Debug/Counter.h"
 #include "mlir/IR/AsmState.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OperationSupport.h"
@@ -34,39 +36,108 @@
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <malloc.h>
 
-/// Imports `inputFilename` and runs the rest of MlirOptMain on the module,
-/// handed over as MLIR bytecode: MlirOptMain takes a buffer, and bytecode
-/// keeps initializers as raw bytes (resnet18's 45 MB printed as hex and
-/// parsed back took 1.4 s) and every location.
+/// Whether the imported module can go straight to the pass pipeline: the
+/// MlirOptMain features that need the input as a source buffer (split
+/// input, diagnostics checked against the file, reproducers, round-trip
+/// checks, remarks) take the bytecode hand-over instead.
+static bool runsInPlace(const mlir::MlirOptMainConfig &config) {
+  return !config.shouldVerifyDiagnostics() &&
+         config.inputSplitMarker().empty() && !config.shouldRunReproducer() &&
+         !config.shouldVerifyRoundtrip() &&
+         config.getReproducerFilename().empty() &&
+         !config.shouldEmitRemarks() && !config.shouldListPasses() &&
+         !config.shouldShowDialects() && config.getIrdlFile().empty();
+}
+
+/// Runs the configured pass pipeline on the imported module in its own
+/// context and prints it as MlirOptMain would: a 640 MB table is neither
+/// written out nor parsed back (which held three copies of it at once).
+static int runInPlace(mlir::ModuleOp module,
+                      const mlir::MlirOptMainConfig &config,
+                      llvm::raw_ostream *os) {
+  mlir::MLIRContext *context = module.getContext();
+  mlir::DefaultTimingManager timing;
+  mlir::applyDefaultTimingManagerCLOptions(timing);
+  mlir::TimingScope root = timing.getRootScope();
+  mlir::PassManager pm(context, module->getName().getStringRef(),
+                       mlir::OpPassManager::Nesting::Implicit);
+  pm.enableVerifier(config.shouldVerifyPasses());
+  if (mlir::failed(mlir::applyPassManagerCLOptions(pm)))
+    return 1;
+  pm.enableTiming(root);
+  if (mlir::failed(config.setupPassPipeline(pm)))
+    return 1;
+  if (config.shouldDumpPassPipeline()) {
+    pm.dump();
+    llvm::errs() << "\n";
+  }
+  if (mlir::failed(pm.run(module)))
+    return 1;
+  if (!os)
+    return 0;
+  mlir::TimingScope output = root.nest("Output");
+  if (config.shouldEmitBytecode()) {
+    mlir::BytecodeWriterConfig writer;
+    if (std::optional<int64_t> version = config.bytecodeVersionToEmit())
+      writer.setDesiredBytecodeVersion(*version);
+    if (config.shouldElideResourceDataFromBytecode())
+      writer.setElideResourceDataFlag();
+    return mlir::failed(mlir::writeBytecodeToFile(module, *os, writer)) ? 1 : 0;
+  }
+  module->print(*os, mlir::OpPrintingFlags());
+  *os << "\n";
+  return 0;
+}
+
+/// Imports `inputFilename` and runs the rest of MlirOptMain on the module:
+/// in place (runInPlace) unless an option needs a source buffer, then
+/// handed over as MLIR bytecode, which keeps initializers as raw bytes and
+/// every location.
 static int importAndRun(llvm::StringRef inputFilename,
                         llvm::StringRef outputFilename,
                         mlir::DialectRegistry &registry) {
   mlir::MlirOptMainConfig config =
       mlir::MlirOptMainConfig::createFromCLOptions();
+  std::string error;
+  auto output = mlir::openOutputFile(outputFilename, &error);
+  if (!output) {
+    llvm::errs() << error << "\n";
+    return 1;
+  }
   std::string text;
   {
     mlir::MLIRContext context(registry);
+    context.allowUnregisteredDialects(config.shouldAllowUnregisteredDialects());
     auto module = mlir::heterps::loadModel(inputFilename, &context);
     if (mlir::failed(module))
       return 1;
+    if (runsInPlace(config)) {
+      // Pass diagnostics print as MlirOptMain prints them (file:line:col).
+      llvm::SourceMgr sources;
+      mlir::SourceMgrDiagnosticHandler handler(sources, &context);
+      // `-o /dev/null` (the plan file is the result) prints nothing: the
+      // text of a 640 MB table is 1.3 GB of hex, built twice in memory.
+      bool discarded = llvm::sys::fs::equivalent(outputFilename, "/dev/null");
+      if (int rc = runInPlace(module->get(), config,
+                              discarded ? nullptr : &output->os()))
+        return rc;
+      output->keep();
+      return 0;
+    }
     llvm::raw_string_ostream os(text);
     if (mlir::failed(mlir::writeBytecodeToFile(module->get(), os))) {
       llvm::errs() << inputFilename
                    << ": the imported module cannot be written as bytecode\n";
       return 1;
     }
-  }
-  std::string error;
-  auto output = mlir::openOutputFile(outputFilename, &error);
-  if (!output) {
-    llvm::errs() << error << "\n";
-    return 1;
   }
   auto buffer = llvm::MemoryBuffer::getMemBufferCopy(text, inputFilename);
   if (mlir::failed(
