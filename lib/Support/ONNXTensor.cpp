@@ -88,7 +88,7 @@ void pack(const Field &field, unsigned width, std::string &out) {
 } // namespace
 
 bool heterps::onnx_tensor::decodeTensor(const TensorProto &proto,
-                                        const std::string *external,
+                                        const std::string_view *external,
                                         DecodedTensor &out,
                                         std::string &error) {
   std::ostringstream err;

@@ -110,10 +110,12 @@ TEST(ONNXTensor, ExternalDataComesFromTheCaller) {
   EXPECT_EQ(error, "TensorProto 'w': external data is not supported here");
   std::string bytes(8, '\0');
   bytes[4] = 3;
-  ASSERT_TRUE(decodeTensor(p, &bytes, d, error)) << error;
+  std::string_view view = bytes;
+  ASSERT_TRUE(decodeTensor(p, &view, d, error)) << error;
   EXPECT_EQ(valuesOf<int32_t>(d), (std::vector<int32_t>{0, 3}));
   std::string shortBytes(7, '\0');
-  EXPECT_FALSE(decodeTensor(p, &shortBytes, d, error));
+  std::string_view shortView = shortBytes;
+  EXPECT_FALSE(decodeTensor(p, &shortView, d, error));
   EXPECT_EQ(error, "TensorProto 'w' external data: expected 8 bytes (2 "
                    "INT32), found 7");
 }

@@ -52,7 +52,7 @@ public:
   }
 
 private:
-  friend bool decodeTensor(const onnx::TensorProto &, const std::string *,
+  friend bool decodeTensor(const onnx::TensorProto &, const std::string_view *,
                            DecodedTensor &, std::string &);
   std::string_view view;
   std::string storage;
@@ -63,8 +63,9 @@ private:
 /// bytes from `external` (which the caller read; null: refused). On a bad
 /// tensor returns false with `error` saying what is wrong, starting with
 /// "TensorProto '<name>'".
-bool decodeTensor(const onnx::TensorProto &proto, const std::string *external,
-                  DecodedTensor &out, std::string &error);
+bool decodeTensor(const onnx::TensorProto &proto,
+                  const std::string_view *external, DecodedTensor &out,
+                  std::string &error);
 
 } // namespace heterps::onnx_tensor
 

@@ -27,7 +27,9 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinDialect.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
@@ -98,7 +100,8 @@ FailureOr<Type> Importer::elementType(int32_t t, StringRef what) {
                      << name << ", which HeterPS does not support";
 }
 
-FailureOr<std::string> Importer::readExternal(const onnx::TensorProto &t) {
+FailureOr<std::unique_ptr<llvm::MemoryBuffer>>
+Importer::readExternal(const onnx::TensorProto &t) {
   std::string location;
   int64_t offset = 0, length = -1;
   for (const onnx::StringStringEntryProto &e : t.external_data()) {
@@ -144,22 +147,34 @@ FailureOr<std::string> Importer::readExternal(const onnx::TensorProto &t) {
                             "(symbolic links, devices and FIFOs are refused)";
   }
   llvm::sys::path::append(path, location);
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
+  uint64_t size = 0;
+  if (std::error_code ec = llvm::sys::fs::file_size(path, size))
+    return fileError() << sourceName << ": cannot read external data '" << path
+                       << "' of tensor '" << t.name() << "': " << ec.message();
+  if (offset < 0 || offset > (int64_t)size ||
+      (length >= 0 && length > (int64_t)size - offset))
+    return fileError() << sourceName << ": external data of tensor '"
+                       << t.name() << "' (offset " << offset << ", length "
+                       << length << ") lies outside '" << path << "' of "
+                       << size << " bytes";
+  if (length < 0)
+    length = (int64_t)size - offset;
+  // Only the tensor's bytes, mapped where the system maps files.
+  auto buffer = llvm::MemoryBuffer::getFileSlice(path, length, offset,
+                                                 /*IsVolatile=*/false);
   if (!buffer)
     return fileError() << sourceName << ": cannot read external data '" << path
                        << "' of tensor '" << t.name()
                        << "': " << buffer.getError().message();
-  StringRef data = (*buffer)->getBuffer();
-  if (offset < 0 || offset > (int64_t)data.size() ||
-      (length >= 0 && length > (int64_t)data.size() - offset))
-    return fileError() << sourceName << ": external data of tensor '"
-                       << t.name() << "' (offset " << offset << ", length "
-                       << length << ") lies outside '" << path << "' of "
-                       << data.size() << " bytes";
-  data = data.drop_front(offset);
-  if (length >= 0)
-    data = data.take_front(length);
-  return data.str();
+  return std::move(*buffer);
+}
+
+const float *mlir::heterps::onnx_import::rawFloats(ElementsAttr data) {
+  if (auto resource = dyn_cast<DenseResourceElementsAttr>(data))
+    return reinterpret_cast<const float *>(
+        resource.getRawHandle().getBlob()->getData().data());
+  return reinterpret_cast<const float *>(
+      cast<DenseElementsAttr>(data).getRawData().data());
 }
 
 FailureOr<Known> Importer::readTensor(const onnx::TensorProto &t,
@@ -170,24 +185,43 @@ FailureOr<Known> Importer::readTensor(const onnx::TensorProto &t,
   if (failed(type))
     return failure();
   k.elementType = *type;
-  std::string external;
+  std::unique_ptr<llvm::MemoryBuffer> external;
+  std::string_view externalBytes;
   bool isExternal = t.data_location() == onnx::TensorProto::EXTERNAL;
   if (isExternal) {
-    FailureOr<std::string> data = readExternal(t);
+    FailureOr<std::unique_ptr<llvm::MemoryBuffer>> data = readExternal(t);
     if (failed(data))
       return failure();
     external = std::move(*data);
+    externalBytes =
+        std::string_view(external->getBufferStart(), external->getBufferSize());
   }
   onnx_tensor::DecodedTensor decoded;
   std::string error;
-  if (!onnx_tensor::decodeTensor(t, isExternal ? &external : nullptr, decoded,
-                                 error))
+  if (!onnx_tensor::decodeTensor(t, isExternal ? &externalBytes : nullptr,
+                                 decoded, error))
     return fileError() << sourceName << ": " << error;
   k.shape.assign(decoded.dims.begin(), decoded.dims.end());
   std::string_view raw = decoded.bytes();
   int64_t n = decoded.elements;
   int32_t dt = t.data_type();
   // Little-endian, as is the host.
+  if (keepRaw && dt == onnx::TensorProto::FLOAT && n >= kRawElements &&
+      external &&
+      reinterpret_cast<uintptr_t>(raw.data()) % alignof(float) == 0) {
+    // The attribute owns the file's bytes: a 640 MB table is in memory
+    // once (a DenseElementsAttr would copy it).
+    AsmResourceBlob blob(
+        ArrayRef<char>(raw.data(), raw.size()), alignof(float),
+        [owner = std::move(external)](void *, size_t, size_t) mutable {
+          owner.reset();
+        },
+        /*dataIsMutable=*/false);
+    k.data = DenseResourceElementsAttr::get(
+        RankedTensorType::get(k.shape, k.elementType), t.name(),
+        std::move(blob));
+    return k;
+  }
   if (keepRaw && dt == onnx::TensorProto::FLOAT && n >= kRawElements) {
     k.data = DenseElementsAttr::getFromRawBuffer(
         RankedTensorType::get(k.shape, k.elementType),
@@ -264,7 +298,7 @@ FailureOr<Known> Importer::readTensor(const onnx::TensorProto &t,
   return k;
 }
 
-DenseElementsAttr Importer::toAttr(const Known &k) {
+ElementsAttr Importer::toAttr(const Known &k) {
   if (k.data)
     return k.data;
   auto type = RankedTensorType::get(k.shape, k.elementType);
@@ -308,7 +342,7 @@ FailureOr<Value> Importer::materialize(StringRef name, bool frozen) {
     return nodeError() << "value '" << name
                        << "' depends on the run-time batch size and cannot "
                           "be computed at import time";
-  DenseElementsAttr value = toAttr(k);
+  ElementsAttr value = toAttr(k);
   Value result;
   if (k.initializer && k.isFloat()) {
     // A float initializer is a trainable dense parameter, read where used.

@@ -11,6 +11,9 @@
 #include "heterps/Dialect/HeterPS/IR/HeterPSShapes.h"
 #include "heterps/Support/CheckedMath.h"
 
+#include "mlir/IR/BuiltinDialect.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -78,8 +81,11 @@ LogicalResult Importer::convertReshapeTo(Value x, Ints target) {
 static Known reshaped(const Known &k, ArrayRef<int64_t> shape) {
   Known r = k;
   r.shape.assign(shape.begin(), shape.end());
-  if (r.data)
-    r.data = r.data.reshape(RankedTensorType::get(shape, r.elementType));
+  auto type = RankedTensorType::get(shape, r.elementType);
+  if (auto resource = dyn_cast_if_present<DenseResourceElementsAttr>(r.data))
+    r.data = DenseResourceElementsAttr::get(type, resource.getRawHandle());
+  else if (r.data)
+    r.data = cast<DenseElementsAttr>(r.data).reshape(type);
   return r;
 }
 LogicalResult Importer::convertReshapeLike(StringRef op) {

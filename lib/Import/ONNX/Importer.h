@@ -51,6 +51,9 @@ constexpr int64_t kMaxFoldedElements = int64_t(1) << 20;
 constexpr int64_t kRawElements = int64_t(1) << 12;
 
 /// A tensor whose value is known while importing.
+/// The f32 elements of a Known's `data` (dense or resource), in place.
+const float *rawFloats(ElementsAttr data);
+
 struct Known {
   Ints shape;
   Type elementType;
@@ -59,8 +62,10 @@ struct Known {
   SmallVector<double> floats;
   /// A large f32 initializer, kept as the attribute built from its raw
   /// bytes: no widened copy, and no second copy when it becomes a
-  /// parameter or table.
-  DenseElementsAttr data;
+  /// parameter or table. From external data, a DenseResourceElementsAttr
+  /// whose blob is the file's bytes as read (no copy at all); otherwise a
+  /// DenseElementsAttr.
+  ElementsAttr data;
   /// Integer elements; `kDyn` stands for a value known only at run time.
   Ints ints;
   /// An initializer (trainable when float), not a Constant node.
@@ -78,7 +83,7 @@ struct Known {
   bool complete() const { return !llvm::is_contained(ints, kDyn); }
   double at(int64_t i) const {
     if (data)
-      return data.getValues<float>()[i];
+      return rawFloats(data)[i];
     return isFloat() ? floats[i] : ints[i];
   }
   BatchMultiple batchAt(int64_t i) const {
@@ -161,8 +166,9 @@ private:
   /// attribute of its raw bytes (initializers, which are never folded).
   FailureOr<Known> readTensor(const onnx::TensorProto &tensor,
                               bool keepRaw = false);
-  FailureOr<std::string> readExternal(const onnx::TensorProto &tensor);
-  DenseElementsAttr toAttr(const Known &known);
+  FailureOr<std::unique_ptr<llvm::MemoryBuffer>>
+  readExternal(const onnx::TensorProto &tensor);
+  ElementsAttr toAttr(const Known &known);
 
   // Graph structure.
   LogicalResult importInputs(const onnx::GraphProto &graph,

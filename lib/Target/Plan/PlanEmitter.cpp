@@ -18,7 +18,9 @@
 #include "heterps/Version.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinDialect.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/raw_ostream.h"
@@ -98,6 +100,29 @@ public:
                            pb::TensorData &out) {
     if (failed(tensorType(loc, attr.getType(), *out.mutable_type())))
       return failure();
+    if (auto resource = dyn_cast<DenseResourceElementsAttr>(attr)) {
+      // A resource (a large table read from external data) is written as
+      // its bytes: little-endian and packed, as the plan's raw data.
+      AsmResourceBlob *blob = resource.getRawHandle().getBlob();
+      if (!blob)
+        return emitError(loc) << passName << ": the data of resource '"
+                              << resource.getRawHandle().getKey()
+                              << "' is not available (elided)";
+      ArrayRef<char> data = blob->getData();
+      std::optional<uint64_t> bits =
+          resource.getElementType().isIntOrFloat()
+              ? std::optional<uint64_t>(
+                    resource.getElementType().getIntOrFloatBitWidth())
+              : std::nullopt;
+      if (!bits || *bits % 8 ||
+          data.size() != resource.getNumElements() * (*bits / 8))
+        return emitError(loc)
+               << passName << ": resource '" << resource.getRawHandle().getKey()
+               << "' holds " << data.size() << " bytes for "
+               << resource.getType();
+      out.mutable_raw()->assign(data.begin(), data.end());
+      return success();
+    }
     auto dense = dyn_cast<DenseElementsAttr>(attr);
     if (!dense)
       return emitError(loc)
