@@ -108,6 +108,21 @@ double relativeError(const Tensor &a, const Tensor &b) {
   return worst;
 }
 
+/// Runs one training step on `one` and on `pipeline`: the loss (output 0
+/// of `outputs`) and the predictions (output 1) agree within 1e-5.
+void expectSameStep(Program &one, PipelineExecutor &pipeline,
+                    const std::vector<const Tensor *> &inputs,
+                    const std::vector<int> &outputs, int step) {
+  const std::vector<const Tensor *> &a = one.run(inputs, true, outputs);
+  float oneLoss = a[0]->as<float>()[0];
+  Tensor onePrediction = a[1]->clone();
+  const std::vector<const Tensor *> &b = pipeline.run(inputs, true, outputs);
+  EXPECT_NEAR(b[0]->as<float>()[0], oneLoss, 1e-5 * std::fabs(oneLoss))
+      << "loss of step " << step;
+  EXPECT_LT(relativeError(*b[1], onePrediction), 1e-5)
+      << "predictions of step " << step;
+}
+
 struct Case {
   const char *optimizer;
   const char *schedule;
@@ -142,16 +157,7 @@ TEST_P(PipelineExactness, TwentyStepsEqualOneWorker) {
   std::vector<int> outputs{loss, prediction};
   for (int step = 0; step < 20; ++step) {
     Batch batch(c.batch, 100 + step);
-    const std::vector<const Tensor *> &a =
-        one.run(batch.inputs(), true, outputs);
-    float oneLoss = a[0]->as<float>()[0];
-    Tensor onePrediction = a[1]->clone();
-    const std::vector<const Tensor *> &b =
-        pipeline.run(batch.inputs(), true, outputs);
-    EXPECT_NEAR(b[0]->as<float>()[0], oneLoss, 1e-5 * std::fabs(oneLoss))
-        << "loss of step " << step;
-    EXPECT_LT(relativeError(*b[1], onePrediction), 1e-5)
-        << "predictions of step " << step;
+    expectSameStep(one, pipeline, batch.inputs(), outputs, step);
   }
   EXPECT_EQ(pipeline.steps(), 20);
   for (auto &[name, param] : oneParams.all())
@@ -239,16 +245,7 @@ TEST(Pipeline, BagsSplitByOffsetsTrainAsOneWorker) {
   std::vector<int> outputs{loss, loss == 0 ? 1 : 0};
   for (int step = 0; step < 10; ++step) {
     BagBatch batch(37, 200 + step);
-    const std::vector<const Tensor *> &a =
-        one.run(batch.inputs(), true, outputs);
-    float oneLoss = a[0]->as<float>()[0];
-    Tensor onePrediction = a[1]->clone();
-    const std::vector<const Tensor *> &b =
-        pipeline.run(batch.inputs(), true, outputs);
-    EXPECT_NEAR(b[0]->as<float>()[0], oneLoss, 1e-5 * std::fabs(oneLoss))
-        << "loss of step " << step;
-    EXPECT_LT(relativeError(*b[1], onePrediction), 1e-5)
-        << "predictions of step " << step;
+    expectSameStep(one, pipeline, batch.inputs(), outputs, step);
   }
   for (auto &[name, param] : oneParams.all())
     EXPECT_LT(relativeError(pipeParams.get(name).value, param.value), 1e-5)
