@@ -5,6 +5,7 @@
 #include "heterps/Plan/PlanFile.h"
 #include "heterps/Runtime/PlanTypes.h"
 
+#include <algorithm>
 #include <cctype>
 #include <condition_variable>
 #include <cstring>
@@ -252,22 +253,31 @@ void Client::createTables(const plan::Plan &plan, uint64_t seed,
     // its trained rows.
     std::string what =
         "table " + std::to_string(pt.id()) + " '" + pt.name() + "'";
-    runtime::Tensor rows = runtime::tensorFromData(pt.value(), what);
-    if (rows.shape() != runtime::Shape{pt.vocab(), pt.dim()})
-      runtime::fail() << what << ": initial rows of shape "
-                      << runtime::shapeString(rows.shape()) << ", expected "
-                      << pt.vocab() << "x" << pt.dim();
+    runtime::Tensor rows = runtime::viewOfData(pt.value(), what);
+    if (rows.dtype() != runtime::DType::F32 ||
+        rows.shape() != runtime::Shape{pt.vocab(), pt.dim()})
+      runtime::fail() << what << ": initial rows " << rows.typeString()
+                      << ", expected " << pt.vocab() << "x" << pt.dim()
+                      << "xf32";
+    // In slices of rows, read from the plan in place: a 640 MB table is
+    // not copied whole on its way to the servers.
+    constexpr int64_t kSliceRows = 1 << 16;
     std::vector<int64_t> keys;
-    for (int64_t k = 0; k < pt.vocab(); ++k)
-      if (created[serverOfShard(virtualShardOf(k), servers.size())])
-        keys.push_back(k);
-    std::vector<float> values(keys.size() * pt.dim());
-    for (size_t j = 0; j < keys.size(); ++j)
-      std::memcpy(values.data() + j * pt.dim(),
-                  rows.as<float>() + keys[j] * pt.dim(),
-                  pt.dim() * sizeof(float));
-    assign(pt.id(), keys.data(), static_cast<int64_t>(keys.size()),
-           values.data());
+    std::vector<float> values;
+    for (int64_t first = 0; first < pt.vocab(); first += kSliceRows) {
+      keys.clear();
+      for (int64_t k = first; k < std::min(pt.vocab(), first + kSliceRows); ++k)
+        if (created[serverOfShard(virtualShardOf(k), servers.size())])
+          keys.push_back(k);
+      values.resize(keys.size() * pt.dim());
+      for (size_t j = 0; j < keys.size(); ++j)
+        std::memcpy(values.data() + j * pt.dim(),
+                    rows.as<float>() + keys[j] * pt.dim(),
+                    pt.dim() * sizeof(float));
+      if (!keys.empty())
+        assign(pt.id(), keys.data(), static_cast<int64_t>(keys.size()),
+               values.data());
+    }
   }
 }
 

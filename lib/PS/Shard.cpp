@@ -464,7 +464,7 @@ Status Shard::allocateSlot(Table &t, uint32_t v, uint32_t *slot, bool *moved) {
 }
 
 Status Shard::rowSlot(Table &t, uint32_t v, uint64_t key, bool countAdmission,
-                      int32_t *slot, uint64_t *created) {
+                      int32_t *slot, uint64_t *created, bool assigning) {
   Table::Part &p = *t.parts[v];
   if (uint32_t found = p.index.find(key); found != KeyIndex::kNone) {
     *slot = static_cast<int32_t>(found);
@@ -514,7 +514,12 @@ Status Shard::rowSlot(Table &t, uint32_t v, uint64_t key, bool countAdmission,
     return st;
   p.keys[s] = key;
   p.steps[s] = 0;
-  t.initRow(key, p.data.data() + s * t.stride);
+  // A row that an assign creates gets its value from it: drawing the
+  // initializer's values first was a fifth of loading a 10M-row table.
+  if (assigning)
+    std::fill_n(p.data.data() + s * t.stride, t.stride, 0.0f);
+  else
+    t.initRow(key, p.data.data() + s * t.stride);
   p.index.insert(key, s);
   if (!moved)
     ++*created;
@@ -700,7 +705,8 @@ Status Shard::applyPush(Table &t, const Grouping &g, const uint64_t *keys,
       }
       uint64_t key = t.normalize(keys[i]);
       int32_t found;
-      result = rowSlot(t, v, key, !assign && admit > 1, &found, &created);
+      result =
+          rowSlot(t, v, key, !assign && admit > 1, &found, &created, assign);
       if (!result.ok())
         break;
       if (found < 0) {

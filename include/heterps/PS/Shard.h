@@ -173,9 +173,10 @@ private:
   Status allocateSlot(Table &t, uint32_t v, uint32_t *slot, bool *moved);
   /// The slot of `key` in part `v`: found, loaded from RocksDB, or created
   /// (counting `created` new slots); -1 while feature admission has not
-  /// admitted it (with `countAdmission`, this sighting is counted).
+  /// admitted it (with `countAdmission`, this sighting is counted). A
+  /// row created for an assign (`assigning`) starts as zeros, not drawn.
   Status rowSlot(Table &t, uint32_t v, uint64_t key, bool countAdmission,
-                 int32_t *slot, uint64_t *created);
+                 int32_t *slot, uint64_t *created, bool assigning = false);
   Status applyPush(Table &t, const Grouping &g, const uint64_t *keys, size_t n,
                    const float *values, bool assign,
                    v1::PushResponse *response);

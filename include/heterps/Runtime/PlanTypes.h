@@ -14,6 +14,9 @@ TensorType fromPlanType(const plan::TensorType &type);
 /// A tensor owning a copy of a TensorData's bytes; throws when the byte
 /// count does not match the type.
 Tensor tensorFromData(const plan::TensorData &data, const std::string &what);
+/// The same checks, and a view of the TensorData's bytes instead of a copy
+/// (valid while the message lives).
+Tensor viewOfData(const plan::TensorData &data, const std::string &what);
 void tensorToData(const Tensor &tensor, plan::TensorData &data);
 
 /// Reads a plan file; throws RuntimeError with the reader's message.

@@ -5,6 +5,8 @@
 #include "heterps/Plan/PlanFile.h"
 #include "heterps/Runtime/Error.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 using namespace heterps;
@@ -84,8 +86,8 @@ TensorType runtime::fromPlanType(const plan::TensorType &type) {
   return t;
 }
 
-Tensor runtime::tensorFromData(const plan::TensorData &data,
-                               const std::string &what) {
+Tensor runtime::viewOfData(const plan::TensorData &data,
+                           const std::string &what) {
   TensorType type = fromPlanType(data.type());
   if (type.dtype == DType::Invalid)
     fail() << what << ": tensor of unknown element type "
@@ -93,13 +95,22 @@ Tensor runtime::tensorFromData(const plan::TensorData &data,
   for (int64_t d : type.dims)
     if (d < 0)
       fail() << what << ": tensor data with a dynamic dimension";
-  Tensor t(type.dtype, type.dims);
-  if (data.raw().size() != t.byteSize())
-    fail() << what << ": " << t.typeString() << " needs " << t.byteSize()
+  Tensor view = Tensor::view(type.dtype, type.dims,
+                             const_cast<char *>(data.raw().data()));
+  if (data.raw().size() != view.byteSize())
+    fail() << what << ": " << view.typeString() << " needs " << view.byteSize()
            << " bytes, the plan holds " << data.raw().size();
-  if (t.byteSize())
-    std::memcpy(t.data(), data.raw().data(), t.byteSize());
-  return t;
+  if (reinterpret_cast<uintptr_t>(data.raw().data()) %
+          std::max<size_t>(dtypeSize(type.dtype), 1) !=
+      0)
+    fail() << what << ": the plan's bytes are not aligned for "
+           << dtypeName(type.dtype);
+  return view;
+}
+
+Tensor runtime::tensorFromData(const plan::TensorData &data,
+                               const std::string &what) {
+  return viewOfData(data, what).clone();
 }
 
 void runtime::tensorToData(const Tensor &tensor, plan::TensorData &data) {
