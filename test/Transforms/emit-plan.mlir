@@ -7,6 +7,7 @@
 // CHECK: heterps.update_param adam @w
 
 // PLAN: plan: function @main, {{[0-9]+}} values, 2 dense parameters, 1 embedding tables, 1 stages, 0 channels
+// PLAN-NEXT: inputs: dense f32[?x4], ids i64[?x2], label f32[?x1] (label)
 // PLAN-NEXT: stage 0 on cpu (cpu) x1: {{[0-9]+}} ops
 // PLAN-NEXT: table 0 t: 50 x 4, optimizer adam
 // PLAN-NEXT: training: loss bce (output 1), optimizer adam

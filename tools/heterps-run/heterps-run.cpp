@@ -27,6 +27,7 @@
 #include "heterps/Runtime/Trace.h"
 #include "heterps/Runtime/Trainer.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdarg>
@@ -156,6 +157,26 @@ void printPlan(const plan::Plan &p) {
               p.function().c_str(), p.values_size(), p.params_size(),
               p.tables_size(), p.stages_size(), p.channels_size(),
               static_cast<long long>(p.micro_batches()));
+  // What to feed: each input's name and type, labels and bags marked.
+  std::string inputs;
+  for (int id : p.inputs()) {
+    if (id < 0 || id >= p.values_size())
+      continue;
+    const plan::Value &v = p.values(id);
+    TensorType type = fromPlanType(v.type());
+    std::string dims;
+    for (int64_t d : type.dims)
+      dims += (dims.empty() ? "" : "x") + (d < 0 ? "?" : std::to_string(d));
+    inputs += (inputs.empty() ? "" : ", ") + v.name() + " " +
+              dtypeName(type.dtype) + (dims.empty() ? "" : "[" + dims + "]");
+    if (p.has_training() && std::count(p.training().label_inputs().begin(),
+                                       p.training().label_inputs().end(), id))
+      inputs += " (label)";
+    if (v.has_bag_offsets() && v.bag_offsets() >= 0 &&
+        v.bag_offsets() < p.values_size())
+      inputs += " (bags starting at " + p.values(v.bag_offsets()).name() + ")";
+  }
+  std::printf("  inputs: %s\n", inputs.c_str());
   for (const plan::Stage &s : p.stages()) {
     std::printf("  stage %d on %s (%s) x%lld: %d ops", s.index(),
                 s.resource().c_str(), s.kind().c_str(),
