@@ -286,7 +286,7 @@ mlir::heterps::onnx_import::findEmbeddingBags(const onnx::GraphProto &graph,
     const onnx::NodeProto *ends = outer.producer(bag->ends, "Slice");
     const onnx::NodeProto *starts = outer.producer(bag->starts, "Concat");
     bool bounds =
-        ends && ends->input(0) == bag->starts && ends->input_size() >= 4 &&
+        ends && ends->input_size() >= 4 && ends->input(0) == bag->starts &&
         outer.isConstant(ends->input(1), {1}) &&
         outer.isConstant(ends->input(3), {0}) && starts &&
         starts->input_size() == 2 && intAttrOf(*starts, "axis", 0) == 0 &&
