@@ -392,20 +392,13 @@ LogicalResult Importer::convertDropout() {
 }
 
 LogicalResult Importer::convertReduce(StringRef op) {
-  std::optional<Ints> axes;
   // ReduceSum takes its axes as an input from opset 13; the other
   // reductions keep the attribute until opset 18.
   bool axesInput = (op == "ReduceSum" && opset >= 13) || opset >= 18;
-  if (axesInput) {
-    if (has(1)) {
-      FailureOr<Ints> a = constInts(1, "axes");
-      if (failed(a))
-        return failure();
-      axes = *a;
-    }
-  } else {
-    axes = intsAttr("axes");
-  }
+  FailureOr<std::optional<Ints>> axesOrNone = axesInputOrAttr(axesInput);
+  if (failed(axesOrNone))
+    return failure();
+  std::optional<Ints> axes = *axesOrNone;
   FailureOr<Value> x = input(0);
   if (failed(x))
     return failure();
@@ -438,6 +431,28 @@ static Value scalarConstant(OpBuilder &b, Location loc, Type elementType,
       DenseElementsAttr::get(
           type, ArrayRef<Attribute>{b.getFloatAttr(elementType, value)}));
 }
+/// x - mean and sqrt(mean((x - mean)^2) + epsilon) over `axes` (kept):
+/// the statistics instance and layer normalisation spell out with ops that
+/// have gradients.
+FailureOr<std::pair<Value, Value>>
+Importer::centeredAndStddev(Value x, Value mean, DenseI64ArrayAttr axes,
+                            double epsilon) {
+  FailureOr<Value> d = make<SubOp>(x, mean);
+  if (failed(d))
+    return failure();
+  FailureOr<Value> sq = make<MulOp>(*d, *d);
+  if (failed(sq))
+    return failure();
+  FailureOr<Value> var = make<ReduceMeanOp>(*sq, axes, b.getBoolAttr(true));
+  if (failed(var))
+    return failure();
+  FailureOr<Value> shifted = make<AddOp>(
+      *var, scalarConstant(b, loc, typeOf(x).getElementType(), epsilon));
+  if (failed(shifted))
+    return failure();
+  return std::make_pair(
+      *d, Value(SqrtOp::create(b, loc, shifted->getType(), *shifted)));
+}
 LogicalResult Importer::convertInstanceNorm() {
   FailureOr<Value> x = input(0), scale = input(1), bias = input(2);
   if (failed(x) || failed(scale) || failed(bias))
@@ -465,21 +480,12 @@ LogicalResult Importer::convertInstanceNorm() {
   FailureOr<Value> mean = make<ReduceMeanOp>(*x, arr, keep);
   if (failed(mean))
     return failure();
-  FailureOr<Value> d = make<SubOp>(*x, *mean);
-  if (failed(d))
+  FailureOr<std::pair<Value, Value>> spread =
+      centeredAndStddev(*x, *mean, arr, epsilon);
+  if (failed(spread))
     return failure();
-  FailureOr<Value> sq = make<MulOp>(*d, *d);
-  if (failed(sq))
-    return failure();
-  FailureOr<Value> var = make<ReduceMeanOp>(*sq, arr, keep);
-  if (failed(var))
-    return failure();
-  FailureOr<Value> shifted =
-      make<AddOp>(*var, scalarConstant(b, loc, elem, epsilon));
-  if (failed(shifted))
-    return failure();
-  Value stddev = SqrtOp::create(b, loc, shifted->getType(), *shifted);
-  FailureOr<Value> normed = make<DivOp>(*d, stddev);
+  auto [d, stddev] = *spread;
+  FailureOr<Value> normed = make<DivOp>(d, stddev);
   if (failed(normed))
     return failure();
   // [C] as [C, 1, ...] broadcasts over the spatial axes.
@@ -933,21 +939,12 @@ LogicalResult Importer::convertLayerNorm() {
   if (!invStd)
     return success();
   Type elem = type.getElementType();
-  FailureOr<Value> d = make<SubOp>(*x, *m);
-  if (failed(d))
+  FailureOr<std::pair<Value, Value>> spread =
+      centeredAndStddev(*x, *m, arr, epsilon);
+  if (failed(spread))
     return failure();
-  FailureOr<Value> sq = make<MulOp>(*d, *d);
-  if (failed(sq))
-    return failure();
-  FailureOr<Value> var = make<ReduceMeanOp>(*sq, arr, keep);
-  if (failed(var))
-    return failure();
-  FailureOr<Value> shifted =
-      make<AddOp>(*var, scalarConstant(b, loc, elem, epsilon));
-  if (failed(shifted))
-    return failure();
-  Value sd = SqrtOp::create(b, loc, shifted->getType(), *shifted);
-  FailureOr<Value> inv = make<DivOp>(scalarConstant(b, loc, elem, 1.0), sd);
+  FailureOr<Value> inv =
+      make<DivOp>(scalarConstant(b, loc, elem, 1.0), spread->second);
   if (failed(inv))
     return failure();
   setOutput(*inv, 2);

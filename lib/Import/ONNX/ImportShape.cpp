@@ -128,17 +128,10 @@ LogicalResult Importer::convertReshapeLike(StringRef op) {
     }
     out = {outer, inner};
   } else if (op == "Unsqueeze" || op == "Squeeze") {
-    std::optional<Ints> axes;
-    if (opset >= 13) {
-      if (has(1)) {
-        FailureOr<Ints> a = constInts(1, "axes");
-        if (failed(a))
-          return failure();
-        axes = *a;
-      }
-    } else {
-      axes = intsAttr("axes");
-    }
+    FailureOr<std::optional<Ints>> axesOrNone = axesInputOrAttr(opset >= 13);
+    if (failed(axesOrNone))
+      return failure();
+    std::optional<Ints> axes = *axesOrNone;
     if (op == "Unsqueeze") {
       if (!axes)
         return nodeError() << "needs axes";

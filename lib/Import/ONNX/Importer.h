@@ -255,6 +255,18 @@ private:
     const onnx::AttributeProto *a = attr(name);
     return a ? a->f() : def;
   }
+  /// The `axes` of a reduction or (un)squeeze: its constant input 1 (none
+  /// when absent) when `fromInput`, else its attribute.
+  FailureOr<std::optional<Ints>> axesInputOrAttr(bool fromInput) {
+    if (!fromInput)
+      return intsAttr("axes");
+    if (!has(1))
+      return std::optional<Ints>();
+    FailureOr<Ints> axes = constInts(1, "axes");
+    if (failed(axes))
+      return failure();
+    return std::optional<Ints>(*axes);
+  }
   std::optional<Ints> intsAttr(StringRef name) const {
     const onnx::AttributeProto *a = attr(name);
     if (!a)
@@ -301,6 +313,9 @@ private:
   LogicalResult convertCast();
   LogicalResult convertExpand();
   LogicalResult convertPad();
+  FailureOr<std::pair<Value, Value>> centeredAndStddev(Value x, Value mean,
+                                                       DenseI64ArrayAttr axes,
+                                                       double epsilon);
   LogicalResult convertInstanceNorm();
   LogicalResult convertTile();
   LogicalResult convertRange();
