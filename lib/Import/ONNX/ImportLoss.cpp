@@ -21,13 +21,10 @@ LogicalResult Importer::convertLoss(bool softmax) {
   FailureOr<Value> x = input(0), y = input(1);
   if (failed(x) || failed(y))
     return failure();
-  Value weight;
-  if (has(2)) {
-    FailureOr<Value> w = input(2);
-    if (failed(w))
-      return failure();
-    weight = *w;
-  }
+  FailureOr<Value> w = optionalInput(2);
+  if (failed(w))
+    return failure();
+  Value weight = *w;
   IntegerAttr ignore;
   if (attr("ignore_index"))
     ignore = b.getI64IntegerAttr(intAttr("ignore_index", 0));

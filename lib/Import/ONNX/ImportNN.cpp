@@ -103,13 +103,10 @@ LogicalResult Importer::convertConvPool(StringRef op) {
   if (llvm::any_of(dilations, [](int64_t d) { return d != 1; }))
     dilationsAttr = arr(dilations);
   if (op == "Conv") {
-    Value bias;
-    if (has(2)) {
-      FailureOr<Value> bv = input(2);
-      if (failed(bv))
-        return failure();
-      bias = *bv;
-    }
+    FailureOr<Value> bv = optionalInput(2);
+    if (failed(bv))
+      return failure();
+    Value bias = *bv;
     return emit(make<ConvOp>(*x, filter, bias, arr(strides), arr(pads),
                              arr(dilations),
                              b.getI64IntegerAttr(intAttr("group", 1))));
@@ -188,13 +185,10 @@ LogicalResult Importer::convertConvTranspose() {
       pads[d + spatial] = end;
     }
   }
-  Value bias;
-  if (has(2)) {
-    FailureOr<Value> bv = input(2);
-    if (failed(bv))
-      return failure();
-    bias = *bv;
-  }
+  FailureOr<Value> bv = optionalInput(2);
+  if (failed(bv))
+    return failure();
+  Value bias = *bv;
   auto arr = [&](ArrayRef<int64_t> v) { return b.getDenseI64ArrayAttr(v); };
   DenseI64ArrayAttr extraAttr;
   if (llvm::any_of(extra, [](int64_t e) { return e != 0; }))
@@ -326,13 +320,10 @@ LogicalResult Importer::convertGemm() {
   FailureOr<Value> a = input(0), bm = input(1);
   if (failed(a) || failed(bm))
     return failure();
-  Value c;
-  if (has(2)) {
-    FailureOr<Value> cv = input(2);
-    if (failed(cv))
-      return failure();
-    c = *cv;
-  }
+  FailureOr<Value> cv = optionalInput(2);
+  if (failed(cv))
+    return failure();
+  Value c = *cv;
   for (const char *flag : {"transA", "transB"})
     if (int64_t v = intAttr(flag, 0); v != 0 && v != 1)
       return nodeError() << flag << " is " << v << "; it must be 0 or 1";
@@ -905,13 +896,10 @@ LogicalResult Importer::convertLayerNorm() {
   FailureOr<Value> x = input(0), s = input(1);
   if (failed(x) || failed(s))
     return failure();
-  Value bias;
-  if (has(2)) {
-    FailureOr<Value> bv = input(2);
-    if (failed(bv))
-      return failure();
-    bias = *bv;
-  }
+  FailureOr<Value> bv = optionalInput(2);
+  if (failed(bv))
+    return failure();
+  Value bias = *bv;
   int64_t axis = intAttr("axis", -1);
   float epsilon = floatAttr("epsilon", 1e-5f);
   setOutput(LayerNormOp::create(b, loc, x->getType(), *x, *s, bias, axis,

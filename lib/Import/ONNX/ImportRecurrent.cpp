@@ -123,13 +123,11 @@ LogicalResult Importer::convertRecurrent(StringRef op) {
   RankedTensorType xType = typeOf(seq);
   Type element = xType.getElementType();
 
-  Value bias;
-  if (has(3)) {
-    FailureOr<Value> v = input(3);
-    if (failed(v))
-      return failure();
-    bias = *v;
-  } else {
+  FailureOr<Value> givenBias = optionalInput(3);
+  if (failed(givenBias))
+    return failure();
+  Value bias = *givenBias;
+  if (!bias) {
     auto type =
         RankedTensorType::get({directions, 2 * gates * hidden}, element);
     bias = ConstantOp::create(

@@ -209,6 +209,10 @@ private:
       b.setInsertionPointToStart(&func.getBody().front());
   }
   FailureOr<Value> input(int i, bool frozen = false);
+  /// Input `i`, or a null Value when the node leaves it out.
+  FailureOr<Value> optionalInput(int i) {
+    return has(i) ? input(i) : FailureOr<Value>(Value());
+  }
   FailureOr<Value> materialize(StringRef name, bool frozen);
   FailureOr<Ints> constInts(int i, StringRef what);
   /// Operand `i` as a value known at import time (`known`, to fold), or
