@@ -12,6 +12,9 @@ set(HETERPS_INSTALLED_LIBRARIES
   HeterPSPSProto HeterPSPSShard HeterPSPSServer HeterPSPSClient
   HeterPSDialect HeterPSImportONNX HeterPSTransforms HeterPSTargetPlan
   HeterPSCompiler)
+if(HETERPS_HAVE_CUDA)
+  list(APPEND HETERPS_INSTALLED_LIBRARIES HeterPSRuntimeCUDA)
+endif()
 set(HETERPS_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/HeterPS)
 
 foreach(library ${HETERPS_INSTALLED_LIBRARIES})

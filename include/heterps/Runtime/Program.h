@@ -12,6 +12,7 @@
 #ifndef HETERPS_RUNTIME_PROGRAM_H
 #define HETERPS_RUNTIME_PROGRAM_H
 
+#include "heterps/Runtime/DeviceRuntime.h"
 #include "heterps/Runtime/EmbeddingStore.h"
 #include "heterps/Runtime/Kernel.h"
 #include "heterps/Runtime/ParamStore.h"
@@ -38,6 +39,10 @@ struct ProgramOptions {
   /// Pull the next training step's rows while a step runs (PullAhead.h;
   /// heterps-run --ps-pull-ahead).
   PullAheadMode pullAhead = PullAheadMode::Off;
+  /// The kernels and the GPU to use; null: the registry of this binary and
+  /// this machine's GPU (tests give their own).
+  const KernelRegistry *registry = nullptr;
+  DeviceRuntime *gpu = nullptr;
 };
 
 /// Seconds spent in the kernels of each op of a plan, summed over steps.
@@ -140,6 +145,15 @@ private:
   /// Runs `node` on `values` (a memory plan's, or its pull-ahead's).
   void runNode(Node &node, std::vector<Tensor> &values, bool training);
   int resolve(int id) const;
+  /// Places every value in host or device memory and inserts the copies
+  /// the ops of the other space read (DeviceRuntime.h).
+  void placeValues();
+  /// The element type and plan type of value `id`, a copy's those of the
+  /// value it copies.
+  DType valueDType(int id) const;
+  TensorType valueType(int id) const;
+  /// The value that holds plan output `o` on the host.
+  int outputValue(int o) const;
 
   const plan::Plan &planRef;
   ExecContext context;
@@ -154,6 +168,14 @@ private:
   std::vector<const Tensor *> idsScratch;
   std::vector<std::unique_ptr<Node>> nodes;
   std::vector<int> aliasOf;
+  /// The plan's values, then the copies placeValues() made: the value each
+  /// copies, by id - plan().values_size().
+  int valueCount = 0;
+  std::vector<int> copySource;
+  /// By output position, the value that holds it on the host (empty when
+  /// no op runs on the GPU).
+  std::vector<int> outputValues;
+  DeviceRuntime *gpu = nullptr;
   /// Per input position, the input holding its bag offsets, or -1
   /// (BagOffsets.h).
   std::vector<int> bagOffsetsOf;

@@ -45,6 +45,10 @@ uint16_t floatToHalf(float value, bool bf16);
 
 using Shape = std::vector<int64_t>;
 
+/// Where a tensor's memory lives: the host, or the GPU of the thread's stage
+/// (device memory, from the GPU column's pool; DeviceRuntime.h).
+enum class MemorySpace : uint8_t { Host, Device };
+
 int64_t numElements(const Shape &shape);
 std::string shapeString(const Shape &shape);
 
@@ -54,7 +58,12 @@ public:
   /// A tensor that owns a zero-filled buffer.
   Tensor(DType dtype, Shape shape);
   /// A view of memory owned elsewhere.
-  static Tensor view(DType dtype, Shape shape, void *data);
+  static Tensor view(DType dtype, Shape shape, void *data,
+                     MemorySpace space = MemorySpace::Host);
+  /// A tensor over `buffer` (`capacity` bytes), which it shares: how the
+  /// GPU column hands out device memory.
+  static Tensor adopt(DType dtype, Shape shape, std::shared_ptr<void> buffer,
+                      size_t capacity, MemorySpace space);
 
   DType dtype() const { return type; }
   const Shape &shape() const { return dims; }
@@ -65,14 +74,17 @@ public:
   void *data() const { return ptr; }
   template <typename T> T *as() const { return static_cast<T *>(ptr); }
   bool empty() const { return ptr == nullptr; }
+  MemorySpace space() const { return memorySpace; }
 
   /// Re-points the view (used by the memory plan); keeps ownership. Takes
   /// the shape by reference so that a steady-state step, whose shapes do not
   /// change, allocates nothing.
   void reset(DType dtype, const Shape &shape, void *data);
   /// Resizes an owning tensor, reusing its buffer when it is large enough.
+  /// A device tensor cannot grow: its buffer came from a pool this class
+  /// does not know.
   void resize(DType dtype, const Shape &shape);
-  /// A deep copy that owns its buffer.
+  /// A deep copy that owns its buffer (a host tensor).
   Tensor clone() const;
   std::string typeString() const;
 
@@ -82,6 +94,7 @@ private:
   void *ptr = nullptr;
   std::shared_ptr<void> owned; // 64-byte aligned, for oneDNN
   size_t capacity = 0;
+  MemorySpace memorySpace = MemorySpace::Host;
 };
 
 } // namespace heterps::runtime

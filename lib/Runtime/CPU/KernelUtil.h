@@ -6,6 +6,7 @@
 #include "heterps/Runtime/Error.h"
 #include "heterps/Runtime/Kernel.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -121,12 +122,56 @@ int64_t normalizeAxis(int64_t axis, int64_t rank, const OpInfo &op);
 /// `batch`, others must not be dynamic.
 Shape resolveDims(const Shape &dims, int64_t batch);
 
+/// Where a slice's elements are in its input: the result shape, and the
+/// input offset and strides of the result's indices. Bounds clamp as
+/// ONNX's do.
+struct SliceIndex {
+  Shape out;
+  int64_t offset = 0;
+  std::vector<int64_t> strides;
+
+  void compute(const Shape &s, const std::vector<int64_t> &starts,
+               const std::vector<int64_t> &ends,
+               const std::vector<int64_t> &steps, const OpInfo &info) {
+    if (starts.size() != s.size() || ends.size() != s.size() ||
+        steps.size() != s.size())
+      fail() << info.describe() << ": bounds for " << starts.size()
+             << " dimensions on a rank-" << s.size() << " input";
+    out.assign(s.size(), 0);
+    std::vector<int64_t> inStrides = stridesOf(s);
+    offset = 0;
+    strides.assign(s.size(), 0);
+    for (size_t d = 0; d < s.size(); ++d) {
+      int64_t dim = s[d], step = steps[d];
+      if (step == 0)
+        fail() << info.describe() << ": step 0 in dimension " << d;
+      int64_t b, e, count;
+      if (step > 0) {
+        b = std::clamp<int64_t>(starts[d], 0, dim);
+        e = std::clamp<int64_t>(ends[d], 0, dim);
+        count = e > b ? (e - b + step - 1) / step : 0;
+      } else {
+        b = std::clamp<int64_t>(starts[d], -1, dim - 1);
+        e = std::clamp<int64_t>(ends[d], -1, dim - 1);
+        count = b > e ? (b - e - step - 1) / -step : 0;
+      }
+      out[d] = count;
+      offset += b * inStrides[d];
+      strides[d] = step * inStrides[d];
+    }
+  }
+};
+
 /// Registers a kernel class constructible from OpInfo.
 template <typename K>
 void addKernel(KernelRegistry &r, const std::string &name) {
   r.add(name, DeviceKind::CPU,
         [](const OpInfo &op) { return std::make_unique<K>(op); });
 }
+
+/// heterps.reshape: a view of its operand with the new shape, whatever
+/// memory it is in (the GPU column registers it too).
+std::unique_ptr<Kernel> makeReshapeKernel(const OpInfo &op);
 
 void registerElementwiseKernels(KernelRegistry &r);
 void registerLinalgKernels(KernelRegistry &r);

@@ -20,7 +20,12 @@ struct Program::Node {
   const plan::Op *op = nullptr;
   std::unique_ptr<Kernel> kernel;
   std::vector<int> inputs, outputs;
+  /// The column that runs the kernel: its outputs live in device memory
+  /// when it is the GPU's.
+  DeviceKind kind = DeviceKind::CPU;
   bool sideEffect = false;
+  /// A copy between host and device memory that the Program inserted.
+  bool transfer = false;
   /// Kernel seconds over the profiled training steps.
   double seconds = 0;
 };
@@ -66,11 +71,18 @@ DeviceKind runtime::resolveStageDevice(const plan::Stage &stage,
   if (stage.kind() != "gpu")
     return DeviceKind::CPU;
   if (!gpuStatus) {
-    DeviceInventory inventory = queryDevices();
-    gpuStatus = inventory.gpus.empty() ? inventory.gpuStatus : "";
+    if (options.gpu || gpuRuntime()) {
+      gpuStatus = "";
+    } else {
+      DeviceInventory inventory = queryDevices();
+      gpuStatus = inventory.gpuStatus.empty()
+                      ? "no GPU runs this build's kernels"
+                      : inventory.gpuStatus;
+    }
   }
-  bool anyGpuKernel =
-      !KernelRegistry::global().opNames(DeviceKind::GPU).empty();
+  const KernelRegistry &registry =
+      options.registry ? *options.registry : KernelRegistry::global();
+  bool anyGpuKernel = !registry.opNames(DeviceKind::GPU).empty();
   if (gpuStatus->empty() && anyGpuKernel)
     return DeviceKind::GPU;
   if (!options.fallbackToCPU)
@@ -116,7 +128,8 @@ Program::Program(const plan::Plan &plan, ParamStore &params,
   // (a stage's backward part waits for the later stages' gradients). The
   // updates and pushes come last, once every op has read the parameters
   // and rows of this step.
-  KernelRegistry &registry = KernelRegistry::global();
+  const KernelRegistry &registry =
+      options.registry ? *options.registry : KernelRegistry::global();
   std::optional<std::string> gpuStatus;
   std::vector<DeviceKind> kinds;
   for (const plan::Stage &stage : plan.stages())
@@ -173,8 +186,8 @@ Program::Program(const plan::Plan &plan, ParamStore &params,
     for (int id : op->outputs())
       outTypes.push_back(fromPlanType(plan.values(id).type()));
     OpInfo info(*op, inTypes, outTypes);
-    DeviceKind use = registry.has(op->name(), kind) ? kind : DeviceKind::CPU;
-    node->kernel = registry.create(info, use);
+    node->kernel = createKernelFor(registry, info, kind, options.fallbackToCPU,
+                                   node->kind);
     node->sideEffect = hasSideEffect(op->name());
     nodes.push_back(std::move(node));
   }
@@ -184,6 +197,16 @@ Program::Program(const plan::Plan &plan, ParamStore &params,
     for (int id : node->op->outputs())
       node->outputs.push_back(resolve(id));
   }
+  valueCount = plan.values_size();
+  for (const auto &node : nodes)
+    if (node->kind == DeviceKind::GPU) {
+      gpu = options.gpu ? options.gpu : gpuRuntime();
+      if (!gpu)
+        fail() << node->kernel->op().describe()
+               << " runs on the GPU column, but no GPU is usable here";
+      placeValues();
+      break;
+    }
   if (options.pullAhead != PullAheadMode::Off && isTraining())
     ahead = std::make_unique<PullAhead>(tables, options.pullAhead);
 }
@@ -193,6 +216,71 @@ Program::~Program() = default;
 void Program::addOpTimes(OpTimes &times) const {
   for (const auto &node : nodes)
     times[node->op] += node->seconds;
+}
+
+DType Program::valueDType(int id) const {
+  while (id >= planRef.values_size())
+    id = copySource[id - planRef.values_size()];
+  return fromPlanType(planRef.values(id).type().dtype());
+}
+
+TensorType Program::valueType(int id) const {
+  while (id >= planRef.values_size())
+    id = copySource[id - planRef.values_size()];
+  return fromPlanType(planRef.values(id).type());
+}
+
+int Program::outputValue(int o) const {
+  return outputValues.empty() ? resolve(planRef.outputs(o)) : outputValues[o];
+}
+
+void Program::placeValues() {
+  // Every value lives where its producer ran; an op that reads one from
+  // the other space reads a copy, made once before the first op that
+  // needs it. Outputs of the step come back to the host.
+  std::vector<MemorySpace> spaceOf(valueCount, MemorySpace::Host);
+  std::map<std::pair<int, MemorySpace>, int> copies;
+  std::vector<std::unique_ptr<Node>> placed;
+  auto copyOf = [&](int id, MemorySpace to, const Node &user) {
+    auto [it, fresh] = copies.try_emplace({id, to}, valueCount);
+    if (!fresh)
+      return it->second;
+    auto node = std::make_unique<Node>();
+    node->op = user.op;
+    TensorType type = valueType(id);
+    node->kernel =
+        makeTransferKernel(OpInfo(*user.op, {type}, {type}), *gpu, to);
+    node->kind = to == MemorySpace::Device ? DeviceKind::GPU : DeviceKind::CPU;
+    node->transfer = true;
+    node->inputs = {id};
+    node->outputs = {valueCount};
+    copySource.push_back(id);
+    spaceOf.push_back(to);
+    aliasOf.push_back(valueCount);
+    placed.push_back(std::move(node));
+    return valueCount++;
+  };
+  std::vector<const Node *> producer(valueCount, nullptr);
+  for (auto &node : nodes) {
+    MemorySpace want =
+        node->kind == DeviceKind::GPU ? MemorySpace::Device : MemorySpace::Host;
+    for (int &id : node->inputs)
+      if (spaceOf[id] != want)
+        id = copyOf(id, want, *node);
+    for (int id : node->outputs) {
+      spaceOf[id] = want;
+      producer[id] = node.get();
+    }
+    placed.push_back(std::move(node));
+  }
+  outputValues.resize(planRef.outputs_size());
+  for (int o = 0; o < planRef.outputs_size(); ++o) {
+    int id = resolve(planRef.outputs(o));
+    outputValues[o] = spaceOf[id] == MemorySpace::Device
+                          ? copyOf(id, MemorySpace::Host, *producer[id])
+                          : id;
+  }
+  nodes = std::move(placed);
 }
 
 int Program::resolve(int id) const {
@@ -273,10 +361,10 @@ Program::MemoryPlan &Program::planFor(const std::vector<const Tensor *> &inputs,
       mp->inputShapes[i][0] = raggedCapacity(inputs[i]->dim(0));
   }
   // The ops to run: all for training, else those the outputs depend on.
-  std::vector<bool> needed(planRef.values_size(), training);
+  std::vector<bool> needed(valueCount, training);
   if (!training)
     for (int o : outputs)
-      needed[resolve(planRef.outputs(o))] = true;
+      needed[outputValue(o)] = true;
   std::vector<Node *> order;
   for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
     Node *node = it->get();
@@ -291,8 +379,8 @@ Program::MemoryPlan &Program::planFor(const std::vector<const Tensor *> &inputs,
       needed[id] = true;
   }
   mp->active.assign(order.rbegin(), order.rend());
-  mp->values.resize(planRef.values_size());
-  std::vector<bool> defined(planRef.values_size(), false);
+  mp->values.resize(valueCount);
+  std::vector<bool> defined(valueCount, false);
   for (int i = 0; i < planRef.inputs_size(); ++i) {
     int id = resolve(planRef.inputs(i));
     if (!needed[id])
@@ -320,13 +408,12 @@ Program::MemoryPlan &Program::planFor(const std::vector<const Tensor *> &inputs,
   std::vector<bool> known = defined;
   std::vector<Node *> early, late;
   for (Node *node : mp->active) {
-    bool isEarly = !node->sideEffect && !node->outputs.empty() &&
-                   !readsTableRows(*node->op);
+    bool isEarly = !node->sideEffect && !node->transfer &&
+                   !node->outputs.empty() && !readsTableRows(*node->op);
     for (int id : node->inputs)
       isEarly = isEarly && known[id];
     for (int id : node->outputs)
-      isEarly =
-          isEarly && !isFloat(fromPlanType(planRef.values(id).type().dtype()));
+      isEarly = isEarly && !isFloat(valueDType(id));
     if (isEarly)
       for (int id : node->outputs)
         known[id] = true;
@@ -355,15 +442,20 @@ Program::MemoryPlan &Program::planFor(const std::vector<const Tensor *> &inputs,
     std::vector<Shape> outShapes = node->kernel->prepareChecked(shapes);
     for (size_t r = 0; r < node->outputs.size(); ++r) {
       int id = node->outputs[r];
-      DType dtype = fromPlanType(planRef.values(id).type().dtype());
+      DType dtype = valueDType(id);
+      bool onDevice = node->kind == DeviceKind::GPU;
       if (node->kernel->outputsAreViews())
-        mp->values[id] = Tensor::view(dtype, outShapes[r], nullptr);
+        mp->values[id] =
+            Tensor::view(dtype, outShapes[r], nullptr,
+                         onDevice ? MemorySpace::Device : MemorySpace::Host);
+      else if (onDevice)
+        mp->values[id] = gpu->allocate(dtype, outShapes[r]);
       else
         mp->values[id] = Tensor(dtype, outShapes[r]);
       defined[id] = true;
     }
   }
-  std::vector<bool> ragged(planRef.values_size(), false);
+  std::vector<bool> ragged(valueCount, false);
   for (int i = 0; i < planRef.inputs_size(); ++i)
     if (bagOffsetsOf[i] >= 0)
       ragged[resolve(planRef.inputs(i))] = true;
@@ -584,8 +676,11 @@ Program::run(const std::vector<const Tensor *> &inputs, bool training,
       batch->push(*context.tables);
   }
   batch->collectingPushes = false;
+  // The host may reuse its buffers once the device has read them.
+  if (gpu)
+    gpu->synchronize();
   results.clear();
   for (int o : outputs)
-    results.push_back(&mp.values[resolve(planRef.outputs(o))]);
+    results.push_back(&mp.values[outputValue(o)]);
   return results;
 }

@@ -1,5 +1,6 @@
 //===- Registry.cpp - The registry of every kernel in this binary ---------===//
 
+#include "heterps/Runtime/DeviceRuntime.h"
 #include "heterps/Runtime/Kernel.h"
 
 using namespace heterps::runtime;
@@ -15,6 +16,9 @@ KernelRegistry &KernelRegistry::global() {
     auto *r = new KernelRegistry();
     registerCPUKernels(*r);
     registerStateKernels(*r);
+#ifdef HETERPS_HAVE_CUDA
+    cuda::registerGPUKernels(*r);
+#endif
     return r;
   }();
   return *registry;

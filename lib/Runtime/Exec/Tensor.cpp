@@ -112,9 +112,25 @@ static std::shared_ptr<void> allocateAligned(size_t bytes) {
 
 Tensor::Tensor(DType dtype, Shape shape) { resize(dtype, shape); }
 
-Tensor Tensor::view(DType dtype, Shape shape, void *data) {
+Tensor Tensor::view(DType dtype, Shape shape, void *data, MemorySpace space) {
   Tensor t;
   t.reset(dtype, shape, data);
+  t.memorySpace = space;
+  return t;
+}
+
+Tensor Tensor::adopt(DType dtype, Shape shape, std::shared_ptr<void> buffer,
+                     size_t capacity, MemorySpace space) {
+  Tensor t;
+  t.type = dtype;
+  t.dims = std::move(shape);
+  if (t.byteSize() > capacity)
+    fail() << "a buffer of " << capacity << " bytes cannot hold "
+           << t.typeString();
+  t.owned = std::move(buffer);
+  t.ptr = t.owned.get();
+  t.capacity = capacity;
+  t.memorySpace = space;
   return t;
 }
 
@@ -130,6 +146,9 @@ void Tensor::resize(DType dtype, const Shape &shape) {
   if (dims != shape)
     dims = shape;
   size_t bytes = byteSize();
+  if (memorySpace == MemorySpace::Device && bytes > capacity)
+    fail() << "device tensor " << typeString() << " needs " << bytes
+           << " bytes, its buffer has " << capacity;
   if (!owned || bytes > capacity) {
     owned = allocateAligned(bytes);
     capacity = bytes;
@@ -138,6 +157,9 @@ void Tensor::resize(DType dtype, const Shape &shape) {
 }
 
 Tensor Tensor::clone() const {
+  if (memorySpace == MemorySpace::Device)
+    fail() << "clone() of device tensor " << typeString()
+           << ": copy it to the host through the GPU column";
   Tensor t(type, dims);
   if (byteSize())
     std::memcpy(t.data(), ptr, byteSize());

@@ -728,6 +728,17 @@ PipelineExecutor::PipelineExecutor(const plan::Plan &plan, ParamStore &params,
         continue;
       }
       DeviceKind kind = resolveStageDevice(stage, options, gpuStatus);
+      // The stage programs place no values in device memory: a GPU stage
+      // runs in one worker (Program), or here on the CPU.
+      if (kind == DeviceKind::GPU) {
+        if (!options.fallbackToCPU)
+          fail() << "stage " << s << " is placed on GPU resource '"
+                 << stage.resource()
+                 << "': the pipelined executor runs stages on the CPU; run "
+                    "the plan with --pipeline=off to use the GPU, or with "
+                    "--fallback=cpu";
+        kind = DeviceKind::CPU;
+      }
       ExecContext workerContext = context;
       if (pipeline.tablesPerWorker) {
         worker->tables = pipeline.tablesPerWorker();

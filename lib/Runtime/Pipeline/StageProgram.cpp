@@ -167,8 +167,7 @@ StageProgram::StageProgram(const plan::Plan &plan, const plan::Stage &stage,
       node->outputTypes.push_back(outTypes.back().dtype);
     }
     OpInfo info(op, inTypes, outTypes);
-    DeviceKind use = registry.has(op.name(), kind) ? kind : DeviceKind::CPU;
-    node->kernel = registry.create(info, use);
+    node->kernel = registry.create(info, kind);
     if (op.name() == "heterps.update_param")
       node->deferred = Deferred::Update;
     else if (op.name() == "heterps.ps_push")

@@ -1,0 +1,77 @@
+//===- DeviceRuntime.h - What the executors need of a GPU -------*- C++ -*-===//
+//
+// The executors place every value of a step in host or device memory and
+// move values across at the boundaries between CPU and GPU ops; they do so
+// through this interface, so that they include no CUDA header. The CUDA
+// library (lib/Runtime/CUDA) implements it over a stream, a caching pool of
+// device memory and pinned staging buffers.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HETERPS_RUNTIME_DEVICERUNTIME_H
+#define HETERPS_RUNTIME_DEVICERUNTIME_H
+
+#include "heterps/Runtime/Kernel.h"
+#include "heterps/Runtime/Tensor.h"
+
+#include <memory>
+#include <string>
+
+namespace heterps::runtime {
+
+class DeviceRuntime {
+public:
+  virtual ~DeviceRuntime();
+
+  /// "cuda:0 (NVIDIA H200)", for messages.
+  virtual std::string describe() const = 0;
+  /// A device tensor of this shape, zero-filled, from the device's pool.
+  virtual Tensor allocate(DType dtype, const Shape &shape) = 0;
+  /// Queues the copy of a host tensor into a device tensor of the same
+  /// type and shape on the calling thread's stream; `host` may change once
+  /// this returns.
+  virtual void copyToDevice(const Tensor &host, Tensor &device) = 0;
+  /// Copies a device tensor into a host tensor of the same type and shape,
+  /// after the work queued before it on the calling thread's stream.
+  /// Returns when the host copy is complete.
+  virtual void copyToHost(const Tensor &device, Tensor &host) = 0;
+  /// Waits for the work queued on the calling thread's stream.
+  virtual void synchronize() = 0;
+};
+
+/// The GPU column's runtime on this machine: null when CUDA is not built
+/// or no GPU runs this build's kernels.
+DeviceRuntime *gpuRuntime();
+
+namespace cuda {
+/// The CUDA runtime of GPU 0, or null when it cannot run kernels. Defined
+/// only when CUDA is built (lib/Runtime/CUDA).
+DeviceRuntime *deviceRuntime();
+/// Adds the GPU column. Defined only when CUDA is built.
+void registerGPUKernels(KernelRegistry &registry);
+} // namespace cuda
+
+/// Ops that run where their state lives whatever their stage's kind: the
+/// dense parameters, the embedding tables and the channels between stages
+/// are host memory, so loads, updates, lookups, pulls, pushes, sends and
+/// receives run on the CPU and their operands move to the host.
+bool runsOnHost(const std::string &opName);
+
+/// Creates the kernel of `op` for a stage of kind `stageKind` and sets
+/// `column` to the column it came from: the stage's own; the CPU for a host
+/// op and for an op on integers alone (ids and shapes, which host ops
+/// read); the CPU for an op or a variant of it that the GPU column lacks
+/// when `fallbackToCPU`. Otherwise throws naming the op.
+std::unique_ptr<Kernel> createKernelFor(const KernelRegistry &registry,
+                                        const OpInfo &op, DeviceKind stageKind,
+                                        bool fallbackToCPU, DeviceKind &column);
+
+/// Copies its operand between host and device memory: the executors insert
+/// one wherever an op reads a value that lives in the other space. `op` is
+/// the op the copy serves, for messages and profiles.
+std::unique_ptr<Kernel>
+makeTransferKernel(const OpInfo &op, DeviceRuntime &device, MemorySpace to);
+
+} // namespace heterps::runtime
+
+#endif // HETERPS_RUNTIME_DEVICERUNTIME_H

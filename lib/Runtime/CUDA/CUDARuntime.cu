@@ -1,0 +1,88 @@
+//===- CUDARuntime.cu - Device memory and transfers for the executors -----===//
+//
+// Device buffers come from CUDA's stream-ordered pool (cudaMallocAsync): a
+// memory plan takes its buffers once per input signature and gives them
+// back when it is destroyed, so a steady-state step allocates nothing.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GPUDevice.h"
+
+#include "heterps/Runtime/DeviceRuntime.h"
+#include "heterps/Runtime/Devices.h"
+#include "heterps/Runtime/Error.h"
+
+#include <mutex>
+
+using namespace heterps::runtime;
+using namespace heterps::runtime::cuda;
+
+namespace {
+
+class CUDARuntime : public DeviceRuntime {
+public:
+  explicit CUDARuntime(std::string name) : name(std::move(name)) {}
+
+  std::string describe() const override { return "cuda:0 (" + name + ")"; }
+
+  Tensor allocate(DType dtype, const Shape &shape) override {
+    size_t bytes = numElements(shape) * dtypeSize(dtype);
+    size_t rounded = ((bytes + 255) / 256) * 256;
+    if (rounded == 0)
+      rounded = 256;
+    GPUDevice &device = gpuDevice();
+    void *p = nullptr;
+    check(cudaMallocAsync(&p, rounded, device.stream),
+          "allocating device memory");
+    check(cudaMemsetAsync(p, 0, rounded, device.stream),
+          "clearing device memory");
+    // cudaFree waits for the device and may run on any thread (the last
+    // reference can go at exit, after a worker's stream is gone).
+    std::shared_ptr<void> buffer(p, [](void *q) { cudaFree(q); });
+    return Tensor::adopt(dtype, shape, std::move(buffer), rounded,
+                         MemorySpace::Device);
+  }
+
+  void copyToDevice(const Tensor &host, Tensor &device) override {
+    requireSame(host, device);
+    check(cudaMemcpyAsync(device.data(), host.data(), host.byteSize(),
+                          cudaMemcpyHostToDevice, gpuDevice().stream),
+          "copying to the device");
+  }
+
+  void copyToHost(const Tensor &device, Tensor &host) override {
+    requireSame(device, host);
+    cudaStream_t stream = gpuDevice().stream;
+    check(cudaMemcpyAsync(host.data(), device.data(), device.byteSize(),
+                          cudaMemcpyDeviceToHost, stream),
+          "copying to the host");
+    check(cudaStreamSynchronize(stream), "waiting for the device");
+  }
+
+  void synchronize() override {
+    check(cudaStreamSynchronize(gpuDevice().stream), "waiting for the device");
+  }
+
+private:
+  static void requireSame(const Tensor &from, const Tensor &to) {
+    if (from.dtype() != to.dtype() || from.shape() != to.shape())
+      fail() << "copy between host and device of " << from.typeString()
+             << " into " << to.typeString();
+  }
+
+  std::string name;
+};
+
+} // namespace
+
+DeviceRuntime *cuda::deviceRuntime() {
+  static std::once_flag once;
+  static CUDARuntime *runtime = nullptr;
+  std::call_once(once, [] {
+    DeviceInventory inventory;
+    queryGpus(inventory);
+    if (!inventory.gpus.empty() && inventory.gpus[0].kernelsRun)
+      runtime = new CUDARuntime(inventory.gpus[0].name);
+  });
+  return runtime;
+}

@@ -1,0 +1,190 @@
+//===- ElementwiseKernels.cu - Elementwise ops on the GPU -----------------===//
+//
+// Binary ops broadcast as NumPy does (the shape rules are the CPU column's,
+// KernelUtil.h); operands of one shape take a flat loop. Unary ops and
+// their gradients evaluate UnaryMath.h's formulas, the ones the host tests
+// hold against the CPU column.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GPUDevice.h"
+#include "UnaryMath.h"
+
+#include "../CPU/KernelUtil.h"
+
+#include <cstring>
+
+using namespace heterps::runtime;
+using namespace heterps::runtime::cuda;
+
+namespace {
+
+enum class BinaryKind { Add, Sub, Mul, Div, Pow };
+
+__device__ inline float applyBinary(BinaryKind kind, float a, float b) {
+  switch (kind) {
+  case BinaryKind::Add:
+    return a + b;
+  case BinaryKind::Sub:
+    return a - b;
+  case BinaryKind::Mul:
+    return a * b;
+  case BinaryKind::Div:
+    return a / b;
+  case BinaryKind::Pow:
+    return powf(a, b);
+  }
+  return 0.0f;
+}
+
+__global__ void binarySame(BinaryKind kind, const float *a, const float *b,
+                           float *y, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    y[i] = applyBinary(kind, a[i], b[i]);
+}
+
+__global__ void binaryBroadcast(BinaryKind kind, const float *a, const float *b,
+                                float *y, int64_t n, Indexing ix) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t rest = i, ia = 0, ib = 0;
+    for (int d = ix.rank - 1; d >= 0; --d) {
+      int64_t c = rest % ix.dims[d];
+      rest /= ix.dims[d];
+      ia += c * ix.a[d];
+      ib += c * ix.b[d];
+    }
+    y[i] = applyBinary(kind, a[ia], b[ib]);
+  }
+}
+
+class BinaryKernel : public Kernel {
+public:
+  BinaryKernel(const OpInfo &op, BinaryKind kind) : Kernel(op), kind(kind) {
+    requireF32(op);
+  }
+
+  std::vector<Shape> prepare(const std::vector<Shape> &in) override {
+    Shape out = cpu::broadcastShapes(in[0], in[1], info);
+    same = in[0] == in[1];
+    ix = makeIndexing(out, cpu::broadcastStrides(in[0], out),
+                      cpu::broadcastStrides(in[1], out), info);
+    return {out};
+  }
+
+  void run(const std::vector<const Tensor *> &in,
+           const std::vector<Tensor *> &res, ExecContext &) override {
+    int64_t n = res[0]->numElements();
+    if (n == 0)
+      return;
+    cudaStream_t stream = gpuDevice().stream;
+    if (same)
+      binarySame<<<blocksFor(n), kBlock, 0, stream>>>(
+          kind, in[0]->as<float>(), in[1]->as<float>(), res[0]->as<float>(), n);
+    else
+      binaryBroadcast<<<blocksFor(n), kBlock, 0, stream>>>(
+          kind, in[0]->as<float>(), in[1]->as<float>(), res[0]->as<float>(), n,
+          ix);
+    checkLaunch(info);
+  }
+
+private:
+  BinaryKind kind;
+  bool same = false;
+  Indexing ix;
+};
+
+template <BinaryKind K> class BinaryKernelOf : public BinaryKernel {
+public:
+  explicit BinaryKernelOf(const OpInfo &op) : BinaryKernel(op, K) {}
+};
+
+__global__ void unaryForwardKernel(UnaryKind kind, UnaryParams p,
+                                   const float *x, float *y, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    y[i] = unaryForward(kind, x[i], p);
+}
+
+__global__ void unaryBackwardKernel(UnaryKind kind, UnaryParams p,
+                                    const float *x, const float *y,
+                                    const float *dy, float *dx, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    dx[i] = unaryBackward(kind, x[i], y[i], dy[i], p);
+}
+
+UnaryParams unaryParamsOf(const OpInfo &op) {
+  UnaryParams p;
+  p.alpha = static_cast<float>(op.getFloat("alpha", 0.01));
+  p.lo = static_cast<float>(op.getFloat("min", -INFINITY));
+  p.hi = static_cast<float>(op.getFloat("max", INFINITY));
+  return p;
+}
+
+/// A unary op (`gradient` false) or heterps.unary_grad, whose operands are
+/// (input, result, result_grad).
+class UnaryKernel : public Kernel {
+public:
+  UnaryKernel(const OpInfo &op, bool gradient)
+      : Kernel(op), gradient(gradient), params(unaryParamsOf(op)) {
+    requireF32(op);
+    std::string name =
+        gradient ? op.getString("kind") : op.name().substr(strlen("heterps."));
+    kind = unaryKindOf(name);
+    if (kind == UnaryKind::Invalid)
+      fail() << op.describe() << ": the GPU column has no unary kind '" << name
+             << "'";
+  }
+
+  std::vector<Shape> prepare(const std::vector<Shape> &in) override {
+    cpu::requireSameShapes(in, info);
+    return {in[0]};
+  }
+
+  void run(const std::vector<const Tensor *> &in,
+           const std::vector<Tensor *> &res, ExecContext &) override {
+    int64_t n = res[0]->numElements();
+    if (n == 0)
+      return;
+    cudaStream_t stream = gpuDevice().stream;
+    if (gradient)
+      unaryBackwardKernel<<<blocksFor(n), kBlock, 0, stream>>>(
+          kind, params, in[0]->as<float>(), in[1]->as<float>(),
+          in[2]->as<float>(), res[0]->as<float>(), n);
+    else
+      unaryForwardKernel<<<blocksFor(n), kBlock, 0, stream>>>(
+          kind, params, in[0]->as<float>(), res[0]->as<float>(), n);
+    checkLaunch(info);
+  }
+
+private:
+  bool gradient;
+  UnaryKind kind = UnaryKind::Invalid;
+  UnaryParams params;
+};
+
+} // namespace
+
+/// The unary kinds the GPU column computes (UnaryMath.h); dropout draws its
+/// mask with the CPU's counter-based generator and stays there.
+static const char *const kUnaryOps[] = {
+    "heterps.relu", "heterps.sigmoid",    "heterps.tanh", "heterps.erf",
+    "heterps.exp",  "heterps.log",        "heterps.sqrt", "heterps.neg",
+    "heterps.abs",  "heterps.leaky_relu", "heterps.clip"};
+
+void cuda::registerElementwiseKernels(KernelRegistry &r) {
+  addKernel<BinaryKernelOf<BinaryKind::Add>>(r, "heterps.add");
+  addKernel<BinaryKernelOf<BinaryKind::Sub>>(r, "heterps.sub");
+  addKernel<BinaryKernelOf<BinaryKind::Mul>>(r, "heterps.mul");
+  addKernel<BinaryKernelOf<BinaryKind::Div>>(r, "heterps.div");
+  addKernel<BinaryKernelOf<BinaryKind::Pow>>(r, "heterps.pow");
+  for (const char *name : kUnaryOps)
+    r.add(name, DeviceKind::GPU, [](const OpInfo &op) {
+      return std::make_unique<UnaryKernel>(op, false);
+    });
+  r.add("heterps.unary_grad", DeviceKind::GPU, [](const OpInfo &op) {
+    return std::make_unique<UnaryKernel>(op, true);
+  });
+}

@@ -1,0 +1,82 @@
+//===- GPUDevice.cu - CUDA state shared by the GPU kernels ----------------===//
+
+#include "GPUDevice.h"
+
+#include "heterps/Runtime/Error.h"
+
+using namespace heterps::runtime;
+using namespace heterps::runtime::cuda;
+
+void cuda::check(cudaError_t status, const char *what) {
+  if (status != cudaSuccess)
+    fail() << what << ": " << cudaGetErrorString(status) << " (CUDA error "
+           << static_cast<int>(status) << ")";
+}
+
+void cuda::check(cublasStatus_t status, const char *what) {
+  if (status != CUBLAS_STATUS_SUCCESS)
+    fail() << what << ": " << cublasGetStatusString(status)
+           << " (cuBLAS status " << static_cast<int>(status) << ")";
+}
+
+namespace {
+/// Owns a thread's stream and handle; destroyed when the thread ends.
+struct ThreadDevice {
+  GPUDevice device;
+  ThreadDevice() {
+    check(cudaSetDevice(0), "cudaSetDevice(0)");
+    check(cudaStreamCreateWithFlags(&device.stream, cudaStreamNonBlocking),
+          "creating a CUDA stream");
+    check(cublasCreate(&device.blas), "creating a cuBLAS handle");
+    check(cublasSetStream(device.blas, device.stream),
+          "binding cuBLAS to the stream");
+    // TF32 stays off: f32 GEMMs match the CPU column within 1e-5.
+    check(cublasSetMathMode(device.blas, CUBLAS_DEFAULT_MATH),
+          "setting cuBLAS's math mode");
+  }
+  ~ThreadDevice() {
+    if (device.blas)
+      cublasDestroy(device.blas);
+    if (device.stream)
+      cudaStreamDestroy(device.stream);
+  }
+};
+} // namespace
+
+GPUDevice &cuda::gpuDevice() {
+  thread_local ThreadDevice state;
+  return state.device;
+}
+
+void cuda::checkLaunch(const OpInfo &op) {
+  cudaError_t status = cudaGetLastError();
+  if (status != cudaSuccess)
+    fail() << op.describe()
+           << ": the GPU kernel did not launch: " << cudaGetErrorString(status);
+}
+
+Indexing cuda::makeIndexing(const Shape &out, const std::vector<int64_t> &sa,
+                            const std::vector<int64_t> &sb, const OpInfo &op) {
+  if (out.size() > static_cast<size_t>(kMaxRank))
+    fail() << op.describe() << ": the GPU kernels take rank up to " << kMaxRank
+           << ", got " << shapeString(out);
+  Indexing ix;
+  ix.rank = static_cast<int>(out.size());
+  for (size_t d = 0; d < out.size(); ++d) {
+    ix.dims[d] = out[d];
+    ix.a[d] = d < sa.size() ? sa[d] : 0;
+    ix.b[d] = d < sb.size() ? sb[d] : 0;
+  }
+  return ix;
+}
+
+void cuda::requireF32(const OpInfo &op) {
+  auto check = [&](const std::vector<TensorType> &types) {
+    for (const TensorType &t : types)
+      if (isFloat(t.dtype) && t.dtype != DType::F32)
+        fail() << op.describe() << ": the GPU column computes in f32, the op "
+               << "has " << dtypeName(t.dtype) << " values";
+  };
+  check(op.inputTypes());
+  check(op.outputTypes());
+}

@@ -1,0 +1,88 @@
+//===- GPUDevice.h - CUDA state shared by the GPU kernels -------*- C++ -*-===//
+//
+// The GPU column mirrors the CPU's: each thread that runs GPU kernels has
+// its own stream and cuBLAS handle on GPU 0 (a handle is not safe to share
+// between threads), and every kernel of the thread queues its work on that
+// stream. Kernels do not wait for the device: the copies to the host and
+// the end of a step do (DeviceRuntime.h).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HETERPS_LIB_RUNTIME_CUDA_GPUDEVICE_H
+#define HETERPS_LIB_RUNTIME_CUDA_GPUDEVICE_H
+
+#include "heterps/Runtime/Kernel.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace heterps::runtime::cuda {
+
+/// Throws a RuntimeError naming `what` and CUDA's reason when a call failed.
+void check(cudaError_t status, const char *what);
+void check(cublasStatus_t status, const char *what);
+
+struct GPUDevice {
+  cudaStream_t stream = nullptr;
+  cublasHandle_t blas = nullptr;
+};
+
+/// This thread's stream and cuBLAS handle on GPU 0, created on first use.
+GPUDevice &gpuDevice();
+
+/// Checks that the last launch on this thread was accepted; `op` names the
+/// op in the error.
+void checkLaunch(const OpInfo &op);
+
+/// Threads per block of the elementwise and reduction kernels.
+constexpr int kBlock = 256;
+
+/// Blocks for `n` elements, one element per thread, capped so that the
+/// kernels' grid-stride loops cover the rest.
+inline unsigned blocksFor(int64_t n) {
+  int64_t blocks = (n + kBlock - 1) / kBlock;
+  return static_cast<unsigned>(blocks < 1       ? 1
+                               : blocks > 65535 ? 65535
+                                                : blocks);
+}
+
+/// The ranks the broadcasting and reduction kernels take.
+constexpr int kMaxRank = 8;
+
+/// A shape and the strides of up to two operands read along it, passed to
+/// kernels by value.
+struct Indexing {
+  int rank = 0;
+  int64_t dims[kMaxRank] = {};
+  int64_t a[kMaxRank] = {};
+  int64_t b[kMaxRank] = {};
+};
+
+/// The Indexing of `out` read through strides `sa` and `sb` (0 along
+/// broadcast dimensions); throws naming `op` above kMaxRank.
+Indexing makeIndexing(const Shape &out, const std::vector<int64_t> &sa,
+                      const std::vector<int64_t> &sb, const OpInfo &op);
+
+/// Fails naming the op unless every float operand and result of the plan's
+/// types is f32: the GPU column computes in f32.
+void requireF32(const OpInfo &op);
+
+/// Registers a kernel class of the GPU column.
+template <typename K>
+void addKernel(KernelRegistry &r, const std::string &name) {
+  r.add(name, DeviceKind::GPU,
+        [](const OpInfo &op) { return std::make_unique<K>(op); });
+}
+
+void registerElementwiseKernels(KernelRegistry &r);
+void registerLinalgKernels(KernelRegistry &r);
+void registerReduceKernels(KernelRegistry &r);
+void registerLossKernels(KernelRegistry &r);
+void registerShapeKernels(KernelRegistry &r);
+
+} // namespace heterps::runtime::cuda
+
+#endif // HETERPS_LIB_RUNTIME_CUDA_GPUDEVICE_H

@@ -1,0 +1,194 @@
+//===- LinalgKernels.cu - GEMM and MatMul through cuBLAS ------------------===//
+//
+// cuBLAS is column-major and the runtime's tensors row-major: a row-major
+// C = op(A) op(B) is the column-major C^T = op(B)^T op(A)^T, so each call
+// passes B before A and swaps M and N; transposed operands only change the
+// leading dimensions. TF32 stays off (GPUDevice.cu), so results match the
+// CPU column's within 1e-5.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GPUDevice.h"
+
+#include "../CPU/KernelUtil.h"
+
+using namespace heterps::runtime;
+using namespace heterps::runtime::cuda;
+
+namespace {
+
+/// Row-major y = alpha * op(A) op(B) + beta * y over `batch` matrices
+/// (strides in elements; a B stride of 0 shares one B).
+void gemm(const OpInfo &op, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+          float alpha, const float *a, int64_t strideA, const float *b,
+          int64_t strideB, float beta, float *y, int64_t batch) {
+  if (m == 0 || n == 0)
+    return;
+  if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX)
+    fail() << op.describe() << ": a " << m << "x" << k << "x" << n
+           << " product is beyond cuBLAS's 32-bit dimensions";
+  int lda = static_cast<int>(ta ? m : k), ldb = static_cast<int>(tb ? k : n);
+  cublasOperation_t opA = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t opB = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasHandle_t h = gpuDevice().blas;
+  if (batch == 1)
+    check(cublasSgemm(h, opB, opA, static_cast<int>(n), static_cast<int>(m),
+                      static_cast<int>(k), &alpha, b, ldb, a, lda, &beta, y,
+                      static_cast<int>(n)),
+          "cublasSgemm");
+  else
+    check(cublasSgemmStridedBatched(
+              h, opB, opA, static_cast<int>(n), static_cast<int>(m),
+              static_cast<int>(k), &alpha, b, ldb, strideB, a, lda, strideA,
+              &beta, y, static_cast<int>(n), m * n, static_cast<int>(batch)),
+          "cublasSgemmStridedBatched");
+}
+
+/// y[o] = beta * c[broadcast index of o]: the C term of a GEMM, written
+/// before cuBLAS accumulates the product onto it.
+__global__ void broadcastScaled(const float *c, float beta, float *y, int64_t n,
+                                Indexing ix) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t rest = i, ic = 0;
+    for (int d = ix.rank - 1; d >= 0; --d) {
+      int64_t coord = rest % ix.dims[d];
+      rest /= ix.dims[d];
+      ic += coord * ix.a[d];
+    }
+    y[i] = beta * c[ic];
+  }
+}
+
+/// heterps.gemm: alpha * op(A) op(B) + beta * C.
+class GemmKernel : public Kernel {
+public:
+  explicit GemmKernel(const OpInfo &op)
+      : Kernel(op), ta(op.getBool("trans_a", false)),
+        tb(op.getBool("trans_b", false)),
+        alpha(static_cast<float>(op.getFloat("alpha", 1.0))),
+        beta(static_cast<float>(op.getFloat("beta", 1.0))) {
+    requireF32(op);
+  }
+
+  std::vector<Shape> prepare(const std::vector<Shape> &in) override {
+    if (in[0].size() != 2 || in[1].size() != 2)
+      fail() << info.describe() << ": operands must be 2-D, got "
+             << shapeString(in[0]) << " and " << shapeString(in[1]);
+    m = ta ? in[0][1] : in[0][0];
+    k = ta ? in[0][0] : in[0][1];
+    int64_t kb = tb ? in[1][1] : in[1][0];
+    n = tb ? in[1][0] : in[1][1];
+    if (k != kb)
+      fail() << info.describe() << ": inner dimensions differ: op(A) is " << m
+             << "x" << k << ", op(B) is " << kb << "x" << n;
+    hasC = in.size() > 2;
+    Shape out{m, n};
+    if (hasC) {
+      if (cpu::broadcastShapes(in[2], out, info) != out)
+        fail() << info.describe() << ": C of shape " << shapeString(in[2])
+               << " does not broadcast to " << m << "x" << n;
+      cIndex = makeIndexing(out, cpu::broadcastStrides(in[2], out), {}, info);
+    }
+    return {out};
+  }
+
+  void run(const std::vector<const Tensor *> &in,
+           const std::vector<Tensor *> &res, ExecContext &) override {
+    float *y = res[0]->as<float>();
+    int64_t total = m * n;
+    bool accumulate = hasC && beta != 0.0f;
+    if (accumulate && total) {
+      broadcastScaled<<<blocksFor(total), kBlock, 0, gpuDevice().stream>>>(
+          in[2]->as<float>(), beta, y, total, cIndex);
+      checkLaunch(info);
+    }
+    if (k == 0) {
+      if (!accumulate && total)
+        check(cudaMemsetAsync(y, 0, total * sizeof(float), gpuDevice().stream),
+              "clearing a GEMM's result");
+      return;
+    }
+    gemm(info, ta, tb, m, n, k, alpha, in[0]->as<float>(), 0,
+         in[1]->as<float>(), 0, accumulate ? 1.0f : 0.0f, y, 1);
+  }
+
+private:
+  bool ta, tb;
+  float alpha, beta;
+  int64_t m = 0, k = 0, n = 0;
+  bool hasC = false;
+  Indexing cIndex;
+};
+
+/// heterps.matmul with NumPy semantics, as the CPU column: 1-D operands are
+/// promoted, a shared right matrix folds the left operand's batch into M,
+/// equal batch dimensions run as a strided batch.
+class MatMulKernel : public Kernel {
+public:
+  explicit MatMulKernel(const OpInfo &op) : Kernel(op) { requireF32(op); }
+
+  std::vector<Shape> prepare(const std::vector<Shape> &in) override {
+    Shape a = in[0], b = in[1];
+    bool aVec = a.size() == 1, bVec = b.size() == 1;
+    if (aVec)
+      a.insert(a.begin(), 1);
+    if (bVec)
+      b.push_back(1);
+    if (a.size() < 2 || b.size() < 2)
+      fail() << info.describe() << ": operands of rank 0";
+    k = a.back();
+    if (b[b.size() - 2] != k)
+      fail() << info.describe()
+             << ": inner dimensions differ: " << shapeString(in[0]) << " times "
+             << shapeString(in[1]);
+    n = b.back();
+    Shape aBatch(a.begin(), a.end() - 2), bBatch(b.begin(), b.end() - 2);
+    Shape out = cpu::broadcastShapes(aBatch, bBatch, info);
+    out.push_back(a[a.size() - 2]);
+    out.push_back(n);
+    if (bBatch.empty() || numElements(bBatch) == 1) {
+      batch = 1;
+      m = numElements(aBatch) * a[a.size() - 2];
+      bBatched = false;
+    } else if (aBatch == bBatch) {
+      batch = numElements(aBatch);
+      m = a[a.size() - 2];
+      bBatched = true;
+    } else {
+      fail() << info.describe()
+             << ": broadcasting batch dimensions that differ ("
+             << shapeString(in[0]) << " and " << shapeString(in[1])
+             << ") is not implemented on the GPU";
+    }
+    if (aVec)
+      out.erase(out.end() - 2);
+    if (bVec)
+      out.pop_back();
+    return {out};
+  }
+
+  void run(const std::vector<const Tensor *> &in,
+           const std::vector<Tensor *> &res, ExecContext &) override {
+    float *y = res[0]->as<float>();
+    if (k == 0) {
+      if (res[0]->byteSize())
+        check(cudaMemsetAsync(y, 0, res[0]->byteSize(), gpuDevice().stream),
+              "clearing a MatMul's result");
+      return;
+    }
+    gemm(info, false, false, m, n, k, 1.0f, in[0]->as<float>(), m * k,
+         in[1]->as<float>(), bBatched ? k * n : 0, 0.0f, y, batch);
+  }
+
+private:
+  int64_t batch = 1, m = 0, k = 0, n = 0;
+  bool bBatched = false;
+};
+
+} // namespace
+
+void cuda::registerLinalgKernels(KernelRegistry &r) {
+  addKernel<GemmKernel>(r, "heterps.gemm");
+  addKernel<MatMulKernel>(r, "heterps.matmul");
+}

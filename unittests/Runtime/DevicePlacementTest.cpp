@@ -1,0 +1,364 @@
+//===- DevicePlacementTest.cpp - GPU stages and their transfers -----------===//
+//
+// A Program runs a GPU stage's ops on the GPU column with their values in
+// device memory, copies values across wherever an op reads one from the
+// other space, and refuses an op the column lacks unless --fallback=cpu.
+//
+// The placement is tested on every machine against a test device whose
+// "device memory" is host memory marked as the device's, and a GPU column
+// whose kernels are the CPU's behind a check that every operand and result
+// is in device memory: a missing or misplaced copy fails the check. The
+// GPU column's own formulas (UnaryMath.h) are held against the CPU column
+// on the host. The GPU column itself runs against the CPU's where a GPU is
+// usable, and is reported skipped elsewhere.
+//
+//===----------------------------------------------------------------------===//
+
+#include "heterps/Dialect/HeterPS/IR/HeterPSDialect.h"
+#include "heterps/Runtime/DeviceRuntime.h"
+#include "heterps/Runtime/EmbeddingStore.h"
+#include "heterps/Runtime/Error.h"
+#include "heterps/Runtime/ParamStore.h"
+#include "heterps/Runtime/Program.h"
+#include "heterps/Target/Plan/PlanEmitter.h"
+#include "heterps/Transforms/Passes.h"
+
+#include "../../lib/Runtime/CUDA/UnaryMath.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <set>
+
+using namespace heterps;
+using namespace heterps::runtime;
+
+namespace {
+
+/// A CTR model: a table lookup (a host op) feeding an MLP.
+const char *kCtrModel = R"mlir(
+heterps.embedding_table @t {vocab = 1000 : i64, dim = 8 : i64, initializer = #heterps.init<uniform(-0.1, 0.1)>}
+heterps.param @w1 : tensor<12x16xf32> = #heterps.init<xavier_uniform>
+heterps.param @b1 : tensor<16xf32> = #heterps.init<zeros>
+heterps.param @w2 : tensor<16x1xf32> = #heterps.init<xavier_uniform>
+func.func @main(%dense: tensor<?x4xf32> {heterps.name = "dense"},
+                %ids: tensor<?x3xi64> {heterps.name = "ids"}) -> tensor<?x1xf32> {
+  %e = heterps.embedding_lookup @t[%ids] {combiner = #heterps.combiner<sum>} : (tensor<?x3xi64>) -> tensor<?x8xf32>
+  %x = heterps.concat %dense, %e {axis = 1 : i64} : (tensor<?x4xf32>, tensor<?x8xf32>) -> tensor<?x12xf32>
+  %w1 = heterps.load_param @w1 : tensor<12x16xf32>
+  %b1 = heterps.load_param @b1 : tensor<16xf32>
+  %h = heterps.gemm %x, %w1, %b1 : (tensor<?x12xf32>, tensor<12x16xf32>, tensor<16xf32>) -> tensor<?x16xf32>
+  %a = heterps.relu %h : tensor<?x16xf32>
+  %w2 = heterps.load_param @w2 : tensor<16x1xf32>
+  %z = heterps.matmul %a, %w2 : (tensor<?x16xf32>, tensor<16x1xf32>) -> tensor<?x1xf32>
+  %p = heterps.sigmoid %z : tensor<?x1xf32>
+  return %p : tensor<?x1xf32>
+}
+)mlir";
+
+/// The training plan of kCtrModel (BCE loss, `optimizer`), its one stage
+/// of kind `kind`.
+plan::Plan compile(const std::string &kind, const std::string &optimizer) {
+  mlir::DialectRegistry registry;
+  registry.insert<mlir::heterps::HeterPSDialect, mlir::func::FuncDialect>();
+  mlir::MLIRContext context(registry);
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(kCtrModel, &context);
+  EXPECT_TRUE(module);
+  mlir::PassManager pm(&context);
+  mlir::heterps::AutodiffPassOptions options;
+  options.loss = mlir::heterps::AddedLoss::bce;
+  options.optimizer = *mlir::heterps::symbolizeOptimizerKind(optimizer);
+  pm.addPass(mlir::heterps::createAutodiffPass(options));
+  EXPECT_TRUE(mlir::succeeded(pm.run(*module)));
+  plan::Plan p;
+  EXPECT_TRUE(mlir::succeeded(mlir::heterps::emitPlan(*module, {}, p)));
+  EXPECT_EQ(p.stages_size(), 1);
+  for (plan::Stage &stage : *p.mutable_stages()) {
+    stage.set_kind(kind);
+    stage.set_resource(kind + "-pool");
+  }
+  return p;
+}
+
+struct Batch {
+  Tensor dense, ids, label;
+  Batch(int64_t n, uint32_t seed)
+      : dense(DType::F32, {n, 4}), ids(DType::I64, {n, 3}),
+        label(DType::F32, {n, 1}) {
+    std::mt19937 rng(seed);
+    for (int64_t i = 0; i < n * 4; ++i)
+      dense.as<float>()[i] = std::normal_distribution<float>()(rng);
+    for (int64_t i = 0; i < n * 3; ++i)
+      ids.as<int64_t>()[i] = rng() % 1000;
+    for (int64_t i = 0; i < n; ++i)
+      label.as<float>()[i] = static_cast<float>(rng() % 2);
+  }
+  std::vector<const Tensor *> inputs() { return {&dense, &ids, &label}; }
+};
+
+/// Device memory that is host memory marked as the device's; counts the
+/// copies.
+class HostMemoryDevice : public DeviceRuntime {
+public:
+  std::string describe() const override { return "host-memory test device"; }
+  Tensor allocate(DType dtype, const Shape &shape) override {
+    size_t bytes = std::max<size_t>(numElements(shape) * dtypeSize(dtype), 1);
+    size_t rounded = (bytes + 63) / 64 * 64;
+    void *p = std::aligned_alloc(64, rounded);
+    std::memset(p, 0, rounded);
+    ++allocations;
+    return Tensor::adopt(dtype, shape, std::shared_ptr<void>(p, std::free),
+                         rounded, MemorySpace::Device);
+  }
+  void copyToDevice(const Tensor &host, Tensor &device) override {
+    copy(host, MemorySpace::Host, device, MemorySpace::Device);
+    ++toDevice;
+  }
+  void copyToHost(const Tensor &device, Tensor &host) override {
+    copy(device, MemorySpace::Device, host, MemorySpace::Host);
+    ++toHost;
+  }
+  void synchronize() override { ++synchronizations; }
+
+  int allocations = 0, toDevice = 0, toHost = 0, synchronizations = 0;
+
+private:
+  static void copy(const Tensor &from, MemorySpace fromSpace, Tensor &to,
+                   MemorySpace toSpace) {
+    ASSERT_EQ(from.space(), fromSpace);
+    ASSERT_EQ(to.space(), toSpace);
+    ASSERT_EQ(from.shape(), to.shape());
+    ASSERT_EQ(from.dtype(), to.dtype());
+    std::memcpy(to.data(), from.data(), from.byteSize());
+  }
+};
+
+/// A CPU kernel that checks that its operands and results are in device
+/// memory, as a GPU kernel would need them.
+class DeviceCheckingKernel : public Kernel {
+public:
+  DeviceCheckingKernel(const OpInfo &op, std::unique_ptr<Kernel> inner)
+      : Kernel(op), inner(std::move(inner)) {}
+  std::vector<Shape> prepare(const std::vector<Shape> &in) override {
+    return inner->prepare(in);
+  }
+  void run(const std::vector<const Tensor *> &in,
+           const std::vector<Tensor *> &out, ExecContext &ctx) override {
+    for (const Tensor *t : in)
+      if (t->space() != MemorySpace::Device)
+        fail() << info.describe() << " read a host operand on the GPU";
+    for (const Tensor *t : out)
+      if (t->space() != MemorySpace::Device)
+        fail() << info.describe() << " wrote a host result on the GPU";
+    inner->run(in, out, ctx);
+    ++runs();
+  }
+  bool outputsAreViews() const override { return inner->outputsAreViews(); }
+  static int &runs() {
+    static int count = 0;
+    return count;
+  }
+
+private:
+  std::unique_ptr<Kernel> inner;
+};
+
+/// The CPU column of this binary, and a GPU column of device-checking
+/// twins of every CPU kernel but host ops and `missing`.
+KernelRegistry testRegistry(const std::set<std::string> &missing) {
+  KernelRegistry r;
+  for (const std::string &name :
+       KernelRegistry::global().opNames(DeviceKind::CPU)) {
+    r.add(name, DeviceKind::CPU, [](const OpInfo &op) {
+      return KernelRegistry::global().create(op, DeviceKind::CPU);
+    });
+    if (runsOnHost(name) || missing.count(name))
+      continue;
+    r.add(name, DeviceKind::GPU, [](const OpInfo &op) {
+      return std::make_unique<DeviceCheckingKernel>(
+          op, KernelRegistry::global().create(op, DeviceKind::CPU));
+    });
+  }
+  return r;
+}
+
+/// Trains `steps` steps of 32 examples and returns the parameters and the
+/// table row of id 7.
+std::vector<std::vector<float>>
+train(const plan::Plan &plan, const ProgramOptions &options, int steps) {
+  ParamStore params(plan, 1);
+  LocalEmbeddingStore tables(plan, 1);
+  Program program(plan, params, tables, options);
+  for (int s = 0; s < steps; ++s) {
+    Batch batch(32, 100 + s);
+    program.run(batch.inputs(), true, {0});
+  }
+  std::vector<std::vector<float>> state;
+  for (const auto &[name, param] : params.all())
+    state.emplace_back(param.value.as<float>(),
+                       param.value.as<float>() + param.value.numElements());
+  std::vector<float> row(8);
+  int64_t key = 7;
+  tables.pull(tables.tableId("t"), &key, 1, row.data());
+  state.push_back(row);
+  return state;
+}
+
+TEST(DevicePlacement, AGpuStageTrainsAsTheCpu) {
+  plan::Plan cpuPlan = compile("cpu", "adam");
+  plan::Plan gpuPlan = compile("gpu", "adam");
+  std::vector<std::vector<float>> expected = train(cpuPlan, {}, 3);
+
+  KernelRegistry registry = testRegistry({});
+  HostMemoryDevice device;
+  ProgramOptions options;
+  options.registry = &registry;
+  options.gpu = &device;
+  DeviceCheckingKernel::runs() = 0;
+  std::vector<std::vector<float>> got = train(gpuPlan, options, 3);
+  EXPECT_EQ(got, expected);
+  EXPECT_GT(DeviceCheckingKernel::runs(), 0);
+  // In: the dense features, the looked-up rows, the labels and the
+  // parameters. Out: the gradients the host's updates and pushes read,
+  // and the prediction.
+  EXPECT_GT(device.toDevice, 0);
+  EXPECT_GT(device.toHost, 0);
+  EXPECT_GT(device.allocations, 0);
+  EXPECT_EQ(device.synchronizations, 3);
+}
+
+TEST(DevicePlacement, AStepOnTheGpuAllocatesNoDeviceMemory) {
+  plan::Plan gpuPlan = compile("gpu", "sgd");
+  KernelRegistry registry = testRegistry({});
+  HostMemoryDevice device;
+  ProgramOptions options;
+  options.registry = &registry;
+  options.gpu = &device;
+  ParamStore params(gpuPlan, 1);
+  LocalEmbeddingStore tables(gpuPlan, 1);
+  Program program(gpuPlan, params, tables, options);
+  Batch batch(16, 1);
+  program.run(batch.inputs(), true, {0});
+  int planned = device.allocations;
+  for (int s = 0; s < 3; ++s)
+    program.run(batch.inputs(), true, {0});
+  EXPECT_EQ(device.allocations, planned);
+  // The prediction comes back to the host.
+  const Tensor *out = program.run(batch.inputs(), false, {0})[0];
+  EXPECT_EQ(out->space(), MemorySpace::Host);
+  EXPECT_EQ(out->shape(), (Shape{16, 1}));
+}
+
+TEST(DevicePlacement, AnOpTheGpuColumnLacksIsAnErrorWithoutFallback) {
+  plan::Plan gpuPlan = compile("gpu", "sgd");
+  KernelRegistry registry = testRegistry({"heterps.concat"});
+  HostMemoryDevice device;
+  ProgramOptions options;
+  options.registry = &registry;
+  options.gpu = &device;
+  ParamStore params(gpuPlan, 1);
+  LocalEmbeddingStore tables(gpuPlan, 1);
+  try {
+    Program program(gpuPlan, params, tables, options);
+    FAIL() << "a GPU stage with an op the column lacks was accepted";
+  } catch (const RuntimeError &error) {
+    std::string message = error.what();
+    EXPECT_NE(message.find("heterps.concat"), std::string::npos) << message;
+    EXPECT_NE(message.find("--fallback=cpu"), std::string::npos) << message;
+  }
+
+  // With the fallback the concat runs on the CPU between two copies, and
+  // the step is the CPU's.
+  options.fallbackToCPU = true;
+  std::vector<std::vector<float>> got = train(gpuPlan, options, 2);
+  EXPECT_EQ(got, train(compile("cpu", "sgd"), {}, 2));
+}
+
+TEST(DevicePlacement, UnaryFormulasOfTheGpuColumnAreTheCpuColumns) {
+  std::mt19937 rng(5);
+  const int64_t n = 257;
+  for (const char *kind : {"relu", "sigmoid", "tanh", "erf", "exp", "log",
+                           "sqrt", "neg", "abs", "leaky_relu", "clip"}) {
+    SCOPED_TRACE(kind);
+    bool positive = !std::strcmp(kind, "log") || !std::strcmp(kind, "sqrt");
+    Tensor x(DType::F32, {n}), y(DType::F32, {n}), dy(DType::F32, {n}),
+        dx(DType::F32, {n});
+    for (int64_t i = 0; i < n; ++i) {
+      float v = std::uniform_real_distribution<float>(-3, 3)(rng);
+      x.as<float>()[i] = positive ? std::abs(v) + 0.05f : v;
+      dy.as<float>()[i] = std::uniform_real_distribution<float>(-1, 1)(rng);
+    }
+    plan::Op forward, backward;
+    forward.set_name(std::string("heterps.") + kind);
+    backward.set_name("heterps.unary_grad");
+    (*backward.mutable_attrs())["kind"].set_s(kind);
+    for (plan::Op *op : {&forward, &backward}) {
+      (*op->mutable_attrs())["alpha"].set_f(0.2);
+      if (!std::strcmp(kind, "clip")) {
+        (*op->mutable_attrs())["min"].set_f(-1.0);
+        (*op->mutable_attrs())["max"].set_f(1.5);
+      }
+    }
+    TensorType type{DType::F32, {n}};
+    OpInfo forwardInfo(forward, {type}, {type});
+    OpInfo backwardInfo(backward, {type, type, type}, {type});
+    ExecContext ctx;
+    auto f = KernelRegistry::global().create(forwardInfo, DeviceKind::CPU);
+    f->prepare({{n}});
+    f->run({&x}, {&y}, ctx);
+    auto b = KernelRegistry::global().create(backwardInfo, DeviceKind::CPU);
+    b->prepare({{n}, {n}, {n}});
+    b->run({&x, &y, &dy}, {&dx}, ctx);
+
+    cuda::UnaryKind k = cuda::unaryKindOf(kind);
+    ASSERT_NE(k, cuda::UnaryKind::Invalid);
+    cuda::UnaryParams p;
+    p.alpha = 0.2f;
+    if (!std::strcmp(kind, "clip")) {
+      p.lo = -1.0f;
+      p.hi = 1.5f;
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      float xi = x.as<float>()[i], yi = y.as<float>()[i];
+      EXPECT_NEAR(cuda::unaryForward(k, xi, p), yi,
+                  1e-5f * std::max(1.0f, std::abs(yi)))
+          << "x = " << xi;
+      EXPECT_NEAR(cuda::unaryBackward(k, xi, yi, dy.as<float>()[i], p),
+                  dx.as<float>()[i],
+                  1e-5f * std::max(1.0f, std::abs(dx.as<float>()[i])))
+          << "x = " << xi;
+    }
+  }
+}
+
+/// The GPU column on this machine's GPU against the CPU column: the same
+/// training steps, parameters equal within 1e-5.
+TEST(GpuColumn, TrainingStepsMatchTheCpu) {
+  if (!gpuRuntime())
+    GTEST_SKIP() << "no usable GPU here";
+  for (const char *optimizer : {"sgd", "adam"}) {
+    SCOPED_TRACE(optimizer);
+    std::vector<std::vector<float>> expected =
+        train(compile("cpu", optimizer), {}, 3);
+    ProgramOptions options;
+    std::vector<std::vector<float>> got =
+        train(compile("gpu", optimizer), options, 3);
+    ASSERT_EQ(got.size(), expected.size());
+    for (size_t p = 0; p < got.size(); ++p) {
+      ASSERT_EQ(got[p].size(), expected[p].size());
+      for (size_t i = 0; i < got[p].size(); ++i)
+        EXPECT_NEAR(got[p][i], expected[p][i],
+                    1e-5f * std::max(1.0f, std::abs(expected[p][i])))
+            << "parameter " << p << ", element " << i;
+    }
+  }
+}
+
+} // namespace
