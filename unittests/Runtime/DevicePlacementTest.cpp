@@ -14,21 +14,14 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "heterps/Dialect/HeterPS/IR/HeterPSDialect.h"
 #include "heterps/Runtime/DeviceRuntime.h"
 #include "heterps/Runtime/EmbeddingStore.h"
 #include "heterps/Runtime/Error.h"
 #include "heterps/Runtime/ParamStore.h"
 #include "heterps/Runtime/Program.h"
-#include "heterps/Target/Plan/PlanEmitter.h"
-#include "heterps/Transforms/Passes.h"
 
 #include "../../lib/Runtime/CUDA/UnaryMath.h"
-
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/MLIRContext.h"
-#include "mlir/Parser/Parser.h"
-#include "mlir/Pass/PassManager.h"
+#include "CtrModel.h"
 
 #include <gtest/gtest.h>
 
@@ -42,43 +35,11 @@ using namespace heterps::runtime;
 
 namespace {
 
-/// A CTR model: a table lookup (a host op) feeding an MLP.
-const char *kCtrModel = R"mlir(
-heterps.embedding_table @t {vocab = 1000 : i64, dim = 8 : i64, initializer = #heterps.init<uniform(-0.1, 0.1)>}
-heterps.param @w1 : tensor<12x16xf32> = #heterps.init<xavier_uniform>
-heterps.param @b1 : tensor<16xf32> = #heterps.init<zeros>
-heterps.param @w2 : tensor<16x1xf32> = #heterps.init<xavier_uniform>
-func.func @main(%dense: tensor<?x4xf32> {heterps.name = "dense"},
-                %ids: tensor<?x3xi64> {heterps.name = "ids"}) -> tensor<?x1xf32> {
-  %e = heterps.embedding_lookup @t[%ids] {combiner = #heterps.combiner<sum>} : (tensor<?x3xi64>) -> tensor<?x8xf32>
-  %x = heterps.concat %dense, %e {axis = 1 : i64} : (tensor<?x4xf32>, tensor<?x8xf32>) -> tensor<?x12xf32>
-  %w1 = heterps.load_param @w1 : tensor<12x16xf32>
-  %b1 = heterps.load_param @b1 : tensor<16xf32>
-  %h = heterps.gemm %x, %w1, %b1 : (tensor<?x12xf32>, tensor<12x16xf32>, tensor<16xf32>) -> tensor<?x16xf32>
-  %a = heterps.relu %h : tensor<?x16xf32>
-  %w2 = heterps.load_param @w2 : tensor<16x1xf32>
-  %z = heterps.matmul %a, %w2 : (tensor<?x16xf32>, tensor<16x1xf32>) -> tensor<?x1xf32>
-  %p = heterps.sigmoid %z : tensor<?x1xf32>
-  return %p : tensor<?x1xf32>
-}
-)mlir";
-
-/// The training plan of kCtrModel (BCE loss, `optimizer`), its one stage
-/// of kind `kind`.
+/// The training plan of the CTR model (a table lookup, a host op, feeding
+/// a concat and an MLP; BCE loss, `optimizer`), its one stage of kind
+/// `kind`.
 plan::Plan compile(const std::string &kind, const std::string &optimizer) {
-  mlir::DialectRegistry registry;
-  registry.insert<mlir::heterps::HeterPSDialect, mlir::func::FuncDialect>();
-  mlir::MLIRContext context(registry);
-  auto module = mlir::parseSourceString<mlir::ModuleOp>(kCtrModel, &context);
-  EXPECT_TRUE(module);
-  mlir::PassManager pm(&context);
-  mlir::heterps::AutodiffPassOptions options;
-  options.loss = mlir::heterps::AddedLoss::bce;
-  options.optimizer = *mlir::heterps::symbolizeOptimizerKind(optimizer);
-  pm.addPass(mlir::heterps::createAutodiffPass(options));
-  EXPECT_TRUE(mlir::succeeded(pm.run(*module)));
-  plan::Plan p;
-  EXPECT_TRUE(mlir::succeeded(mlir::heterps::emitPlan(*module, {}, p)));
+  plan::Plan p = fixtures::compileCtrModel(optimizer);
   EXPECT_EQ(p.stages_size(), 1);
   for (plan::Stage &stage : *p.mutable_stages()) {
     stage.set_kind(kind);

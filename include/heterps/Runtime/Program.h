@@ -148,9 +148,7 @@ private:
   /// Places every value in host or device memory and inserts the copies
   /// the ops of the other space read (DeviceRuntime.h).
   void placeValues();
-  /// The element type and plan type of value `id`, a copy's those of the
-  /// value it copies.
-  DType valueDType(int id) const;
+  /// The plan type of value `id`; a copy's is that of the value it copies.
   TensorType valueType(int id) const;
   /// The value that holds plan output `o` on the host.
   int outputValue(int o) const;

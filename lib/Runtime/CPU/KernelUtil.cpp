@@ -61,6 +61,119 @@ Shape cpu::resolveDims(const Shape &dims, int64_t batch) {
   return s;
 }
 
+GemmShape::GemmShape(const Shape &a, const Shape &b, bool ta, bool tb,
+                     const OpInfo &op) {
+  if (a.size() != 2 || b.size() != 2)
+    fail() << op.describe() << ": operands must be 2-D, got " << shapeString(a)
+           << " and " << shapeString(b);
+  m = ta ? a[1] : a[0];
+  k = ta ? a[0] : a[1];
+  int64_t kb = tb ? b[1] : b[0];
+  n = tb ? b[0] : b[1];
+  if (k != kb)
+    fail() << op.describe() << ": inner dimensions differ: op(A) is " << m
+           << "x" << k << ", op(B) is " << kb << "x" << n;
+}
+
+MatMulShape::MatMulShape(const Shape &left, const Shape &right,
+                         const OpInfo &op) {
+  Shape a = left, b = right;
+  bool aVec = a.size() == 1, bVec = b.size() == 1;
+  if (aVec)
+    a.insert(a.begin(), 1);
+  if (bVec)
+    b.push_back(1);
+  if (a.size() < 2 || b.size() < 2)
+    fail() << op.describe() << ": operands of rank 0";
+  k = a.back();
+  if (b[b.size() - 2] != k)
+    fail() << op.describe()
+           << ": inner dimensions differ: " << shapeString(left) << " times "
+           << shapeString(right);
+  n = b.back();
+  Shape aBatch(a.begin(), a.end() - 2), bBatch(b.begin(), b.end() - 2);
+  out = broadcastShapes(aBatch, bBatch, op);
+  out.push_back(a[a.size() - 2]);
+  out.push_back(n);
+  if (bBatch.empty() || numElements(bBatch) == 1) {
+    batch = 1;
+    m = numElements(aBatch) * a[a.size() - 2];
+    bBatched = false;
+  } else if (aBatch == bBatch) {
+    batch = numElements(aBatch);
+    m = a[a.size() - 2];
+    bBatched = true;
+  } else {
+    fail() << op.describe() << ": broadcasting batch dimensions that differ ("
+           << shapeString(left) << " and " << shapeString(right)
+           << ") is not implemented";
+  }
+  if (aVec)
+    out.erase(out.end() - 2);
+  if (bVec)
+    out.pop_back();
+}
+
+ConcatShape::ConcatShape(const std::vector<Shape> &in, int64_t axisAttr,
+                         const OpInfo &op) {
+  out = in[0];
+  axis = normalizeAxis(axisAttr, static_cast<int64_t>(out.size()), op);
+  out[axis] = 0;
+  for (const Shape &s : in) {
+    if (s.size() != out.size())
+      fail() << op.describe() << ": inputs of different ranks";
+    for (size_t d = 0; d < s.size(); ++d)
+      if (static_cast<int64_t>(d) != axis && s[d] != in[0][d])
+        fail() << op.describe() << ": input of shape " << shapeString(s)
+               << " does not match " << shapeString(in[0])
+               << " outside the axis";
+    out[axis] += s[axis];
+  }
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= out[d];
+  for (const Shape &s : in) {
+    int64_t elements = 1;
+    for (size_t d = axis; d < s.size(); ++d)
+      elements *= s[d];
+    inner.push_back(elements);
+  }
+}
+
+void ReducePlan::init(const Shape &in, const std::vector<int64_t> &axes,
+                      bool keepdims, const OpInfo &op) {
+  input = in;
+  int64_t rank = static_cast<int64_t>(in.size());
+  std::vector<bool> reduced(rank, axes.empty());
+  for (int64_t a : axes)
+    reduced[normalizeAxis(a, rank, op)] = true;
+  kept = in;
+  result.clear();
+  count = 1;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (reduced[d]) {
+      count *= in[d];
+      kept[d] = 1;
+      if (keepdims)
+        result.push_back(1);
+    } else {
+      result.push_back(in[d]);
+    }
+  }
+  own = stridesOf(in);
+  toKept = broadcastStrides(kept, in);
+}
+
+LossReduction cpu::lossReductionOf(const OpInfo &op) {
+  std::string r = op.getString("reduction", "mean");
+  if (r == "none")
+    return LossReduction::None;
+  if (r == "sum")
+    return LossReduction::Sum;
+  if (r != "mean")
+    fail() << op.describe() << ": unknown reduction '" << r << "'";
+  return LossReduction::Mean;
+}
+
 void heterps::runtime::registerCPUKernels(KernelRegistry &registry) {
   registerElementwiseKernels(registry);
   registerLinalgKernels(registry);

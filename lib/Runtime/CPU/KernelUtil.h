@@ -162,6 +162,51 @@ struct SliceIndex {
   }
 };
 
+/// The product of heterps.gemm: op(A) is m x k, op(B) is k x n. Throws
+/// naming the op unless both operands are 2-D with equal inner dimensions.
+struct GemmShape {
+  int64_t m = 0, k = 0, n = 0;
+  GemmShape(const Shape &a, const Shape &b, bool ta, bool tb, const OpInfo &op);
+};
+
+/// heterps.matmul with NumPy semantics as one (batched) row-major product:
+/// 1-D operands are promoted, a shared right matrix folds the left
+/// operand's batch into M, equal batch dimensions run as `batch` products
+/// (`bBatched`). Other batch broadcasts throw naming the op.
+struct MatMulShape {
+  int64_t batch = 1, m = 0, k = 0, n = 0;
+  bool bBatched = false;
+  Shape out;
+  MatMulShape(const Shape &a, const Shape &b, const OpInfo &op);
+};
+
+/// heterps.concat along `axis` as `outer` rows, each the operands' `inner`
+/// elements side by side. Throws naming the op when the operands' ranks or
+/// their dimensions outside the axis differ.
+struct ConcatShape {
+  int64_t axis = 0, outer = 1;
+  std::vector<int64_t> inner;
+  Shape out;
+  ConcatShape(const std::vector<Shape> &in, int64_t axisAttr, const OpInfo &op);
+};
+
+/// A reduction of `input` over `axes` (all when empty): `kept` is the
+/// input's shape with 1 along the reduced dimensions, `result` the op's
+/// (kept, or without those dimensions), `count` the elements per result,
+/// `own` and `toKept` the strides that walk the input and its result.
+struct ReducePlan {
+  Shape input, kept, result;
+  std::vector<int64_t> own, toKept;
+  int64_t count = 1;
+
+  void init(const Shape &in, const std::vector<int64_t> &axes, bool keepdims,
+            const OpInfo &op);
+};
+
+/// The `reduction` attribute of the losses.
+enum class LossReduction { None, Mean, Sum };
+LossReduction lossReductionOf(const OpInfo &op);
+
 /// Registers a kernel class constructible from OpInfo.
 template <typename K>
 void addKernel(KernelRegistry &r, const std::string &name) {

@@ -15,19 +15,6 @@ using namespace heterps::runtime::cpu;
 
 namespace {
 
-enum class Reduction { None, Mean, Sum };
-
-Reduction reductionOf(const OpInfo &op) {
-  std::string r = op.getString("reduction", "mean");
-  if (r == "none")
-    return Reduction::None;
-  if (r == "sum")
-    return Reduction::Sum;
-  if (r == "mean")
-    return Reduction::Mean;
-  fail() << op.describe() << ": unknown reduction '" << r << "'";
-}
-
 void labelsAsInt(const Tensor &t, const OpInfo &op, std::vector<int64_t> &out) {
   out.resize(t.numElements());
   dispatchNumeric(t.dtype(), op, [&](auto tag) {
@@ -41,13 +28,13 @@ void labelsAsInt(const Tensor &t, const OpInfo &op, std::vector<int64_t> &out) {
 /// Which loss, with its attributes; shared by the forward and the gradient.
 struct LossSpec {
   std::string kind;
-  Reduction reduction;
+  LossReduction reduction;
   bool fromLogits;
   bool hasIgnore;
   int64_t ignoreIndex;
 
   LossSpec(const OpInfo &op, std::string k)
-      : kind(std::move(k)), reduction(reductionOf(op)),
+      : kind(std::move(k)), reduction(lossReductionOf(op)),
         fromLogits(op.getBool("from_logits", false)),
         hasIgnore(op.has("ignore_index")),
         ignoreIndex(op.getInt("ignore_index", -100)) {}
@@ -110,7 +97,7 @@ public:
 
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
     checkLabels(in[0], in[1]);
-    if (spec.reduction != Reduction::None)
+    if (spec.reduction != LossReduction::None)
       return {{}};
     if (spec.isClassLoss())
       return {in[1]};
@@ -180,7 +167,7 @@ public:
           weight[pos] = wt;
         }
     }
-    if (spec.reduction == Reduction::None) {
+    if (spec.reduction == LossReduction::None) {
       for (size_t i = 0; i < loss.size(); ++i)
         out[i] = static_cast<float>(loss[i]);
       return;
@@ -190,8 +177,9 @@ public:
       sum += loss[i];
       wsum += weight[i];
     }
-    out[0] = static_cast<float>(
-        spec.reduction == Reduction::Sum ? sum : (wsum > 0 ? sum / wsum : 0.0));
+    out[0] = static_cast<float>(spec.reduction == LossReduction::Sum
+                                    ? sum
+                                    : (wsum > 0 ? sum / wsum : 0.0));
   }
 };
 
@@ -210,12 +198,12 @@ public:
     const Tensor &p = *in[0];
     const float *x = p.as<float>();
     const float *dl = in[2]->as<float>();
-    bool perElement = spec.reduction == Reduction::None;
+    bool perElement = spec.reduction == LossReduction::None;
     float *dx = res[0]->as<float>();
     if (!spec.isClassLoss()) {
       const float *y = in[1]->as<float>();
       int64_t n = p.numElements();
-      double scale = spec.reduction == Reduction::Mean ? 1.0 / n : 1.0;
+      double scale = spec.reduction == LossReduction::Mean ? 1.0 / n : 1.0;
       for (int64_t i = 0; i < n; ++i) {
         double xi = x[i], yi = y[i], g;
         if (spec.kind == "mse")
@@ -245,7 +233,7 @@ public:
     std::fill(dx, dx + p.numElements(), 0.0f);
     bool softmax = spec.kind == "softmax_ce";
     double norm =
-        spec.reduction == Reduction::Mean && wsum > 0 ? 1.0 / wsum : 1.0;
+        spec.reduction == LossReduction::Mean && wsum > 0 ? 1.0 / wsum : 1.0;
     for (int64_t s = 0; s < n; ++s)
       for (int64_t j = 0; j < inner; ++j) {
         int64_t pos = s * inner + j;

@@ -26,36 +26,6 @@ using namespace heterps::runtime::cpu;
 
 namespace {
 
-struct ReducePlan {
-  Shape input, kept, result;
-  std::vector<int64_t> own, toKept;
-  int64_t count = 1;
-
-  void init(const Shape &in, std::vector<int64_t> axes, bool keepdims,
-            const OpInfo &op) {
-    input = in;
-    int64_t rank = static_cast<int64_t>(in.size());
-    std::vector<bool> reduced(rank, axes.empty());
-    for (int64_t a : axes)
-      reduced[normalizeAxis(a, rank, op)] = true;
-    kept = in;
-    result.clear();
-    count = 1;
-    for (int64_t d = 0; d < rank; ++d) {
-      if (reduced[d]) {
-        count *= in[d];
-        kept[d] = 1;
-        if (keepdims)
-          result.push_back(1);
-      } else {
-        result.push_back(in[d]);
-      }
-    }
-    own = stridesOf(in);
-    toKept = broadcastStrides(kept, in);
-  }
-};
-
 class ReduceKernel : public Kernel {
 public:
   explicit ReduceKernel(const OpInfo &op)

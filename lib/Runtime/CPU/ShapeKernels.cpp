@@ -112,29 +112,11 @@ public:
   explicit ConcatKernel(const OpInfo &op)
       : Kernel(op), axisAttr(op.getInt("axis")) {}
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
-    Shape out = in[0];
-    axis = normalizeAxis(axisAttr, static_cast<int64_t>(out.size()), info);
-    out[axis] = 0;
-    for (const Shape &s : in) {
-      if (s.size() != out.size())
-        fail() << info.describe() << ": inputs of different ranks";
-      for (size_t d = 0; d < s.size(); ++d)
-        if (static_cast<int64_t>(d) != axis && s[d] != in[0][d])
-          fail() << info.describe() << ": input of shape " << shapeString(s)
-                 << " does not match " << shapeString(in[0])
-                 << " outside the axis";
-      out[axis] += s[axis];
-    }
-    outer = 1;
-    for (int64_t d = 0; d < axis; ++d)
-      outer *= out[d];
-    inner.clear();
-    for (const Shape &s : in) {
-      int64_t n = 1;
-      for (size_t d = axis; d < s.size(); ++d)
-        n *= s[d];
-      inner.push_back(n);
-    }
+    ConcatShape shape(in, axisAttr, info);
+    axis = shape.axis;
+    outer = shape.outer;
+    inner = shape.inner;
+    const Shape &out = shape.out;
     prim = planIsF32(info)
                ? cache.get(in,
                            [&](BoundPrimitive &p) { return build(in, out, p); })

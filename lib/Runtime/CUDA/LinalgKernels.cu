@@ -72,16 +72,10 @@ public:
   }
 
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
-    if (in[0].size() != 2 || in[1].size() != 2)
-      fail() << info.describe() << ": operands must be 2-D, got "
-             << shapeString(in[0]) << " and " << shapeString(in[1]);
-    m = ta ? in[0][1] : in[0][0];
-    k = ta ? in[0][0] : in[0][1];
-    int64_t kb = tb ? in[1][1] : in[1][0];
-    n = tb ? in[1][0] : in[1][1];
-    if (k != kb)
-      fail() << info.describe() << ": inner dimensions differ: op(A) is " << m
-             << "x" << k << ", op(B) is " << kb << "x" << n;
+    cpu::GemmShape product(in[0], in[1], ta, tb, info);
+    m = product.m;
+    k = product.k;
+    n = product.n;
     hasC = in.size() > 2;
     Shape out{m, n};
     if (hasC) {
@@ -121,51 +115,20 @@ private:
   Indexing cIndex;
 };
 
-/// heterps.matmul with NumPy semantics, as the CPU column: 1-D operands are
-/// promoted, a shared right matrix folds the left operand's batch into M,
-/// equal batch dimensions run as a strided batch.
+/// heterps.matmul with NumPy semantics (cpu::MatMulShape): equal batch
+/// dimensions run as a strided batch.
 class MatMulKernel : public Kernel {
 public:
   explicit MatMulKernel(const OpInfo &op) : Kernel(op) { requireF32(op); }
 
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
-    Shape a = in[0], b = in[1];
-    bool aVec = a.size() == 1, bVec = b.size() == 1;
-    if (aVec)
-      a.insert(a.begin(), 1);
-    if (bVec)
-      b.push_back(1);
-    if (a.size() < 2 || b.size() < 2)
-      fail() << info.describe() << ": operands of rank 0";
-    k = a.back();
-    if (b[b.size() - 2] != k)
-      fail() << info.describe()
-             << ": inner dimensions differ: " << shapeString(in[0]) << " times "
-             << shapeString(in[1]);
-    n = b.back();
-    Shape aBatch(a.begin(), a.end() - 2), bBatch(b.begin(), b.end() - 2);
-    Shape out = cpu::broadcastShapes(aBatch, bBatch, info);
-    out.push_back(a[a.size() - 2]);
-    out.push_back(n);
-    if (bBatch.empty() || numElements(bBatch) == 1) {
-      batch = 1;
-      m = numElements(aBatch) * a[a.size() - 2];
-      bBatched = false;
-    } else if (aBatch == bBatch) {
-      batch = numElements(aBatch);
-      m = a[a.size() - 2];
-      bBatched = true;
-    } else {
-      fail() << info.describe()
-             << ": broadcasting batch dimensions that differ ("
-             << shapeString(in[0]) << " and " << shapeString(in[1])
-             << ") is not implemented on the GPU";
-    }
-    if (aVec)
-      out.erase(out.end() - 2);
-    if (bVec)
-      out.pop_back();
-    return {out};
+    cpu::MatMulShape product(in[0], in[1], info);
+    batch = product.batch;
+    m = product.m;
+    k = product.k;
+    n = product.n;
+    bBatched = product.bBatched;
+    return {product.out};
   }
 
   void run(const std::vector<const Tensor *> &in,

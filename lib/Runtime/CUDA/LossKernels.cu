@@ -13,6 +13,8 @@
 
 #include "heterps/Runtime/Error.h"
 
+#include "../CPU/KernelUtil.h"
+
 #include <cstring>
 
 using namespace heterps::runtime;
@@ -21,18 +23,6 @@ using namespace heterps::runtime::cuda;
 namespace {
 
 enum class LossKind { BCE, MSE, SoftmaxCE };
-enum class Reduction { None, Mean, Sum };
-
-Reduction reductionOf(const OpInfo &op) {
-  std::string r = op.getString("reduction", "mean");
-  if (r == "none")
-    return Reduction::None;
-  if (r == "sum")
-    return Reduction::Sum;
-  if (r == "mean")
-    return Reduction::Mean;
-  throw RuntimeError(op.describe() + ": unknown reduction '" + r + "'");
-}
 
 LossKind lossKindOf(const OpInfo &op, const std::string &kind) {
   if (kind == "bce")
@@ -166,7 +156,8 @@ __global__ void lossBackward(LossKind kind, bool fromLogits, const float *x,
 class LossKernelBase : public Kernel {
 public:
   LossKernelBase(const OpInfo &op, const std::string &kindName)
-      : Kernel(op), kind(lossKindOf(op, kindName)), reduction(reductionOf(op)),
+      : Kernel(op), kind(lossKindOf(op, kindName)),
+        reduction(cpu::lossReductionOf(op)),
         fromLogits(op.getBool("from_logits", false)) {
     requireF32(op);
     if (op.has("ignore_index"))
@@ -242,7 +233,7 @@ protected:
   }
 
   LossKind kind;
-  Reduction reduction;
+  cpu::LossReduction reduction;
   bool fromLogits;
   int64_t c = 1, inner = 1, positions = 0;
   std::shared_ptr<unsigned long long> bad;
@@ -257,7 +248,7 @@ public:
 
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
     split(in);
-    if (reduction != Reduction::None) {
+    if (reduction != cpu::LossReduction::None) {
       void *p = nullptr;
       if (!partial || partialCount < positions) {
         check(cudaMalloc(&p, std::max<int64_t>(positions, 1) * sizeof(double)),
@@ -273,7 +264,8 @@ public:
   void run(const std::vector<const Tensor *> &in,
            const std::vector<Tensor *> &res, ExecContext &) override {
     cudaStream_t stream = gpuDevice().stream;
-    float *out = reduction == Reduction::None ? res[0]->as<float>() : nullptr;
+    float *out =
+        reduction == cpu::LossReduction::None ? res[0]->as<float>() : nullptr;
     bool classes = kind == LossKind::SoftmaxCE;
     if (classes)
       armCheck();
@@ -290,7 +282,7 @@ public:
       checkLaunch(info);
     }
     if (!out) {
-      double scale = reduction == Reduction::Mean && positions
+      double scale = reduction == cpu::LossReduction::Mean && positions
                          ? 1.0 / static_cast<double>(positions)
                          : 1.0;
       sumPartials<<<1, kBlock, 0, stream>>>(partial.get(), positions, scale,
@@ -325,8 +317,8 @@ public:
     if (!positions)
       return;
     cudaStream_t stream = gpuDevice().stream;
-    bool perElement = reduction == Reduction::None;
-    double scale = reduction == Reduction::Mean
+    bool perElement = reduction == cpu::LossReduction::None;
+    double scale = reduction == cpu::LossReduction::Mean
                        ? 1.0 / static_cast<double>(positions)
                        : 1.0;
     bool classes = kind == LossKind::SoftmaxCE;

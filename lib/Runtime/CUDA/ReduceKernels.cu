@@ -90,19 +90,10 @@ public:
   }
 
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
-    int64_t rank = static_cast<int64_t>(in[0].size());
-    std::vector<bool> isReduced(rank, axes.empty());
-    for (int64_t a : axes)
-      isReduced[cpu::normalizeAxis(a, rank, info)] = true;
-    Shape kept = in[0], result;
-    for (int64_t d = 0; d < rank; ++d) {
-      if (isReduced[d])
-        kept[d] = 1;
-      if (!isReduced[d] || keepdims)
-        result.push_back(kept[d]);
-    }
-    reduction.init(in[0], kept, info);
-    return {result};
+    cpu::ReducePlan plan;
+    plan.init(in[0], axes, keepdims, info);
+    reduction.init(in[0], plan.kept, info);
+    return {plan.result};
   }
 
   void run(const std::vector<const Tensor *> &in,

@@ -51,32 +51,13 @@ public:
       : Kernel(op), axisAttr(op.getInt("axis")) {}
 
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
-    Shape out = in[0];
-    axis = cpu::normalizeAxis(axisAttr, static_cast<int64_t>(out.size()), info);
-    out[axis] = 0;
-    for (const Shape &s : in) {
-      if (s.size() != out.size())
-        fail() << info.describe() << ": inputs of different ranks";
-      for (size_t d = 0; d < s.size(); ++d)
-        if (static_cast<int64_t>(d) != axis && s[d] != in[0][d])
-          fail() << info.describe() << ": input of shape " << shapeString(s)
-                 << " does not match " << shapeString(in[0])
-                 << " outside the axis";
-      out[axis] += s[axis];
-    }
-    outer = 1;
-    for (int64_t d = 0; d < axis; ++d)
-      outer *= out[d];
-    inner.clear();
+    cpu::ConcatShape shape(in, axisAttr, info);
+    outer = shape.outer;
+    inner = shape.inner;
     total = 0;
-    for (const Shape &s : in) {
-      int64_t n = 1;
-      for (size_t d = axis; d < s.size(); ++d)
-        n *= s[d];
-      inner.push_back(n);
+    for (int64_t n : inner)
       total += n;
-    }
-    return {out};
+    return {shape.out};
   }
 
   void run(const std::vector<const Tensor *> &in,
@@ -95,7 +76,7 @@ public:
   }
 
 private:
-  int64_t axisAttr, axis = 0, outer = 1, total = 0;
+  int64_t axisAttr, outer = 1, total = 0;
   std::vector<int64_t> inner;
 };
 

@@ -218,12 +218,6 @@ void Program::addOpTimes(OpTimes &times) const {
     times[node->op] += node->seconds;
 }
 
-DType Program::valueDType(int id) const {
-  while (id >= planRef.values_size())
-    id = copySource[id - planRef.values_size()];
-  return fromPlanType(planRef.values(id).type().dtype());
-}
-
 TensorType Program::valueType(int id) const {
   while (id >= planRef.values_size())
     id = copySource[id - planRef.values_size()];
@@ -413,7 +407,7 @@ Program::MemoryPlan &Program::planFor(const std::vector<const Tensor *> &inputs,
     for (int id : node->inputs)
       isEarly = isEarly && known[id];
     for (int id : node->outputs)
-      isEarly = isEarly && !isFloat(valueDType(id));
+      isEarly = isEarly && !isFloat(valueType(id).dtype);
     if (isEarly)
       for (int id : node->outputs)
         known[id] = true;
@@ -442,7 +436,7 @@ Program::MemoryPlan &Program::planFor(const std::vector<const Tensor *> &inputs,
     std::vector<Shape> outShapes = node->kernel->prepareChecked(shapes);
     for (size_t r = 0; r < node->outputs.size(); ++r) {
       int id = node->outputs[r];
-      DType dtype = valueDType(id);
+      DType dtype = valueType(id).dtype;
       bool onDevice = node->kind == DeviceKind::GPU;
       if (node->kernel->outputsAreViews())
         mp->values[id] =
