@@ -59,15 +59,23 @@ __device__ inline int64_t labelAt(const L *labels, int64_t i) {
   return static_cast<int64_t>(labels[i]);
 }
 
-/// Softmax cross-entropy of row `s` (classes strided by `inner`).
-__device__ inline double softmaxLoss(const float *row, int64_t c, int64_t inner,
-                                     int64_t label) {
-  float m = row[0];
+/// The maximum of a row of class scores (strided by `inner`) and the sum
+/// of its exponentials shifted by it.
+__device__ inline void softmaxStats(const float *row, int64_t c, int64_t inner,
+                                    float &m, float &sum) {
+  m = row[0];
   for (int64_t k = 1; k < c; ++k)
     m = fmaxf(m, row[k * inner]);
-  float sum = 0.0f;
+  sum = 0.0f;
   for (int64_t k = 0; k < c; ++k)
     sum += expf(row[k * inner] - m);
+}
+
+/// Softmax cross-entropy of a row (classes strided by `inner`).
+__device__ inline double softmaxLoss(const float *row, int64_t c, int64_t inner,
+                                     int64_t label) {
+  float m, sum;
+  softmaxStats(row, c, inner, m, sum);
   return m + log(static_cast<double>(sum)) - row[label * inner];
 }
 
@@ -141,12 +149,8 @@ __global__ void lossBackward(LossKind kind, bool fromLogits, const float *x,
         drow[k * inner] = 0.0f;
       continue;
     }
-    float m = row[0];
-    for (int64_t k = 1; k < c; ++k)
-      m = fmaxf(m, row[k * inner]);
-    float sum = 0.0f;
-    for (int64_t k = 0; k < c; ++k)
-      sum += expf(row[k * inner] - m);
+    float m, sum;
+    softmaxStats(row, c, inner, m, sum);
     for (int64_t k = 0; k < c; ++k)
       drow[k * inner] = static_cast<float>(
           (expf(row[k * inner] - m) / sum - (k == label ? 1.0 : 0.0)) * up);
