@@ -493,6 +493,28 @@ TEST(CNNKernelsTest, ShapeErrorsNameTheOp) {
   EXPECT_THROW(pool.run({small}), RuntimeError);
 }
 
+/// A plan file is untrusted: a perm that repeats or leaves the input's
+/// dimensions is an error, not a read outside the shape.
+TEST(CNNKernelsTest, TransposeRefusesAPermThatIsNotAPermutation) {
+  Tensor x(DType::F32, {2, 3});
+  for (std::vector<int64_t> perm :
+       {std::vector<int64_t>{0, 0}, {1, 2}, {-1, 0}, {0}}) {
+    TestOp transpose("heterps.transpose");
+    transpose.ints("perm", perm);
+    try {
+      transpose.run({x});
+      ADD_FAILURE() << "perm of " << perm.size() << " accepted";
+    } catch (const RuntimeError &e) {
+      EXPECT_NE(std::string(e.what()).find("heterps.transpose at loc("),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  TestOp transpose("heterps.transpose");
+  transpose.ints("perm", {1, 0});
+  EXPECT_EQ(transpose.run({x})[0].shape(), (Shape{3, 2}));
+}
+
 TEST(CNNKernelsTest, ConvGradMatchesFiniteDifferences) {
   std::mt19937 gen(4);
   Shape strides = {2, 1}, pads = {1, 2, 1, 0}, dilations = {2, 1};

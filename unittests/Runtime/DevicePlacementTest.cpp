@@ -9,8 +9,8 @@
 // whose kernels are the CPU's behind a check that every operand and result
 // is in device memory: a missing or misplaced copy fails the check. The
 // GPU column's own formulas (UnaryMath.h) are held against the CPU column
-// on the host. The GPU column itself runs against the CPU's where a GPU is
-// usable, and is reported skipped elsewhere.
+// on the host. The GPU column itself runs against the CPU's in
+// GPUColumnTest.cpp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -295,29 +295,6 @@ TEST(DevicePlacement, UnaryFormulasOfTheGpuColumnAreTheCpuColumns) {
                   dx.as<float>()[i],
                   1e-5f * std::max(1.0f, std::abs(dx.as<float>()[i])))
           << "x = " << xi;
-    }
-  }
-}
-
-/// The GPU column on this machine's GPU against the CPU column: the same
-/// training steps, parameters equal within 1e-5.
-TEST(GpuColumn, TrainingStepsMatchTheCpu) {
-  if (!gpuRuntime())
-    GTEST_SKIP() << "no usable GPU here";
-  for (const char *optimizer : {"sgd", "adam"}) {
-    SCOPED_TRACE(optimizer);
-    std::vector<std::vector<float>> expected =
-        train(compile("cpu", optimizer), {}, 3);
-    ProgramOptions options;
-    std::vector<std::vector<float>> got =
-        train(compile("gpu", optimizer), options, 3);
-    ASSERT_EQ(got.size(), expected.size());
-    for (size_t p = 0; p < got.size(); ++p) {
-      ASSERT_EQ(got[p].size(), expected[p].size());
-      for (size_t i = 0; i < got[p].size(); ++i)
-        EXPECT_NEAR(got[p][i], expected[p][i],
-                    1e-5f * std::max(1.0f, std::abs(expected[p][i])))
-            << "parameter " << p << ", element " << i;
     }
   }
 }

@@ -114,6 +114,37 @@ MatMulShape::MatMulShape(const Shape &left, const Shape &right,
     out.pop_back();
 }
 
+void TransposePlan::compute(const Shape &in, const std::vector<int64_t> &perm,
+                            const OpInfo &info) {
+  if (perm.size() != in.size())
+    fail() << info.describe() << ": perm has " << perm.size()
+           << " entries for a rank-" << in.size() << " input";
+  std::vector<bool> seen(in.size(), false);
+  std::vector<int64_t> inStrides = stridesOf(in);
+  out.assign(perm.size(), 0);
+  strides.assign(perm.size(), 0);
+  for (size_t i = 0; i < perm.size(); ++i) {
+    int64_t p = perm[i];
+    if (p < 0 || p >= static_cast<int64_t>(in.size()) || seen[p])
+      fail() << info.describe() << ": perm entry " << i << " is " << p
+             << ", not a permutation of the " << in.size() << " dimensions";
+    seen[p] = true;
+    out[i] = in[p];
+    strides[i] = inStrides[p];
+  }
+}
+
+void GatherShape::compute(const Shape &data, const Shape &indices,
+                          int64_t axisAttr, const OpInfo &info) {
+  axis = normalizeAxis(axisAttr, static_cast<int64_t>(data.size()), info);
+  out.assign(data.begin(), data.begin() + axis);
+  out.insert(out.end(), indices.begin(), indices.end());
+  out.insert(out.end(), data.begin() + axis + 1, data.end());
+  outer = numElements(Shape(data.begin(), data.begin() + axis));
+  inner = numElements(Shape(data.begin() + axis + 1, data.end()));
+  dimSize = data[axis];
+}
+
 ConcatShape::ConcatShape(const std::vector<Shape> &in, int64_t axisAttr,
                          const OpInfo &op) {
   out = in[0];

@@ -162,6 +162,35 @@ struct SliceIndex {
   }
 };
 
+/// A tensor seen as [outer, dim, inner] around one axis (softmax, cumsum).
+struct AxisSplit {
+  int64_t outer = 1, dim = 1, inner = 1;
+  void init(const Shape &s, int64_t axis) {
+    outer = numElements(Shape(s.begin(), s.begin() + axis));
+    dim = s.empty() ? 1 : s[axis];
+    inner = numElements(Shape(s.begin() + axis + 1, s.end()));
+  }
+};
+
+/// heterps.transpose: the result shape and, for each of its dimensions, the
+/// input's stride. Throws naming the op unless `perm` is a permutation of
+/// the input's dimensions.
+struct TransposePlan {
+  Shape out;
+  std::vector<int64_t> strides;
+  void compute(const Shape &in, const std::vector<int64_t> &perm,
+               const OpInfo &info);
+};
+
+/// heterps.gather and gather_grad along `axis`: the data seen as [outer,
+/// dimSize, inner], the result as [outer, indices..., inner].
+struct GatherShape {
+  int64_t axis = 0, outer = 1, inner = 1, dimSize = 0;
+  Shape out;
+  void compute(const Shape &data, const Shape &indices, int64_t axisAttr,
+               const OpInfo &info);
+};
+
 /// The product of heterps.gemm: op(A) is m x k, op(B) is k x n. Throws
 /// naming the op unless both operands are 2-D with equal inner dimensions.
 struct GemmShape {

@@ -211,15 +211,6 @@ private:
   std::vector<char> taken;
 };
 
-struct AxisSplit {
-  int64_t outer = 1, dim = 1, inner = 1;
-  void init(const Shape &s, int64_t axis) {
-    outer = numElements(Shape(s.begin(), s.begin() + axis));
-    dim = s.empty() ? 1 : s[axis];
-    inner = numElements(Shape(s.begin() + axis + 1, s.end()));
-  }
-};
-
 /// heterps.cumsum along an axis (forward or reversed, inclusive or not).
 class CumSumKernel : public Kernel {
 public:

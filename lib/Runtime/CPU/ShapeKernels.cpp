@@ -77,25 +77,15 @@ public:
   explicit TransposeKernel(const OpInfo &op)
       : Kernel(op), perm(op.getInts("perm")) {}
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
-    if (perm.size() != in[0].size())
-      fail() << info.describe() << ": perm has " << perm.size()
-             << " entries for a rank-" << in[0].size() << " input";
-    Shape out(perm.size());
-    std::vector<int64_t> inStrides = stridesOf(in[0]);
-    srcStrides.assign(perm.size(), 0);
-    for (size_t i = 0; i < perm.size(); ++i) {
-      out[i] = in[0][perm[i]];
-      srcStrides[i] = inStrides[perm[i]];
-    }
-    outShape = out;
-    return {out};
+    plan.compute(in[0], perm, info);
+    return {plan.out};
   }
   void run(const std::vector<const Tensor *> &in,
            const std::vector<Tensor *> &res, ExecContext &) override {
     size_t es = dtypeSize(in[0]->dtype());
     const char *x = static_cast<const char *>(in[0]->data());
     char *y = static_cast<char *>(res[0]->data());
-    forEachBroadcast(outShape, srcStrides, srcStrides,
+    forEachBroadcast(plan.out, plan.strides, plan.strides,
                      [&](int64_t o, int64_t i, int64_t) {
                        std::memcpy(y + o * es, x + i * es, es);
                      });
@@ -103,8 +93,7 @@ public:
 
 private:
   std::vector<int64_t> perm;
-  std::vector<int64_t> srcStrides;
-  Shape outShape;
+  TransposePlan plan;
 };
 
 class ConcatKernel : public Kernel {
@@ -270,31 +259,26 @@ public:
   explicit GatherKernel(const OpInfo &op)
       : Kernel(op), axisAttr(op.getInt("axis", 0)) {}
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
-    const Shape &data = in[0], &idx = in[1];
-    axis = normalizeAxis(axisAttr, static_cast<int64_t>(data.size()), info);
-    Shape out(data.begin(), data.begin() + axis);
-    out.insert(out.end(), idx.begin(), idx.end());
-    out.insert(out.end(), data.begin() + axis + 1, data.end());
-    outer = numElements(Shape(data.begin(), data.begin() + axis));
-    inner = numElements(Shape(data.begin() + axis + 1, data.end()));
-    dimSize = data[axis];
-    return {out};
+    shape.compute(in[0], in[1], axisAttr, info);
+    return {shape.out};
   }
   void run(const std::vector<const Tensor *> &in,
            const std::vector<Tensor *> &res, ExecContext &) override {
     size_t es = dtypeSize(in[0]->dtype());
-    int64_t n = in[1]->numElements();
-    readIndices(*in[1], dimSize, info, idx);
+    int64_t n = in[1]->numElements(), inner = shape.inner;
+    readIndices(*in[1], shape.dimSize, info, idx);
     const char *x = static_cast<const char *>(in[0]->data());
     char *y = static_cast<char *>(res[0]->data());
-    for (int64_t o = 0; o < outer; ++o)
+    for (int64_t o = 0; o < shape.outer; ++o)
       for (int64_t j = 0; j < n; ++j)
         std::memcpy(y + ((o * n + j) * inner) * es,
-                    x + ((o * dimSize + idx[j]) * inner) * es, inner * es);
+                    x + ((o * shape.dimSize + idx[j]) * inner) * es,
+                    inner * es);
   }
 
 private:
-  int64_t axisAttr, axis = 0, outer = 1, inner = 1, dimSize = 0;
+  int64_t axisAttr;
+  GatherShape shape;
   std::vector<int64_t> idx;
 };
 
@@ -305,32 +289,25 @@ public:
   explicit GatherGradKernel(const OpInfo &op)
       : Kernel(op), axisAttr(op.getInt("axis", 0)) {}
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
-    const Shape &data = in[0], &idx = in[1];
-    axis = normalizeAxis(axisAttr, static_cast<int64_t>(data.size()), info);
-    Shape out(data.begin(), data.begin() + axis);
-    out.insert(out.end(), idx.begin(), idx.end());
-    out.insert(out.end(), data.begin() + axis + 1, data.end());
-    if (in[2] != out)
+    shape.compute(in[0], in[1], axisAttr, info);
+    if (in[2] != shape.out)
       fail() << info.describe() << ": the result gradient has shape "
              << shapeString(in[2]) << ", the gather's result "
-             << shapeString(out);
-    outer = numElements(Shape(data.begin(), data.begin() + axis));
-    inner = numElements(Shape(data.begin() + axis + 1, data.end()));
-    dimSize = data[axis];
-    return {data};
+             << shapeString(shape.out);
+    return {in[0]};
   }
   void run(const std::vector<const Tensor *> &in,
            const std::vector<Tensor *> &res, ExecContext &) override {
-    int64_t n = in[1]->numElements();
-    readIndices(*in[1], dimSize, info, idx);
+    int64_t n = in[1]->numElements(), inner = shape.inner;
+    readIndices(*in[1], shape.dimSize, info, idx);
     dispatchFloat(res[0]->dtype(), info, [&](auto tag) {
       using T = decltype(tag);
       T *dx = res[0]->as<T>();
       const T *dy = in[2]->as<T>();
       std::fill(dx, dx + res[0]->numElements(), T(0));
-      for (int64_t o = 0; o < outer; ++o)
+      for (int64_t o = 0; o < shape.outer; ++o)
         for (int64_t j = 0; j < n; ++j) {
-          T *to = dx + (o * dimSize + idx[j]) * inner;
+          T *to = dx + (o * shape.dimSize + idx[j]) * inner;
           const T *from = dy + (o * n + j) * inner;
           for (int64_t k = 0; k < inner; ++k)
             to[k] += from[k];
@@ -339,7 +316,8 @@ public:
   }
 
 private:
-  int64_t axisAttr, axis = 0, outer = 1, inner = 1, dimSize = 0;
+  int64_t axisAttr;
+  GatherShape shape;
   std::vector<int64_t> idx;
 };
 

@@ -80,3 +80,24 @@ void cuda::requireF32(const OpInfo &op) {
   check(op.inputTypes());
   check(op.outputTypes());
 }
+
+void BadIndexFlag::arm() {
+  if (!flag) {
+    void *word = nullptr;
+    check(cudaMalloc(&word, sizeof(unsigned long long)),
+          "allocating an index check");
+    flag.reset(static_cast<unsigned long long *>(word), cudaFree);
+  }
+  check(cudaMemsetAsync(flag.get(), 0xff, sizeof(unsigned long long),
+                        gpuDevice().stream),
+        "arming an index check");
+}
+
+int64_t BadIndexFlag::first() {
+  unsigned long long position = 0;
+  check(cudaMemcpyAsync(&position, flag.get(), sizeof(position),
+                        cudaMemcpyDeviceToHost, gpuDevice().stream),
+        "reading an index check");
+  check(cudaStreamSynchronize(gpuDevice().stream), "waiting for a kernel");
+  return position == ~0ull ? -1 : static_cast<int64_t>(position);
+}

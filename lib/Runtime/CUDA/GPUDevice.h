@@ -17,6 +17,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace heterps::runtime::cuda {
@@ -36,6 +37,21 @@ GPUDevice &gpuDevice();
 /// Checks that the last launch on this thread was accepted; `op` names the
 /// op in the error.
 void checkLaunch(const OpInfo &op);
+
+/// A device word where kernels that read indices record the smallest
+/// position of one out of range (atomicMin), read back after the launch, so
+/// that a GPU op fails on a bad index as its CPU twin does.
+class BadIndexFlag {
+public:
+  /// Marks the word "none seen" on this thread's stream, before a launch.
+  void arm();
+  unsigned long long *word() const { return flag.get(); }
+  /// Waits for this thread's stream; the smallest bad position, or -1.
+  int64_t first();
+
+private:
+  std::shared_ptr<unsigned long long> flag;
+};
 
 /// Threads per block of the elementwise and reduction kernels.
 constexpr int kBlock = 256;
@@ -82,6 +98,8 @@ void registerLinalgKernels(KernelRegistry &r);
 void registerReduceKernels(KernelRegistry &r);
 void registerLossKernels(KernelRegistry &r);
 void registerShapeKernels(KernelRegistry &r);
+void registerGatherKernels(KernelRegistry &r);
+void registerSoftmaxKernels(KernelRegistry &r);
 
 } // namespace heterps::runtime::cuda
 

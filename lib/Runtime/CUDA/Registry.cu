@@ -12,4 +12,6 @@ void cuda::registerGPUKernels(KernelRegistry &r) {
   registerReduceKernels(r);
   registerLossKernels(r);
   registerShapeKernels(r);
+  registerGatherKernels(r);
+  registerSoftmaxKernels(r);
 }

@@ -1,9 +1,11 @@
-//===- ShapeKernels.cu - Constants, concat and slice on the GPU -----------===//
+//===- ShapeKernels.cu - Constants, concat, slice, transpose, expand ------===//
 //
 // A concat is one 2-D copy per operand (its rows into their columns of the
-// result); a slice gathers through the strides the CPU column computes for
-// it (SliceIndex). Constants are copied to the device once, at their first
-// run, and their results are views of that copy.
+// result); a slice, a transpose and an expand read their operand through
+// the strides the CPU column computes for them (SliceIndex, TransposePlan,
+// broadcastStrides), and a slice's gradient writes through the slice's.
+// Constants are copied to the device once, at their first run, and their
+// results are views of that copy.
 //
 //===----------------------------------------------------------------------===//
 
@@ -80,8 +82,10 @@ private:
   std::vector<int64_t> inner;
 };
 
-template <typename T>
-__global__ void gatherStrided(const T *x, T *y, int64_t n, Indexing ix) {
+/// y[i] = x[at(i)] (a gather) or y[at(i)] = x[i] (a scatter), where at(i)
+/// reads the index i of shape ix.dims through the strides ix.a.
+template <bool Scatter, typename T>
+__global__ void copyStrided(const T *x, T *y, int64_t n, Indexing ix) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     int64_t rest = i, at = 0;
@@ -89,41 +93,139 @@ __global__ void gatherStrided(const T *x, T *y, int64_t n, Indexing ix) {
       at += (rest % ix.dims[d]) * ix.a[d];
       rest /= ix.dims[d];
     }
-    y[i] = x[at];
+    if (Scatter)
+      y[at] = x[i];
+    else
+      y[i] = x[at];
   }
 }
 
-class SliceKernel : public Kernel {
+/// Copies the `n` elements of `ix` between x and y as copyStrided does, for
+/// elements of 4 or 8 bytes (every type the plans move this way).
+template <bool Scatter>
+void launchCopyStrided(const void *x, void *y, size_t elementSize, int64_t n,
+                       const Indexing &ix, const OpInfo &info) {
+  if (n == 0)
+    return;
+  cudaStream_t stream = gpuDevice().stream;
+  if (elementSize == 4)
+    copyStrided<Scatter><<<blocksFor(n), kBlock, 0, stream>>>(
+        static_cast<const uint32_t *>(x), static_cast<uint32_t *>(y), n, ix);
+  else if (elementSize == 8)
+    copyStrided<Scatter><<<blocksFor(n), kBlock, 0, stream>>>(
+        static_cast<const uint64_t *>(x), static_cast<uint64_t *>(y), n, ix);
+  else
+    fail() << info.describe() << ": the GPU column moves 4- and 8-byte "
+           << "elements, got " << elementSize << "-byte ones";
+  checkLaunch(info);
+}
+
+/// An op whose result is its operand read through strides from an offset:
+/// slice, transpose, expand. `plan` computes them for the operand's shape.
+class StridedReadKernel : public Kernel {
+public:
+  using Kernel::Kernel;
+
+  std::vector<Shape> prepare(const std::vector<Shape> &in) override {
+    Shape out = plan(in[0]);
+    ix = makeIndexing(out, strides, {}, info);
+    return {out};
+  }
+
+  void run(const std::vector<const Tensor *> &in,
+           const std::vector<Tensor *> &res, ExecContext &) override {
+    size_t es = dtypeSize(in[0]->dtype());
+    launchCopyStrided<false>(
+        static_cast<const char *>(in[0]->data()) + offset * es, res[0]->data(),
+        es, res[0]->numElements(), ix, info);
+  }
+
+protected:
+  virtual Shape plan(const Shape &in) = 0;
+
+  int64_t offset = 0;
+  std::vector<int64_t> strides;
+
+private:
+  Indexing ix;
+};
+
+class SliceKernel : public StridedReadKernel {
 public:
   explicit SliceKernel(const OpInfo &op)
+      : StridedReadKernel(op), starts(op.getInts("starts")),
+        ends(op.getInts("ends")), steps(op.getInts("steps")) {}
+
+private:
+  Shape plan(const Shape &in) override {
+    cpu::SliceIndex index;
+    index.compute(in, starts, ends, steps, info);
+    offset = index.offset;
+    strides = index.strides;
+    return index.out;
+  }
+
+  std::vector<int64_t> starts, ends, steps;
+};
+
+class TransposeKernel : public StridedReadKernel {
+public:
+  explicit TransposeKernel(const OpInfo &op)
+      : StridedReadKernel(op), perm(op.getInts("perm")) {}
+
+private:
+  Shape plan(const Shape &in) override {
+    cpu::TransposePlan p;
+    p.compute(in, perm, info);
+    strides = p.strides;
+    return p.out;
+  }
+
+  std::vector<int64_t> perm;
+};
+
+class ExpandKernel : public StridedReadKernel {
+public:
+  explicit ExpandKernel(const OpInfo &op)
+      : StridedReadKernel(op), target(op.getInts("shape")) {}
+
+private:
+  Shape plan(const Shape &in) override {
+    Shape out = cpu::broadcastShapes(in, target, info);
+    strides = cpu::broadcastStrides(in, out);
+    return out;
+  }
+
+  Shape target;
+};
+
+/// heterps.slice_grad: operands (input, result gradient); zeros with the
+/// result gradient written where the slice read.
+class SliceGradKernel : public Kernel {
+public:
+  explicit SliceGradKernel(const OpInfo &op)
       : Kernel(op), starts(op.getInts("starts")), ends(op.getInts("ends")),
         steps(op.getInts("steps")) {}
 
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
     index.compute(in[0], starts, ends, steps, info);
+    if (in[1] != index.out)
+      fail() << info.describe() << ": the result gradient has shape "
+             << shapeString(in[1]) << ", the slice's result "
+             << shapeString(index.out);
     ix = makeIndexing(index.out, index.strides, {}, info);
-    return {index.out};
+    return {in[0]};
   }
 
   void run(const std::vector<const Tensor *> &in,
            const std::vector<Tensor *> &res, ExecContext &) override {
-    int64_t n = res[0]->numElements();
-    if (n == 0)
-      return;
-    size_t es = dtypeSize(in[0]->dtype());
-    const char *x =
-        static_cast<const char *>(in[0]->data()) + index.offset * es;
-    cudaStream_t stream = gpuDevice().stream;
-    if (es == 4)
-      gatherStrided<<<blocksFor(n), kBlock, 0, stream>>>(
-          reinterpret_cast<const uint32_t *>(x), res[0]->as<uint32_t>(), n, ix);
-    else if (es == 8)
-      gatherStrided<<<blocksFor(n), kBlock, 0, stream>>>(
-          reinterpret_cast<const uint64_t *>(x), res[0]->as<uint64_t>(), n, ix);
-    else
-      fail() << info.describe() << ": the GPU slice takes 4- and 8-byte "
-             << "elements, got " << dtypeName(in[0]->dtype());
-    checkLaunch(info);
+    size_t es = dtypeSize(res[0]->dtype());
+    check(cudaMemsetAsync(res[0]->data(), 0, res[0]->byteSize(),
+                          gpuDevice().stream),
+          "clearing a slice's gradient");
+    launchCopyStrided<true>(
+        in[1]->data(), static_cast<char *>(res[0]->data()) + index.offset * es,
+        es, in[1]->numElements(), ix, info);
   }
 
 private:
@@ -138,6 +240,9 @@ void cuda::registerShapeKernels(KernelRegistry &r) {
   addKernel<ConstantKernel>(r, "heterps.constant");
   addKernel<ConcatKernel>(r, "heterps.concat");
   addKernel<SliceKernel>(r, "heterps.slice");
+  addKernel<SliceGradKernel>(r, "heterps.slice_grad");
+  addKernel<TransposeKernel>(r, "heterps.transpose");
+  addKernel<ExpandKernel>(r, "heterps.expand");
   // A reshape is a view of its operand wherever that lives.
   r.add("heterps.reshape", DeviceKind::GPU, cpu::makeReshapeKernel);
 }

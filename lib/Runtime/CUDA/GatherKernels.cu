@@ -1,0 +1,175 @@
+//===- GatherKernels.cu - Gather and its scatter-add gradient on the GPU --===//
+//
+// heterps.gather copies slices of its data along an axis where the indices
+// point; heterps.gather_grad adds the result gradient's slices back where
+// they came from (an index named twice gets both, through atomicAdd, so
+// the order of the additions, and the last bits of a sum, may differ from
+// the CPU's). Indices are i32 or i64, negative ones count from the end, and
+// one out of range fails the op naming it, as on the CPU: the kernels
+// record the first bad position and the op reads it after the launch.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GPUDevice.h"
+
+#include "../CPU/KernelUtil.h"
+
+using namespace heterps::runtime;
+using namespace heterps::runtime::cuda;
+
+namespace {
+
+/// The data position of element `e` of the gather's result, or -1 (and `j`
+/// recorded in `bad`) when its index is out of range.
+template <typename I>
+__device__ int64_t gatherSource(int64_t e, const I *idx, int64_t n,
+                                int64_t dimSize, int64_t inner,
+                                unsigned long long *bad) {
+  int64_t k = e % inner, j = (e / inner) % n, o = e / (inner * n);
+  int64_t i = static_cast<int64_t>(idx[j]);
+  if (i < 0)
+    i += dimSize;
+  if (i < 0 || i >= dimSize) {
+    atomicMin(bad, static_cast<unsigned long long>(j));
+    return -1;
+  }
+  return (o * dimSize + i) * inner + k;
+}
+
+template <typename T, typename I>
+__global__ void gatherSlices(const T *x, const I *idx, T *y, int64_t total,
+                             int64_t n, int64_t dimSize, int64_t inner,
+                             unsigned long long *bad) {
+  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < total;
+       e += int64_t(gridDim.x) * blockDim.x) {
+    int64_t from = gatherSource(e, idx, n, dimSize, inner, bad);
+    if (from >= 0)
+      y[e] = x[from];
+  }
+}
+
+template <typename I>
+__global__ void scatterAddSlices(const float *dy, const I *idx, float *dx,
+                                 int64_t total, int64_t n, int64_t dimSize,
+                                 int64_t inner, unsigned long long *bad) {
+  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < total;
+       e += int64_t(gridDim.x) * blockDim.x) {
+    int64_t to = gatherSource(e, idx, n, dimSize, inner, bad);
+    if (to >= 0)
+      atomicAdd(dx + to, dy[e]);
+  }
+}
+
+/// What gather and gather_grad share: the shape, the index type, and the
+/// check of the indices.
+class GatherKernelBase : public Kernel {
+public:
+  explicit GatherKernelBase(const OpInfo &op)
+      : Kernel(op), axisAttr(op.getInt("axis", 0)) {
+    DType index = op.inputTypes().at(1).dtype;
+    if (index != DType::I32 && index != DType::I64)
+      fail() << op.describe() << ": the GPU column takes i32 or i64 indices, "
+             << "got " << dtypeName(index);
+    wideIndices = index == DType::I64;
+  }
+
+protected:
+  /// Launches `launch(indices)` with the indices typed, then fails naming
+  /// the first index out of range.
+  template <typename F> void withIndices(const Tensor &indices, F &&launch) {
+    bad.arm();
+    if (wideIndices)
+      launch(indices.as<int64_t>());
+    else
+      launch(indices.as<int32_t>());
+    checkLaunch(info);
+    int64_t j = bad.first();
+    if (j < 0)
+      return;
+    int64_t value = 0;
+    size_t es = dtypeSize(indices.dtype());
+    check(cudaMemcpy(&value, static_cast<const char *>(indices.data()) + j * es,
+                     es, cudaMemcpyDeviceToHost),
+          "reading a bad index");
+    if (!wideIndices)
+      value = static_cast<int32_t>(value);
+    fail() << info.describe() << ": index " << value << " at position " << j
+           << " is out of range [0, " << shape.dimSize << ")";
+  }
+
+  int64_t axisAttr;
+  bool wideIndices = true;
+  cpu::GatherShape shape;
+  BadIndexFlag bad;
+};
+
+class GatherKernel : public GatherKernelBase {
+public:
+  using GatherKernelBase::GatherKernelBase;
+
+  std::vector<Shape> prepare(const std::vector<Shape> &in) override {
+    shape.compute(in[0], in[1], axisAttr, info);
+    return {shape.out};
+  }
+
+  void run(const std::vector<const Tensor *> &in,
+           const std::vector<Tensor *> &res, ExecContext &) override {
+    int64_t total = res[0]->numElements(), n = in[1]->numElements();
+    if (total == 0)
+      return;
+    size_t es = dtypeSize(in[0]->dtype());
+    if (es != 4 && es != 8)
+      fail() << info.describe() << ": the GPU gather moves 4- and 8-byte "
+             << "elements, got " << dtypeName(in[0]->dtype());
+    cudaStream_t stream = gpuDevice().stream;
+    withIndices(*in[1], [&](auto *idx) {
+      if (es == 4)
+        gatherSlices<<<blocksFor(total), kBlock, 0, stream>>>(
+            in[0]->as<uint32_t>(), idx, res[0]->as<uint32_t>(), total, n,
+            shape.dimSize, shape.inner, bad.word());
+      else
+        gatherSlices<<<blocksFor(total), kBlock, 0, stream>>>(
+            in[0]->as<uint64_t>(), idx, res[0]->as<uint64_t>(), total, n,
+            shape.dimSize, shape.inner, bad.word());
+    });
+  }
+};
+
+/// heterps.gather_grad: operands (data, indices, result gradient).
+class GatherGradKernel : public GatherKernelBase {
+public:
+  explicit GatherGradKernel(const OpInfo &op) : GatherKernelBase(op) {
+    requireF32(op);
+  }
+
+  std::vector<Shape> prepare(const std::vector<Shape> &in) override {
+    shape.compute(in[0], in[1], axisAttr, info);
+    if (in[2] != shape.out)
+      fail() << info.describe() << ": the result gradient has shape "
+             << shapeString(in[2]) << ", the gather's result "
+             << shapeString(shape.out);
+    return {in[0]};
+  }
+
+  void run(const std::vector<const Tensor *> &in,
+           const std::vector<Tensor *> &res, ExecContext &) override {
+    cudaStream_t stream = gpuDevice().stream;
+    check(cudaMemsetAsync(res[0]->data(), 0, res[0]->byteSize(), stream),
+          "clearing a gather's gradient");
+    int64_t total = in[2]->numElements(), n = in[1]->numElements();
+    if (total == 0)
+      return;
+    withIndices(*in[1], [&](auto *idx) {
+      scatterAddSlices<<<blocksFor(total), kBlock, 0, stream>>>(
+          in[2]->as<float>(), idx, res[0]->as<float>(), total, n, shape.dimSize,
+          shape.inner, bad.word());
+    });
+  }
+};
+
+} // namespace
+
+void cuda::registerGatherKernels(KernelRegistry &r) {
+  addKernel<GatherKernel>(r, "heterps.gather");
+  addKernel<GatherGradKernel>(r, "heterps.gather_grad");
+}

@@ -1,0 +1,888 @@
+//===- GPUColumnTest.cpp - The GPU column against the CPU column ----------===//
+//
+// Every kernel of the GPU column runs on random inputs next to its CPU twin
+// (forward ops and the gradient ops alike); the gradient ops of the unary
+// ops and losses are also held against central differences of the GPU
+// forwards; the CTR model's training steps on a GPU stage match the CPU
+// stage's. The cases that need a GPU are reported skipped where none is
+// usable; on a machine with a GPU, a GPU whose probe kernel did not run is
+// a failure, not a skip.
+//
+// This binary links the runtime alone (no MLIR), so that it can be built on
+// one machine and run on a GPU machine that has only the CUDA libraries
+// (scripts/gpu-check.sh): the training plans are files that heterps-opt
+// compiled at build time, found through HETERPS_GPU_TEST_PLANS.
+//
+//===----------------------------------------------------------------------===//
+
+#include "heterps/Runtime/DeviceRuntime.h"
+#include "heterps/Runtime/Devices.h"
+#include "heterps/Runtime/EmbeddingStore.h"
+#include "heterps/Runtime/Error.h"
+#include "heterps/Runtime/ParamStore.h"
+#include "heterps/Runtime/PlanTypes.h"
+#include "heterps/Runtime/Program.h"
+#include "heterps/plan.pb.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+using namespace heterps;
+using namespace heterps::runtime;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Cases
+//===----------------------------------------------------------------------===//
+
+/// How a case's input is drawn.
+enum class Fill {
+  Normal,      // uniform in [-2, 2]
+  Positive,    // uniform in [0.2, 3] (log, sqrt, divisors, bases of pow)
+  Probability, // uniform in [0.05, 0.95] (BCE on probabilities)
+  Binary,      // 0 or 1 (BCE labels)
+  Classes,     // integers in [0, classes): class labels, indices
+  Indices,     // integers in [-classes, classes): indices, negative ones
+               // counted from the end
+};
+
+struct Input {
+  DType dtype;
+  Shape shape;
+  Fill fill = Fill::Normal;
+};
+
+Input f32(Shape shape, Fill fill = Fill::Normal) {
+  return {DType::F32, std::move(shape), fill};
+}
+
+struct TwinCase {
+  std::string name; // the test's name
+  std::string op;
+  std::vector<Input> inputs;
+  std::function<void(plan::Op &)> attrs = [](plan::Op &) {};
+  /// Class count for Fill::Classes.
+  int64_t classes = 0;
+  /// Relative tolerance (products summing many terms get more).
+  float tolerance = 1e-5f;
+  /// Makes drawn inputs consistent where the op expects it (a gradient
+  /// op's forward result).
+  std::function<void(std::vector<Tensor> &)> relate = nullptr;
+};
+
+void setInt(plan::Op &op, const char *key, int64_t v) {
+  (*op.mutable_attrs())[key].set_i(v);
+}
+void setFloat(plan::Op &op, const char *key, double v) {
+  (*op.mutable_attrs())[key].set_f(v);
+}
+void setBool(plan::Op &op, const char *key, bool v) {
+  (*op.mutable_attrs())[key].set_b(v);
+}
+void setString(plan::Op &op, const char *key, const std::string &v) {
+  (*op.mutable_attrs())[key].set_s(v);
+}
+void setInts(plan::Op &op, const char *key, std::vector<int64_t> v) {
+  auto *ints = (*op.mutable_attrs())[key].mutable_ints();
+  for (int64_t x : v)
+    ints->add_values(x);
+}
+
+const char *const kUnaryKinds[] = {"relu", "sigmoid",    "tanh", "erf",
+                                   "exp",  "log",        "sqrt", "neg",
+                                   "abs",  "leaky_relu", "clip"};
+
+bool positiveDomain(const std::string &kind) {
+  return kind == "log" || kind == "sqrt";
+}
+
+void unaryAttrs(plan::Op &op, const std::string &kind) {
+  setFloat(op, "alpha", 0.2);
+  if (kind == "clip") {
+    setFloat(op, "min", -1.0);
+    setFloat(op, "max", 1.5);
+  }
+}
+
+/// f(x) for the unary op `kind`, from the CPU column.
+Tensor unaryOnCpu(const std::string &kind, const Tensor &x) {
+  plan::Op op;
+  op.set_name("heterps." + kind);
+  unaryAttrs(op, kind);
+  TensorType type{DType::F32, x.shape()};
+  OpInfo info(op, {type}, {type});
+  auto kernel = KernelRegistry::global().create(info, DeviceKind::CPU);
+  kernel->prepareChecked({x.shape()});
+  Tensor y(DType::F32, x.shape());
+  ExecContext ctx;
+  kernel->run({&x}, {&y}, ctx);
+  return y;
+}
+
+std::vector<TwinCase> twinCases() {
+  std::vector<TwinCase> cases;
+  // Binary ops: same shapes, a broadcast row, a broadcast column and scalar.
+  for (const char *op : {"add", "sub", "mul", "div", "pow"}) {
+    Fill right = std::string(op) == "div" ? Fill::Positive : Fill::Normal;
+    Fill left = std::string(op) == "pow" ? Fill::Positive : Fill::Normal;
+    std::string name = op;
+    cases.push_back({name + "_same",
+                     std::string("heterps.") + op,
+                     {f32({7, 33}, left), f32({7, 33}, right)}});
+    cases.push_back({name + "_row",
+                     std::string("heterps.") + op,
+                     {f32({3, 5, 33}, left), f32({33}, right)}});
+    cases.push_back({name + "_column",
+                     std::string("heterps.") + op,
+                     {f32({4, 1}, left), f32({3, 4, 9}, right)}});
+    cases.push_back({name + "_scalar",
+                     std::string("heterps.") + op,
+                     {f32({6, 10}, left), f32({}, right)}});
+  }
+  for (const char *kind : kUnaryKinds) {
+    std::string k = kind;
+    Fill fill = positiveDomain(k) ? Fill::Positive : Fill::Normal;
+    cases.push_back(
+        {k, "heterps." + k, {f32({5, 301}, fill)}, [k](plan::Op &op) {
+           unaryAttrs(op, k);
+         }});
+    TwinCase grad{k + "_grad",
+                  "heterps.unary_grad",
+                  {f32({5, 301}, fill), f32({5, 301}), f32({5, 301})},
+                  [k](plan::Op &op) {
+                    unaryAttrs(op, k);
+                    setString(op, "kind", k);
+                  }};
+    // A column may write a derivative in x or in y = f(x): y is f(x).
+    grad.relate = [k](std::vector<Tensor> &in) {
+      in[1] = unaryOnCpu(k, in[0]);
+    };
+    cases.push_back(grad);
+  }
+
+  // Products: every transposition, a bias of each broadcast shape, scales.
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      std::string name =
+          std::string("gemm_") + (ta ? "t" : "n") + (tb ? "t" : "n");
+      Shape a = ta ? Shape{37, 19} : Shape{19, 37};
+      Shape b = tb ? Shape{23, 37} : Shape{37, 23};
+      cases.push_back({name,
+                       "heterps.gemm",
+                       {f32(a), f32(b)},
+                       [ta, tb](plan::Op &op) {
+                         setBool(op, "trans_a", ta);
+                         setBool(op, "trans_b", tb);
+                       },
+                       0,
+                       1e-4f});
+    }
+  cases.push_back({"gemm_bias_row_scaled",
+                   "heterps.gemm",
+                   {f32({64, 40}), f32({40, 24}), f32({24})},
+                   [](plan::Op &op) {
+                     setFloat(op, "alpha", 0.5);
+                     setFloat(op, "beta", 2.0);
+                   },
+                   0,
+                   1e-4f});
+  cases.push_back({"gemm_bias_matrix",
+                   "heterps.gemm",
+                   {f32({16, 40}), f32({40, 8}), f32({16, 8})},
+                   [](plan::Op &) {},
+                   0,
+                   1e-4f});
+  cases.push_back({"matmul_2d",
+                   "heterps.matmul",
+                   {f32({31, 65}), f32({65, 17})},
+                   [](plan::Op &) {},
+                   0,
+                   1e-4f});
+  cases.push_back({"matmul_batched_by_matrix",
+                   "heterps.matmul",
+                   {f32({4, 9, 33}), f32({33, 12})},
+                   [](plan::Op &) {},
+                   0,
+                   1e-4f});
+  cases.push_back({"matmul_batched",
+                   "heterps.matmul",
+                   {f32({2, 3, 9, 33}), f32({2, 3, 33, 12})},
+                   [](plan::Op &) {},
+                   0,
+                   1e-4f});
+
+  // Reductions.
+  for (const char *op : {"reduce_sum", "reduce_mean"}) {
+    std::string n = op;
+    cases.push_back(
+        {n + "_last", "heterps." + n, {f32({6, 7, 130})}, [](plan::Op &op) {
+           setInts(op, "axes", {2});
+         }});
+    cases.push_back({n + "_first_dropped",
+                     "heterps." + n,
+                     {f32({300, 9})},
+                     [](plan::Op &op) {
+                       setInts(op, "axes", {0});
+                       setBool(op, "keepdims", false);
+                     }});
+    cases.push_back({n + "_middle_and_last",
+                     "heterps." + n,
+                     {f32({5, 6, 7, 8})},
+                     [](plan::Op &op) {
+                       setInts(op, "axes", {1, 3});
+                     }});
+  }
+  cases.push_back(
+      {"sum_to_shape_row", "heterps.sum_to_shape", {f32({70, 13}), f32({13})}});
+  cases.push_back({"sum_to_shape_column",
+                   "heterps.sum_to_shape",
+                   {f32({4, 70, 13}), f32({70, 1})}});
+
+  // Losses and their gradients, with every reduction.
+  for (const char *reduction : {"mean", "sum", "none"}) {
+    std::string r = reduction;
+    auto set = [r](bool logits) {
+      return [r, logits](plan::Op &op) {
+        setString(op, "reduction", r);
+        setBool(op, "from_logits", logits);
+      };
+    };
+    cases.push_back(
+        {"bce_" + r,
+         "heterps.bce_loss",
+         {f32({50, 1}, Fill::Probability), f32({50, 1}, Fill::Binary)},
+         set(false)});
+    cases.push_back({"bce_logits_" + r,
+                     "heterps.bce_loss",
+                     {f32({50, 3}), f32({50, 3}, Fill::Binary)},
+                     set(true)});
+    cases.push_back({"mse_" + r,
+                     "heterps.mse_loss",
+                     {f32({40, 2}), f32({40, 2})},
+                     set(false)});
+    cases.push_back({"softmax_ce_" + r,
+                     "heterps.softmax_ce_loss",
+                     {f32({30, 11}), {DType::I64, {30}, Fill::Classes}},
+                     set(true),
+                     11});
+    cases.push_back(
+        {"softmax_ce_spatial_" + r,
+         "heterps.softmax_ce_loss",
+         {f32({3, 5, 4, 6}), {DType::I64, {3, 4, 6}, Fill::Classes}},
+         set(true),
+         5});
+    Shape scalar = r == "none" ? Shape{50, 1} : Shape{};
+    auto grad = [r](const char *kind, bool logits) {
+      return [r, kind, logits](plan::Op &op) {
+        setString(op, "reduction", r);
+        setString(op, "kind", kind);
+        setBool(op, "from_logits", logits);
+      };
+    };
+    cases.push_back({"bce_grad_" + r,
+                     "heterps.loss_grad",
+                     {f32({50, 1}, Fill::Probability),
+                      f32({50, 1}, Fill::Binary), f32(scalar)},
+                     grad("bce", false)});
+    cases.push_back({"bce_logits_grad_" + r,
+                     "heterps.loss_grad",
+                     {f32({50, 1}), f32({50, 1}, Fill::Binary), f32(scalar)},
+                     grad("bce", true)});
+    cases.push_back({"mse_grad_" + r,
+                     "heterps.loss_grad",
+                     {f32({50, 1}), f32({50, 1}), f32(scalar)},
+                     grad("mse", false)});
+    cases.push_back({"softmax_ce_grad_" + r,
+                     "heterps.loss_grad",
+                     {f32({30, 11}),
+                      {DType::I64, {30}, Fill::Classes},
+                      f32(r == "none" ? Shape{30} : Shape{})},
+                     grad("softmax_ce", true),
+                     11});
+  }
+
+  // Shapes.
+  cases.push_back({"concat_rows",
+                   "heterps.concat",
+                   {f32({3, 7}), f32({5, 7}), f32({1, 7})},
+                   [](plan::Op &op) { setInt(op, "axis", 0); }});
+  cases.push_back({"concat_columns",
+                   "heterps.concat",
+                   {f32({9, 4}), f32({9, 13}), f32({9, 1})},
+                   [](plan::Op &op) { setInt(op, "axis", 1); }});
+  cases.push_back({"concat_middle",
+                   "heterps.concat",
+                   {f32({2, 3, 5}), f32({2, 4, 5})},
+                   [](plan::Op &op) { setInt(op, "axis", -2); }});
+  cases.push_back({"concat_ids",
+                   "heterps.concat",
+                   {{DType::I64, {6, 2}, Fill::Classes},
+                    {DType::I64, {6, 3}, Fill::Classes}},
+                   [](plan::Op &op) { setInt(op, "axis", 1); },
+                   100});
+  cases.push_back(
+      {"slice_strided", "heterps.slice", {f32({10, 12, 5})}, [](plan::Op &op) {
+         setInts(op, "starts", {1, 0, 2});
+         setInts(op, "ends", {9, 12, 5});
+         setInts(op, "steps", {2, 3, 1});
+       }});
+  cases.push_back(
+      {"slice_reversed", "heterps.slice", {f32({10, 6})}, [](plan::Op &op) {
+         setInts(op, "starts", {9, 0});
+         setInts(op, "ends", {-11, 6});
+         setInts(op, "steps", {-1, 1});
+       }});
+  cases.push_back({"slice_grad",
+                   "heterps.slice_grad",
+                   {f32({10, 12, 5}), f32({4, 4, 3})},
+                   [](plan::Op &op) {
+                     setInts(op, "starts", {1, 0, 2});
+                     setInts(op, "ends", {9, 12, 5});
+                     setInts(op, "steps", {2, 3, 1});
+                   }});
+  cases.push_back(
+      {"transpose_3d", "heterps.transpose", {f32({4, 7, 9})}, [](plan::Op &op) {
+         setInts(op, "perm", {2, 0, 1});
+       }});
+  cases.push_back({"transpose_ids",
+                   "heterps.transpose",
+                   {{DType::I64, {5, 3}, Fill::Classes}},
+                   [](plan::Op &op) {
+                     setInts(op, "perm", {1, 0});
+                   },
+                   50});
+  cases.push_back(
+      {"expand", "heterps.expand", {f32({3, 1, 5})}, [](plan::Op &op) {
+         setInts(op, "shape", {2, 3, 4, 5});
+       }});
+  cases.push_back({"gather_rows",
+                   "heterps.gather",
+                   {f32({20, 6}), {DType::I64, {4, 3}, Fill::Indices}},
+                   [](plan::Op &op) { setInt(op, "axis", 0); },
+                   20});
+  cases.push_back({"gather_columns_i32",
+                   "heterps.gather",
+                   {f32({5, 20, 3}), {DType::I32, {7}, Fill::Indices}},
+                   [](plan::Op &op) { setInt(op, "axis", 1); },
+                   20});
+  // 40 indices into 8 rows: most rows are named several times.
+  cases.push_back(
+      {"gather_grad_repeated",
+       "heterps.gather_grad",
+       {f32({8, 6}), {DType::I64, {40}, Fill::Indices}, f32({40, 6})},
+       [](plan::Op &op) { setInt(op, "axis", 0); },
+       8});
+  cases.push_back(
+      {"gather_grad_middle_i32",
+       "heterps.gather_grad",
+       {f32({3, 9, 4}), {DType::I32, {2, 5}, Fill::Indices}, f32({3, 2, 5, 4})},
+       [](plan::Op &op) { setInt(op, "axis", 1); },
+       9});
+  for (const char *op : {"softmax", "log_softmax"}) {
+    std::string n = op;
+    cases.push_back({n + "_last", "heterps." + n, {f32({9, 1000})}});
+    cases.push_back(
+        {n + "_middle", "heterps." + n, {f32({3, 37, 5})}, [](plan::Op &op) {
+           setInt(op, "axis", 1);
+         }});
+  }
+  for (bool log : {false, true}) {
+    std::string n = log ? "log_softmax_grad" : "softmax_grad";
+    cases.push_back({n + "_last",
+                     "heterps.softmax_grad",
+                     {f32({9, 100}, Fill::Probability), f32({9, 100})},
+                     [log](plan::Op &op) { setBool(op, "log", log); }});
+    cases.push_back({n + "_middle",
+                     "heterps.softmax_grad",
+                     {f32({3, 37, 5}, Fill::Probability), f32({3, 37, 5})},
+                     [log](plan::Op &op) {
+                       setBool(op, "log", log);
+                       setInt(op, "axis", 1);
+                     }});
+  }
+  cases.push_back({"reshape", "heterps.reshape", {f32({6, 4, 5})}});
+  cases.push_back({"constant", "heterps.constant", {}});
+  return cases;
+}
+
+/// The plan's result types of a case: what the CPU kernel computes for its
+/// shapes (ops whose results the attributes do not fix get them here).
+std::vector<TensorType> resultTypes(const TwinCase &c) {
+  if (c.op == "heterps.reshape")
+    return {{DType::F32, {6, 20}}};
+  if (c.op == "heterps.constant")
+    return {{DType::F32, {3, 4}}};
+  return {};
+}
+
+void addConstantValue(plan::Op &op) {
+  auto &t = *(*op.mutable_attrs())["value"].mutable_tensor();
+  t.mutable_type()->set_dtype(plan::F32);
+  t.mutable_type()->add_dims(3);
+  t.mutable_type()->add_dims(4);
+  std::vector<float> v(12);
+  for (int i = 0; i < 12; ++i)
+    v[i] = 0.25f * i - 1.0f;
+  t.set_raw(v.data(), v.size() * sizeof(float));
+}
+
+Tensor draw(const Input &in, int64_t classes, std::mt19937 &rng) {
+  Tensor t(in.dtype, in.shape);
+  int64_t n = t.numElements();
+  if (in.dtype == DType::I64 || in.dtype == DType::I32) {
+    int64_t range = in.fill == Fill::Indices ? 2 * classes : classes;
+    int64_t from = in.fill == Fill::Indices ? -classes : 0;
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t v = from + static_cast<int64_t>(rng() % range);
+      if (in.dtype == DType::I64)
+        t.as<int64_t>()[i] = v;
+      else
+        t.as<int32_t>()[i] = static_cast<int32_t>(v);
+    }
+    return t;
+  }
+  auto uniform = [&](float lo, float hi) {
+    return std::uniform_real_distribution<float>(lo, hi)(rng);
+  };
+  for (int64_t i = 0; i < n; ++i) {
+    float &v = t.as<float>()[i];
+    switch (in.fill) {
+    case Fill::Normal:
+      v = uniform(-2, 2);
+      break;
+    case Fill::Positive:
+      v = uniform(0.2f, 3);
+      break;
+    case Fill::Probability:
+      v = uniform(0.05f, 0.95f);
+      break;
+    case Fill::Binary:
+      v = static_cast<float>(rng() % 2);
+      break;
+    case Fill::Classes:
+    case Fill::Indices:
+      v = static_cast<float>(rng() % classes);
+      break;
+    }
+  }
+  return t;
+}
+
+//===----------------------------------------------------------------------===//
+// Running one op on either column
+//===----------------------------------------------------------------------===//
+
+/// One op of a case, on one column, with host tensors in and out.
+class OneOp {
+public:
+  OneOp(const TwinCase &c, const std::vector<Tensor> &inputs)
+      : c(c), inputs(inputs) {
+    op.set_name(c.op);
+    op.set_location("loc(\"" + c.name + "\")");
+    c.attrs(op);
+    if (c.op == "heterps.constant")
+      addConstantValue(op);
+    for (const Tensor &t : inputs)
+      types.push_back({t.dtype(), t.shape()});
+  }
+
+  /// The CPU column's results; fixes the result types of the GPU run.
+  std::vector<Tensor> cpu() {
+    fixResultTypes();
+    OpInfo info(op, types, resultTypesFixed);
+    auto kernel = KernelRegistry::global().create(info, DeviceKind::CPU);
+    std::vector<Shape> out = kernel->prepareChecked(shapes());
+    std::vector<Tensor> res;
+    for (size_t i = 0; i < out.size(); ++i)
+      res.emplace_back(resultTypesFixed[i].dtype, out[i]);
+    ExecContext ctx;
+    kernel->run(operands(inputs), results(res), ctx);
+    return res;
+  }
+
+  /// The result types the CPU column computes for these operands.
+  void fixResultTypes() {
+    std::vector<TensorType> results = resultTypes(c);
+    if (results.empty()) {
+      // Let the CPU kernel say what it computes: one prepare with the plan's
+      // result types left open (every dimension dynamic, rank from the
+      // kernel's own answer).
+      OpInfo probe(op, types, {{resultDType(), {}}});
+      auto kernel = KernelRegistry::global().create(probe, DeviceKind::CPU);
+      for (const Shape &s : kernel->prepare(shapes()))
+        results.push_back({resultDType(), s});
+    }
+    resultTypesFixed = results;
+  }
+
+  /// The GPU column's results, copied back to the host.
+  std::vector<Tensor> gpu(const std::vector<Tensor> &in) {
+    DeviceRuntime &device = *gpuRuntime();
+    OpInfo info(op, types, resultTypesFixed);
+    auto kernel = KernelRegistry::global().create(info, DeviceKind::GPU);
+    std::vector<Shape> out = kernel->prepareChecked(shapes());
+    std::vector<Tensor> deviceIn, deviceOut, res;
+    for (const Tensor &t : in) {
+      deviceIn.push_back(device.allocate(t.dtype(), t.shape()));
+      device.copyToDevice(t, deviceIn.back());
+    }
+    for (size_t i = 0; i < out.size(); ++i) {
+      deviceOut.push_back(device.allocate(resultTypesFixed[i].dtype, out[i]));
+      res.emplace_back(resultTypesFixed[i].dtype, out[i]);
+    }
+    ExecContext ctx;
+    std::vector<Tensor *> outs = results(deviceOut);
+    kernel->run(operands(deviceIn), outs, ctx);
+    for (size_t i = 0; i < res.size(); ++i)
+      device.copyToHost(*outs[i], res[i]);
+    device.synchronize();
+    return res;
+  }
+
+  std::vector<Tensor> gpu() { return gpu(inputs); }
+
+private:
+  /// Every op of the column computes its first operand's element type.
+  DType resultDType() const {
+    return inputs.empty() ? DType::F32 : inputs[0].dtype();
+  }
+  std::vector<Shape> shapes() const {
+    std::vector<Shape> s;
+    for (const Tensor &t : inputs)
+      s.push_back(t.shape());
+    return s;
+  }
+  static std::vector<const Tensor *> operands(const std::vector<Tensor> &v) {
+    std::vector<const Tensor *> p;
+    for (const Tensor &t : v)
+      p.push_back(&t);
+    return p;
+  }
+  static std::vector<Tensor *> results(std::vector<Tensor> &v) {
+    std::vector<Tensor *> p;
+    for (Tensor &t : v)
+      p.push_back(&t);
+    return p;
+  }
+
+  const TwinCase &c;
+  const std::vector<Tensor> &inputs;
+  plan::Op op;
+  std::vector<TensorType> types, resultTypesFixed;
+};
+
+void expectClose(const Tensor &got, const Tensor &expected, float tolerance,
+                 const std::string &what) {
+  ASSERT_EQ(got.shape(), expected.shape()) << what;
+  ASSERT_EQ(got.dtype(), expected.dtype()) << what;
+  int64_t n = got.numElements();
+  int reported = 0;
+  for (int64_t i = 0; i < n && reported < 5; ++i) {
+    if (got.dtype() == DType::I64) {
+      if (got.as<int64_t>()[i] != expected.as<int64_t>()[i]) {
+        ADD_FAILURE() << what << ", element " << i << ": "
+                      << got.as<int64_t>()[i] << " against "
+                      << expected.as<int64_t>()[i];
+        ++reported;
+      }
+      continue;
+    }
+    float g = got.as<float>()[i], e = expected.as<float>()[i];
+    if (!(std::abs(g - e) <= tolerance * std::max(1.0f, std::abs(e)))) {
+      ADD_FAILURE() << what << ", element " << i << ": " << g << " against "
+                    << e << " (relative tolerance " << tolerance << ")";
+      ++reported;
+    }
+  }
+}
+
+/// Names a case in gtest's messages (instead of its bytes).
+void PrintTo(const TwinCase &c, std::ostream *os) { *os << c.name; }
+
+class Twin : public ::testing::TestWithParam<TwinCase> {};
+
+TEST_P(Twin, GpuKernelMatchesItsCpuTwin) {
+  const TwinCase &c = GetParam();
+  std::mt19937 rng(std::hash<std::string>()(c.name) & 0xffffffff);
+  std::vector<Tensor> inputs;
+  for (const Input &in : c.inputs)
+    inputs.push_back(draw(in, c.classes, rng));
+  if (c.relate)
+    c.relate(inputs);
+  OneOp op(c, inputs);
+  // The CPU half runs everywhere: a case the CPU column refuses is a broken
+  // case, here as on a GPU machine.
+  std::vector<Tensor> expected = op.cpu();
+  if (!gpuRuntime())
+    GTEST_SKIP() << queryDevices().gpuStatus;
+  std::vector<Tensor> got = op.gpu();
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    expectClose(got[i], expected[i], c.tolerance,
+                c.op + " result " + std::to_string(i));
+}
+
+INSTANTIATE_TEST_SUITE_P(GpuColumn, Twin, ::testing::ValuesIn(twinCases()),
+                         [](const ::testing::TestParamInfo<TwinCase> &info) {
+                           return info.param.name;
+                         });
+
+/// A kernel added to the GPU column without a case here would never be
+/// compared with its CPU twin.
+TEST(GpuColumn, EveryKernelHasATwinCase) {
+  std::set<std::string> covered;
+  for (const TwinCase &c : twinCases())
+    covered.insert(c.op);
+  for (const std::string &name :
+       KernelRegistry::global().opNames(DeviceKind::GPU))
+    EXPECT_TRUE(covered.count(name)) << name << " has no twin case";
+  for (const std::string &name : covered)
+    EXPECT_TRUE(KernelRegistry::global().has(name, DeviceKind::GPU))
+        << name << " has a twin case but no GPU kernel";
+}
+
+/// A GPU that is present but does not run this build's kernels (a build for
+/// another architecture, a broken driver) fails here instead of turning
+/// every other GPU test into a skip.
+TEST(GpuColumn, TheProbeKernelRanOnEveryGpu) {
+  DeviceInventory inventory = queryDevices();
+  ASSERT_TRUE(inventory.cudaBuilt);
+  if (inventory.gpus.empty())
+    GTEST_SKIP() << "no GPU here (" << inventory.gpuStatus << ")";
+  for (const GpuInfo &gpu : inventory.gpus)
+    EXPECT_TRUE(gpu.kernelsRun)
+        << "GPU " << gpu.index << " (" << gpu.name
+        << ") did not run the probe kernel: " << inventory.gpuStatus;
+  EXPECT_NE(gpuRuntime(), nullptr);
+}
+
+/// Indices out of range fail the GPU op as they fail the CPU's, naming the
+/// first one.
+TEST(GpuColumn, AGatherIndexOutOfRangeIsAnErrorNamingIt) {
+  TwinCase c{"gather_bad",
+             "heterps.gather",
+             {f32({5, 2}), {DType::I64, {3}, Fill::Classes}},
+             [](plan::Op &op) { setInt(op, "axis", 0); },
+             5};
+  std::mt19937 rng(1);
+  std::vector<Tensor> inputs{draw(c.inputs[0], 5, rng),
+                             Tensor(DType::I64, {3})};
+  int64_t *idx = inputs[1].as<int64_t>();
+  idx[0] = -5;
+  idx[1] = 7;
+  idx[2] = -9;
+  OneOp op(c, inputs);
+  op.fixResultTypes();
+  EXPECT_THROW(op.cpu(), RuntimeError);
+  if (!gpuRuntime())
+    GTEST_SKIP() << "no usable GPU here";
+  try {
+    op.gpu();
+    ADD_FAILURE() << "the GPU gather accepted index 7 of 5 rows";
+  } catch (const RuntimeError &e) {
+    EXPECT_NE(std::string(e.what()).find("index 7 at position 1"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Gradients against central differences, on the GPU column
+//===----------------------------------------------------------------------===//
+
+/// dx of unary_grad against dy * (f(x + h) - f(x - h)) / 2h, both from GPU
+/// kernels; points within 2h of a kink (relu, abs, leaky_relu, clip) are
+/// left out.
+TEST(GpuColumnGradients, UnaryGradientsAreCentralDifferences) {
+  if (!gpuRuntime())
+    GTEST_SKIP() << "no usable GPU here";
+  const float h = 1e-2f;
+  for (const char *kind : kUnaryKinds) {
+    std::string k = kind;
+    SCOPED_TRACE(k);
+    Fill fill = positiveDomain(k) ? Fill::Positive : Fill::Normal;
+    std::mt19937 rng(11);
+    Tensor x = draw(f32({1000}, fill), 0, rng);
+    Tensor dy = draw(f32({1000}), 0, rng);
+    Tensor xp = x.clone(), xm = x.clone();
+    for (int64_t i = 0; i < 1000; ++i) {
+      xp.as<float>()[i] += h;
+      xm.as<float>()[i] -= h;
+    }
+    TwinCase forward{k, "heterps." + k, {f32({1000})}, [k](plan::Op &op) {
+                       unaryAttrs(op, k);
+                     }};
+    std::vector<Tensor> in{x};
+    OneOp f(forward, in);
+    f.cpu();
+    Tensor y = f.gpu({x})[0], yp = f.gpu({xp})[0], ym = f.gpu({xm})[0];
+    TwinCase backward{k + "_grad",
+                      "heterps.unary_grad",
+                      {f32({1000}), f32({1000}), f32({1000})},
+                      [k](plan::Op &op) {
+                        unaryAttrs(op, k);
+                        setString(op, "kind", k);
+                      }};
+    std::vector<Tensor> bin{x, y, dy};
+    OneOp b(backward, bin);
+    b.cpu();
+    Tensor dx = b.gpu()[0];
+    int checked = 0;
+    for (int64_t i = 0; i < 1000; ++i) {
+      float xi = x.as<float>()[i];
+      bool nearKink = std::abs(xi) < 2 * h ||
+                      (k == "clip" && (std::abs(xi + 1.0f) < 2 * h ||
+                                       std::abs(xi - 1.5f) < 2 * h));
+      if (nearKink)
+        continue;
+      float numeric =
+          dy.as<float>()[i] * (yp.as<float>()[i] - ym.as<float>()[i]) / (2 * h);
+      float analytic = dx.as<float>()[i];
+      EXPECT_NEAR(analytic, numeric, 2e-3f + 2e-2f * std::abs(numeric))
+          << "x = " << xi;
+      ++checked;
+    }
+    EXPECT_GT(checked, 900);
+  }
+}
+
+/// loss_grad of each loss (mean reduction) against central differences of
+/// the GPU loss, one prediction element at a time.
+TEST(GpuColumnGradients, LossGradientsAreCentralDifferences) {
+  if (!gpuRuntime())
+    GTEST_SKIP() << "no usable GPU here";
+  struct Loss {
+    const char *kind;
+    Input pred, label;
+    bool logits;
+    int64_t classes;
+  };
+  const Loss losses[] = {
+      {"bce", f32({8, 1}, Fill::Probability), f32({8, 1}, Fill::Binary), false,
+       0},
+      {"bce", f32({8, 2}), f32({8, 2}, Fill::Binary), true, 0},
+      {"mse", f32({8, 2}), f32({8, 2}), false, 0},
+      {"softmax_ce", f32({6, 5}), {DType::I64, {6}, Fill::Classes}, true, 5},
+  };
+  const float h = 1e-2f;
+  for (const Loss &l : losses) {
+    std::string kind = l.kind;
+    SCOPED_TRACE(kind + (l.logits ? " from logits" : ""));
+    std::mt19937 rng(3);
+    Tensor pred = draw(l.pred, l.classes, rng);
+    Tensor label = draw(l.label, l.classes, rng);
+    Tensor one(DType::F32, {});
+    one.as<float>()[0] = 1.0f;
+    bool logits = l.logits;
+    TwinCase loss{
+        kind,
+        "heterps." + kind + "_loss",
+        {l.pred, l.label},
+        [logits](plan::Op &op) { setBool(op, "from_logits", logits); },
+        l.classes};
+    std::vector<Tensor> in{pred, label};
+    OneOp forward(loss, in);
+    forward.cpu();
+    TwinCase grad{kind + "_grad",
+                  "heterps.loss_grad",
+                  {l.pred, l.label, f32({})},
+                  [kind, logits](plan::Op &op) {
+                    setString(op, "kind", kind);
+                    setBool(op, "from_logits", logits);
+                  },
+                  l.classes};
+    std::vector<Tensor> gin{pred, label, one};
+    OneOp backward(grad, gin);
+    backward.cpu();
+    Tensor dx = backward.gpu()[0];
+    for (int64_t i = 0; i < pred.numElements(); ++i) {
+      Tensor plus = pred.clone(), minus = pred.clone();
+      plus.as<float>()[i] += h;
+      minus.as<float>()[i] -= h;
+      float lp = forward.gpu({plus, label})[0].as<float>()[0];
+      float lm = forward.gpu({minus, label})[0].as<float>()[0];
+      float numeric = (lp - lm) / (2 * h);
+      EXPECT_NEAR(dx.as<float>()[i], numeric, 1e-3f + 2e-2f * std::abs(numeric))
+          << "prediction element " << i;
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Training on a GPU stage
+//===----------------------------------------------------------------------===//
+
+/// The CTR model's training plan (heterps-opt at build time, optimizer
+/// `optimizer`), its one stage of kind `kind`.
+plan::Plan ctrPlan(const std::string &kind, const std::string &optimizer) {
+  const char *dir = std::getenv("HETERPS_GPU_TEST_PLANS");
+  std::string path = std::string(dir ? dir : HETERPS_GPU_TEST_PLANS) + "/ctr-" +
+                     optimizer + ".plan";
+  plan::Plan p = loadPlan(path);
+  for (plan::Stage &stage : *p.mutable_stages()) {
+    stage.set_kind(kind);
+    stage.set_resource(kind + "-pool");
+  }
+  return p;
+}
+
+/// Trains `steps` steps of 32 examples on the CTR model and returns the
+/// parameters and the table row of id 7.
+std::vector<std::vector<float>> trainCtr(const plan::Plan &plan, int steps) {
+  ParamStore params(plan, 1);
+  LocalEmbeddingStore tables(plan, 1);
+  Program program(plan, params, tables, ProgramOptions{});
+  for (int s = 0; s < steps; ++s) {
+    std::mt19937 rng(100 + s);
+    Tensor dense(DType::F32, {32, 4}), ids(DType::I64, {32, 3}),
+        label(DType::F32, {32, 1});
+    for (int64_t i = 0; i < 32 * 4; ++i)
+      dense.as<float>()[i] = std::normal_distribution<float>()(rng);
+    for (int64_t i = 0; i < 32 * 3; ++i)
+      ids.as<int64_t>()[i] = rng() % 1000;
+    for (int64_t i = 0; i < 32; ++i)
+      label.as<float>()[i] = static_cast<float>(rng() % 2);
+    program.run({&dense, &ids, &label}, true, {0});
+  }
+  std::vector<std::vector<float>> state;
+  for (const auto &[name, param] : params.all())
+    state.emplace_back(param.value.as<float>(),
+                       param.value.as<float>() + param.value.numElements());
+  std::vector<float> row(8);
+  int64_t key = 7;
+  tables.pull(tables.tableId("t"), &key, 1, row.data());
+  state.push_back(row);
+  return state;
+}
+
+/// The plans load everywhere; the GPU half needs a GPU.
+TEST(GpuColumnTraining, TrainingStepsMatchTheCpu) {
+  for (const char *optimizer : {"sgd", "adam"}) {
+    SCOPED_TRACE(optimizer);
+    std::vector<std::vector<float>> expected =
+        trainCtr(ctrPlan("cpu", optimizer), 3);
+    if (!gpuRuntime())
+      GTEST_SKIP() << "no usable GPU here";
+    std::vector<std::vector<float>> got =
+        trainCtr(ctrPlan("gpu", optimizer), 3);
+    ASSERT_EQ(got.size(), expected.size());
+    for (size_t p = 0; p < got.size(); ++p) {
+      ASSERT_EQ(got[p].size(), expected[p].size());
+      for (size_t i = 0; i < got[p].size(); ++i)
+        EXPECT_NEAR(got[p][i], expected[p][i],
+                    1e-5f * std::max(1.0f, std::abs(expected[p][i])))
+            << "parameter " << p << ", element " << i;
+    }
+  }
+}
+
+} // namespace
