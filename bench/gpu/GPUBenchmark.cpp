@@ -1,9 +1,10 @@
 //===- GPUBenchmark.cpp - The GPU column against cuBLAS and the CPU -------===//
 //
 // Three figures, each against a reference run in the same process:
-// - TFLOP/s of the GPU column's heterps.gemm and heterps.matmul (f32, TF32
-//   off) against cuBLAS called directly on the same shapes (cublasSgemm,
-//   cublasSgemmStridedBatched): the cost of the kernel layer;
+// - TFLOP/s of the GPU column's heterps.gemm and heterps.matmul in each
+//   --gpu-math (f32, tf32, bf16) against cuBLAS called directly on the same
+//   operands with the same compute type (cublasGemmEx,
+//   cublasGemmStridedBatchedEx): the cost of the kernel layer;
 // - training samples/s of the plans in --plans (the DLRM-shaped CTR model
 //   and the MLP, compiled at build time) with their stage on the GPU
 //   against the same plan on the CPU column with --threads threads;
@@ -120,7 +121,8 @@ struct ColumnOp {
   }
 };
 
-/// cuBLAS on its own handle and stream, TF32 off as in the GPU column.
+/// cuBLAS on its own handle and stream; the compute type of each call says
+/// whether it may use TF32 or BF16 tensor cores, as in the GPU column.
 struct DirectBlas {
   cudaStream_t stream = nullptr;
   cublasHandle_t handle = nullptr;
@@ -138,10 +140,16 @@ struct DirectBlas {
   void sync() { check(cudaStreamSynchronize(stream), "synchronizing"); }
 };
 
+cublasComputeType_t computeType(GpuMath math) {
+  return math == GpuMath::TF32   ? CUBLAS_COMPUTE_32F_FAST_TF32
+         : math == GpuMath::BF16 ? CUBLAS_COMPUTE_32F_FAST_16BF
+                                 : CUBLAS_COMPUTE_32F;
+}
+
 void benchProducts(DeviceRuntime &gpu, const std::vector<int64_t> &sizes,
                    double seconds) {
-  std::printf("f32 products, TF32 off: the GPU column against cuBLAS called "
-              "directly\n\n%-28s %12s %12s %7s\n",
+  std::printf("f32 products in each --gpu-math: the GPU column against "
+              "cuBLAS called directly\n\n%-28s %12s %12s %7s\n",
               "shape", "column TF/s", "cuBLAS TF/s", "ratio");
   DirectBlas blas;
   const float one = 1.0f, zero = 0.0f;
@@ -150,40 +158,49 @@ void benchProducts(DeviceRuntime &gpu, const std::vector<int64_t> &sizes,
     std::printf("%-28s %12.2f %12.2f %7.2f\n", shape.c_str(),
                 flops * column / 1e12, flops * direct / 1e12, column / direct);
   };
-  for (int64_t n : sizes) {
-    ColumnOp gemm(gpu, "heterps.gemm", {{n, n}, {n, n}});
+  for (GpuMath math : {GpuMath::F32, GpuMath::TF32, GpuMath::BF16}) {
+    gpu.setMath(math);
+    cublasComputeType_t compute = computeType(math);
+    std::string suffix = std::string(" ") + gpuMathName(math);
+    for (int64_t n : sizes) {
+      ColumnOp gemm(gpu, "heterps.gemm", {{n, n}, {n, n}});
+      double column = perSecond(
+          seconds, [&] { gemm.run(); }, [&] { gpu.synchronize(); });
+      const float *a = gemm.in[0].as<float>(), *b = gemm.in[1].as<float>();
+      float *c = gemm.out[0].as<float>();
+      int d = static_cast<int>(n);
+      double direct = perSecond(
+          seconds,
+          [&] {
+            check(cublasGemmEx(blas.handle, CUBLAS_OP_N, CUBLAS_OP_N, d, d, d,
+                               &one, b, CUDA_R_32F, d, a, CUDA_R_32F, d, &zero,
+                               c, CUDA_R_32F, d, compute, CUBLAS_GEMM_DEFAULT),
+                  "cublasGemmEx");
+          },
+          [&] { blas.sync(); });
+      row("gemm " + std::to_string(n) + "^3" + suffix, 2.0 * n * n * n, column,
+          direct);
+    }
+    const int64_t batch = 64, m = 512;
+    ColumnOp matmul(gpu, "heterps.matmul", {{batch, m, m}, {batch, m, m}});
     double column = perSecond(
-        seconds, [&] { gemm.run(); }, [&] { gpu.synchronize(); });
-    const float *a = gemm.in[0].as<float>(), *b = gemm.in[1].as<float>();
-    float *c = gemm.out[0].as<float>();
-    int d = static_cast<int>(n);
+        seconds, [&] { matmul.run(); }, [&] { gpu.synchronize(); });
+    const float *a = matmul.in[0].as<float>(), *b = matmul.in[1].as<float>();
+    float *c = matmul.out[0].as<float>();
+    int d = static_cast<int>(m);
     double direct = perSecond(
         seconds,
         [&] {
-          check(cublasSgemm(blas.handle, CUBLAS_OP_N, CUBLAS_OP_N, d, d, d,
-                            &one, b, d, a, d, &zero, c, d),
-                "cublasSgemm");
+          check(cublasGemmStridedBatchedEx(
+                    blas.handle, CUBLAS_OP_N, CUBLAS_OP_N, d, d, d, &one, b,
+                    CUDA_R_32F, d, m * m, a, CUDA_R_32F, d, m * m, &zero, c,
+                    CUDA_R_32F, d, m * m, batch, compute, CUBLAS_GEMM_DEFAULT),
+                "cublasGemmStridedBatchedEx");
         },
         [&] { blas.sync(); });
-    row("gemm " + std::to_string(n) + "^3", 2.0 * n * n * n, column, direct);
+    row("matmul 64 x 512^3" + suffix, 2.0 * batch * m * m * m, column, direct);
   }
-  const int64_t batch = 64, m = 512;
-  ColumnOp matmul(gpu, "heterps.matmul", {{batch, m, m}, {batch, m, m}});
-  double column = perSecond(
-      seconds, [&] { matmul.run(); }, [&] { gpu.synchronize(); });
-  const float *a = matmul.in[0].as<float>(), *b = matmul.in[1].as<float>();
-  float *c = matmul.out[0].as<float>();
-  int d = static_cast<int>(m);
-  double direct = perSecond(
-      seconds,
-      [&] {
-        check(cublasSgemmStridedBatched(blas.handle, CUBLAS_OP_N, CUBLAS_OP_N,
-                                        d, d, d, &one, b, d, m * m, a, d, m * m,
-                                        &zero, c, d, m * m, batch),
-              "cublasSgemmStridedBatched");
-      },
-      [&] { blas.sync(); });
-  row("matmul 64 x 512^3", 2.0 * batch * m * m * m, column, direct);
+  gpu.setMath(GpuMath::F32);
 }
 
 /// Inputs for every input of `program` at `batch`: floats in [0, 1) (dense

@@ -84,6 +84,10 @@ void heterps::run::declareOptions(Flags &flags, Options &o) {
                  o.fallbackCPU = true;
                  return "";
                });
+  flags.choice("--gpu-math", o.gpuMath, {"f32", "tf32", "bf16"},
+               "how GPU stages compute GEMMs and MatMuls: f32 (default; "
+               "within 1e-5 of the CPU), or on tensor cores with operands "
+               "rounded to tf32 or bf16");
 
   flags.group("Pipeline (plans with several stages, or stages with several "
               "units)");

@@ -29,6 +29,7 @@ struct Options {
   std::string save, load;
   int64_t checkpointEvery = 0;
   bool fallbackCPU = false;
+  std::string gpuMath = "f32";
   // The pipelined executor: auto | on | off, its schedule, the worker cap
   // (0: the hardware threads) and micro-batches per step (0: the plan's).
   std::string pipeline = "auto", schedule = "1f1b";

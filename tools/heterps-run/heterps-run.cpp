@@ -537,6 +537,7 @@ int main(int argc, char **argv) {
     o.tables.applyTo(so.tableDefaults);
     ProgramOptions &po = so.program;
     po.fallbackToCPU = o.fallbackCPU;
+    po.gpuMath = *parseGpuMath(o.gpuMath);
     po.threads = o.threads;
     po.seed = o.seed;
     po.profile = !o.profile.empty();

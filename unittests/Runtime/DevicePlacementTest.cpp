@@ -22,6 +22,7 @@
 
 #include "../../lib/Runtime/CUDA/UnaryMath.h"
 #include "CtrModel.h"
+#include "TestDevice.h"
 
 #include <gtest/gtest.h>
 
@@ -32,6 +33,7 @@
 
 using namespace heterps;
 using namespace heterps::runtime;
+using namespace heterps::fixtures;
 
 namespace {
 
@@ -63,92 +65,6 @@ struct Batch {
   }
   std::vector<const Tensor *> inputs() { return {&dense, &ids, &label}; }
 };
-
-/// Device memory that is host memory marked as the device's; counts the
-/// copies.
-class HostMemoryDevice : public DeviceRuntime {
-public:
-  std::string describe() const override { return "host-memory test device"; }
-  Tensor allocate(DType dtype, const Shape &shape) override {
-    size_t bytes = std::max<size_t>(numElements(shape) * dtypeSize(dtype), 1);
-    size_t rounded = (bytes + 63) / 64 * 64;
-    void *p = std::aligned_alloc(64, rounded);
-    std::memset(p, 0, rounded);
-    ++allocations;
-    return Tensor::adopt(dtype, shape, std::shared_ptr<void>(p, std::free),
-                         rounded, MemorySpace::Device);
-  }
-  void copyToDevice(const Tensor &host, Tensor &device) override {
-    copy(host, MemorySpace::Host, device, MemorySpace::Device);
-    ++toDevice;
-  }
-  void copyToHost(const Tensor &device, Tensor &host) override {
-    copy(device, MemorySpace::Device, host, MemorySpace::Host);
-    ++toHost;
-  }
-  void synchronize() override { ++synchronizations; }
-
-  int allocations = 0, toDevice = 0, toHost = 0, synchronizations = 0;
-
-private:
-  static void copy(const Tensor &from, MemorySpace fromSpace, Tensor &to,
-                   MemorySpace toSpace) {
-    ASSERT_EQ(from.space(), fromSpace);
-    ASSERT_EQ(to.space(), toSpace);
-    ASSERT_EQ(from.shape(), to.shape());
-    ASSERT_EQ(from.dtype(), to.dtype());
-    std::memcpy(to.data(), from.data(), from.byteSize());
-  }
-};
-
-/// A CPU kernel that checks that its operands and results are in device
-/// memory, as a GPU kernel would need them.
-class DeviceCheckingKernel : public Kernel {
-public:
-  DeviceCheckingKernel(const OpInfo &op, std::unique_ptr<Kernel> inner)
-      : Kernel(op), inner(std::move(inner)) {}
-  std::vector<Shape> prepare(const std::vector<Shape> &in) override {
-    return inner->prepare(in);
-  }
-  void run(const std::vector<const Tensor *> &in,
-           const std::vector<Tensor *> &out, ExecContext &ctx) override {
-    for (const Tensor *t : in)
-      if (t->space() != MemorySpace::Device)
-        fail() << info.describe() << " read a host operand on the GPU";
-    for (const Tensor *t : out)
-      if (t->space() != MemorySpace::Device)
-        fail() << info.describe() << " wrote a host result on the GPU";
-    inner->run(in, out, ctx);
-    ++runs();
-  }
-  bool outputsAreViews() const override { return inner->outputsAreViews(); }
-  static int &runs() {
-    static int count = 0;
-    return count;
-  }
-
-private:
-  std::unique_ptr<Kernel> inner;
-};
-
-/// The CPU column of this binary, and a GPU column of device-checking
-/// twins of every CPU kernel but host ops and `missing`.
-KernelRegistry testRegistry(const std::set<std::string> &missing) {
-  KernelRegistry r;
-  for (const std::string &name :
-       KernelRegistry::global().opNames(DeviceKind::CPU)) {
-    r.add(name, DeviceKind::CPU, [](const OpInfo &op) {
-      return KernelRegistry::global().create(op, DeviceKind::CPU);
-    });
-    if (runsOnHost(name) || missing.count(name))
-      continue;
-    r.add(name, DeviceKind::GPU, [](const OpInfo &op) {
-      return std::make_unique<DeviceCheckingKernel>(
-          op, KernelRegistry::global().create(op, DeviceKind::CPU));
-    });
-  }
-  return r;
-}
 
 /// Trains `steps` steps of 32 examples and returns the parameters and the
 /// table row of id 7.
@@ -215,6 +131,22 @@ TEST(DevicePlacement, AStepOnTheGpuAllocatesNoDeviceMemory) {
   const Tensor *out = program.run(batch.inputs(), false, {0})[0];
   EXPECT_EQ(out->space(), MemorySpace::Host);
   EXPECT_EQ(out->shape(), (Shape{16, 1}));
+}
+
+TEST(DevicePlacement, TheGpuMathOptionReachesTheDevice) {
+  plan::Plan gpuPlan = compile("gpu", "sgd");
+  KernelRegistry registry = testRegistry({});
+  HostMemoryDevice device;
+  ProgramOptions options;
+  options.registry = &registry;
+  options.gpu = &device;
+  options.gpuMath = GpuMath::BF16;
+  ParamStore params(gpuPlan, 1);
+  LocalEmbeddingStore tables(gpuPlan, 1);
+  Program program(gpuPlan, params, tables, options);
+  EXPECT_EQ(device.math, GpuMath::BF16);
+  EXPECT_EQ(parseGpuMath("tf32"), GpuMath::TF32);
+  EXPECT_EQ(parseGpuMath("fp16"), std::nullopt);
 }
 
 TEST(DevicePlacement, AnOpTheGpuColumnLacksIsAnErrorWithoutFallback) {

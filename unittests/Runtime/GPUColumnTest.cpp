@@ -20,6 +20,7 @@
 #include "heterps/Runtime/EmbeddingStore.h"
 #include "heterps/Runtime/Error.h"
 #include "heterps/Runtime/ParamStore.h"
+#include "heterps/Runtime/Pipeline.h"
 #include "heterps/Runtime/PlanTypes.h"
 #include "heterps/Runtime/Program.h"
 #include "heterps/plan.pb.h"
@@ -636,6 +637,47 @@ INSTANTIATE_TEST_SUITE_P(GpuColumn, Twin, ::testing::ValuesIn(twinCases()),
                            return info.param.name;
                          });
 
+/// --gpu-math=tf32|bf16: the products round their operands for the tensor
+/// cores and stay near the CPU's f32 products.
+TEST(GpuColumn, ReducedPrecisionProductsStayNearTheCpu) {
+  struct Mode {
+    GpuMath math;
+    float tolerance;
+  };
+  std::vector<TwinCase> products;
+  for (const TwinCase &c : twinCases())
+    if (c.name == "gemm_nt" || c.name == "matmul_batched")
+      products.push_back(c);
+  products.push_back({"gemm_256",
+                      "heterps.gemm",
+                      {f32({256, 256}), f32({256, 256})},
+                      [](plan::Op &) {}});
+  ASSERT_EQ(products.size(), 3u);
+  for (Mode mode : {Mode{GpuMath::TF32, 2e-2f}, Mode{GpuMath::BF16, 1e-1f}}) {
+    SCOPED_TRACE(gpuMathName(mode.math));
+    for (const TwinCase &c : products) {
+      std::mt19937 rng(std::hash<std::string>()(c.name) & 0xffffffff);
+      std::vector<Tensor> inputs;
+      for (const Input &in : c.inputs)
+        inputs.push_back(draw(in, c.classes, rng));
+      OneOp op(c, inputs);
+      std::vector<Tensor> expected = op.cpu();
+      if (!gpuRuntime())
+        GTEST_SKIP() << queryDevices().gpuStatus;
+      gpuRuntime()->setMath(mode.math);
+      std::vector<Tensor> got;
+      try {
+        got = op.gpu();
+      } catch (...) {
+        gpuRuntime()->setMath(GpuMath::F32);
+        throw;
+      }
+      gpuRuntime()->setMath(GpuMath::F32);
+      expectClose(got[0], expected[0], mode.tolerance, c.name);
+    }
+  }
+}
+
 /// A kernel added to the GPU column without a case here would never be
 /// compared with its CPU twin.
 TEST(GpuColumn, EveryKernelHasATwinCase) {
@@ -821,13 +863,17 @@ TEST(GpuColumnGradients, LossGradientsAreCentralDifferences) {
 // Training on a GPU stage
 //===----------------------------------------------------------------------===//
 
+/// Where the plans compiled at build time are (HETERPS_GPU_TEST_PLANS,
+/// where scripts/gpu-check.sh unpacked them, or the build tree).
+std::string planDirectory() {
+  const char *dir = std::getenv("HETERPS_GPU_TEST_PLANS");
+  return dir ? dir : HETERPS_GPU_TEST_PLANS;
+}
+
 /// The CTR model's training plan (heterps-opt at build time, optimizer
 /// `optimizer`), its one stage of kind `kind`.
 plan::Plan ctrPlan(const std::string &kind, const std::string &optimizer) {
-  const char *dir = std::getenv("HETERPS_GPU_TEST_PLANS");
-  std::string path = std::string(dir ? dir : HETERPS_GPU_TEST_PLANS) + "/ctr-" +
-                     optimizer + ".plan";
-  plan::Plan p = loadPlan(path);
+  plan::Plan p = loadPlan(planDirectory() + "/ctr-" + optimizer + ".plan");
   for (plan::Stage &stage : *p.mutable_stages()) {
     stage.set_kind(kind);
     stage.set_resource(kind + "-pool");
@@ -882,6 +928,57 @@ TEST(GpuColumnTraining, TrainingStepsMatchTheCpu) {
                     1e-5f * std::max(1.0f, std::abs(expected[p][i])))
             << "parameter " << p << ", element " << i;
     }
+  }
+}
+
+/// The two-stage CTR plan (lookups on the CPU, the MLP in two replicas on
+/// the GPU, four micro-batches) trains as the same plan all on the CPU.
+TEST(GpuColumnTraining, ATwoStagePlanWithItsMlpOnTheGpuMatchesTheCpu) {
+  auto train = [](PipelineExecutor &pipeline) {
+    for (int step = 0; step < 5; ++step) {
+      std::mt19937 rng(700 + step);
+      Tensor dense(DType::F32, {37, 4}), ids(DType::I64, {37, 3}),
+          label(DType::F32, {37, 1});
+      for (int64_t i = 0; i < 37 * 4; ++i)
+        dense.as<float>()[i] = std::normal_distribution<float>()(rng);
+      for (int64_t i = 0; i < 37 * 3; ++i)
+        ids.as<int64_t>()[i] = rng() % 20;
+      for (int64_t i = 0; i < 37; ++i)
+        label.as<float>()[i] = static_cast<float>(rng() % 2);
+      pipeline.run({&dense, &ids, &label}, true, {});
+    }
+  };
+  for (const char *optimizer : {"sgd", "adam"}) {
+    SCOPED_TRACE(optimizer);
+    plan::Plan cpu =
+        loadPlan(planDirectory() + "/ctr-two-stages-" + optimizer + ".plan");
+    ASSERT_EQ(cpu.stages_size(), 2);
+    plan::Plan gpu = cpu;
+    gpu.mutable_stages(1)->set_kind("gpu");
+    PipelineOptions options;
+    options.maxWorkers = 4;
+    ParamStore cpuParams(cpu, 7), gpuParams(gpu, 7);
+    LocalEmbeddingStore cpuTables(cpu, 7), gpuTables(gpu, 7);
+    PipelineExecutor onCpu(cpu, cpuParams, cpuTables, ProgramOptions{},
+                           options);
+    train(onCpu);
+    if (!gpuRuntime())
+      GTEST_SKIP() << queryDevices().gpuStatus;
+    PipelineExecutor onGpu(gpu, gpuParams, gpuTables, ProgramOptions{},
+                           options);
+    train(onGpu);
+    for (auto &[name, param] : cpuParams.all()) {
+      const Tensor &got = gpuParams.get(name).value;
+      for (int64_t i = 0; i < got.numElements(); ++i)
+        EXPECT_NEAR(got.as<float>()[i], param.value.as<float>()[i],
+                    1e-5f *
+                        std::max(1.0f, std::abs(param.value.as<float>()[i])))
+            << "parameter " << name << ", element " << i;
+    }
+    const Tensor &expected = cpuTables.rows(0), &got = gpuTables.rows(0);
+    for (int64_t i = 0; i < got.numElements(); ++i)
+      EXPECT_NEAR(got.as<float>()[i], expected.as<float>()[i], 1e-5f)
+          << "table element " << i;
   }
 }
 

@@ -4,7 +4,9 @@
 // a two-stage CTR model, each stage with two replicas, trained for 20 steps
 // under both schedules, leaves the parameters and the table rows where one
 // worker leaves them (up to the order of float additions). A failing
-// worker stops the step with an error that names its stage and replica.
+// worker stops the step with an error that names its stage and replica. A
+// GPU stage runs on the GPU column with copies at its boundaries (checked
+// here with the host-memory test device of TestDevice.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +22,8 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+
+#include "TestDevice.h"
 
 #include <gtest/gtest.h>
 
@@ -314,6 +318,113 @@ TEST(Pipeline, AFailingWorkerNamesItsStage) {
               std::string::npos)
         << e.what();
   }
+}
+
+/// kModel's stage 1 (the MLP, two replicas) on a GPU resource, the lookup
+/// stage on the CPU: the heterogeneous plan of the paper.
+plan::Plan withGpuMlp(const std::string &optimizer) {
+  plan::Plan p = compile(kModel, optimizer.c_str());
+  p.mutable_stages(1)->set_kind("gpu");
+  return p;
+}
+
+/// One step on each executor; the losses and predictions are equal.
+void expectEqualSteps(PipelineExecutor &a, PipelineExecutor &b,
+                      const std::vector<const Tensor *> &inputs,
+                      const std::vector<int> &outputs, int step) {
+  const std::vector<const Tensor *> &x = a.run(inputs, true, outputs);
+  float loss = x[0]->as<float>()[0];
+  Tensor prediction = x[1]->clone();
+  const std::vector<const Tensor *> &y = b.run(inputs, true, outputs);
+  EXPECT_EQ(y[0]->as<float>()[0], loss) << "loss of step " << step;
+  ASSERT_EQ(y[1]->space(), MemorySpace::Host);
+  EXPECT_EQ(relativeError(*y[1], prediction), 0) << "prediction of " << step;
+}
+
+TEST(Pipeline, AGpuStageTrainsAsTheCpuWithCopiesAtItsBoundaries) {
+  for (const char *optimizer : {"sgd", "adam"}) {
+    SCOPED_TRACE(optimizer);
+    plan::Plan cpu = compile(kModel, optimizer), gpu = withGpuMlp(optimizer);
+    ParamStore cpuParams(cpu, 7), gpuParams(gpu, 7);
+    LocalEmbeddingStore cpuTables(cpu, 7), gpuTables(gpu, 7);
+    PipelineOptions options;
+    options.maxWorkers = 4;
+    PipelineExecutor onCpu(cpu, cpuParams, cpuTables, ProgramOptions{},
+                           options);
+    KernelRegistry registry = fixtures::testRegistry({});
+    fixtures::HostMemoryDevice device;
+    ProgramOptions gpuOptions;
+    gpuOptions.registry = &registry;
+    gpuOptions.gpu = &device;
+    fixtures::DeviceCheckingKernel::runs() = 0;
+    PipelineExecutor onGpu(gpu, gpuParams, gpuTables, gpuOptions, options);
+    EXPECT_EQ(onGpu.mapping()[1].replicas, 2);
+
+    int loss = cpu.training().loss_output();
+    std::vector<int> outputs{loss, loss == 0 ? 1 : 0};
+    int allocated = 0;
+    for (int step = 0; step < 8; ++step) {
+      Batch batch(64, 300 + step);
+      expectEqualSteps(onCpu, onGpu, batch.inputs(), outputs, step);
+      // Every slot of both replicas has its device buffers after the
+      // first steps; later steps of the same size allocate nothing.
+      if (step == 3)
+        allocated = device.allocations;
+    }
+    EXPECT_EQ(device.allocations, allocated);
+    // A last, smaller batch: micro-batches of 10, 9, 9 and 9 rows.
+    Batch uneven(37, 400);
+    expectEqualSteps(onCpu, onGpu, uneven.inputs(), outputs, 8);
+
+    for (auto &[name, param] : cpuParams.all())
+      EXPECT_EQ(relativeError(gpuParams.get(name).value, param.value), 0)
+          << "parameter " << name;
+    EXPECT_EQ(relativeError(gpuTables.rows(0), cpuTables.rows(0)), 0)
+        << "table rows";
+    // The MLP ran on the test GPU; the rows, the parameters and the
+    // gradient from stage 0 went in, the gradients and outputs came out.
+    EXPECT_GT(fixtures::DeviceCheckingKernel::runs(), 0);
+    EXPECT_GT(device.toDevice, 0);
+    EXPECT_GT(device.toHost, 0);
+  }
+}
+
+TEST(Pipeline, AGpuStageLackingAnOpIsAnErrorWithoutFallback) {
+  plan::Plan gpu = withGpuMlp("sgd");
+  KernelRegistry registry = fixtures::testRegistry({"heterps.gemm"});
+  fixtures::HostMemoryDevice device;
+  ProgramOptions gpuOptions;
+  gpuOptions.registry = &registry;
+  gpuOptions.gpu = &device;
+  PipelineOptions options;
+  options.maxWorkers = 4;
+  ParamStore params(gpu, 7);
+  LocalEmbeddingStore tables(gpu, 7);
+  try {
+    PipelineExecutor pipeline(gpu, params, tables, gpuOptions, options);
+    FAIL() << "a GPU stage with an op the column lacks was accepted";
+  } catch (const RuntimeError &e) {
+    EXPECT_NE(std::string(e.what()).find("heterps.gemm"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("--fallback=cpu"), std::string::npos)
+        << e.what();
+  }
+  // With the fallback the GEMM runs on the CPU between copies.
+  gpuOptions.fallbackToCPU = true;
+  plan::Plan cpu = compile(kModel, "sgd");
+  ParamStore cpuParams(cpu, 7);
+  LocalEmbeddingStore cpuTables(cpu, 7);
+  PipelineExecutor onCpu(cpu, cpuParams, cpuTables, ProgramOptions{}, options);
+  PipelineExecutor onGpu(gpu, params, tables, gpuOptions, options);
+  int loss = cpu.training().loss_output();
+  for (int step = 0; step < 3; ++step) {
+    Batch batch(64, 500 + step);
+    expectEqualSteps(onCpu, onGpu, batch.inputs(), {loss, loss == 0 ? 1 : 0},
+                     step);
+  }
+  for (auto &[name, param] : cpuParams.all())
+    EXPECT_EQ(relativeError(params.get(name).value, param.value), 0)
+        << "parameter " << name;
 }
 
 TEST(Pipeline, RefusesWhatItCannotSplit) {

@@ -15,9 +15,18 @@
 #include "heterps/Runtime/Tensor.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace heterps::runtime {
+
+/// How the GPU column computes f32 products (GEMM, MatMul): in f32, within
+/// 1e-5 of the CPU column (the default), or on tensor cores with operands
+/// rounded to TF32 or BF16 and f32 sums (heterps-run --gpu-math).
+enum class GpuMath { F32, TF32, BF16 };
+/// "f32", "tf32", "bf16"; nullopt for any other name.
+std::optional<GpuMath> parseGpuMath(const std::string &name);
+const char *gpuMathName(GpuMath math);
 
 class DeviceRuntime {
 public:
@@ -37,6 +46,9 @@ public:
   virtual void copyToHost(const Tensor &device, Tensor &host) = 0;
   /// Waits for the work queued on the calling thread's stream.
   virtual void synchronize() = 0;
+  /// Sets how the products of every GPU kernel of this process compute,
+  /// from their next run on.
+  virtual void setMath(GpuMath math) = 0;
 };
 
 /// The GPU column's runtime on this machine: null when CUDA is not built

@@ -32,6 +32,9 @@ namespace heterps::runtime {
 struct ProgramOptions {
   /// Run stages placed on GPUs with the CPU kernels (--fallback=cpu).
   bool fallbackToCPU = false;
+  /// How GPU products compute (--gpu-math); set on the device when a stage
+  /// runs on it.
+  GpuMath gpuMath = GpuMath::F32;
   int threads = 1;
   uint64_t seed = 1;
   /// Time every kernel of a training step (heterps-run --profile).

@@ -75,6 +75,8 @@ public:
   template <typename T> T *as() const { return static_cast<T *>(ptr); }
   bool empty() const { return ptr == nullptr; }
   MemorySpace space() const { return memorySpace; }
+  /// Bytes of the buffer this tensor owns (0 for a view).
+  size_t capacityBytes() const { return owned ? capacity : 0; }
 
   /// Re-points the view (used by the memory plan); keeps ownership. Takes
   /// the shape by reference so that a steady-state step, whose shapes do not

@@ -63,6 +63,8 @@ public:
     check(cudaStreamSynchronize(gpuDevice().stream), "waiting for the device");
   }
 
+  void setMath(GpuMath math) override { setProductMath(math); }
+
 private:
   static void requireSame(const Tensor &from, const Tensor &to) {
     if (from.dtype() != to.dtype() || from.shape() != to.shape())

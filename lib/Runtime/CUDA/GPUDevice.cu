@@ -4,6 +4,8 @@
 
 #include "heterps/Runtime/Error.h"
 
+#include <atomic>
+
 using namespace heterps::runtime;
 using namespace heterps::runtime::cuda;
 
@@ -47,6 +49,15 @@ GPUDevice &cuda::gpuDevice() {
   thread_local ThreadDevice state;
   return state.device;
 }
+
+static std::atomic<GpuMath> &mathSetting() {
+  static std::atomic<GpuMath> math{GpuMath::F32};
+  return math;
+}
+
+void cuda::setProductMath(GpuMath math) { mathSetting().store(math); }
+
+GpuMath cuda::productMath() { return mathSetting().load(); }
 
 void cuda::checkLaunch(const OpInfo &op) {
   cudaError_t status = cudaGetLastError();

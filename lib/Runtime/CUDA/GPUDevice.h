@@ -11,6 +11,7 @@
 #ifndef HETERPS_LIB_RUNTIME_CUDA_GPUDEVICE_H
 #define HETERPS_LIB_RUNTIME_CUDA_GPUDEVICE_H
 
+#include "heterps/Runtime/DeviceRuntime.h"
 #include "heterps/Runtime/Kernel.h"
 
 #include <cublas_v2.h>
@@ -33,6 +34,10 @@ struct GPUDevice {
 
 /// This thread's stream and cuBLAS handle on GPU 0, created on first use.
 GPUDevice &gpuDevice();
+
+/// How products compute (DeviceRuntime::setMath), for every thread.
+void setProductMath(GpuMath math);
+GpuMath productMath();
 
 /// Checks that the last launch on this thread was accepted; `op` names the
 /// op in the error.

@@ -3,8 +3,9 @@
 // cuBLAS is column-major and the runtime's tensors row-major: a row-major
 // C = op(A) op(B) is the column-major C^T = op(B)^T op(A)^T, so each call
 // passes B before A and swaps M and N; transposed operands only change the
-// leading dimensions. TF32 stays off (GPUDevice.cu), so results match the
-// CPU column's within 1e-5.
+// leading dimensions. Products compute in f32 unless --gpu-math asks for
+// TF32 or BF16 tensor cores (GpuMath), so by default results match the CPU
+// column's within 1e-5.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +17,20 @@ using namespace heterps::runtime;
 using namespace heterps::runtime::cuda;
 
 namespace {
+
+/// f32 operands and sums; with TF32 or BF16, cuBLAS rounds the operands
+/// for the tensor cores.
+cublasComputeType_t computeType(GpuMath math) {
+  switch (math) {
+  case GpuMath::TF32:
+    return CUBLAS_COMPUTE_32F_FAST_TF32;
+  case GpuMath::BF16:
+    return CUBLAS_COMPUTE_32F_FAST_16BF;
+  case GpuMath::F32:
+    break;
+  }
+  return CUBLAS_COMPUTE_32F;
+}
 
 /// Row-major y = alpha * op(A) op(B) + beta * y over `batch` matrices
 /// (strides in elements; a B stride of 0 shares one B).
@@ -31,17 +46,21 @@ void gemm(const OpInfo &op, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
   cublasOperation_t opA = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t opB = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasHandle_t h = gpuDevice().blas;
+  cublasComputeType_t compute = computeType(productMath());
   if (batch == 1)
-    check(cublasSgemm(h, opB, opA, static_cast<int>(n), static_cast<int>(m),
-                      static_cast<int>(k), &alpha, b, ldb, a, lda, &beta, y,
-                      static_cast<int>(n)),
-          "cublasSgemm");
+    check(cublasGemmEx(h, opB, opA, static_cast<int>(n), static_cast<int>(m),
+                       static_cast<int>(k), &alpha, b, CUDA_R_32F, ldb, a,
+                       CUDA_R_32F, lda, &beta, y, CUDA_R_32F,
+                       static_cast<int>(n), compute, CUBLAS_GEMM_DEFAULT),
+          "cublasGemmEx");
   else
-    check(cublasSgemmStridedBatched(
+    check(cublasGemmStridedBatchedEx(
               h, opB, opA, static_cast<int>(n), static_cast<int>(m),
-              static_cast<int>(k), &alpha, b, ldb, strideB, a, lda, strideA,
-              &beta, y, static_cast<int>(n), m * n, static_cast<int>(batch)),
-          "cublasSgemmStridedBatched");
+              static_cast<int>(k), &alpha, b, CUDA_R_32F, ldb, strideB, a,
+              CUDA_R_32F, lda, strideA, &beta, y, CUDA_R_32F,
+              static_cast<int>(n), m * n, static_cast<int>(batch), compute,
+              CUBLAS_GEMM_DEFAULT),
+          "cublasGemmStridedBatchedEx");
 }
 
 /// y[o] = beta * c[broadcast index of o]: the C term of a GEMM, written

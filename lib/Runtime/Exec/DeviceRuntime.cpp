@@ -10,6 +10,28 @@ using namespace heterps::runtime;
 
 DeviceRuntime::~DeviceRuntime() = default;
 
+std::optional<GpuMath> heterps::runtime::parseGpuMath(const std::string &name) {
+  if (name == "f32")
+    return GpuMath::F32;
+  if (name == "tf32")
+    return GpuMath::TF32;
+  if (name == "bf16")
+    return GpuMath::BF16;
+  return std::nullopt;
+}
+
+const char *heterps::runtime::gpuMathName(GpuMath math) {
+  switch (math) {
+  case GpuMath::F32:
+    return "f32";
+  case GpuMath::TF32:
+    return "tf32";
+  case GpuMath::BF16:
+    return "bf16";
+  }
+  return "f32";
+}
+
 DeviceRuntime *heterps::runtime::gpuRuntime() {
 #ifdef HETERPS_HAVE_CUDA
   return cuda::deviceRuntime();

@@ -204,6 +204,7 @@ Program::Program(const plan::Plan &plan, ParamStore &params,
       if (!gpu)
         fail() << node->kernel->op().describe()
                << " runs on the GPU column, but no GPU is usable here";
+      gpu->setMath(options.gpuMath);
       placeValues();
       break;
     }

@@ -543,8 +543,8 @@ void PipelineExecutor::Impl::runStep(Worker &worker) {
       ++nextForward;
     }
     StageProgram::Slot &slot = *slotOf[task];
-    if (slot.values.size() != static_cast<size_t>(plan.values_size()))
-      slot.values.resize(plan.values_size());
+    if (slot.values.size() != program.valueCount())
+      slot.values.resize(program.valueCount());
     for (const ProgramPoint &input : seg.inputs) {
       if (!mb.given[input.position])
         fail() << "input '" << plan.values(input.value).name()
@@ -713,6 +713,9 @@ PipelineExecutor::PipelineExecutor(const plan::Plan &plan, ParamStore &params,
   context.threads = impl->threadsPerWorker;
   context.training = true;
   std::optional<std::string> gpuStatus;
+  const KernelRegistry &registry =
+      options.registry ? *options.registry : KernelRegistry::global();
+  DeviceRuntime *gpu = nullptr;
   int nextRank = 0;
   for (int s = 0; s < numStages; ++s) {
     const plan::Stage &stage = plan.stages(s);
@@ -728,16 +731,10 @@ PipelineExecutor::PipelineExecutor(const plan::Plan &plan, ParamStore &params,
         continue;
       }
       DeviceKind kind = resolveStageDevice(stage, options, gpuStatus);
-      // The stage programs place no values in device memory: a GPU stage
-      // runs in one worker (Program), or here on the CPU.
-      if (kind == DeviceKind::GPU) {
-        if (!options.fallbackToCPU)
-          fail() << "stage " << s << " is placed on GPU resource '"
-                 << stage.resource()
-                 << "': the pipelined executor runs stages on the CPU; run "
-                    "the plan with --pipeline=off to use the GPU, or with "
-                    "--fallback=cpu";
-        kind = DeviceKind::CPU;
+      if (kind == DeviceKind::GPU && !gpu) {
+        gpu = options.gpu ? options.gpu : gpuRuntime();
+        if (gpu)
+          gpu->setMath(options.gpuMath);
       }
       ExecContext workerContext = context;
       if (pipeline.tablesPerWorker) {
@@ -750,8 +747,9 @@ PipelineExecutor::PipelineExecutor(const plan::Plan &plan, ParamStore &params,
           worker->params->get(name).value = param.value.clone();
         workerContext.params = worker->params.get();
       }
-      worker->program =
-          std::make_unique<StageProgram>(plan, stage, kind, workerContext);
+      worker->program = std::make_unique<StageProgram>(
+          plan, stage, kind, workerContext, registry,
+          kind == DeviceKind::GPU ? gpu : nullptr, options.fallbackToCPU);
       if (options.profile)
         worker->program->enableProfiling();
       if (pipeline.trace) {

@@ -23,6 +23,9 @@ enum class Deferred { None, Update, Push };
 struct StageProgram::Node {
   const plan::Op *op = nullptr;
   std::unique_ptr<Kernel> kernel;
+  /// The column that runs the kernel: its results live in device memory
+  /// when it is the GPU's.
+  DeviceKind kind = DeviceKind::CPU;
   std::vector<int> inputs, outputs;
   std::vector<DType> outputTypes;
   Deferred deferred = Deferred::None;
@@ -80,8 +83,10 @@ TraceSpan opSpan(const plan::Op *op, int64_t step, int64_t microBatch) {
 } // namespace
 
 StageProgram::StageProgram(const plan::Plan &plan, const plan::Stage &stage,
-                           DeviceKind kind, const ExecContext &context)
-    : planRef(plan), ctx(context) {
+                           DeviceKind kind, const ExecContext &context,
+                           const KernelRegistry &registry, DeviceRuntime *gpu,
+                           bool fallbackToCPU)
+    : planRef(plan), ctx(context), gpu(gpu) {
   std::map<int64_t, const plan::Channel *> channels;
   for (const plan::Channel &channel : plan.channels())
     channels[channel.id()] = &channel;
@@ -113,7 +118,6 @@ StageProgram::StageProgram(const plan::Plan &plan, const plan::Stage &stage,
   for (int i = 0; i < plan.inputs_size(); ++i)
     inputPosition[plan.inputs(i)] = i;
 
-  KernelRegistry &registry = KernelRegistry::global();
   segmentList.emplace_back();
   // Whether the current segment holds anything but gradients received from
   // later stages: the next such gradient then starts a new segment.
@@ -167,7 +171,8 @@ StageProgram::StageProgram(const plan::Plan &plan, const plan::Stage &stage,
       node->outputTypes.push_back(outTypes.back().dtype);
     }
     OpInfo info(op, inTypes, outTypes);
-    node->kernel = registry.create(info, kind);
+    node->kernel =
+        createKernelFor(registry, info, kind, fallbackToCPU, node->kind);
     if (op.name() == "heterps.update_param")
       node->deferred = Deferred::Update;
     else if (op.name() == "heterps.ps_push")
@@ -176,21 +181,6 @@ StageProgram::StageProgram(const plan::Plan &plan, const plan::Stage &stage,
     segmentList.back().endNode = nodes.size();
     segmentHasWork = true;
   }
-
-  // Lookups whose ids come from before their segment: prefetched.
-  for (StageSegment &segment : segmentList) {
-    std::set<int> produced;
-    for (size_t n = segment.firstNode; n < segment.endNode; ++n) {
-      const plan::Op &op = *nodes[n]->op;
-      if (readsTableRows(op) && !nodes[n]->inputs.empty() &&
-          !produced.count(nodes[n]->inputs[0]) && op.attrs().count("table"))
-        segment.prefetch.push_back(n);
-      for (int id : nodes[n]->outputs)
-        produced.insert(id);
-    }
-  }
-  tableIds.assign(nodes.size(), -1);
-  ctx.batch = &batch;
 
   // The plan outputs this stage computes, in the segment that computes them.
   for (int o = 0; o < plan.outputs_size(); ++o) {
@@ -206,6 +196,85 @@ StageProgram::StageProgram(const plan::Plan &plan, const plan::Stage &stage,
         segment.outputs.push_back({o, value});
     }
   }
+
+  values = plan.values_size();
+  for (const auto &node : nodes)
+    if (node->kind == DeviceKind::GPU) {
+      if (!this->gpu)
+        fail() << node->kernel->op().describe()
+               << " runs on the GPU column, but no GPU is usable here";
+      placeValues();
+      break;
+    }
+
+  // Lookups whose ids come from before their segment: prefetched.
+  for (StageSegment &segment : segmentList) {
+    std::set<int> produced;
+    for (size_t n = segment.firstNode; n < segment.endNode; ++n) {
+      const plan::Op &op = *nodes[n]->op;
+      if (readsTableRows(op) && !nodes[n]->inputs.empty() &&
+          !produced.count(nodes[n]->inputs[0]) && op.attrs().count("table"))
+        segment.prefetch.push_back(n);
+      for (int id : nodes[n]->outputs)
+        produced.insert(id);
+    }
+  }
+  tableIds.assign(nodes.size(), -1);
+  ctx.batch = &batch;
+}
+
+void StageProgram::placeValues() {
+  std::vector<MemorySpace> spaceOf(values, MemorySpace::Host);
+  std::vector<const Node *> producer(values, nullptr);
+  std::map<std::pair<int, MemorySpace>, int> copies;
+  std::vector<std::unique_ptr<Node>> placed;
+  auto copyOf = [&](int id, MemorySpace to, const plan::Op &user) {
+    auto [it, fresh] = copies.try_emplace({id, to}, static_cast<int>(values));
+    if (!fresh)
+      return it->second;
+    // Copies are made of plan values only: ops, sends and outputs read
+    // those.
+    TensorType type = fromPlanType(planRef.values(id).type());
+    auto node = std::make_unique<Node>();
+    node->op = &user;
+    node->kernel = makeTransferKernel(OpInfo(user, {type}, {type}), *gpu, to);
+    node->kind = to == MemorySpace::Device ? DeviceKind::GPU : DeviceKind::CPU;
+    node->inputs = {id};
+    node->outputs = {static_cast<int>(values)};
+    node->outputTypes = {type.dtype};
+    spaceOf.push_back(to);
+    producer.push_back(node.get());
+    placed.push_back(std::move(node));
+    return static_cast<int>(values++);
+  };
+  for (StageSegment &segment : segmentList) {
+    size_t first = placed.size();
+    for (size_t n = segment.firstNode; n < segment.endNode; ++n) {
+      std::unique_ptr<Node> &node = nodes[n];
+      MemorySpace want = node->kind == DeviceKind::GPU ? MemorySpace::Device
+                                                       : MemorySpace::Host;
+      for (int &id : node->inputs)
+        if (spaceOf[id] != want)
+          id = copyOf(id, want, *node->op);
+      for (int id : node->outputs) {
+        spaceOf[id] = want;
+        producer[id] = node.get();
+      }
+      placed.push_back(std::move(node));
+    }
+    // What leaves the segment leaves from host memory.
+    for (ChannelPoint &send : segment.sends)
+      if (spaceOf[send.value] == MemorySpace::Device)
+        send.value =
+            copyOf(send.value, MemorySpace::Host, *producer[send.value]->op);
+    for (ProgramPoint &output : segment.outputs)
+      if (spaceOf[output.value] == MemorySpace::Device)
+        output.value = copyOf(output.value, MemorySpace::Host,
+                              *producer[output.value]->op);
+    segment.firstNode = first;
+    segment.endNode = placed.size();
+  }
+  nodes = std::move(placed);
 }
 
 StageProgram::~StageProgram() = default;
@@ -240,8 +309,8 @@ int runtime::countStageSegments(const plan::Plan &plan,
 
 void StageProgram::run(int segment, Slot &slot, double weight) {
   const StageSegment &seg = segmentList[segment];
-  if (slot.values.size() != static_cast<size_t>(planRef.values_size()))
-    slot.values.resize(planRef.values_size());
+  if (slot.values.size() != values)
+    slot.values.resize(values);
   float w = static_cast<float>(weight);
   batch.clearPulls();
   for (size_t n : seg.prefetch) {
@@ -254,6 +323,7 @@ void StageProgram::run(int segment, Slot &slot, double weight) {
     batch.addPull(nodes[n]->op, tableIds[n], ids);
   }
   batch.pull(*ctx.tables);
+  bool ranOnGpu = false;
   for (size_t n = seg.firstNode; n < seg.endNode; ++n) {
     Node &node = *nodes[n];
     in.clear();
@@ -303,17 +373,48 @@ void StageProgram::run(int segment, Slot &slot, double weight) {
     KernelTimer timer(profiling, node.seconds, trace,
                       opSpan(node.op, traceStep, traceMicroBatch));
     out.clear();
-    for (size_t r = 0; r < node.outputs.size(); ++r) {
-      Tensor &t = slot.values[node.outputs[r]];
-      if (node.kernel->outputsAreViews())
-        t.reset(node.outputTypes[r], node.outputShapes[r], nullptr);
-      else if (t.empty() || t.dtype() != node.outputTypes[r] ||
-               t.shape() != node.outputShapes[r])
-        t.resize(node.outputTypes[r], node.outputShapes[r]);
-      out.push_back(&t);
-    }
+    for (size_t r = 0; r < node.outputs.size(); ++r)
+      out.push_back(&resultSlot(node, r, slot));
     node.kernel->run(in, out, ctx);
+    ranOnGpu |= node.kind == DeviceKind::GPU;
   }
+  // What the segment sends or outputs is on the host already (copies to the
+  // host wait for the device); the inputs and received values it copied to
+  // the device may be released once the device has read them.
+  if (ranOnGpu)
+    gpu->synchronize();
+}
+
+Tensor &StageProgram::resultSlot(Node &node, size_t r, Slot &slot) {
+  Tensor &t = slot.values[node.outputs[r]];
+  DType dtype = node.outputTypes[r];
+  const Shape &shape = node.outputShapes[r];
+  MemorySpace space =
+      node.kind == DeviceKind::GPU ? MemorySpace::Device : MemorySpace::Host;
+  if (node.kernel->outputsAreViews()) {
+    if (t.space() == space)
+      t.reset(dtype, shape, nullptr);
+    else
+      t = Tensor::view(dtype, shape, nullptr, space);
+    return t;
+  }
+  if (space == MemorySpace::Host) {
+    if (t.space() != MemorySpace::Host)
+      t = Tensor();
+    if (t.empty() || t.dtype() != dtype || t.shape() != shape)
+      t.resize(dtype, shape);
+    return t;
+  }
+  // A device buffer is reused while the result fits in it (a last, smaller
+  // micro-batch does), so that steady-state steps allocate nothing.
+  size_t bytes = numElements(shape) * dtypeSize(dtype);
+  if (t.space() == MemorySpace::Device && !t.empty() &&
+      bytes <= t.capacityBytes()) {
+    t.resize(dtype, shape);
+    return t;
+  }
+  t = gpu->allocate(dtype, shape);
+  return t;
 }
 
 void StageProgram::beginStep() {

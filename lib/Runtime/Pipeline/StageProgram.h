@@ -7,6 +7,12 @@
 // micro-batch in flight; the activations a forward segment leaves in its
 // slot are what the backward segment reads.
 //
+// An op of a GPU stage runs on the GPU column unless it is a host op, and
+// its results live in device memory; the values that cross between the two
+// spaces (a stage's inputs and received values, gradients the host's updates
+// read, values sent on or output) are copied once, by nodes the program
+// inserts before the op that needs them.
+//
 // Parameter updates and table pushes are not applied when their segment
 // runs: their gradients are summed into the replica's step accumulators,
 // weighted by the micro-batch's share of the batch, and applied once per
@@ -18,6 +24,7 @@
 #define HETERPS_LIB_RUNTIME_PIPELINE_STAGEPROGRAM_H
 
 #include "heterps/Runtime/Communicator.h"
+#include "heterps/Runtime/DeviceRuntime.h"
 #include "heterps/Runtime/Kernel.h"
 #include "heterps/Runtime/TableBatch.h"
 #include "heterps/Runtime/Trace.h"
@@ -57,8 +64,14 @@ int countStageSegments(const plan::Plan &plan, const plan::Stage &stage);
 
 class StageProgram {
 public:
+  /// The kernels of `stage` from `registry`'s column of `kind`, as
+  /// createKernelFor() picks them; a GPU op's values live in `gpu`'s memory
+  /// and values cross between host and device through copies the program
+  /// inserts (as Program's do).
   StageProgram(const plan::Plan &plan, const plan::Stage &stage,
-               DeviceKind kind, const ExecContext &context);
+               DeviceKind kind, const ExecContext &context,
+               const KernelRegistry &registry, DeviceRuntime *gpu,
+               bool fallbackToCPU);
   ~StageProgram();
 
   /// The values of one micro-batch in flight.
@@ -69,6 +82,8 @@ public:
   };
 
   const std::vector<StageSegment> &segments() const { return segmentList; }
+  /// Slots hold this many values: the plan's and the inserted copies.
+  size_t valueCount() const { return values; }
   ExecContext &context() { return ctx; }
 
   /// Runs segment `segment` on `slot`, whose inputs and received values are
@@ -116,8 +131,18 @@ private:
   struct Node;
   /// Runs a deferred update or push on its step's sums.
   void applyNode(Node &node);
+  /// Gives every op that reads a value from the other memory space a copy
+  /// of it, made once before the first op that needs it, and copies the
+  /// values a segment sends or outputs back to the host.
+  void placeValues();
+  /// The tensor for result `r` of `node` in `slot`, of its column's memory
+  /// space, reallocated only when it does not fit.
+  Tensor &resultSlot(Node &node, size_t r, Slot &slot);
   const plan::Plan &planRef;
   ExecContext ctx;
+  /// The device of the GPU ops (null: every op runs on the CPU).
+  DeviceRuntime *gpu = nullptr;
+  size_t values = 0;
   /// The segment's pulls and the step's pushes, in one request each.
   TableBatch batch;
   /// Per node, the store's id of its table (-1: not resolved yet).

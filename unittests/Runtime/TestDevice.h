@@ -1,0 +1,123 @@
+//===- TestDevice.h - A GPU made of host memory and CPU kernels -*- C++ -*-===//
+//
+// What the tests of GPU placement run on every machine: a device whose
+// "device memory" is host memory marked as the device's, and a GPU column
+// whose kernels are the CPU's behind a check that every operand and result
+// is in device memory, so that a missing or misplaced copy fails the check.
+// Shared by the tests of the one-worker Program and of the pipelined
+// executor.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HETERPS_UNITTESTS_RUNTIME_TESTDEVICE_H
+#define HETERPS_UNITTESTS_RUNTIME_TESTDEVICE_H
+
+#include "heterps/Runtime/DeviceRuntime.h"
+#include "heterps/Runtime/Error.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <set>
+#include <string>
+
+namespace heterps::fixtures {
+
+using namespace heterps::runtime;
+
+/// Device memory that is host memory marked as the device's; counts the
+/// copies.
+class HostMemoryDevice : public DeviceRuntime {
+public:
+  std::string describe() const override { return "host-memory test device"; }
+  Tensor allocate(DType dtype, const Shape &shape) override {
+    size_t bytes = std::max<size_t>(numElements(shape) * dtypeSize(dtype), 1);
+    size_t rounded = (bytes + 63) / 64 * 64;
+    void *p = std::aligned_alloc(64, rounded);
+    std::memset(p, 0, rounded);
+    ++allocations;
+    return Tensor::adopt(dtype, shape, std::shared_ptr<void>(p, std::free),
+                         rounded, MemorySpace::Device);
+  }
+  void copyToDevice(const Tensor &host, Tensor &device) override {
+    copy(host, MemorySpace::Host, device, MemorySpace::Device);
+    ++toDevice;
+  }
+  void copyToHost(const Tensor &device, Tensor &host) override {
+    copy(device, MemorySpace::Device, host, MemorySpace::Host);
+    ++toHost;
+  }
+  void synchronize() override { ++synchronizations; }
+  void setMath(GpuMath m) override { math = m; }
+
+  // Atomic: the pipelined executor's workers share one device.
+  std::atomic<int> allocations{0}, toDevice{0}, toHost{0}, synchronizations{0};
+  std::atomic<GpuMath> math{GpuMath::F32};
+
+private:
+  static void copy(const Tensor &from, MemorySpace fromSpace, Tensor &to,
+                   MemorySpace toSpace) {
+    ASSERT_EQ(from.space(), fromSpace);
+    ASSERT_EQ(to.space(), toSpace);
+    ASSERT_EQ(from.shape(), to.shape());
+    ASSERT_EQ(from.dtype(), to.dtype());
+    std::memcpy(to.data(), from.data(), from.byteSize());
+  }
+};
+
+/// A CPU kernel that checks that its operands and results are in device
+/// memory, as a GPU kernel would need them.
+class DeviceCheckingKernel : public Kernel {
+public:
+  DeviceCheckingKernel(const OpInfo &op, std::unique_ptr<Kernel> inner)
+      : Kernel(op), inner(std::move(inner)) {}
+  std::vector<Shape> prepare(const std::vector<Shape> &in) override {
+    return inner->prepare(in);
+  }
+  void run(const std::vector<const Tensor *> &in,
+           const std::vector<Tensor *> &out, ExecContext &ctx) override {
+    for (const Tensor *t : in)
+      if (t->space() != MemorySpace::Device)
+        fail() << info.describe() << " read a host operand on the GPU";
+    for (const Tensor *t : out)
+      if (t->space() != MemorySpace::Device)
+        fail() << info.describe() << " wrote a host result on the GPU";
+    inner->run(in, out, ctx);
+    ++runs();
+  }
+  bool outputsAreViews() const override { return inner->outputsAreViews(); }
+  static std::atomic<int> &runs() {
+    static std::atomic<int> count{0};
+    return count;
+  }
+
+private:
+  std::unique_ptr<Kernel> inner;
+};
+
+/// The CPU column of this binary, and a GPU column of device-checking
+/// twins of every CPU kernel but host ops and `missing`.
+inline KernelRegistry testRegistry(const std::set<std::string> &missing) {
+  KernelRegistry r;
+  for (const std::string &name :
+       KernelRegistry::global().opNames(DeviceKind::CPU)) {
+    r.add(name, DeviceKind::CPU, [](const OpInfo &op) {
+      return KernelRegistry::global().create(op, DeviceKind::CPU);
+    });
+    if (runsOnHost(name) || missing.count(name))
+      continue;
+    r.add(name, DeviceKind::GPU, [](const OpInfo &op) {
+      return std::make_unique<DeviceCheckingKernel>(
+          op, KernelRegistry::global().create(op, DeviceKind::CPU));
+    });
+  }
+  return r;
+}
+
+} // namespace heterps::fixtures
+
+#endif // HETERPS_UNITTESTS_RUNTIME_TESTDEVICE_H
