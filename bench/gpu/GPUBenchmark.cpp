@@ -8,6 +8,11 @@
 // - training samples/s of the plans in --plans (the DLRM-shaped CTR model
 //   and the MLP, compiled at build time) with their stage on the GPU
 //   against the same plan on the CPU column with --threads threads;
+// - a DLRM with a wide top MLP as three solvers scheduled it on one GPU
+//   machine (gpu-node.json) at one throughput target: the exact solver's
+//   plan (lookups on a CPU core, the MLP on the GPU), the GPU alone and the
+//   CPUs alone, each run as scheduled, against the cost model's predicted
+//   samples/s and dollars per 10^8 samples;
 //
 //   heterps-gpu-bench [--plans=DIR] [--seconds=S] [--batches=4096,8192]
 //                     [--threads=N] [--gemm=4096,8192]
@@ -22,6 +27,7 @@
 #include "heterps/Runtime/EmbeddingStore.h"
 #include "heterps/Runtime/Error.h"
 #include "heterps/Runtime/ParamStore.h"
+#include "heterps/Runtime/Pipeline.h"
 #include "heterps/Runtime/PlanTypes.h"
 #include "heterps/Runtime/Program.h"
 #include "heterps/Support/Flags.h"
@@ -203,19 +209,23 @@ void benchProducts(DeviceRuntime &gpu, const std::vector<int64_t> &sizes,
   gpu.setMath(GpuMath::F32);
 }
 
-/// Inputs for every input of `program` at `batch`: floats in [0, 1) (dense
+/// Inputs for every input of `plan` at `batch`: floats in [0, 1) (dense
 /// features and BCE labels), integer labels in [0, 10) (classes), other
 /// integers (ids) uniform over the smallest table's vocabulary.
-std::vector<Tensor> syntheticInputs(const Program &program, int64_t batch,
+std::vector<Tensor> syntheticInputs(const plan::Plan &plan, int64_t batch,
                                     uint32_t seed) {
   std::mt19937_64 rng(seed);
   int64_t vocab = 0;
-  for (const plan::SparseTable &t : program.plan().tables())
+  for (const plan::SparseTable &t : plan.tables())
     vocab = vocab ? std::min(vocab, t.vocab()) : t.vocab();
   std::vector<Tensor> inputs;
-  for (int i = 0; i < program.plan().inputs_size(); ++i) {
-    TensorType type = program.inputType(i);
-    int64_t range = program.isLabelInput(i) || vocab < 1 ? 10 : vocab;
+  for (int i = 0; i < plan.inputs_size(); ++i) {
+    const plan::Value &value = plan.values(plan.inputs(i));
+    TensorType type = fromPlanType(value.type());
+    bool label = false;
+    for (int id : plan.training().label_inputs())
+      label |= id == plan.inputs(i);
+    int64_t range = label || vocab < 1 ? 10 : vocab;
     Shape shape = type.dims;
     for (int64_t &d : shape)
       if (d < 0)
@@ -229,7 +239,7 @@ std::vector<Tensor> syntheticInputs(const Program &program, int64_t batch,
       else if (type.dtype == DType::I32)
         t.as<int32_t>()[e] = static_cast<int32_t>(rng() % range);
       else
-        fail() << "input '" << program.inputName(i) << "' of type "
+        fail() << "input '" << value.name() << "' of type "
                << dtypeName(type.dtype) << ": no synthetic data for it";
     }
     inputs.push_back(std::move(t));
@@ -237,9 +247,28 @@ std::vector<Tensor> syntheticInputs(const Program &program, int64_t batch,
   return inputs;
 }
 
-/// Training samples/s of `plan` with every stage of `kind`.
-double trainingRate(plan::Plan plan, const std::string &kind, int64_t batch,
-                    int threads, double seconds) {
+/// Training samples/s of `executor` on synthetic batches of `batch`.
+double trainingRate(StepExecutor &executor, const plan::Plan &plan,
+                    int64_t batch, double seconds) {
+  std::vector<std::vector<Tensor>> batches;
+  for (uint32_t s = 0; s < 4; ++s)
+    batches.push_back(syntheticInputs(plan, batch, 1 + s));
+  int64_t step = 0;
+  double steps = perSecond(
+      seconds,
+      [&] {
+        std::vector<const Tensor *> in;
+        for (const Tensor &t : batches[step++ % batches.size()])
+          in.push_back(&t);
+        executor.run(in, true, {});
+      },
+      [] {});
+  return steps * static_cast<double>(batch);
+}
+
+/// Training samples/s of `plan` with every stage of `kind`, in one worker.
+double oneWorkerRate(plan::Plan plan, const std::string &kind, int64_t batch,
+                     int threads, double seconds) {
   for (plan::Stage &stage : *plan.mutable_stages()) {
     stage.set_kind(kind);
     stage.set_resource(kind + "-pool");
@@ -249,20 +278,53 @@ double trainingRate(plan::Plan plan, const std::string &kind, int64_t batch,
   ProgramOptions options;
   options.threads = threads;
   Program program(plan, params, tables, options);
-  std::vector<std::vector<Tensor>> batches;
-  for (uint32_t s = 0; s < 4; ++s)
-    batches.push_back(syntheticInputs(program, batch, 1 + s));
-  int64_t step = 0;
-  double steps = perSecond(
-      seconds,
-      [&] {
-        std::vector<const Tensor *> in;
-        for (const Tensor &t : batches[step++ % batches.size()])
-          in.push_back(&t);
-        program.run(in, true, {});
-      },
-      [] {});
-  return steps * static_cast<double>(batch);
+  return trainingRate(program, plan, batch, seconds);
+}
+
+/// "node-cpu x1 > node-gpu x1": a plan's stages, their types and units.
+std::string describeStages(const plan::Plan &plan) {
+  std::string out;
+  for (const plan::Stage &stage : plan.stages())
+    out += (out.empty() ? "" : " > ") + stage.resource() + " x" +
+           std::to_string(stage.units());
+  return out;
+}
+
+/// The wide DLRM's plans as the solvers scheduled them on gpu-node.json,
+/// each run as scheduled: one worker for one stage of one unit, else the
+/// pipelined executor with a replica per unit.
+void benchScheduledPlans(const std::string &plans, int threads,
+                         double seconds) {
+  std::printf("\nthe wide DLRM scheduled on bench/gpu/gpu-node.json at 5000 "
+              "samples/s: the cost model's prediction against this "
+              "machine\n\n%-9s %-28s %12s %8s %10s %12s %10s\n",
+              "solver", "stages", "predicted/s", "$/hour", "$/1e8 pred",
+              "measured/s", "$/1e8 here");
+  for (const char *solver : {"dp", "gpu-only", "cpu-only"}) {
+    plan::Plan plan =
+        loadPlan(plans + "/wide-dlrm-" + std::string(solver) + ".plan");
+    ParamStore params(plan, threads);
+    LocalEmbeddingStore tables(plan, threads);
+    ProgramOptions options;
+    options.threads = threads;
+    std::unique_ptr<StepExecutor> executor;
+    if (plan.stages_size() == 1 && plan.stages(0).units() <= 1) {
+      executor = std::make_unique<Program>(plan, params, tables, options);
+    } else {
+      PipelineOptions pipeline;
+      pipeline.maxWorkers = threads;
+      executor = std::make_unique<PipelineExecutor>(plan, params, tables,
+                                                    options, pipeline);
+    }
+    int64_t batch = plan.batch_size() > 0 ? plan.batch_size() : 4096;
+    double measured = trainingRate(*executor, plan, batch, seconds);
+    const plan::Prediction &p = plan.prediction();
+    double perHour = p.cost_per_hour();
+    std::printf("%-9s %-28s %12.0f %8.3f %10.3f %12.0f %10.3f\n", solver,
+                describeStages(plan).c_str(), p.throughput(), perHour,
+                perHour * 1e8 / p.throughput() / 3600, measured,
+                perHour * 1e8 / measured / 3600);
+  }
 }
 
 void benchTraining(const std::string &plans,
@@ -275,8 +337,8 @@ void benchTraining(const std::string &plans,
     std::string path = plans + "/" + model + ".plan";
     plan::Plan plan = loadPlan(path);
     for (int64_t batch : batches) {
-      double onGpu = trainingRate(plan, "gpu", batch, threads, seconds);
-      double onCpu = trainingRate(plan, "cpu", batch, threads, seconds);
+      double onGpu = oneWorkerRate(plan, "gpu", batch, threads, seconds);
+      double onCpu = oneWorkerRate(plan, "cpu", batch, threads, seconds);
       std::printf("%-12s %6lld %14.0f %14.0f %7.2f\n", model,
                   static_cast<long long>(batch), onGpu, onCpu, onGpu / onCpu);
     }
@@ -320,6 +382,7 @@ int main(int argc, char **argv) {
     std::printf("on %s, %d CPU threads\n\n", gpu->describe().c_str(), threads);
     benchProducts(*gpu, gemmSizes, seconds);
     benchTraining(plans, batches, threads, seconds);
+    benchScheduledPlans(plans, threads, seconds);
   } catch (const std::exception &e) {
     std::fprintf(stderr, "heterps-gpu-bench: %s\n", e.what());
     return 1;

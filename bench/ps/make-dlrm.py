@@ -4,6 +4,7 @@
 bottom MLP, and a top MLP over their concatenation.
 
 usage: make-dlrm.py OUT.mlir [--tables 26] [--dim 16] [--vocab 100000]
+                    [--top 256,128]
 """
 import argparse
 
@@ -14,7 +15,15 @@ def main():
     parser.add_argument("--tables", type=int, default=26)
     parser.add_argument("--dim", type=int, default=16)
     parser.add_argument("--vocab", type=int, default=100000)
+    parser.add_argument("--top", default="256,128",
+                        help="the top MLP's hidden widths, comma-separated")
     args = parser.parse_args()
+    try:
+        top = [int(w) for w in args.top.split(",")]
+    except ValueError:
+        parser.error(f"--top takes comma-separated widths, got '{args.top}'")
+    if not top or min(top) < 1:
+        parser.error(f"--top takes positive widths, got '{args.top}'")
     t, d = args.tables, args.dim
     width = d * (t + 1)
     lines = ["module {"]
@@ -22,8 +31,10 @@ def main():
         lines.append(f"  heterps.embedding_table @c{i} {{vocab = {args.vocab} : i64, "
                      f"dim = {d} : i64, initializer = "
                      f"#heterps.init<uniform(-0.01, 0.01)>}}")
-    params = [("bottom", 13, d), ("top1", width, 256), ("top2", 256, 128),
-              ("out", 128, 1)]
+    widths = [width] + top
+    params = [("bottom", 13, d)]
+    params += [(f"top{i + 1}", widths[i], widths[i + 1]) for i in range(len(top))]
+    params.append(("out", top[-1], 1))
     for name, fan_in, fan_out in params:
         lines.append(f"  heterps.param @{name}.weight : tensor<{fan_in}x{fan_out}xf32>"
                      " = #heterps.init<xavier_uniform>")
@@ -55,9 +66,11 @@ def main():
     types = ", ".join([f"tensor<?x{d}xf32>"] * (t + 1))
     lines.append(f"    %x = heterps.concat {parts} {{axis = 1 : i64}} : "
                  f"({types}) -> tensor<?x{width}xf32>")
-    gemm("h1", "x", "top1", width, 256)
-    gemm("h2", "h1", "top2", 256, 128)
-    gemm("logit", "h2", "out", 128, 1, relu=False)
+    previous = "x"
+    for i in range(len(top)):
+        gemm(f"h{i + 1}", previous, f"top{i + 1}", widths[i], widths[i + 1])
+        previous = f"h{i + 1}"
+    gemm("logit", previous, "out", top[-1], 1, relu=False)
     lines.append("    %loss = heterps.bce_loss %logit, %label {from_logits = true} : "
                  "(tensor<?x1xf32>, tensor<?x1xf32>) -> tensor<f32>")
     lines.append("    return %logit, %loss : tensor<?x1xf32>, tensor<f32>")
