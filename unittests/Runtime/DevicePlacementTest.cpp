@@ -22,6 +22,7 @@
 
 #include "../../lib/Runtime/CUDA/UnaryMath.h"
 #include "CtrModel.h"
+#include "CtrTraining.h"
 #include "TestDevice.h"
 
 #include <gtest/gtest.h>
@@ -41,57 +42,15 @@ namespace {
 /// a concat and an MLP; BCE loss, `optimizer`), its one stage of kind
 /// `kind`.
 plan::Plan compile(const std::string &kind, const std::string &optimizer) {
-  plan::Plan p = fixtures::compileCtrModel(optimizer);
+  plan::Plan p = compileCtrModel(optimizer);
   EXPECT_EQ(p.stages_size(), 1);
-  for (plan::Stage &stage : *p.mutable_stages()) {
-    stage.set_kind(kind);
-    stage.set_resource(kind + "-pool");
-  }
-  return p;
-}
-
-struct Batch {
-  Tensor dense, ids, label;
-  Batch(int64_t n, uint32_t seed)
-      : dense(DType::F32, {n, 4}), ids(DType::I64, {n, 3}),
-        label(DType::F32, {n, 1}) {
-    std::mt19937 rng(seed);
-    for (int64_t i = 0; i < n * 4; ++i)
-      dense.as<float>()[i] = std::normal_distribution<float>()(rng);
-    for (int64_t i = 0; i < n * 3; ++i)
-      ids.as<int64_t>()[i] = rng() % 1000;
-    for (int64_t i = 0; i < n; ++i)
-      label.as<float>()[i] = static_cast<float>(rng() % 2);
-  }
-  std::vector<const Tensor *> inputs() { return {&dense, &ids, &label}; }
-};
-
-/// Trains `steps` steps of 32 examples and returns the parameters and the
-/// table row of id 7.
-std::vector<std::vector<float>>
-train(const plan::Plan &plan, const ProgramOptions &options, int steps) {
-  ParamStore params(plan, 1);
-  LocalEmbeddingStore tables(plan, 1);
-  Program program(plan, params, tables, options);
-  for (int s = 0; s < steps; ++s) {
-    Batch batch(32, 100 + s);
-    program.run(batch.inputs(), true, {0});
-  }
-  std::vector<std::vector<float>> state;
-  for (const auto &[name, param] : params.all())
-    state.emplace_back(param.value.as<float>(),
-                       param.value.as<float>() + param.value.numElements());
-  std::vector<float> row(8);
-  int64_t key = 7;
-  tables.pull(tables.tableId("t"), &key, 1, row.data());
-  state.push_back(row);
-  return state;
+  return placeStages(p, kind);
 }
 
 TEST(DevicePlacement, AGpuStageTrainsAsTheCpu) {
   plan::Plan cpuPlan = compile("cpu", "adam");
   plan::Plan gpuPlan = compile("gpu", "adam");
-  std::vector<std::vector<float>> expected = train(cpuPlan, {}, 3);
+  std::vector<std::vector<float>> expected = trainCtr(cpuPlan, {}, 3);
 
   KernelRegistry registry = testRegistry({});
   HostMemoryDevice device;
@@ -99,7 +58,7 @@ TEST(DevicePlacement, AGpuStageTrainsAsTheCpu) {
   options.registry = &registry;
   options.gpu = &device;
   DeviceCheckingKernel::runs() = 0;
-  std::vector<std::vector<float>> got = train(gpuPlan, options, 3);
+  std::vector<std::vector<float>> got = trainCtr(gpuPlan, options, 3);
   EXPECT_EQ(got, expected);
   EXPECT_GT(DeviceCheckingKernel::runs(), 0);
   // In: the dense features, the looked-up rows, the labels and the
@@ -121,7 +80,7 @@ TEST(DevicePlacement, AStepOnTheGpuAllocatesNoDeviceMemory) {
   ParamStore params(gpuPlan, 1);
   LocalEmbeddingStore tables(gpuPlan, 1);
   Program program(gpuPlan, params, tables, options);
-  Batch batch(16, 1);
+  CtrBatch batch(16, 1);
   program.run(batch.inputs(), true, {0});
   int planned = device.allocations;
   for (int s = 0; s < 3; ++s)
@@ -170,8 +129,8 @@ TEST(DevicePlacement, AnOpTheGpuColumnLacksIsAnErrorWithoutFallback) {
   // With the fallback the concat runs on the CPU between two copies, and
   // the step is the CPU's.
   options.fallbackToCPU = true;
-  std::vector<std::vector<float>> got = train(gpuPlan, options, 2);
-  EXPECT_EQ(got, train(compile("cpu", "sgd"), {}, 2));
+  std::vector<std::vector<float>> got = trainCtr(gpuPlan, options, 2);
+  EXPECT_EQ(got, trainCtr(compile("cpu", "sgd"), {}, 2));
 }
 
 TEST(DevicePlacement, UnaryFormulasOfTheGpuColumnAreTheCpuColumns) {

@@ -25,6 +25,8 @@
 #include "heterps/Runtime/Program.h"
 #include "heterps/plan.pb.h"
 
+#include "CtrTraining.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -873,41 +875,8 @@ std::string planDirectory() {
 /// The CTR model's training plan (heterps-opt at build time, optimizer
 /// `optimizer`), its one stage of kind `kind`.
 plan::Plan ctrPlan(const std::string &kind, const std::string &optimizer) {
-  plan::Plan p = loadPlan(planDirectory() + "/ctr-" + optimizer + ".plan");
-  for (plan::Stage &stage : *p.mutable_stages()) {
-    stage.set_kind(kind);
-    stage.set_resource(kind + "-pool");
-  }
-  return p;
-}
-
-/// Trains `steps` steps of 32 examples on the CTR model and returns the
-/// parameters and the table row of id 7.
-std::vector<std::vector<float>> trainCtr(const plan::Plan &plan, int steps) {
-  ParamStore params(plan, 1);
-  LocalEmbeddingStore tables(plan, 1);
-  Program program(plan, params, tables, ProgramOptions{});
-  for (int s = 0; s < steps; ++s) {
-    std::mt19937 rng(100 + s);
-    Tensor dense(DType::F32, {32, 4}), ids(DType::I64, {32, 3}),
-        label(DType::F32, {32, 1});
-    for (int64_t i = 0; i < 32 * 4; ++i)
-      dense.as<float>()[i] = std::normal_distribution<float>()(rng);
-    for (int64_t i = 0; i < 32 * 3; ++i)
-      ids.as<int64_t>()[i] = rng() % 1000;
-    for (int64_t i = 0; i < 32; ++i)
-      label.as<float>()[i] = static_cast<float>(rng() % 2);
-    program.run({&dense, &ids, &label}, true, {0});
-  }
-  std::vector<std::vector<float>> state;
-  for (const auto &[name, param] : params.all())
-    state.emplace_back(param.value.as<float>(),
-                       param.value.as<float>() + param.value.numElements());
-  std::vector<float> row(8);
-  int64_t key = 7;
-  tables.pull(tables.tableId("t"), &key, 1, row.data());
-  state.push_back(row);
-  return state;
+  return fixtures::placeStages(
+      loadPlan(planDirectory() + "/ctr-" + optimizer + ".plan"), kind);
 }
 
 /// The plans load everywhere; the GPU half needs a GPU.
@@ -915,11 +884,11 @@ TEST(GpuColumnTraining, TrainingStepsMatchTheCpu) {
   for (const char *optimizer : {"sgd", "adam"}) {
     SCOPED_TRACE(optimizer);
     std::vector<std::vector<float>> expected =
-        trainCtr(ctrPlan("cpu", optimizer), 3);
+        fixtures::trainCtr(ctrPlan("cpu", optimizer), {}, 3);
     if (!gpuRuntime())
       GTEST_SKIP() << "no usable GPU here";
     std::vector<std::vector<float>> got =
-        trainCtr(ctrPlan("gpu", optimizer), 3);
+        fixtures::trainCtr(ctrPlan("gpu", optimizer), {}, 3);
     ASSERT_EQ(got.size(), expected.size());
     for (size_t p = 0; p < got.size(); ++p) {
       ASSERT_EQ(got[p].size(), expected[p].size());
@@ -936,16 +905,8 @@ TEST(GpuColumnTraining, TrainingStepsMatchTheCpu) {
 TEST(GpuColumnTraining, ATwoStagePlanWithItsMlpOnTheGpuMatchesTheCpu) {
   auto train = [](PipelineExecutor &pipeline) {
     for (int step = 0; step < 5; ++step) {
-      std::mt19937 rng(700 + step);
-      Tensor dense(DType::F32, {37, 4}), ids(DType::I64, {37, 3}),
-          label(DType::F32, {37, 1});
-      for (int64_t i = 0; i < 37 * 4; ++i)
-        dense.as<float>()[i] = std::normal_distribution<float>()(rng);
-      for (int64_t i = 0; i < 37 * 3; ++i)
-        ids.as<int64_t>()[i] = rng() % 20;
-      for (int64_t i = 0; i < 37; ++i)
-        label.as<float>()[i] = static_cast<float>(rng() % 2);
-      pipeline.run({&dense, &ids, &label}, true, {});
+      fixtures::CtrBatch batch(37, 700 + step, 20);
+      pipeline.run(batch.inputs(), true, {});
     }
   };
   for (const char *optimizer : {"sgd", "adam"}) {

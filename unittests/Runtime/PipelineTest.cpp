@@ -23,42 +23,33 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 
+#include "CtrTraining.h"
 #include "TestDevice.h"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <cmath>
+#include <fstream>
 #include <random>
+#include <sstream>
 
 using namespace heterps;
 using namespace heterps::runtime;
 
 namespace {
 
-/// A CTR model placed by hand: the lookup and the concat in stage 0, the
-/// MLP in stage 1, two units each.
-const char *kModel = R"mlir(
-module attributes {heterps.resources = [#heterps.device<"a", cpu>, #heterps.device<"b", cpu>]} {
-heterps.embedding_table @t {vocab = 50 : i64, dim = 8 : i64, initializer = #heterps.init<uniform(-0.1, 0.1)>}
-heterps.param @w1 : tensor<12x16xf32> = #heterps.init<xavier_uniform>
-heterps.param @b1 : tensor<16xf32> = #heterps.init<zeros>
-heterps.param @w2 : tensor<16x1xf32> = #heterps.init<xavier_uniform>
-func.func @main(%dense: tensor<?x4xf32> {heterps.name = "dense"},
-                %ids: tensor<?x3xi64> {heterps.name = "ids"}) -> tensor<?x1xf32> {
-  %e = heterps.embedding_lookup @t[%ids] {combiner = #heterps.combiner<sum>, heterps.device = #heterps.device<"a", cpu>, heterps.stage = #heterps.stage_assignment<index = 0, units = 2>} : (tensor<?x3xi64>) -> tensor<?x8xf32>
-  %x = heterps.concat %dense, %e {axis = 1 : i64, heterps.device = #heterps.device<"a", cpu>, heterps.stage = #heterps.stage_assignment<index = 0, units = 2>} : (tensor<?x4xf32>, tensor<?x8xf32>) -> tensor<?x12xf32>
-  %w1 = heterps.load_param @w1 {heterps.device = #heterps.device<"b", cpu>, heterps.stage = #heterps.stage_assignment<index = 1, units = 2>} : tensor<12x16xf32>
-  %b1 = heterps.load_param @b1 {heterps.device = #heterps.device<"b", cpu>, heterps.stage = #heterps.stage_assignment<index = 1, units = 2>} : tensor<16xf32>
-  %h = heterps.gemm %x, %w1, %b1 {heterps.device = #heterps.device<"b", cpu>, heterps.stage = #heterps.stage_assignment<index = 1, units = 2>} : (tensor<?x12xf32>, tensor<12x16xf32>, tensor<16xf32>) -> tensor<?x16xf32>
-  %a = heterps.relu %h {heterps.device = #heterps.device<"b", cpu>, heterps.stage = #heterps.stage_assignment<index = 1, units = 2>} : tensor<?x16xf32>
-  %w2 = heterps.load_param @w2 {heterps.device = #heterps.device<"b", cpu>, heterps.stage = #heterps.stage_assignment<index = 1, units = 2>} : tensor<16x1xf32>
-  %z = heterps.matmul %a, %w2 {heterps.device = #heterps.device<"b", cpu>, heterps.stage = #heterps.stage_assignment<index = 1, units = 2>} : (tensor<?x16xf32>, tensor<16x1xf32>) -> tensor<?x1xf32>
-  %p = heterps.sigmoid %z {heterps.device = #heterps.device<"b", cpu>, heterps.stage = #heterps.stage_assignment<index = 1, units = 2>} : tensor<?x1xf32>
-  return %p : tensor<?x1xf32>
+/// Inputs/ctr-two-stages.mlir: a CTR model placed by hand, the lookup and
+/// the concat in stage 0, the MLP in stage 1, two units each.
+const std::string &twoStageModel() {
+  static const std::string text = [] {
+    std::ifstream in(HETERPS_UNITTEST_INPUTS "/ctr-two-stages.mlir");
+    std::stringstream buffer;
+    buffer << in.rdbuf();
+    return buffer.str();
+  }();
+  return text;
 }
-}
-)mlir";
 
 /// `model` trained with `optimizer`, outlined into its two stages (the
 /// first with a backward part) with channels between them.
@@ -84,21 +75,9 @@ plan::Plan compile(const char *model, const std::string &optimizer) {
   return p;
 }
 
-struct Batch {
-  Tensor dense, ids, label;
-  Batch(int64_t n, unsigned seed)
-      : dense(DType::F32, {n, 4}), ids(DType::I64, {n, 3}),
-        label(DType::F32, {n, 1}) {
-    std::mt19937 rng(seed);
-    for (int64_t i = 0; i < n * 4; ++i)
-      dense.as<float>()[i] = std::normal_distribution<float>()(rng);
-    // Few ids, so that micro-batches and replicas push the same rows.
-    for (int64_t i = 0; i < n * 3; ++i)
-      ids.as<int64_t>()[i] = rng() % 20;
-    for (int64_t i = 0; i < n; ++i)
-      label.as<float>()[i] = static_cast<float>(rng() % 2);
-  }
-  std::vector<const Tensor *> inputs() { return {&dense, &ids, &label}; }
+/// Few ids, so that micro-batches and replicas push the same rows.
+struct Batch : fixtures::CtrBatch {
+  Batch(int64_t n, unsigned seed) : CtrBatch(n, seed, 20) {}
 };
 
 /// Largest |a - b| / max(|b|, 1e-3) over two tensors of one shape.
@@ -140,7 +119,7 @@ class PipelineExactness : public ::testing::TestWithParam<Case> {};
 
 TEST_P(PipelineExactness, TwentyStepsEqualOneWorker) {
   const Case &c = GetParam();
-  plan::Plan p = compile(kModel, c.optimizer);
+  plan::Plan p = compile(twoStageModel().c_str(), c.optimizer);
   ASSERT_EQ(p.stages_size(), 2);
   ParamStore oneParams(p, 7), pipeParams(p, 7);
   LocalEmbeddingStore oneTables(p, 7), pipeTables(p, 7);
@@ -292,7 +271,7 @@ private:
 };
 
 TEST(Pipeline, AFailingWorkerNamesItsStage) {
-  plan::Plan p = compile(kModel, "sgd");
+  plan::Plan p = compile(twoStageModel().c_str(), "sgd");
   ParamStore params(p, 1);
   FailingStore tables(p, 6);
   PipelineOptions options;
@@ -320,10 +299,10 @@ TEST(Pipeline, AFailingWorkerNamesItsStage) {
   }
 }
 
-/// kModel's stage 1 (the MLP, two replicas) on a GPU resource, the lookup
-/// stage on the CPU: the heterogeneous plan of the paper.
+/// The two-stage model's stage 1 (the MLP, two replicas) on a GPU resource, the
+/// lookup stage on the CPU: the heterogeneous plan of the paper.
 plan::Plan withGpuMlp(const std::string &optimizer) {
-  plan::Plan p = compile(kModel, optimizer.c_str());
+  plan::Plan p = compile(twoStageModel().c_str(), optimizer.c_str());
   p.mutable_stages(1)->set_kind("gpu");
   return p;
 }
@@ -344,7 +323,8 @@ void expectEqualSteps(PipelineExecutor &a, PipelineExecutor &b,
 TEST(Pipeline, AGpuStageTrainsAsTheCpuWithCopiesAtItsBoundaries) {
   for (const char *optimizer : {"sgd", "adam"}) {
     SCOPED_TRACE(optimizer);
-    plan::Plan cpu = compile(kModel, optimizer), gpu = withGpuMlp(optimizer);
+    plan::Plan cpu = compile(twoStageModel().c_str(), optimizer),
+               gpu = withGpuMlp(optimizer);
     ParamStore cpuParams(cpu, 7), gpuParams(gpu, 7);
     LocalEmbeddingStore cpuTables(cpu, 7), gpuTables(gpu, 7);
     PipelineOptions options;
@@ -411,7 +391,7 @@ TEST(Pipeline, AGpuStageLackingAnOpIsAnErrorWithoutFallback) {
   }
   // With the fallback the GEMM runs on the CPU between copies.
   gpuOptions.fallbackToCPU = true;
-  plan::Plan cpu = compile(kModel, "sgd");
+  plan::Plan cpu = compile(twoStageModel().c_str(), "sgd");
   ParamStore cpuParams(cpu, 7);
   LocalEmbeddingStore cpuTables(cpu, 7);
   PipelineExecutor onCpu(cpu, cpuParams, cpuTables, ProgramOptions{}, options);
@@ -428,7 +408,7 @@ TEST(Pipeline, AGpuStageLackingAnOpIsAnErrorWithoutFallback) {
 }
 
 TEST(Pipeline, RefusesWhatItCannotSplit) {
-  plan::Plan p = compile(kModel, "sgd");
+  plan::Plan p = compile(twoStageModel().c_str(), "sgd");
   ParamStore params(p, 1);
   LocalEmbeddingStore tables(p, 1);
   PipelineExecutor pipeline(p, params, tables, ProgramOptions{},

@@ -145,6 +145,14 @@ void GatherShape::compute(const Shape &data, const Shape &indices,
   dimSize = data[axis];
 }
 
+void GatherShape::checkGradient(const Shape &resultGradient,
+                                const OpInfo &info) const {
+  if (resultGradient != out)
+    fail() << info.describe() << ": the result gradient has shape "
+           << shapeString(resultGradient) << ", the gather's result "
+           << shapeString(out);
+}
+
 ConcatShape::ConcatShape(const std::vector<Shape> &in, int64_t axisAttr,
                          const OpInfo &op) {
   out = in[0];

@@ -189,6 +189,8 @@ struct GatherShape {
   Shape out;
   void compute(const Shape &data, const Shape &indices, int64_t axisAttr,
                const OpInfo &info);
+  /// Throws naming the op unless `resultGradient` has the gather's shape.
+  void checkGradient(const Shape &resultGradient, const OpInfo &info) const;
 };
 
 /// The product of heterps.gemm: op(A) is m x k, op(B) is k x n. Throws

@@ -144,10 +144,7 @@ public:
 
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
     shape.compute(in[0], in[1], axisAttr, info);
-    if (in[2] != shape.out)
-      fail() << info.describe() << ": the result gradient has shape "
-             << shapeString(in[2]) << ", the gather's result "
-             << shapeString(shape.out);
+    shape.checkGradient(in[2], info);
     return {in[0]};
   }
 

@@ -1,6 +1,7 @@
 // The CTR model placed by hand in two stages of two units each: the lookup
-// and the concat in stage 0, the MLP in stage 1 (GPUColumnTest.cpp puts
-// stage 1 on the GPU).
+// and the concat in stage 0, the MLP in stage 1. PipelineTest.cpp trains it
+// against one worker and with stage 1 on the test device; GPUColumnTest.cpp
+// with stage 1 on a GPU.
 module attributes {heterps.resources = [#heterps.device<"a", cpu>, #heterps.device<"b", cpu>]} {
 heterps.embedding_table @t {vocab = 50 : i64, dim = 8 : i64, initializer = #heterps.init<uniform(-0.1, 0.1)>}
 heterps.param @w1 : tensor<12x16xf32> = #heterps.init<xavier_uniform>
