@@ -8,6 +8,7 @@ from .server import Server
 
 _FALLBACKS = ("cpu", None)
 _WIRES = ("f32", "f16", "bf16")
+_GPU_MATHS = ("f32", "tf32", "bf16")
 _METRICS = ("loss", "auc", "logloss", "ne", "calibration", "accuracy")
 
 
@@ -52,6 +53,8 @@ class Trainer:
     batch: the batch size of fit() and evaluate() (default: the plan's).
     fallback: "cpu" runs GPU stages with the CPU kernels on a machine
         without a GPU; None refuses to.
+    gpu_math: how GPU stages compute GEMMs and MatMuls, as heterps-run's
+        --gpu-math: "f32" (within 1e-5 of the CPU), "tf32" or "bf16".
     pipeline: "auto" runs a plan of several stages or replicas on the
         pipelined executor, "on" always, "off" one worker; sync, schedule,
         max_workers, micro_batches and max_staleness as heterps-run's flags.
@@ -67,7 +70,7 @@ class Trainer:
                  schedule="1f1b", max_workers=0, micro_batches=0,
                  max_staleness=0, deadline=10.0, tls_ca=None, tls_cert=None,
                  tls_key=None, tls_server_name=None, token_file=None,
-                 wire="f32"):
+                 wire="f32", gpu_math="f32"):
         if not isinstance(plan, Plan):
             plan = Plan.load(plan)
         if fallback not in _FALLBACKS:
@@ -77,6 +80,9 @@ class Trainer:
             raise ValueError(f"batch must be positive, got {batch}")
         if not deadline > 0:
             raise ValueError(f"deadline must be positive, got {deadline}")
+        if gpu_math not in _GPU_MATHS:
+            raise ValueError(f"gpu_math must be one of "
+                             f"{', '.join(_GPU_MATHS)}, got {gpu_math!r}")
         if wire not in _WIRES:
             raise ValueError(f"wire must be one of {', '.join(_WIRES)}, got "
                              f"{wire!r}")
@@ -101,7 +107,7 @@ class Trainer:
             pipeline, sync, max_workers, micro_batches, schedule,
             max_staleness, float(deadline), batch or 0, paths["tls_ca"],
             paths["tls_cert"], paths["tls_key"], paths["tls_server_name"],
-            paths["token_file"], wire)
+            paths["token_file"], wire, gpu_math)
 
     @property
     def steps(self):

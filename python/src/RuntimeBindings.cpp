@@ -362,7 +362,8 @@ void python::bindRuntime(py::module_ &m) {
                        double deadline, int64_t batch, const std::string &tlsCA,
                        const std::string &tlsCert, const std::string &tlsKey,
                        const std::string &tlsServerName,
-                       const std::string &tokenFile, const std::string &wire) {
+                       const std::string &tokenFile, const std::string &wire,
+                       const std::string &gpuMath) {
              if (threads < 1)
                throw Error("threads must be at least 1, got " +
                            std::to_string(threads));
@@ -385,6 +386,11 @@ void python::bindRuntime(py::module_ &m) {
              o.program.threads = threads;
              o.program.seed = seed;
              o.program.fallbackToCPU = fallbackCPU;
+             std::optional<GpuMath> math = parseGpuMath(gpuMath);
+             if (!math)
+               throw Error("gpu_math must be f32, tf32 or bf16, got '" +
+                           gpuMath + "'");
+             o.program.gpuMath = *math;
              o.pipeline = pipeline;
              o.pipelineOptions.sync = parseSyncMode(sync);
              o.pipelineOptions.schedule = parsePipelineSchedule(schedule);
@@ -400,7 +406,7 @@ void python::bindRuntime(py::module_ &m) {
            py::arg("schedule"), py::arg("max_staleness"), py::arg("deadline"),
            py::arg("batch"), py::arg("tls_ca"), py::arg("tls_cert"),
            py::arg("tls_key"), py::arg("tls_server_name"),
-           py::arg("token_file"), py::arg("wire"))
+           py::arg("token_file"), py::arg("wire"), py::arg("gpu_math"))
       .def_property_readonly("training", &NativeTrainer::training)
       .def("step", &NativeTrainer::step)
       .def("predict", &NativeTrainer::predict)

@@ -247,6 +247,8 @@ def test_a_server_with_tls_and_a_token(tmp_path, ctr_plan):
         heterps.Trainer(ctr_plan, ps="127.0.0.1:1", tls_ca=ca, tls_cert=cert)
     with pytest.raises(ValueError, match="wire must be"):
         heterps.Trainer(ctr_plan, ps="127.0.0.1:1", wire="f8")
+    with pytest.raises(ValueError, match="gpu_math must be one of"):
+        heterps.Trainer(ctr_plan, gpu_math="fp16")
 
 
 def test_bags_given_by_offsets(tmp_path):
