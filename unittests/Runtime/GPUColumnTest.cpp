@@ -412,6 +412,26 @@ std::vector<TwinCase> twinCases() {
                        setInt(op, "axis", 1);
                      }});
   }
+  cases.push_back({"layer_norm_last",
+                   "heterps.layer_norm",
+                   {f32({6, 37}), f32({37}), f32({37})},
+                   [](plan::Op &op) { setFloat(op, "epsilon", 1e-5); }});
+  cases.push_back({"layer_norm_two_dims_no_bias",
+                   "heterps.layer_norm",
+                   {f32({3, 4, 70}), f32({4, 70})},
+                   [](plan::Op &op) { setInt(op, "axis", 1); }});
+  cases.push_back({"layer_norm_grad",
+                   "heterps.layer_norm_grad",
+                   {f32({6, 37}), f32({37}), f32({6, 37})},
+                   [](plan::Op &op) { setFloat(op, "epsilon", 1e-5); },
+                   0,
+                   1e-4f});
+  cases.push_back({"layer_norm_grad_two_dims",
+                   "heterps.layer_norm_grad",
+                   {f32({3, 4, 70}), f32({4, 70}), f32({3, 4, 70})},
+                   [](plan::Op &op) { setInt(op, "axis", 1); },
+                   0,
+                   1e-4f});
   cases.push_back({"reshape", "heterps.reshape", {f32({6, 4, 5})}});
   cases.push_back({"constant", "heterps.constant", {}});
   return cases;

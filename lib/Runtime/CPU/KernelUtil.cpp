@@ -153,6 +153,23 @@ void GatherShape::checkGradient(const Shape &resultGradient,
            << shapeString(out);
 }
 
+LayerNormShape::LayerNormShape(const Shape &x, const Shape &scale,
+                               const OpInfo &info) {
+  int64_t rank = static_cast<int64_t>(x.size());
+  int64_t axis = info.getInt("axis", -1);
+  int64_t first = axis < 0 ? axis + rank : axis;
+  if (first < 0 || first >= rank)
+    fail() << info.describe() << ": axis " << axis
+           << " is out of range for input " << shapeString(x);
+  Shape normalised(x.begin() + first, x.end());
+  inner = numElements(normalised);
+  outer = numElements(Shape(x.begin(), x.begin() + first));
+  if (numElements(scale) != inner)
+    fail() << info.describe() << ": scale has shape " << shapeString(scale)
+           << ", expected " << shapeString(normalised) << " for input "
+           << shapeString(x) << " and axis " << axis;
+}
+
 ConcatShape::ConcatShape(const std::vector<Shape> &in, int64_t axisAttr,
                          const OpInfo &op) {
   out = in[0];

@@ -193,6 +193,14 @@ struct GatherShape {
   void checkGradient(const Shape &resultGradient, const OpInfo &info) const;
 };
 
+/// heterps.layer_norm(_grad) over dimensions axis..rank-1 of `x`: `outer`
+/// rows of `inner` elements. Throws naming the op for an axis out of range
+/// or a scale that is not one value per element of a row.
+struct LayerNormShape {
+  int64_t outer = 1, inner = 1;
+  LayerNormShape(const Shape &x, const Shape &scale, const OpInfo &info);
+};
+
 /// The product of heterps.gemm: op(A) is m x k, op(B) is k x n. Throws
 /// naming the op unless both operands are 2-D with equal inner dimensions.
 struct GemmShape {

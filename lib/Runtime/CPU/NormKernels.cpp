@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CNNSupport.h"
+#include "KernelUtil.h"
 
 using namespace heterps::runtime;
 using namespace heterps::runtime::cpu;
@@ -214,20 +215,9 @@ struct LayerNormGeometry {
 
 LayerNormGeometry layerNormGeometry(const OpInfo &info, const Shape &x,
                                     const Shape &scale) {
-  int64_t rank = static_cast<int64_t>(x.size());
-  int64_t axis = info.getInt("axis", -1);
-  int64_t first = axis < 0 ? axis + rank : axis;
-  if (first < 0 || first >= rank)
-    fail() << info.describe() << ": axis " << axis
-           << " is out of range for input " << shapeString(x);
-  Shape normalised(x.begin() + first, x.end());
-  int64_t inner = numElements(normalised);
-  int64_t outer = numElements(Shape(x.begin(), x.begin() + first));
-  if (numElements(scale) != inner)
-    fail() << info.describe() << ": scale has shape " << shapeString(scale)
-           << ", expected " << shapeString(normalised) << " for input "
-           << shapeString(x) << " and axis " << axis;
-  return {plainDesc({outer, inner}), plainDesc({outer}), plainDesc({inner})};
+  LayerNormShape shape(x, scale, info);
+  return {plainDesc({shape.outer, shape.inner}), plainDesc({shape.outer}),
+          plainDesc({shape.inner})};
 }
 
 struct LayerNormEntry : Entry {

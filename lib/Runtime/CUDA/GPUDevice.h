@@ -105,6 +105,7 @@ void registerLossKernels(KernelRegistry &r);
 void registerShapeKernels(KernelRegistry &r);
 void registerGatherKernels(KernelRegistry &r);
 void registerSoftmaxKernels(KernelRegistry &r);
+void registerNormKernels(KernelRegistry &r);
 
 } // namespace heterps::runtime::cuda
 

@@ -14,4 +14,5 @@ void cuda::registerGPUKernels(KernelRegistry &r) {
   registerShapeKernels(r);
   registerGatherKernels(r);
   registerSoftmaxKernels(r);
+  registerNormKernels(r);
 }
