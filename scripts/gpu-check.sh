@@ -4,7 +4,7 @@
 #
 #   scripts/gpu-check.sh                # build here and run here
 #   scripts/gpu-check.sh pack [DIR]     # build here; write the bundle
-#                                       # DIR/heterps-gpu-check.tar.xz
+#                                       # DIR/heterps-gpu-check.tar.gz
 #                                       # (default DIR: .gpu-check)
 #   scripts/gpu-check.sh run BUNDLE     # unpack the bundle and run it
 #
@@ -17,7 +17,7 @@
 # gpu-bench.txt into $OUT (default: ./gpu-check-out).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-bundle_name=heterps-gpu-check.tar.xz
+bundle_name=heterps-gpu-check.tar.gz
 
 die() {
   echo "gpu-check: $*" >&2
@@ -51,12 +51,12 @@ pack() {
       esac
     done
   mkdir -p "$dest"
-  tar -C "$stage" -cJf "$dest/$bundle_name" .
+  tar -C "$stage" -czf "$dest/$bundle_name" .
   rm -rf "$stage"
   local bytes
   bytes=$(stat -c %s "$dest/$bundle_name")
   echo "gpu-check: wrote $dest/$bundle_name ($((bytes / 1024)) KiB):"
-  tar -tJvf "$dest/$bundle_name" | awk '{printf "  %10d %s\n", $3, $6}'
+  tar -tzvf "$dest/$bundle_name" | awk '{printf "  %10d %s\n", $3, $6}'
   # The device tool carries at most 64 MiB of files a call.
   ((bytes < 60 * 1024 * 1024)) || die "the bundle is over 60 MiB"
 }
@@ -79,7 +79,7 @@ run() {
   [[ -f "$bundle" ]] || die "no bundle at '$bundle' (make one with: scripts/gpu-check.sh pack)"
   local dir
   dir="$(mktemp -d)"
-  tar -C "$dir" -xJf "$bundle"
+  tar -C "$dir" -xzf "$bundle"
   mkdir -p "$out"
   local cublas
   cublas="$(find_cublas)" || true
