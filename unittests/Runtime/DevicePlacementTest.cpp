@@ -20,6 +20,7 @@
 #include "heterps/Runtime/ParamStore.h"
 #include "heterps/Runtime/Program.h"
 
+#include "../../lib/Runtime/CUDA/ConvIndex.h"
 #include "../../lib/Runtime/CUDA/UnaryMath.h"
 #include "CtrModel.h"
 #include "CtrTraining.h"
@@ -187,6 +188,127 @@ TEST(DevicePlacement, UnaryFormulasOfTheGpuColumnAreTheCpuColumns) {
                   1e-5f * std::max(1.0f, std::abs(dx.as<float>()[i])))
           << "x = " << xi;
     }
+  }
+}
+
+/// The GPU convolution's patches (ConvIndex.h) and its products per image
+/// and group, computed here on the host, give the CPU column's convolution
+/// and gradient: strides, uneven pads, dilations, groups, 1 to 3 spatial
+/// dimensions.
+TEST(DevicePlacement, ConvIndexOfTheGpuColumnBuildsTheCpuConvolution) {
+  struct Case {
+    Shape x, w;
+    std::vector<int64_t> strides, pads, dilations;
+    int64_t group;
+  };
+  const Case cases[] = {
+      {{2, 4, 9, 8}, {6, 4, 3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 1},
+      {{2, 4, 10, 10}, {6, 2, 3, 3}, {1, 1}, {2, 2, 2, 2}, {2, 2}, 2},
+      {{2, 4, 9, 8}, {6, 2, 3, 3}, {2, 1}, {1, 0, 1, 2}, {1, 1}, 2},
+      {{3, 5, 20}, {4, 5, 4}, {3}, {0, 2}, {1}, 1},
+      {{2, 3, 16}, {5, 3, 3}, {2}, {1, 1}, {2}, 1},
+      {{1, 2, 5, 6, 4},
+       {3, 2, 2, 3, 2},
+       {1, 2, 1},
+       {0, 1, 0, 1, 0, 1},
+       {1, 1, 2},
+       1},
+  };
+  std::mt19937 rng(9);
+  auto random = [&](const Shape &shape) {
+    Tensor t(DType::F32, shape);
+    for (int64_t i = 0; i < t.numElements(); ++i)
+      t.as<float>()[i] = std::uniform_real_distribution<float>(-1, 1)(rng);
+    return t;
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(shapeString(c.x) + " * " + shapeString(c.w));
+    plan::Op conv, grad;
+    conv.set_name("heterps.conv");
+    grad.set_name("heterps.conv_grad");
+    for (plan::Op *op : {&conv, &grad}) {
+      auto set = [&](const char *key, const std::vector<int64_t> &v) {
+        for (int64_t x : v)
+          (*op->mutable_attrs())[key].mutable_ints()->add_values(x);
+      };
+      set("strides", c.strides);
+      set("pads", c.pads);
+      set("dilations", c.dilations);
+      (*op->mutable_attrs())["group"].set_i(c.group);
+    }
+    Tensor x = random(c.x), w = random(c.w), b = random({c.w[0]});
+    OpInfo probe(conv, {{DType::F32, c.x}, {DType::F32, c.w}}, {});
+    cpu::ConvShape shape(probe, c.x, c.w);
+    cuda::ConvGeometry g = cuda::convGeometryOf(shape, c.x);
+    Tensor dy = random(shape.output);
+
+    // The CPU column.
+    ExecContext ctx;
+    TensorType xt{DType::F32, c.x}, wt{DType::F32, c.w},
+        bt{DType::F32, {c.w[0]}}, yt{DType::F32, shape.output};
+    OpInfo convInfo(conv, {xt, wt, bt}, {yt});
+    auto cpuConv = KernelRegistry::global().create(convInfo, DeviceKind::CPU);
+    cpuConv->prepareChecked({c.x, c.w, {c.w[0]}});
+    Tensor y(DType::F32, shape.output);
+    cpuConv->run({&x, &w, &b}, {&y}, ctx);
+    OpInfo gradInfo(grad, {xt, wt, yt}, {xt, wt, bt});
+    auto cpuGrad = KernelRegistry::global().create(gradInfo, DeviceKind::CPU);
+    cpuGrad->prepareChecked({c.x, c.w, shape.output});
+    Tensor dx(DType::F32, c.x), dw(DType::F32, c.w), db(DType::F32, {c.w[0]});
+    cpuGrad->run({&x, &w, &dy}, {&dx, &dw, &db}, ctx);
+
+    // The GPU column's decomposition, on the host.
+    int64_t images = c.x[0], groupFeatures = g.features / g.group,
+            reduce = g.channels / g.group * g.taps;
+    std::vector<float> col(g.channels * g.taps * g.outputs), dcol(col.size()),
+        gotDw(w.numElements(), 0.0f), gotDb(g.features, 0);
+    for (int64_t n = 0; n < images; ++n) {
+      const float *xn = x.as<float>() + n * g.channels * g.inputs;
+      const float *dyn = dy.as<float>() + n * g.features * g.outputs;
+      for (int64_t e = 0; e < static_cast<int64_t>(col.size()); ++e)
+        col[e] = cuda::patchElement(xn, e, g);
+      for (int64_t gr = 0; gr < g.group; ++gr) {
+        const float *wg = w.as<float>() + gr * groupFeatures * reduce;
+        const float *colg = col.data() + gr * reduce * g.outputs;
+        const float *dyg = dyn + gr * groupFeatures * g.outputs;
+        float *dcolg = dcol.data() + gr * reduce * g.outputs;
+        for (int64_t m = 0; m < groupFeatures; ++m)
+          for (int64_t o = 0; o < g.outputs; ++o) {
+            float sum = b.as<float>()[gr * groupFeatures + m];
+            for (int64_t k = 0; k < reduce; ++k)
+              sum += wg[m * reduce + k] * colg[k * g.outputs + o];
+            float expected =
+                y.as<float>()[(n * g.features + gr * groupFeatures + m) *
+                                  g.outputs +
+                              o];
+            ASSERT_NEAR(sum, expected, 1e-4f) << "output " << m << ", " << o;
+          }
+        for (int64_t m = 0; m < groupFeatures; ++m)
+          for (int64_t k = 0; k < reduce; ++k)
+            for (int64_t o = 0; o < g.outputs; ++o)
+              gotDw[(gr * groupFeatures + m) * reduce + k] +=
+                  dyg[m * g.outputs + o] * colg[k * g.outputs + o];
+        for (int64_t k = 0; k < reduce; ++k)
+          for (int64_t o = 0; o < g.outputs; ++o) {
+            float sum = 0;
+            for (int64_t m = 0; m < groupFeatures; ++m)
+              sum += wg[m * reduce + k] * dyg[m * g.outputs + o];
+            dcolg[k * g.outputs + o] = sum;
+          }
+      }
+      for (int64_t f = 0; f < g.features; ++f)
+        for (int64_t o = 0; o < g.outputs; ++o)
+          gotDb[f] += dyn[f * g.outputs + o];
+      for (int64_t e = 0; e < g.channels * g.inputs; ++e)
+        ASSERT_NEAR(cuda::foldedElement(dcol.data(), e, g),
+                    dx.as<float>()[n * g.channels * g.inputs + e], 1e-4f)
+            << "input gradient " << e << " of image " << n;
+    }
+    for (int64_t i = 0; i < w.numElements(); ++i)
+      EXPECT_NEAR(gotDw[i], dw.as<float>()[i], 1e-4f)
+          << "filter gradient " << i;
+    for (int64_t f = 0; f < g.features; ++f)
+      EXPECT_NEAR(gotDb[f], db.as<float>()[f], 1e-4f) << "bias gradient " << f;
   }
 }
 

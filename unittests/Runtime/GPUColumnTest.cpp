@@ -432,6 +432,60 @@ std::vector<TwinCase> twinCases() {
                    [](plan::Op &op) { setInt(op, "axis", 1); },
                    0,
                    1e-4f});
+  cases.push_back({"conv2d_bias_strided",
+                   "heterps.conv",
+                   {f32({2, 4, 9, 8}), f32({6, 4, 3, 3}), f32({6})},
+                   [](plan::Op &op) {
+                     setInts(op, "strides", {2, 2});
+                     setInts(op, "pads", {1, 1, 1, 1});
+                   },
+                   0,
+                   1e-4f});
+  cases.push_back({"conv2d_grouped_dilated",
+                   "heterps.conv",
+                   {f32({2, 4, 10, 10}), f32({6, 2, 3, 3})},
+                   [](plan::Op &op) {
+                     setInt(op, "group", 2);
+                     setInts(op, "dilations", {2, 2});
+                     setInts(op, "pads", {2, 2, 2, 2});
+                   },
+                   0,
+                   1e-4f});
+  cases.push_back({"conv1d_uneven_pads",
+                   "heterps.conv",
+                   {f32({3, 5, 20}), f32({4, 5, 4}), f32({4})},
+                   [](plan::Op &op) {
+                     setInts(op, "strides", {3});
+                     setInts(op, "pads", {0, 2});
+                   },
+                   0,
+                   1e-4f});
+  cases.push_back({"conv3d",
+                   "heterps.conv",
+                   {f32({1, 2, 5, 6, 4}), f32({3, 2, 2, 3, 2})},
+                   [](plan::Op &) {},
+                   0,
+                   1e-4f});
+  cases.push_back({"conv_grad_2d_grouped",
+                   "heterps.conv_grad",
+                   {f32({2, 4, 9, 8}), f32({6, 2, 3, 3}), f32({2, 6, 5, 8})},
+                   [](plan::Op &op) {
+                     setInt(op, "group", 2);
+                     setInts(op, "strides", {2, 1});
+                     setInts(op, "pads", {1, 0, 1, 2});
+                   },
+                   0,
+                   1e-4f});
+  cases.push_back({"conv_grad_1d_dilated",
+                   "heterps.conv_grad",
+                   {f32({2, 3, 16}), f32({5, 3, 3}), f32({2, 5, 7})},
+                   [](plan::Op &op) {
+                     setInts(op, "dilations", {2});
+                     setInts(op, "pads", {1, 1});
+                     setInts(op, "strides", {2});
+                   },
+                   0,
+                   1e-4f});
   cases.push_back({"reshape", "heterps.reshape", {f32({6, 4, 5})}});
   cases.push_back({"constant", "heterps.constant", {}});
   return cases;

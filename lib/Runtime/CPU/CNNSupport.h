@@ -13,6 +13,7 @@
 #define HETERPS_LIB_RUNTIME_CPU_CNNSUPPORT_H
 
 #include "CPUDevice.h"
+#include "KernelUtil.h"
 
 #include "heterps/Runtime/Error.h"
 
@@ -275,55 +276,6 @@ private:
   std::vector<std::pair<std::vector<Shape>, std::unique_ptr<E>>> entries;
   size_t last = 0;
 };
-
-/// The spatial window of a conv or pool op for one input: ONNX attributes
-/// with their defaults, checked against the spatial rank.
-struct Window {
-  Shape kernel, strides, dilations, padBegin, padEnd;
-};
-
-inline Window readWindow(const OpInfo &info, const Shape &kernel,
-                         bool withDilations) {
-  size_t n = kernel.size();
-  Window w;
-  w.kernel = kernel;
-  w.strides = info.getInts("strides", Shape(n, 1));
-  w.dilations =
-      withDilations ? info.getInts("dilations", Shape(n, 1)) : Shape(n, 1);
-  Shape pads = info.getInts("pads", Shape(2 * n, 0));
-  if (w.strides.size() != n)
-    fail() << info.describe() << ": strides has " << w.strides.size()
-           << " entries for " << n << " spatial dimensions";
-  if (w.dilations.size() != n)
-    fail() << info.describe() << ": dilations has " << w.dilations.size()
-           << " entries for " << n << " spatial dimensions";
-  if (pads.size() != 2 * n)
-    fail() << info.describe() << ": pads has " << pads.size()
-           << " entries, expected " << 2 * n << " (begins then ends)";
-  w.padBegin.assign(pads.begin(), pads.begin() + n);
-  w.padEnd.assign(pads.begin() + n, pads.end());
-  for (size_t i = 0; i < n; ++i)
-    if (w.kernel[i] < 1 || w.strides[i] < 1 || w.dilations[i] < 1 ||
-        w.padBegin[i] < 0 || w.padEnd[i] < 0)
-      fail() << info.describe() << ": spatial dimension " << i << " has kernel "
-             << w.kernel[i] << ", stride " << w.strides[i] << ", dilation "
-             << w.dilations[i] << ", pads " << w.padBegin[i] << "/"
-             << w.padEnd[i]
-             << ": kernels, strides and dilations must be positive, pads "
-                "non-negative";
-  return w;
-}
-
-/// Checks that `shape` is N x C x spatial... with 1 to 3 spatial dimensions,
-/// the ranks oneDNN's convolution and pooling support.
-inline void expectSpatial(const OpInfo &info, const char *what,
-                          const Shape &shape) {
-  if (shape.size() < 3 || shape.size() > 5)
-    fail() << info.describe() << ": " << what
-           << " must be N x C x spatial... with 1 to 3 spatial dimensions, "
-              "got shape "
-           << shapeString(shape);
-}
 
 template <typename K> KernelFactory factory() {
   return [](const OpInfo &info) { return std::make_unique<K>(info); };

@@ -42,33 +42,14 @@ struct ConvGeometry {
 };
 
 ConvGeometry convGeometry(const OpInfo &info, const Shape &x, const Shape &w) {
-  expectSpatial(info, "input", x);
-  if (w.size() != x.size())
-    fail() << info.describe() << ": filter " << shapeString(w)
-           << " must have the rank of the input " << shapeString(x);
-  int64_t group = info.getInt("group", 1);
-  int64_t channels = x[1], features = w[0];
-  if (group < 1 || features % group != 0 || w[1] * group != channels)
-    fail() << info.describe() << ": filter " << shapeString(w)
-           << " does not fit input " << shapeString(x) << " with group "
-           << group << ": expected M (a multiple of " << group << ") x "
-           << (group >= 1 ? channels / group : channels) << " x kernel...";
-  Window window = readWindow(info, Shape(w.begin() + 2, w.end()), true);
-
+  ConvShape shape(info, x, w);
+  const Window &window = shape.window;
+  int64_t group = shape.group, channels = x[1], features = w[0];
   ConvGeometry g;
-  g.output = {x[0], features};
-  for (size_t i = 0; i < window.kernel.size(); ++i) {
-    int64_t extent = (window.kernel[i] - 1) * window.dilations[i] + 1;
-    int64_t span = x[i + 2] + window.padBegin[i] + window.padEnd[i] - extent;
-    if (span < 0)
-      fail() << info.describe() << ": dilated kernel of " << extent
-             << " does not fit spatial size " << x[i + 2] << " (pads "
-             << window.padBegin[i] << "/" << window.padEnd[i]
-             << ") in dimension " << i + 2 << " of input " << shapeString(x);
-    g.output.push_back(span / window.strides[i] + 1);
-    // oneDNN counts the gaps between taps, ONNX the distance between them.
-    g.dilates.push_back(window.dilations[i] - 1);
-  }
+  g.output = shape.output;
+  // oneDNN counts the gaps between taps, ONNX the distance between them.
+  for (int64_t dilation : window.dilations)
+    g.dilates.push_back(dilation - 1);
   g.strides = toDims(window.strides);
   g.padL = toDims(window.padBegin);
   g.padR = toDims(window.padEnd);

@@ -170,6 +170,32 @@ LayerNormShape::LayerNormShape(const Shape &x, const Shape &scale,
            << shapeString(x) << " and axis " << axis;
 }
 
+ConvShape::ConvShape(const OpInfo &info, const Shape &x, const Shape &w) {
+  expectSpatial(info, "input", x);
+  if (w.size() != x.size())
+    fail() << info.describe() << ": filter " << shapeString(w)
+           << " must have the rank of the input " << shapeString(x);
+  group = info.getInt("group", 1);
+  int64_t channels = x[1], features = w[0];
+  if (group < 1 || features % group != 0 || w[1] * group != channels)
+    fail() << info.describe() << ": filter " << shapeString(w)
+           << " does not fit input " << shapeString(x) << " with group "
+           << group << ": expected M (a multiple of " << group << ") x "
+           << (group >= 1 ? channels / group : channels) << " x kernel...";
+  window = readWindow(info, Shape(w.begin() + 2, w.end()), true);
+  output = {x[0], features};
+  for (size_t i = 0; i < window.kernel.size(); ++i) {
+    int64_t extent = (window.kernel[i] - 1) * window.dilations[i] + 1;
+    int64_t span = x[i + 2] + window.padBegin[i] + window.padEnd[i] - extent;
+    if (span < 0)
+      fail() << info.describe() << ": dilated kernel of " << extent
+             << " does not fit spatial size " << x[i + 2] << " (pads "
+             << window.padBegin[i] << "/" << window.padEnd[i]
+             << ") in dimension " << i + 2 << " of input " << shapeString(x);
+    output.push_back(span / window.strides[i] + 1);
+  }
+}
+
 ConcatShape::ConcatShape(const std::vector<Shape> &in, int64_t axisAttr,
                          const OpInfo &op) {
   out = in[0];

@@ -201,6 +201,65 @@ struct LayerNormShape {
   LayerNormShape(const Shape &x, const Shape &scale, const OpInfo &info);
 };
 
+/// The spatial window of a conv or pool op for one input: ONNX attributes
+/// with their defaults, checked against the spatial rank.
+struct Window {
+  Shape kernel, strides, dilations, padBegin, padEnd;
+};
+
+inline Window readWindow(const OpInfo &info, const Shape &kernel,
+                         bool withDilations) {
+  size_t n = kernel.size();
+  Window w;
+  w.kernel = kernel;
+  w.strides = info.getInts("strides", Shape(n, 1));
+  w.dilations =
+      withDilations ? info.getInts("dilations", Shape(n, 1)) : Shape(n, 1);
+  Shape pads = info.getInts("pads", Shape(2 * n, 0));
+  if (w.strides.size() != n)
+    fail() << info.describe() << ": strides has " << w.strides.size()
+           << " entries for " << n << " spatial dimensions";
+  if (w.dilations.size() != n)
+    fail() << info.describe() << ": dilations has " << w.dilations.size()
+           << " entries for " << n << " spatial dimensions";
+  if (pads.size() != 2 * n)
+    fail() << info.describe() << ": pads has " << pads.size()
+           << " entries, expected " << 2 * n << " (begins then ends)";
+  w.padBegin.assign(pads.begin(), pads.begin() + n);
+  w.padEnd.assign(pads.begin() + n, pads.end());
+  for (size_t i = 0; i < n; ++i)
+    if (w.kernel[i] < 1 || w.strides[i] < 1 || w.dilations[i] < 1 ||
+        w.padBegin[i] < 0 || w.padEnd[i] < 0)
+      fail() << info.describe() << ": spatial dimension " << i << " has kernel "
+             << w.kernel[i] << ", stride " << w.strides[i] << ", dilation "
+             << w.dilations[i] << ", pads " << w.padBegin[i] << "/"
+             << w.padEnd[i]
+             << ": kernels, strides and dilations must be positive, pads "
+                "non-negative";
+  return w;
+}
+
+/// Checks that `shape` is N x C x spatial... with 1 to 3 spatial dimensions,
+/// the ranks the convolution and pooling kernels support.
+inline void expectSpatial(const OpInfo &info, const char *what,
+                          const Shape &shape) {
+  if (shape.size() < 3 || shape.size() > 5)
+    fail() << info.describe() << ": " << what
+           << " must be N x C x spatial... with 1 to 3 spatial dimensions, "
+              "got shape "
+           << shapeString(shape);
+}
+
+/// heterps.conv(_grad) of input `x` (N x C x spatial...) by filter `w`
+/// (M x C/group x kernel...): the output shape and the window. Throws
+/// naming the op when they do not fit.
+struct ConvShape {
+  Shape output;
+  Window window;
+  int64_t group = 1;
+  ConvShape(const OpInfo &info, const Shape &x, const Shape &w);
+};
+
 /// The product of heterps.gemm: op(A) is m x k, op(B) is k x n. Throws
 /// naming the op unless both operands are 2-D with equal inner dimensions.
 struct GemmShape {

@@ -58,6 +58,14 @@ private:
   std::shared_ptr<unsigned long long> flag;
 };
 
+/// Row-major y = alpha * op(A) op(B) + beta * y over `batch` products of
+/// op(A) m x k and op(B) k x n, through cuBLAS in the process's GpuMath
+/// (strides between the batch's matrices in elements; a B stride of 0
+/// shares one B; y's stride is m * n). `op` names the op in errors.
+void gemm(const OpInfo &op, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+          float alpha, const float *a, int64_t strideA, const float *b,
+          int64_t strideB, float beta, float *y, int64_t batch);
+
 /// Threads per block of the elementwise and reduction kernels.
 constexpr int kBlock = 256;
 
@@ -106,6 +114,7 @@ void registerShapeKernels(KernelRegistry &r);
 void registerGatherKernels(KernelRegistry &r);
 void registerSoftmaxKernels(KernelRegistry &r);
 void registerNormKernels(KernelRegistry &r);
+void registerConvKernels(KernelRegistry &r);
 
 } // namespace heterps::runtime::cuda
 

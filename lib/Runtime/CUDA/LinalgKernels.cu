@@ -32,11 +32,12 @@ cublasComputeType_t computeType(GpuMath math) {
   return CUBLAS_COMPUTE_32F;
 }
 
-/// Row-major y = alpha * op(A) op(B) + beta * y over `batch` matrices
-/// (strides in elements; a B stride of 0 shares one B).
-void gemm(const OpInfo &op, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
-          float alpha, const float *a, int64_t strideA, const float *b,
-          int64_t strideB, float beta, float *y, int64_t batch) {
+} // namespace
+
+void cuda::gemm(const OpInfo &op, bool ta, bool tb, int64_t m, int64_t n,
+                int64_t k, float alpha, const float *a, int64_t strideA,
+                const float *b, int64_t strideB, float beta, float *y,
+                int64_t batch) {
   if (m == 0 || n == 0)
     return;
   if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX)
@@ -62,6 +63,8 @@ void gemm(const OpInfo &op, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
               CUBLAS_GEMM_DEFAULT),
           "cublasGemmStridedBatchedEx");
 }
+
+namespace {
 
 /// y[o] = beta * c[broadcast index of o]: the C term of a GEMM, written
 /// before cuBLAS accumulates the product onto it.

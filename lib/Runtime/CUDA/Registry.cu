@@ -15,4 +15,5 @@ void cuda::registerGPUKernels(KernelRegistry &r) {
   registerGatherKernels(r);
   registerSoftmaxKernels(r);
   registerNormKernels(r);
+  registerConvKernels(r);
 }
