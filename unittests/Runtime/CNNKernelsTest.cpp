@@ -515,6 +515,27 @@ TEST(CNNKernelsTest, TransposeRefusesAPermThatIsNotAPermutation) {
   EXPECT_EQ(transpose.run({x})[0].shape(), (Shape{3, 2}));
 }
 
+/// Rank-0 operands: a gather from one is an error naming the op, the
+/// softmax of a scalar along axis 0 (the only one normalizeAxis accepts for
+/// it) is 1.
+TEST(CNNKernelsTest, ScalarsAreRefusedOrOneRow) {
+  Tensor scalar(DType::F32, {}), ids(DType::F32, {2});
+  TestOp gather("heterps.gather");
+  try {
+    gather.run({scalar, ids});
+    ADD_FAILURE() << "a gather from a scalar was accepted";
+  } catch (const RuntimeError &e) {
+    EXPECT_NE(std::string(e.what()).find("rank-0"), std::string::npos)
+        << e.what();
+  }
+  scalar.as<float>()[0] = 3.0f;
+  TestOp softmax("heterps.softmax");
+  softmax.i("axis", 0);
+  std::vector<Tensor> y = softmax.run({scalar});
+  ASSERT_EQ(y[0].shape(), Shape{});
+  EXPECT_FLOAT_EQ(y[0].as<float>()[0], 1.0f);
+}
+
 TEST(CNNKernelsTest, ConvGradMatchesFiniteDifferences) {
   std::mt19937 gen(4);
   Shape strides = {2, 1}, pads = {1, 2, 1, 0}, dilations = {2, 1};

@@ -20,7 +20,9 @@
 #include "heterps/Runtime/ParamStore.h"
 #include "heterps/Runtime/Program.h"
 
+#include "../../lib/Runtime/CPU/KernelUtil.h"
 #include "../../lib/Runtime/CUDA/ConvIndex.h"
+#include "../../lib/Runtime/CUDA/Indexing.h"
 #include "../../lib/Runtime/CUDA/UnaryMath.h"
 #include "CtrModel.h"
 #include "CtrTraining.h"
@@ -309,6 +311,51 @@ TEST(DevicePlacement, ConvIndexOfTheGpuColumnBuildsTheCpuConvolution) {
           << "filter gradient " << i;
     for (int64_t f = 0; f < g.features; ++f)
       EXPECT_NEAR(gotDb[f], db.as<float>()[f], 1e-4f) << "bias gradient " << f;
+  }
+}
+
+/// The GPU kernels' flat-index arithmetic (Indexing.h) visits every
+/// element's operands where the CPU column's odometer does: broadcasts of
+/// each kind, a transpose, a reversed slice.
+TEST(DevicePlacement, GpuIndexingMatchesTheCpuOdometer) {
+  plan::Op op;
+  op.set_name("heterps.add");
+  OpInfo info(op, {}, {});
+  struct Case {
+    Shape out;
+    std::vector<int64_t> a, b;
+  };
+  std::vector<Case> cases;
+  for (auto [x, y] :
+       std::vector<std::pair<Shape, Shape>>{{{7, 33}, {7, 33}},
+                                            {{3, 5, 33}, {33}},
+                                            {{4, 1}, {3, 4, 9}},
+                                            {{6, 10}, {}},
+                                            {{2, 1, 3, 1}, {1, 4, 1, 5}}}) {
+    Shape out = cpu::broadcastShapes(x, y, info);
+    cases.push_back(
+        {out, cpu::broadcastStrides(x, out), cpu::broadcastStrides(y, out)});
+  }
+  cpu::TransposePlan transpose;
+  transpose.compute({4, 7, 9}, {2, 0, 1}, info);
+  cases.push_back({transpose.out, transpose.strides, transpose.strides});
+  cpu::SliceIndex slice;
+  slice.compute({10, 12, 5}, {9, 0, 2}, {-1, 12, 5}, {-2, 3, 1}, info);
+  cases.push_back({slice.out, slice.strides, slice.strides});
+  for (const Case &c : cases) {
+    SCOPED_TRACE(shapeString(c.out));
+    cuda::Indexing ix = cuda::makeIndexing(c.out, c.a, c.b, info);
+    int64_t visited = 0;
+    cpu::forEachBroadcast(
+        c.out, c.a, c.b, [&](int64_t o, int64_t a, int64_t b) {
+          int64_t ga, gb;
+          cuda::offsetsOf(o, ix, ga, gb);
+          EXPECT_EQ(ga, a) << "element " << o;
+          EXPECT_EQ(gb, b) << "element " << o;
+          EXPECT_EQ(cuda::offsetOf(o, ix), a) << "element " << o;
+          ++visited;
+        });
+    EXPECT_EQ(visited, numElements(c.out));
   }
 }
 

@@ -136,6 +136,8 @@ void TransposePlan::compute(const Shape &in, const std::vector<int64_t> &perm,
 
 void GatherShape::compute(const Shape &data, const Shape &indices,
                           int64_t axisAttr, const OpInfo &info) {
+  if (data.empty())
+    fail() << info.describe() << ": gathers from a rank-0 operand";
   axis = normalizeAxis(axisAttr, static_cast<int64_t>(data.size()), info);
   out.assign(data.begin(), data.begin() + axis);
   out.insert(out.end(), indices.begin(), indices.end());

@@ -166,8 +166,14 @@ struct SliceIndex {
 struct AxisSplit {
   int64_t outer = 1, dim = 1, inner = 1;
   void init(const Shape &s, int64_t axis) {
+    // A scalar is one row of one element (normalizeAxis accepts axis 0 and
+    // -1 for it).
+    if (s.empty()) {
+      outer = dim = inner = 1;
+      return;
+    }
     outer = numElements(Shape(s.begin(), s.begin() + axis));
-    dim = s.empty() ? 1 : s[axis];
+    dim = s[axis];
     inner = numElements(Shape(s.begin() + axis + 1, s.end()));
   }
 };

@@ -48,13 +48,8 @@ __global__ void binaryBroadcast(BinaryKind kind, const float *a, const float *b,
                                 float *y, int64_t n, Indexing ix) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
-    int64_t rest = i, ia = 0, ib = 0;
-    for (int d = ix.rank - 1; d >= 0; --d) {
-      int64_t c = rest % ix.dims[d];
-      rest /= ix.dims[d];
-      ia += c * ix.a[d];
-      ib += c * ix.b[d];
-    }
+    int64_t ia, ib;
+    offsetsOf(i, ix, ia, ib);
     y[i] = applyBinary(kind, a[ia], b[ib]);
   }
 }

@@ -66,21 +66,6 @@ void cuda::checkLaunch(const OpInfo &op) {
            << ": the GPU kernel did not launch: " << cudaGetErrorString(status);
 }
 
-Indexing cuda::makeIndexing(const Shape &out, const std::vector<int64_t> &sa,
-                            const std::vector<int64_t> &sb, const OpInfo &op) {
-  if (out.size() > static_cast<size_t>(kMaxRank))
-    fail() << op.describe() << ": the GPU kernels take rank up to " << kMaxRank
-           << ", got " << shapeString(out);
-  Indexing ix;
-  ix.rank = static_cast<int>(out.size());
-  for (size_t d = 0; d < out.size(); ++d) {
-    ix.dims[d] = out[d];
-    ix.a[d] = d < sa.size() ? sa[d] : 0;
-    ix.b[d] = d < sb.size() ? sb[d] : 0;
-  }
-  return ix;
-}
-
 void cuda::requireF32(const OpInfo &op) {
   auto check = [&](const std::vector<TensorType> &types) {
     for (const TensorType &t : types)

@@ -11,6 +11,8 @@
 #ifndef HETERPS_LIB_RUNTIME_CUDA_GPUDEVICE_H
 #define HETERPS_LIB_RUNTIME_CUDA_GPUDEVICE_H
 
+#include "Indexing.h"
+
 #include "heterps/Runtime/DeviceRuntime.h"
 #include "heterps/Runtime/Kernel.h"
 
@@ -77,23 +79,6 @@ inline unsigned blocksFor(int64_t n) {
                                : blocks > 65535 ? 65535
                                                 : blocks);
 }
-
-/// The ranks the broadcasting and reduction kernels take.
-constexpr int kMaxRank = 8;
-
-/// A shape and the strides of up to two operands read along it, passed to
-/// kernels by value.
-struct Indexing {
-  int rank = 0;
-  int64_t dims[kMaxRank] = {};
-  int64_t a[kMaxRank] = {};
-  int64_t b[kMaxRank] = {};
-};
-
-/// The Indexing of `out` read through strides `sa` and `sb` (0 along
-/// broadcast dimensions); throws naming `op` above kMaxRank.
-Indexing makeIndexing(const Shape &out, const std::vector<int64_t> &sa,
-                      const std::vector<int64_t> &sb, const OpInfo &op);
 
 /// Fails naming the op unless every float operand and result of the plan's
 /// types is f32: the GPU column computes in f32.

@@ -36,6 +36,19 @@ __device__ int64_t gatherSource(int64_t e, const I *idx, int64_t n,
   return (o * dimSize + i) * inner + k;
 }
 
+/// Records the first index out of range, for a gather whose result is
+/// empty (no slice to copy, but its indices are checked as on the CPU).
+template <typename I>
+__global__ void checkIndices(const I *idx, int64_t n, int64_t dimSize,
+                             unsigned long long *bad) {
+  for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < n;
+       j += int64_t(gridDim.x) * blockDim.x) {
+    int64_t i = static_cast<int64_t>(idx[j]);
+    if (i < -dimSize || i >= dimSize)
+      atomicMin(bad, static_cast<unsigned long long>(j));
+  }
+}
+
 template <typename T, typename I>
 __global__ void gatherSlices(const T *x, const I *idx, T *y, int64_t total,
                              int64_t n, int64_t dimSize, int64_t inner,
@@ -97,6 +110,16 @@ protected:
            << " is out of range [0, " << shape.dimSize << ")";
   }
 
+  /// The indices of a gather with an empty result, checked all the same.
+  void checkEmpty(const Tensor &indices, int64_t n) {
+    if (n == 0)
+      return;
+    withIndices(indices, [&](auto *idx) {
+      checkIndices<<<blocksFor(n), kBlock, 0, gpuDevice().stream>>>(
+          idx, n, shape.dimSize, bad.word());
+    });
+  }
+
   int64_t axisAttr;
   bool wideIndices = true;
   cpu::GatherShape shape;
@@ -115,8 +138,10 @@ public:
   void run(const std::vector<const Tensor *> &in,
            const std::vector<Tensor *> &res, ExecContext &) override {
     int64_t total = res[0]->numElements(), n = in[1]->numElements();
-    if (total == 0)
+    if (total == 0) {
+      checkEmpty(*in[1], n);
       return;
+    }
     size_t es = dtypeSize(in[0]->dtype());
     if (es != 4 && es != 8)
       fail() << info.describe() << ": the GPU gather moves 4- and 8-byte "
@@ -154,8 +179,10 @@ public:
     check(cudaMemsetAsync(res[0]->data(), 0, res[0]->byteSize(), stream),
           "clearing a gather's gradient");
     int64_t total = in[2]->numElements(), n = in[1]->numElements();
-    if (total == 0)
+    if (total == 0) {
+      checkEmpty(*in[1], n);
       return;
+    }
     withIndices(*in[1], [&](auto *idx) {
       scatterAddSlices<<<blocksFor(total), kBlock, 0, stream>>>(
           in[2]->as<float>(), idx, res[0]->as<float>(), total, n, shape.dimSize,

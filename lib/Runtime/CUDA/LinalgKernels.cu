@@ -40,9 +40,9 @@ void cuda::gemm(const OpInfo &op, bool ta, bool tb, int64_t m, int64_t n,
                 int64_t batch) {
   if (m == 0 || n == 0)
     return;
-  if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX)
-    fail() << op.describe() << ": a " << m << "x" << k << "x" << n
-           << " product is beyond cuBLAS's 32-bit dimensions";
+  if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX || batch > INT32_MAX)
+    fail() << op.describe() << ": " << batch << " products of " << m << "x" << k
+           << "x" << n << " are beyond cuBLAS's 32-bit dimensions";
   int lda = static_cast<int>(ta ? m : k), ldb = static_cast<int>(tb ? k : n);
   cublasOperation_t opA = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t opB = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -71,15 +71,8 @@ namespace {
 __global__ void broadcastScaled(const float *c, float beta, float *y, int64_t n,
                                 Indexing ix) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    int64_t rest = i, ic = 0;
-    for (int d = ix.rank - 1; d >= 0; --d) {
-      int64_t coord = rest % ix.dims[d];
-      rest /= ix.dims[d];
-      ic += coord * ix.a[d];
-    }
-    y[i] = beta * c[ic];
-  }
+       i += int64_t(gridDim.x) * blockDim.x)
+    y[i] = beta * c[offsetOf(i, ix)];
 }
 
 /// heterps.gemm: alpha * op(A) op(B) + beta * C.
@@ -113,7 +106,9 @@ public:
            const std::vector<Tensor *> &res, ExecContext &) override {
     float *y = res[0]->as<float>();
     int64_t total = m * n;
-    bool accumulate = hasC && beta != 0.0f;
+    // beta * C even when beta is 0, so that a NaN in C propagates as on
+    // the CPU.
+    bool accumulate = hasC;
     if (accumulate && total) {
       broadcastScaled<<<blocksFor(total), kBlock, 0, gpuDevice().stream>>>(
           in[2]->as<float>(), beta, y, total, cIndex);

@@ -19,15 +19,6 @@ using namespace heterps::runtime::cuda;
 
 namespace {
 
-__device__ inline int64_t offsetOf(int64_t flat, const Indexing &ix) {
-  int64_t offset = 0;
-  for (int d = ix.rank - 1; d >= 0; --d) {
-    offset += (flat % ix.dims[d]) * ix.a[d];
-    flat /= ix.dims[d];
-  }
-  return offset;
-}
-
 __global__ void reduceSum(const float *x, float *y, int64_t outputs,
                           int64_t count, Indexing kept, Indexing reduced,
                           float scale) {

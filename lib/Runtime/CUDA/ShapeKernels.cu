@@ -34,9 +34,11 @@ public:
       size_t bytes = std::max<size_t>(value.byteSize(), 1);
       check(cudaMalloc(&p, bytes), "allocating a constant on the device");
       copied.reset(p, cudaFree);
-      check(
-          cudaMemcpy(p, value.data(), value.byteSize(), cudaMemcpyHostToDevice),
-          "copying a constant to the device");
+      // On the thread's stream, so that the kernels that read the constant
+      // wait for it (the stream does not wait for the legacy one).
+      check(cudaMemcpyAsync(p, value.data(), value.byteSize(),
+                            cudaMemcpyHostToDevice, gpuDevice().stream),
+            "copying a constant to the device");
     }
     res[0]->reset(value.dtype(), value.shape(), copied.get());
   }
@@ -88,11 +90,7 @@ template <bool Scatter, typename T>
 __global__ void copyStrided(const T *x, T *y, int64_t n, Indexing ix) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
-    int64_t rest = i, at = 0;
-    for (int d = ix.rank - 1; d >= 0; --d) {
-      at += (rest % ix.dims[d]) * ix.a[d];
-      rest /= ix.dims[d];
-    }
+    int64_t at = offsetOf(i, ix);
     if (Scatter)
       y[at] = x[i];
     else
