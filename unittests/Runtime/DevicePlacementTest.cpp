@@ -23,6 +23,7 @@
 #include "../../lib/Runtime/CPU/KernelUtil.h"
 #include "../../lib/Runtime/CUDA/ConvIndex.h"
 #include "../../lib/Runtime/CUDA/Indexing.h"
+#include "../../lib/Runtime/CUDA/PoolIndex.h"
 #include "../../lib/Runtime/CUDA/UnaryMath.h"
 #include "CtrModel.h"
 #include "CtrTraining.h"
@@ -356,6 +357,92 @@ TEST(DevicePlacement, GpuIndexingMatchesTheCpuOdometer) {
           ++visited;
         });
     EXPECT_EQ(visited, numElements(c.out));
+  }
+}
+
+/// The GPU pooling's window arithmetic (PoolIndex.h), run on the host,
+/// gives the CPU column's pooling and its gradient: max, averages with and
+/// without the padding, ceil_mode, strides, dilations, 1 to 3 spatial
+/// dimensions.
+TEST(DevicePlacement, PoolIndexOfTheGpuColumnPoolsAsTheCpu) {
+  struct Case {
+    Shape x, kernel, strides, pads, dilations;
+    bool ceil;
+    bool includePad;
+  };
+  const Case cases[] = {
+      {{2, 3, 9, 8}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, false, false},
+      {{2, 3, 9, 8}, {3, 2}, {2, 3}, {1, 0, 0, 1}, {1, 1}, true, true},
+      {{1, 2, 10, 11}, {2, 3}, {1, 2}, {0, 1, 0, 1}, {2, 2}, true, false},
+      {{3, 2, 17}, {4}, {3}, {2, 1}, {1}, true, true},
+      {{1, 2, 5, 6, 4},
+       {2, 3, 2},
+       {2, 2, 1},
+       {0, 1, 0, 1, 1, 0},
+       {1, 1, 1},
+       false,
+       true},
+  };
+  std::mt19937 rng(13);
+  for (const Case &c : cases) {
+    for (const char *kind : {"max", "avg"}) {
+      SCOPED_TRACE(shapeString(c.x) + " " + kind + (c.ceil ? " ceil" : "") +
+                   (c.includePad ? " pad" : ""));
+      bool max = !std::strcmp(kind, "max");
+      plan::Op pool, grad;
+      pool.set_name(max ? "heterps.max_pool" : "heterps.avg_pool");
+      grad.set_name("heterps.pool_grad");
+      (*grad.mutable_attrs())["kind"].set_s(kind);
+      for (plan::Op *op : {&pool, &grad}) {
+        auto set = [&](const char *key, const Shape &v) {
+          for (int64_t x : v)
+            (*op->mutable_attrs())[key].mutable_ints()->add_values(x);
+        };
+        set("kernel_shape", c.kernel);
+        set("strides", c.strides);
+        set("pads", c.pads);
+        set("dilations", c.dilations);
+        (*op->mutable_attrs())["ceil_mode"].set_b(c.ceil);
+        (*op->mutable_attrs())["count_include_pad"].set_b(c.includePad);
+      }
+      Tensor x(DType::F32, c.x);
+      for (int64_t i = 0; i < x.numElements(); ++i)
+        x.as<float>()[i] = std::uniform_real_distribution<float>(-1, 1)(rng);
+      OpInfo probe(pool, {{DType::F32, c.x}}, {});
+      cpu::PoolShape shape(probe, c.x);
+      cuda::PoolGeometry g =
+          cuda::poolGeometryOf(shape, c.x, !max && c.includePad);
+      Tensor dy(DType::F32, shape.output);
+      for (int64_t i = 0; i < dy.numElements(); ++i)
+        dy.as<float>()[i] = std::uniform_real_distribution<float>(-1, 1)(rng);
+
+      ExecContext ctx;
+      TensorType xt{DType::F32, c.x}, yt{DType::F32, shape.output};
+      OpInfo poolInfo(pool, {xt}, {yt});
+      auto cpuPool = KernelRegistry::global().create(poolInfo, DeviceKind::CPU);
+      cpuPool->prepareChecked({c.x});
+      Tensor y(DType::F32, shape.output);
+      cpuPool->run({&x}, {&y}, ctx);
+      OpInfo gradInfo(grad, {xt, yt, yt}, {xt});
+      auto cpuGrad = KernelRegistry::global().create(gradInfo, DeviceKind::CPU);
+      cpuGrad->prepareChecked({c.x, shape.output, shape.output});
+      Tensor dx(DType::F32, c.x);
+      cpuGrad->run({&x, &y, &dy}, {&dx}, ctx);
+
+      int64_t planes = c.x[0] * c.x[1];
+      for (int64_t p = 0; p < planes; ++p) {
+        const float *xp = x.as<float>() + p * g.inputs;
+        for (int64_t o = 0; o < g.outputs; ++o)
+          ASSERT_NEAR(cuda::pooledElement(xp, o, g, max),
+                      y.as<float>()[p * g.outputs + o], 1e-5f)
+              << "output " << o << " of plane " << p;
+        for (int64_t i = 0; i < g.inputs; ++i)
+          ASSERT_NEAR(cuda::poolGradElement(xp, dy.as<float>() + p * g.outputs,
+                                            i, g, max),
+                      dx.as<float>()[p * g.inputs + i], 1e-5f)
+              << "input gradient " << i << " of plane " << p;
+      }
+    }
   }
 }
 

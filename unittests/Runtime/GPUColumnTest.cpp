@@ -486,6 +486,36 @@ std::vector<TwinCase> twinCases() {
                    },
                    0,
                    1e-4f});
+  for (const char *kind : {"max", "avg"}) {
+    std::string k = kind;
+    auto window = [](plan::Op &op) {
+      setInts(op, "kernel_shape", {3, 2});
+      setInts(op, "strides", {2, 3});
+      setInts(op, "pads", {1, 0, 0, 1});
+      setBool(op, "ceil_mode", true);
+      setBool(op, "count_include_pad", true);
+    };
+    cases.push_back(
+        {k + "_pool", "heterps." + k + "_pool", {f32({2, 3, 9, 8})}, window});
+    cases.push_back({k + "_pool_grad",
+                     "heterps.pool_grad",
+                     {f32({2, 3, 9, 8}), f32({2, 3, 5, 3}), f32({2, 3, 5, 3})},
+                     [window, k](plan::Op &op) {
+                       window(op);
+                       setString(op, "kind", k);
+                     }});
+    cases.push_back({k + "_pool_1d_dilated",
+                     "heterps." + k + "_pool",
+                     {f32({3, 2, 17})},
+                     [](plan::Op &op) {
+                       setInts(op, "kernel_shape", {4});
+                       setInts(op, "strides", {3});
+                       setInts(op, "pads", {2, 1});
+                       setInts(op, "dilations", {2});
+                     }});
+  }
+  cases.push_back(
+      {"global_avg_pool", "heterps.global_avg_pool", {f32({2, 5, 7, 9})}});
   cases.push_back({"reshape", "heterps.reshape", {f32({6, 4, 5})}});
   cases.push_back({"constant", "heterps.constant", {}});
   return cases;

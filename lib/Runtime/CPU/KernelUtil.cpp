@@ -172,6 +172,45 @@ LayerNormShape::LayerNormShape(const Shape &x, const Shape &scale,
            << shapeString(x) << " and axis " << axis;
 }
 
+PoolShape::PoolShape(const OpInfo &info, const Shape &x) {
+  expectSpatial(info, "input", x);
+  size_t n = x.size() - 2;
+  if (!info.has("kernel_shape"))
+    fail() << info.describe() << ": missing attribute 'kernel_shape'";
+  Shape kernel = info.getInts("kernel_shape");
+  if (kernel.size() != n)
+    fail() << info.describe() << ": kernel_shape has " << kernel.size()
+           << " entries for the " << n << " spatial dimensions of input "
+           << shapeString(x);
+  window = readWindow(info, kernel, true);
+  bool ceilMode = info.getBool("ceil_mode", false);
+  output = {x[0], x[1]};
+  for (size_t i = 0; i < n; ++i) {
+    int64_t size = x[i + 2], k = window.kernel[i], s = window.strides[i];
+    int64_t d = window.dilations[i];
+    int64_t padBegin = window.padBegin[i], padEnd = window.padEnd[i];
+    if (k > (int64_t(1) << 20) || d > (int64_t(1) << 20))
+      fail() << info.describe() << ": kernel " << k << " and dilation " << d
+             << " must be at most 2^20";
+    // The elements one window spans.
+    int64_t extent = (k - 1) * d + 1;
+    int64_t span = size + padBegin + padEnd - extent;
+    if (span < 0)
+      fail() << info.describe() << ": window of " << extent
+             << " does not fit spatial size " << size << " (pads " << padBegin
+             << "/" << padEnd << ") in dimension " << i + 2 << " of input "
+             << shapeString(x);
+    int64_t steps = ceilMode ? (span + s - 1) / s : span / s;
+    // As in ONNX, PyTorch and the dialect's shape inference: the last window
+    // must start inside the input or the leading padding.
+    if (ceilMode && steps > 0 && steps * s >= size + padBegin)
+      --steps;
+    output.push_back(steps + 1);
+    padEndCeil.push_back(
+        std::max(padEnd, steps * s + extent - size - padBegin));
+  }
+}
+
 ConvShape::ConvShape(const OpInfo &info, const Shape &x, const Shape &w) {
   expectSpatial(info, "input", x);
   if (w.size() != x.size())

@@ -256,6 +256,18 @@ inline void expectSpatial(const OpInfo &info, const char *what,
            << shapeString(shape);
 }
 
+/// heterps.max_pool, avg_pool and pool_grad of input `x`: the window (its
+/// end pads as given), the output shape and, per spatial dimension, the end
+/// padding that ceil_mode adds so that the last window fits. Throws naming
+/// the op for a missing or misfit kernel.
+struct PoolShape {
+  Shape output;
+  Window window;
+  /// The end padding with ceil_mode's extension, per spatial dimension.
+  Shape padEndCeil;
+  PoolShape(const OpInfo &info, const Shape &x);
+};
+
 /// heterps.conv(_grad) of input `x` (N x C x spatial...) by filter `w`
 /// (M x C/group x kernel...): the output shape and the window. Throws
 /// naming the op when they do not fit.

@@ -31,48 +31,21 @@ struct PoolGeometry {
 
 PoolGeometry poolGeometry(const OpInfo &info, const Shape &x,
                           bool countIncludePad) {
-  expectSpatial(info, "input", x);
+  PoolShape shape(info, x);
+  const Window &w = shape.window;
   size_t n = x.size() - 2;
-  if (!info.has("kernel_shape"))
-    fail() << info.describe() << ": missing attribute 'kernel_shape'";
-  Shape kernel = info.getInts("kernel_shape");
-  if (kernel.size() != n)
-    fail() << info.describe() << ": kernel_shape has " << kernel.size()
-           << " entries for the " << n << " spatial dimensions of input "
-           << shapeString(x);
-  Window w = readWindow(info, kernel, true);
-  bool ceilMode = info.getBool("ceil_mode", false);
-
   PoolGeometry g;
-  g.output = {x[0], x[1]};
+  g.output = shape.output;
+  g.padR = toDims(shape.padEndCeil);
   std::vector<std::vector<float>> fix(n);
   bool needFix = false;
   for (size_t i = 0; i < n; ++i) {
     int64_t size = x[i + 2], k = w.kernel[i], s = w.strides[i];
     int64_t d = w.dilations[i];
     int64_t padBegin = w.padBegin[i], padEnd = w.padEnd[i];
-    if (k > (int64_t(1) << 20) || d > (int64_t(1) << 20))
-      fail() << info.describe() << ": kernel " << k << " and dilation " << d
-             << " must be at most 2^20";
-    // The elements one window spans.
-    int64_t window = (k - 1) * d + 1;
-    int64_t span = size + padBegin + padEnd - window;
-    if (span < 0)
-      fail() << info.describe() << ": window of " << window
-             << " does not fit spatial size " << size << " (pads " << padBegin
-             << "/" << padEnd << ") in dimension " << i + 2 << " of input "
-             << shapeString(x);
-    int64_t steps = ceilMode ? (span + s - 1) / s : span / s;
-    // As in ONNX, PyTorch and the dialect's shape inference: the last window
-    // must start inside the input or the leading padding.
-    if (ceilMode && steps > 0 && steps * s >= size + padBegin)
-      --steps;
-    int64_t out = steps + 1;
-    g.output.push_back(out);
-    int64_t padR = std::max(padEnd, steps * s + window - size - padBegin);
-    g.padR.push_back(padR);
+    int64_t out = g.output[i + 2];
     fix[i].assign(out, 1.0f);
-    if (countIncludePad && padR > padEnd) {
+    if (countIncludePad && shape.padEndCeil[i] > padEnd) {
       needFix = true;
       for (int64_t o = 0; o < out; ++o) {
         // The taps that fall inside the input or its explicit padding.

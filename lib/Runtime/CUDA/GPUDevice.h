@@ -71,6 +71,34 @@ void gemm(const OpInfo &op, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
 /// Threads per block of the elementwise and reduction kernels.
 constexpr int kBlock = 256;
 
+/// Threads per warp: the kernels that give a row to a warp reduce it with
+/// these shuffles (every lane of the warp must take part).
+constexpr int kWarp = 32;
+
+/// Rows per block of the kernels that give a row to a warp, and the blocks
+/// for `rows` of them (capped; their loops stride over the rest).
+constexpr int kRowsPerBlock = kBlock / kWarp;
+inline unsigned blocksForRows(int64_t rows) {
+  int64_t blocks = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
+  return static_cast<unsigned>(blocks < 1       ? 1
+                               : blocks > 65535 ? 65535
+                                                : blocks);
+}
+
+#ifdef __CUDACC__
+__device__ inline float warpSum(float v) {
+  for (int offset = kWarp / 2; offset > 0; offset /= 2)
+    v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+__device__ inline float warpMax(float v) {
+  for (int offset = kWarp / 2; offset > 0; offset /= 2)
+    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  return v;
+}
+#endif
+
 /// Blocks for `n` elements, one element per thread, capped so that the
 /// kernels' grid-stride loops cover the rest.
 inline unsigned blocksFor(int64_t n) {
@@ -100,6 +128,7 @@ void registerGatherKernels(KernelRegistry &r);
 void registerSoftmaxKernels(KernelRegistry &r);
 void registerNormKernels(KernelRegistry &r);
 void registerConvKernels(KernelRegistry &r);
+void registerPoolKernels(KernelRegistry &r);
 
 } // namespace heterps::runtime::cuda
 

@@ -19,15 +19,6 @@ using namespace heterps::runtime::cuda;
 
 namespace {
 
-constexpr int kWarp = 32;
-constexpr int kRowsPerBlock = kBlock / kWarp;
-
-__device__ float warpSum(float v) {
-  for (int offset = kWarp / 2; offset > 0; offset /= 2)
-    v += __shfl_xor_sync(0xffffffffu, v, offset);
-  return v;
-}
-
 /// The mean and 1 / sqrt(variance + epsilon) of row `x` of `n` elements,
 /// in every lane of the warp.
 __device__ void rowStatistics(const float *x, int64_t n, float epsilon,
@@ -105,13 +96,6 @@ __global__ void layerNormParamGrads(const float *x, const float *dy,
     dscale[j] = sumScale;
     dbias[j] = sumBias;
   }
-}
-
-unsigned blocksForRows(int64_t rows) {
-  int64_t blocks = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
-  return static_cast<unsigned>(blocks < 1       ? 1
-                               : blocks > 65535 ? 65535
-                                                : blocks);
 }
 
 /// heterps.layer_norm: (input, scale, [bias]) -> output; attributes axis

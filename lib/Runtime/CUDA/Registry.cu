@@ -16,4 +16,5 @@ void cuda::registerGPUKernels(KernelRegistry &r) {
   registerSoftmaxKernels(r);
   registerNormKernels(r);
   registerConvKernels(r);
+  registerPoolKernels(r);
 }

@@ -17,21 +17,6 @@ using namespace heterps::runtime::cuda;
 
 namespace {
 
-constexpr int kWarp = 32;
-constexpr int kRowsPerBlock = kBlock / kWarp;
-
-__device__ float warpMax(float v) {
-  for (int offset = kWarp / 2; offset > 0; offset /= 2)
-    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
-  return v;
-}
-
-__device__ float warpSum(float v) {
-  for (int offset = kWarp / 2; offset > 0; offset /= 2)
-    v += __shfl_xor_sync(0xffffffffu, v, offset);
-  return v;
-}
-
 /// Row `row` of [outer, dim, inner]: its first element and stride.
 struct Row {
   int64_t base, stride;
@@ -78,13 +63,6 @@ __global__ void softmaxGradRows(const float *y, const float *dy, float *dx,
       dx[k] = isLog ? dy[k] - expf(y[k]) * acc : y[k] * (dy[k] - acc);
     }
   }
-}
-
-unsigned blocksForRows(int64_t rows) {
-  int64_t blocks = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
-  return static_cast<unsigned>(blocks < 1       ? 1
-                               : blocks > 65535 ? 65535
-                                                : blocks);
 }
 
 /// heterps.softmax and log_softmax (operand x), softmax_grad (operands y,
