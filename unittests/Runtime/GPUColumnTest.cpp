@@ -131,6 +131,24 @@ Tensor unaryOnCpu(const std::string &kind, const Tensor &x) {
   return y;
 }
 
+/// reduce_`kind` of x over `axes` (keepdims), from the CPU column.
+Tensor reduceOnCpu(const std::string &kind, const Tensor &x,
+                   std::vector<int64_t> axes) {
+  plan::Op op;
+  op.set_name("heterps.reduce_" + kind);
+  setInts(op, "axes", axes);
+  Shape kept = x.shape();
+  for (int64_t a : axes)
+    kept[a] = 1;
+  OpInfo info(op, {{DType::F32, x.shape()}}, {{DType::F32, kept}});
+  auto kernel = KernelRegistry::global().create(info, DeviceKind::CPU);
+  kernel->prepareChecked({x.shape()});
+  Tensor y(DType::F32, kept);
+  ExecContext ctx;
+  kernel->run({&x}, {&y}, ctx);
+  return y;
+}
+
 std::vector<TwinCase> twinCases() {
   std::vector<TwinCase> cases;
   // Binary ops: same shapes, a broadcast row, a broadcast column and scalar.
@@ -223,8 +241,9 @@ std::vector<TwinCase> twinCases() {
                    0,
                    1e-4f});
 
-  // Reductions.
-  for (const char *op : {"reduce_sum", "reduce_mean"}) {
+  // Reductions and their gradients.
+  for (const char *op :
+       {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min"}) {
     std::string n = op;
     cases.push_back(
         {n + "_last", "heterps." + n, {f32({6, 7, 130})}, [](plan::Op &op) {
@@ -243,6 +262,22 @@ std::vector<TwinCase> twinCases() {
                      [](plan::Op &op) {
                        setInts(op, "axes", {1, 3});
                      }});
+  }
+  for (const char *kind : {"sum", "mean", "max", "min"}) {
+    std::string k = kind;
+    TwinCase grad{"reduce_grad_" + k,
+                  "heterps.reduce_grad",
+                  {f32({5, 6, 7}), f32({5, 1, 7}), f32({5, 1, 7})},
+                  [k](plan::Op &op) {
+                    setString(op, "kind", k);
+                    setInts(op, "axes", {1});
+                  }};
+    // The result operand is the reduction's, as max and min compare with
+    // it.
+    grad.relate = [k](std::vector<Tensor> &in) {
+      in[1] = reduceOnCpu(k, in[0], {1});
+    };
+    cases.push_back(grad);
   }
   cases.push_back(
       {"sum_to_shape_row", "heterps.sum_to_shape", {f32({70, 13}), f32({13})}});

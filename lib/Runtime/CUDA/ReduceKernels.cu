@@ -1,10 +1,12 @@
-//===- ReduceKernels.cu - Sums and means over axes on the GPU -------------===//
+//===- ReduceKernels.cu - Sums, means, maxima and minima over axes --------===//
 //
 // One block per result element: its threads stride over the reduced
-// elements and combine their partial sums in shared memory. The same kernel
-// serves reduce_sum, reduce_mean and sum_to_shape (the gradient of a
-// broadcast), which all reduce an input into a `kept` shape of its rank
-// with 1 along the reduced dimensions.
+// elements and combine their partial results in shared memory. The same
+// kernel serves reduce_sum, _mean, _max, _min and sum_to_shape (the
+// gradient of a broadcast), which all reduce an input into a `kept` shape
+// of its rank with 1 along the reduced dimensions. The gradient of a sum or
+// mean spreads dy back; that of a max or min goes to the first element
+// equal to the result, as on the CPU.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,25 +21,70 @@ using namespace heterps::runtime::cuda;
 
 namespace {
 
-__global__ void reduceSum(const float *x, float *y, int64_t outputs,
-                          int64_t count, Indexing kept, Indexing reduced,
-                          float scale) {
+/// How a reduction combines its elements.
+enum class Combine { Sum, Max, Min };
+
+__device__ inline float combine(Combine how, float a, float b) {
+  return how == Combine::Sum   ? a + b
+         : how == Combine::Max ? fmaxf(a, b)
+                               : fminf(a, b);
+}
+
+__global__ void reduceKept(const float *x, float *y, int64_t outputs,
+                           int64_t count, Indexing kept, Indexing reduced,
+                           Combine how, float scale) {
   __shared__ float partial[kBlock];
+  float identity = how == Combine::Sum   ? 0.0f
+                   : how == Combine::Max ? -INFINITY
+                                         : INFINITY;
   for (int64_t o = blockIdx.x; o < outputs; o += gridDim.x) {
     int64_t base = offsetOf(o, kept);
-    float sum = 0.0f;
+    float acc = identity;
     for (int64_t r = threadIdx.x; r < count; r += blockDim.x)
-      sum += x[base + offsetOf(r, reduced)];
-    partial[threadIdx.x] = sum;
+      acc = combine(how, acc, x[base + offsetOf(r, reduced)]);
+    partial[threadIdx.x] = acc;
     __syncthreads();
     for (int width = blockDim.x / 2; width > 0; width /= 2) {
       if (threadIdx.x < width)
-        partial[threadIdx.x] += partial[threadIdx.x + width];
+        partial[threadIdx.x] =
+            combine(how, partial[threadIdx.x], partial[threadIdx.x + width]);
       __syncthreads();
     }
     if (threadIdx.x == 0)
       y[o] = partial[0] * scale;
     __syncthreads();
+  }
+}
+
+/// dx = dy of the element's output times `scale` (the gradient of a sum
+/// or a mean), one thread per input element.
+__global__ void spreadGradient(const float *dy, float *dx, int64_t n,
+                               Indexing input, float scale) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t own, output;
+    offsetsOf(i, input, own, output);
+    dx[own] = dy[output] * scale;
+  }
+}
+
+/// The gradient of a max or min: dy goes to the first reduced element (in
+/// row-major order) equal to the result, as on the CPU; one thread per
+/// output, after dx was cleared.
+__global__ void firstExtremeGradient(const float *x, const float *y,
+                                     const float *dy, float *dx,
+                                     int64_t outputs, int64_t count,
+                                     Indexing kept, Indexing reduced) {
+  for (int64_t o = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; o < outputs;
+       o += int64_t(gridDim.x) * blockDim.x) {
+    int64_t base = offsetOf(o, kept);
+    for (int64_t r = 0; r < count; ++r) {
+      int64_t at = base + offsetOf(r, reduced);
+      if (x[at] == y[o]) {
+        dx[at] = dy[o];
+        break;
+      }
+    }
   }
 }
 
@@ -60,22 +107,37 @@ struct Reduction {
     reduced = makeIndexing(reducedShape, strides, {}, op);
   }
 
-  void run(const OpInfo &op, const float *x, float *y, float scale) const {
+  void run(const OpInfo &op, const float *x, float *y, float scale,
+           Combine how = Combine::Sum) const {
     if (outputs == 0)
       return;
     unsigned grid =
         static_cast<unsigned>(outputs < 65535 ? outputs : int64_t(65535));
-    reduceSum<<<grid, kBlock, 0, gpuDevice().stream>>>(x, y, outputs, count,
-                                                       kept, reduced, scale);
+    reduceKept<<<grid, kBlock, 0, gpuDevice().stream>>>(
+        x, y, outputs, count, kept, reduced, how, scale);
     checkLaunch(op);
   }
 };
 
-/// heterps.reduce_sum and heterps.reduce_mean over `axes` (all when empty).
+/// The reductions the GPU column computes: "sum", "mean", "max", "min".
+/// Throws naming the op for the others (prod, l2), which stay on the CPU.
+Combine combineOf(const std::string &kind, const OpInfo &op) {
+  if (kind == "sum" || kind == "mean")
+    return Combine::Sum;
+  if (kind == "max")
+    return Combine::Max;
+  if (kind != "min")
+    fail() << op.describe() << ": the GPU column has no '" << kind
+           << "' reduction";
+  return Combine::Min;
+}
+
+/// heterps.reduce_sum, _mean, _max and _min over `axes` (all when empty).
 class ReduceKernel : public Kernel {
 public:
   explicit ReduceKernel(const OpInfo &op)
       : Kernel(op), mean(op.name() == "heterps.reduce_mean"),
+        how(combineOf(op.name().substr(strlen("heterps.reduce_")), op)),
         axes(op.getInts("axes")), keepdims(op.getBool("keepdims", true)) {
     requireF32(op);
   }
@@ -91,11 +153,12 @@ public:
            const std::vector<Tensor *> &res, ExecContext &) override {
     // A mean over no elements is NaN, as on the CPU (0 / 0).
     float scale = mean ? 1.0f / static_cast<float>(reduction.count) : 1.0f;
-    reduction.run(info, in[0]->as<float>(), res[0]->as<float>(), scale);
+    reduction.run(info, in[0]->as<float>(), res[0]->as<float>(), scale, how);
   }
 
 private:
   bool mean;
+  Combine how;
   std::vector<int64_t> axes;
   bool keepdims;
   Reduction reduction;
@@ -126,10 +189,72 @@ private:
   Reduction reduction;
 };
 
+/// heterps.reduce_grad: operands (input, result, result_grad); attributes
+/// kind, axes and keepdims of the reduction.
+class ReduceGradKernel : public Kernel {
+public:
+  explicit ReduceGradKernel(const OpInfo &op)
+      : Kernel(op), kind(op.getString("kind")), how(combineOf(kind, op)),
+        axes(op.getInts("axes")), keepdims(op.getBool("keepdims", true)) {
+    requireF32(op);
+  }
+
+  std::vector<Shape> prepare(const std::vector<Shape> &in) override {
+    plan.init(in[0], axes, keepdims, info);
+    // The result and its gradient are the reduction's: one element per
+    // kept position.
+    for (size_t i : {size_t(1), size_t(2)})
+      if (numElements(in[i]) != numElements(plan.kept))
+        fail() << info.describe() << ": operand " << i << " is "
+               << shapeString(in[i]) << ", reducing " << shapeString(in[0])
+               << " gives " << shapeString(plan.kept);
+    reduction.init(in[0], plan.kept, info);
+    input = makeIndexing(plan.input, plan.own, plan.toKept, info);
+    return {in[0]};
+  }
+
+  void run(const std::vector<const Tensor *> &in,
+           const std::vector<Tensor *> &res, ExecContext &) override {
+    int64_t n = res[0]->numElements();
+    if (n == 0)
+      return;
+    cudaStream_t stream = gpuDevice().stream;
+    if (how == Combine::Sum) {
+      float scale = kind == "mean" && plan.count
+                        ? 1.0f / static_cast<float>(plan.count)
+                        : 1.0f;
+      spreadGradient<<<blocksFor(n), kBlock, 0, stream>>>(
+          in[2]->as<float>(), res[0]->as<float>(), n, input, scale);
+      checkLaunch(info);
+      return;
+    }
+    check(cudaMemsetAsync(res[0]->data(), 0, res[0]->byteSize(), stream),
+          "clearing a reduction's gradient");
+    if (reduction.outputs == 0)
+      return;
+    firstExtremeGradient<<<blocksFor(reduction.outputs), kBlock, 0, stream>>>(
+        in[0]->as<float>(), in[1]->as<float>(), in[2]->as<float>(),
+        res[0]->as<float>(), reduction.outputs, reduction.count, reduction.kept,
+        reduction.reduced);
+    checkLaunch(info);
+  }
+
+private:
+  std::string kind;
+  Combine how;
+  std::vector<int64_t> axes;
+  bool keepdims;
+  cpu::ReducePlan plan;
+  Reduction reduction;
+  Indexing input;
+};
+
 } // namespace
 
 void cuda::registerReduceKernels(KernelRegistry &r) {
-  addKernel<ReduceKernel>(r, "heterps.reduce_sum");
-  addKernel<ReduceKernel>(r, "heterps.reduce_mean");
+  for (const char *name : {"heterps.reduce_sum", "heterps.reduce_mean",
+                           "heterps.reduce_max", "heterps.reduce_min"})
+    addKernel<ReduceKernel>(r, name);
+  addKernel<ReduceGradKernel>(r, "heterps.reduce_grad");
   addKernel<SumToShapeKernel>(r, "heterps.sum_to_shape");
 }
