@@ -80,6 +80,9 @@ struct TwinCase {
   /// Makes drawn inputs consistent where the op expects it (a gradient
   /// op's forward result).
   std::function<void(std::vector<Tensor> &)> relate = nullptr;
+  /// The result's element type when it is not the first operand's
+  /// (compare, cast).
+  DType result = DType::Invalid;
 };
 
 void setInt(plan::Op &op, const char *key, int64_t v) {
@@ -551,6 +554,48 @@ std::vector<TwinCase> twinCases() {
   }
   cases.push_back(
       {"global_avg_pool", "heterps.global_avg_pool", {f32({2, 5, 7, 9})}});
+  for (const char *kind : {"eq", "lt", "gt", "le", "ge"}) {
+    std::string k = kind;
+    TwinCase compare{"compare_" + k,
+                     "heterps.compare",
+                     {f32({4, 9}), f32({9})},
+                     [k](plan::Op &op) { setString(op, "kind", k); }};
+    compare.result = DType::Bool;
+    // Equal elements, so that eq, le and ge see some.
+    compare.relate = [](std::vector<Tensor> &in) {
+      for (int64_t i = 0; i < 9; i += 2)
+        in[0].as<float>()[i] = in[1].as<float>()[i];
+    };
+    cases.push_back(compare);
+  }
+  cases.push_back({"where_broadcast",
+                   "heterps.where",
+                   {{DType::Bool, {4, 1}}, f32({4, 7}), f32({7})}});
+  for (DType to : {DType::I64, DType::I32, DType::Bool}) {
+    TwinCase cast{std::string("cast_f32_to_") + dtypeName(to),
+                  "heterps.cast",
+                  {f32({5, 13})}};
+    cast.result = to;
+    // Zeros and infinities among the values (they cast to false and 0).
+    cast.relate = [](std::vector<Tensor> &in) {
+      float *x = in[0].as<float>();
+      x[0] = 0.0f;
+      x[1] = INFINITY;
+      x[2] = -INFINITY;
+      x[3] = NAN;
+      for (int64_t i = 4; i < 65; ++i)
+        x[i] *= 100.0f;
+    };
+    cases.push_back(cast);
+    TwinCase back{
+        std::string("cast_") + dtypeName(to) + "_to_f32",
+        "heterps.cast",
+        {{to, {5, 13}, to == DType::Bool ? Fill::Normal : Fill::Indices}},
+        [](plan::Op &) {},
+        1000};
+    back.result = DType::F32;
+    cases.push_back(back);
+  }
   cases.push_back({"reshape", "heterps.reshape", {f32({6, 4, 5})}});
   cases.push_back({"constant", "heterps.constant", {}});
   return cases;
@@ -580,6 +625,11 @@ void addConstantValue(plan::Op &op) {
 Tensor draw(const Input &in, int64_t classes, std::mt19937 &rng) {
   Tensor t(in.dtype, in.shape);
   int64_t n = t.numElements();
+  if (in.dtype == DType::Bool) {
+    for (int64_t i = 0; i < n; ++i)
+      t.as<bool>()[i] = rng() % 2;
+    return t;
+  }
   if (in.dtype == DType::I64 || in.dtype == DType::I32) {
     int64_t range = in.fill == Fill::Indices ? 2 * classes : classes;
     int64_t from = in.fill == Fill::Indices ? -classes : 0;
@@ -693,8 +743,13 @@ public:
   std::vector<Tensor> gpu() { return gpu(inputs); }
 
 private:
-  /// Every op of the column computes its first operand's element type.
+  /// The case's result type, else the first operand's (the element type
+  /// of every other op of the column).
   DType resultDType() const {
+    if (c.result != DType::Invalid)
+      return c.result;
+    if (c.op == "heterps.where")
+      return inputs[1].dtype();
     return inputs.empty() ? DType::F32 : inputs[0].dtype();
   }
   std::vector<Shape> shapes() const {
@@ -729,11 +784,24 @@ void expectClose(const Tensor &got, const Tensor &expected, float tolerance,
   int64_t n = got.numElements();
   int reported = 0;
   for (int64_t i = 0; i < n && reported < 5; ++i) {
-    if (got.dtype() == DType::I64) {
-      if (got.as<int64_t>()[i] != expected.as<int64_t>()[i]) {
-        ADD_FAILURE() << what << ", element " << i << ": "
-                      << got.as<int64_t>()[i] << " against "
-                      << expected.as<int64_t>()[i];
+    if (got.dtype() != DType::F32) {
+      // Integers and booleans: exactly.
+      auto value = [&](const Tensor &t) -> int64_t {
+        switch (t.dtype()) {
+        case DType::I64:
+          return t.as<int64_t>()[i];
+        case DType::I32:
+          return t.as<int32_t>()[i];
+        case DType::Bool:
+          return t.as<bool>()[i];
+        default:
+          ADD_FAILURE() << what << ": unexpected " << dtypeName(t.dtype());
+          return 0;
+        }
+      };
+      if (value(got) != value(expected)) {
+        ADD_FAILURE() << what << ", element " << i << ": " << value(got)
+                      << " against " << value(expected);
         ++reported;
       }
       continue;

@@ -129,6 +129,7 @@ void registerSoftmaxKernels(KernelRegistry &r);
 void registerNormKernels(KernelRegistry &r);
 void registerConvKernels(KernelRegistry &r);
 void registerPoolKernels(KernelRegistry &r);
+void registerLogicKernels(KernelRegistry &r);
 
 } // namespace heterps::runtime::cuda
 

@@ -17,4 +17,5 @@ void cuda::registerGPUKernels(KernelRegistry &r) {
   registerNormKernels(r);
   registerConvKernels(r);
   registerPoolKernels(r);
+  registerLogicKernels(r);
 }
