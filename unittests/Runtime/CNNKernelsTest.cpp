@@ -536,6 +536,25 @@ TEST(CNNKernelsTest, ScalarsAreRefusedOrOneRow) {
   EXPECT_FLOAT_EQ(y[0].as<float>()[0], 1.0f);
 }
 
+/// A pad as wide as the window would make windows of padding alone: it is
+/// refused, as an input without spatial positions is for a global average.
+TEST(CNNKernelsTest, PoolingRefusesWindowsOfPaddingAlone) {
+  Tensor x(DType::F32, {1, 1, 5, 5});
+  TestOp pool("heterps.max_pool");
+  pool.ints("kernel_shape", {2, 2}).ints("pads", {2, 0, 0, 0});
+  try {
+    pool.run({x});
+    ADD_FAILURE() << "a pad as wide as the window was accepted";
+  } catch (const RuntimeError &e) {
+    EXPECT_NE(std::string(e.what()).find("narrower than the window"),
+              std::string::npos)
+        << e.what();
+  }
+  TestOp global("heterps.global_avg_pool");
+  Tensor empty(DType::F32, {1, 2, 0});
+  EXPECT_THROW(global.run({empty}), RuntimeError);
+}
+
 TEST(CNNKernelsTest, ConvGradMatchesFiniteDifferences) {
   std::mt19937 gen(4);
   Shape strides = {2, 1}, pads = {1, 2, 1, 0}, dilations = {2, 1};

@@ -20,6 +20,7 @@
 #include "heterps/Runtime/ParamStore.h"
 #include "heterps/Runtime/Program.h"
 
+#include "../../lib/Runtime/CPU/CastValue.h"
 #include "../../lib/Runtime/CPU/KernelUtil.h"
 #include "../../lib/Runtime/CUDA/ConvIndex.h"
 #include "../../lib/Runtime/CUDA/Indexing.h"
@@ -444,6 +445,28 @@ TEST(DevicePlacement, PoolIndexOfTheGpuColumnPoolsAsTheCpu) {
       }
     }
   }
+}
+
+/// heterps.cast's element conversion, shared by both columns: nonzero
+/// (NaN and the infinities too) is true; floats beyond an integer's range
+/// clamp to it; NaN is 0.
+TEST(DevicePlacement, CastValueIsDefinedForEveryFloat) {
+  EXPECT_TRUE(castValue<bool>(NAN));
+  EXPECT_TRUE(castValue<bool>(-INFINITY));
+  EXPECT_TRUE(castValue<bool>(0.25f));
+  EXPECT_FALSE(castValue<bool>(-0.0f));
+  EXPECT_EQ(castValue<int32_t>(1e10f), INT32_MAX);
+  EXPECT_EQ(castValue<int32_t>(-1e10f), INT32_MIN);
+  EXPECT_EQ(castValue<int32_t>(-2.75f), -2);
+  EXPECT_EQ(castValue<int64_t>(3e19f), INT64_MAX);
+  EXPECT_EQ(castValue<int64_t>(-3e19f), INT64_MIN);
+  EXPECT_EQ(castValue<int64_t>(NAN), 0);
+  EXPECT_EQ(castValue<int64_t>(INFINITY), INT64_MAX);
+  EXPECT_EQ(castValue<uint8_t>(300.0), 255);
+  EXPECT_EQ(castValue<uint8_t>(-4.0), 0);
+  EXPECT_EQ(castValue<int8_t>(-200.0), -128);
+  EXPECT_EQ(castValue<float>(int64_t(7)), 7.0f);
+  EXPECT_EQ(castValue<float>(true), 1.0f);
 }
 
 } // namespace

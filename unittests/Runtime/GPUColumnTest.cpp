@@ -259,6 +259,10 @@ std::vector<TwinCase> twinCases() {
                        setInts(op, "axes", {0});
                        setBool(op, "keepdims", false);
                      }});
+    cases.push_back({n + "_over_nothing",
+                     "heterps." + n,
+                     {f32({3, 0, 4})},
+                     [](plan::Op &op) { setInts(op, "axes", {1}); }});
     cases.push_back({n + "_middle_and_last",
                      "heterps." + n,
                      {f32({5, 6, 7, 8})},
@@ -576,14 +580,19 @@ std::vector<TwinCase> twinCases() {
                   "heterps.cast",
                   {f32({5, 13})}};
     cast.result = to;
-    // Zeros and infinities among the values (they cast to false and 0).
+    // Zero, the infinities, NaN and values beyond every integer's range
+    // among the values (CastValue.h says what each becomes).
     cast.relate = [](std::vector<Tensor> &in) {
       float *x = in[0].as<float>();
       x[0] = 0.0f;
       x[1] = INFINITY;
       x[2] = -INFINITY;
       x[3] = NAN;
-      for (int64_t i = 4; i < 65; ++i)
+      x[4] = 1e10f;
+      x[5] = -1e10f;
+      x[6] = 3e19f;
+      x[7] = -3e19f;
+      for (int64_t i = 8; i < 65; ++i)
         x[i] *= 100.0f;
     };
     cases.push_back(cast);

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CastValue.h"
 #include "KernelUtil.h"
 #include "PrimitiveCache.h"
 
@@ -471,14 +472,8 @@ public:
         using T = decltype(to);
         const F *x = in[0]->as<F>();
         T *y = res[0]->as<T>();
-        for (int64_t i = 0; i < n; ++i) {
-          if constexpr (std::is_integral_v<T> && !std::is_integral_v<F>)
-            y[i] = std::isfinite(static_cast<double>(x[i]))
-                       ? static_cast<T>(static_cast<double>(x[i]))
-                       : T(0);
-          else
-            y[i] = static_cast<T>(x[i]);
-        }
+        for (int64_t i = 0; i < n; ++i)
+          y[i] = castValue<T>(x[i]);
       });
     });
   }
@@ -506,12 +501,8 @@ private:
     }
     dispatchNumeric(y.dtype(), info, [&](auto to) {
       using T = decltype(to);
-      for (int64_t i = 0; i < n; ++i) {
-        if constexpr (std::is_integral_v<T>)
-          y.as<T>()[i] = std::isfinite(v[i]) ? static_cast<T>(v[i]) : T(0);
-        else
-          y.as<T>()[i] = static_cast<T>(v[i]);
-      }
+      for (int64_t i = 0; i < n; ++i)
+        y.as<T>()[i] = castValue<T>(v[i]);
     });
   }
 

@@ -194,6 +194,12 @@ PoolShape::PoolShape(const OpInfo &info, const Shape &x) {
              << " must be at most 2^20";
     // The elements one window spans.
     int64_t extent = (k - 1) * d + 1;
+    // A pad as wide as the window would make windows of padding alone,
+    // which have no maximum and no average.
+    if (padBegin >= extent || padEnd >= extent)
+      fail() << info.describe() << ": pads " << padBegin << "/" << padEnd
+             << " in dimension " << i + 2 << " must be narrower than the "
+             << "window of " << extent;
     int64_t span = size + padBegin + padEnd - extent;
     if (span < 0)
       fail() << info.describe() << ": window of " << extent

@@ -154,6 +154,9 @@ protected:
     out[1] = x[1];
     e.outputShapes = {out};
     int64_t positions = numElements(Shape(x.begin() + 2, x.end()));
+    if (positions == 0)
+      fail() << info.describe() << ": input " << shapeString(x)
+             << " has no spatial positions to average";
     memory::desc src = plainDesc({x[0], x[1], positions});
     memory::desc dst = plainDesc({x[0], x[1], 1});
     dnnl::pooling_forward::primitive_desc pd(

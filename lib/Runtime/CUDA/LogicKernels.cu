@@ -3,16 +3,15 @@
 // The ops that mix floats with booleans or integers: compare (two f32
 // operands broadcast into a bool result), where (a bool condition choosing
 // between two f32 operands, the three broadcast) and cast between f32 and
-// i32, i64 or bool. A float cast to an integer that is not finite becomes
-// 0, as on the CPU. Ops on booleans or integers alone run on the CPU.
+// i32, i64 or bool, each element as the CPU converts it (CastValue.h). Ops
+// on booleans or integers alone run on the CPU.
 //
 //===----------------------------------------------------------------------===//
 
 #include "GPUDevice.h"
 
+#include "../CPU/CastValue.h"
 #include "../CPU/KernelUtil.h"
-
-#include <type_traits>
 
 using namespace heterps::runtime;
 using namespace heterps::runtime::cuda;
@@ -52,14 +51,8 @@ __global__ void selectBroadcast(const bool *condition, const float *a,
 template <typename From, typename To>
 __global__ void castElements(const From *x, To *y, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    if constexpr (std::is_integral_v<To> && !std::is_integral_v<From>) {
-      double v = static_cast<double>(x[i]);
-      y[i] = isfinite(v) ? static_cast<To>(v) : To(0);
-    } else {
-      y[i] = static_cast<To>(x[i]);
-    }
-  }
+       i += int64_t(gridDim.x) * blockDim.x)
+    y[i] = castValue<To>(x[i]);
 }
 
 /// heterps.compare: (a, b) -> bool, attribute kind (eq, lt, gt, le, ge).

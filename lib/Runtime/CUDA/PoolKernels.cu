@@ -150,6 +150,9 @@ public:
              << shapeString(x);
     planes = x[0] * x[1];
     positions = numElements(Shape(x.begin() + 2, x.end()));
+    if (positions == 0)
+      fail() << info.describe() << ": input " << shapeString(x)
+             << " has no spatial positions to average";
     Shape out(x.size(), 1);
     out[0] = x[0];
     out[1] = x[1];

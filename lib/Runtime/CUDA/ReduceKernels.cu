@@ -151,8 +151,10 @@ public:
 
   void run(const std::vector<const Tensor *> &in,
            const std::vector<Tensor *> &res, ExecContext &) override {
-    // A mean over no elements is NaN, as on the CPU (0 / 0).
-    float scale = mean ? 1.0f / static_cast<float>(reduction.count) : 1.0f;
+    // A mean over no elements is 0, as on the CPU.
+    float scale = mean && reduction.count
+                      ? 1.0f / static_cast<float>(reduction.count)
+                      : 1.0f;
     reduction.run(info, in[0]->as<float>(), res[0]->as<float>(), scale, how);
   }
 
