@@ -12,14 +12,10 @@
 #ifndef HETERPS_LIB_RUNTIME_CPU_CASTVALUE_H
 #define HETERPS_LIB_RUNTIME_CPU_CASTVALUE_H
 
+#include "../HostDevice.h"
+
 #include <cstdint>
 #include <type_traits>
-
-#ifdef __CUDACC__
-#define HETERPS_HD __host__ __device__
-#else
-#define HETERPS_HD
-#endif
 
 namespace heterps::runtime {
 

@@ -12,17 +12,13 @@
 #ifndef HETERPS_LIB_RUNTIME_CUDA_INDEXING_H
 #define HETERPS_LIB_RUNTIME_CUDA_INDEXING_H
 
+#include "../HostDevice.h"
+
 #include "heterps/Runtime/Error.h"
 #include "heterps/Runtime/OpInfo.h"
 
 #include <cstdint>
 #include <vector>
-
-#ifdef __CUDACC__
-#define HETERPS_HD __host__ __device__
-#else
-#define HETERPS_HD
-#endif
 
 namespace heterps::runtime::cuda {
 

@@ -9,14 +9,10 @@
 #ifndef HETERPS_LIB_RUNTIME_CUDA_UNARYMATH_H
 #define HETERPS_LIB_RUNTIME_CUDA_UNARYMATH_H
 
+#include "../HostDevice.h"
+
 #include <cmath>
 #include <string>
-
-#ifdef __CUDACC__
-#define HETERPS_HD __host__ __device__
-#else
-#define HETERPS_HD
-#endif
 
 namespace heterps::runtime::cuda {
 
