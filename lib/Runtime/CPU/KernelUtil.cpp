@@ -268,6 +268,15 @@ ConcatShape::ConcatShape(const std::vector<Shape> &in, int64_t axisAttr,
   }
 }
 
+void ReducePlan::checkResults(const std::vector<Shape> &in,
+                              const OpInfo &op) const {
+  for (size_t i : {size_t(1), size_t(2)})
+    if (numElements(in[i]) != numElements(kept))
+      fail() << op.describe() << ": operand " << i << " is "
+             << shapeString(in[i]) << ", reducing " << shapeString(input)
+             << " gives " << shapeString(kept);
+}
+
 void ReducePlan::init(const Shape &in, const std::vector<int64_t> &axes,
                       bool keepdims, const OpInfo &op) {
   input = in;

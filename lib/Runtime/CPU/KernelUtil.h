@@ -160,6 +160,14 @@ struct SliceIndex {
       strides[d] = step * inStrides[d];
     }
   }
+
+  /// Throws naming the op unless `resultGradient` has the slice's shape.
+  void checkGradient(const Shape &resultGradient, const OpInfo &info) const {
+    if (resultGradient != out)
+      fail() << info.describe() << ": the result gradient has shape "
+             << shapeString(resultGradient) << ", the slice's result "
+             << shapeString(out);
+  }
 };
 
 /// A tensor seen as [outer, dim, inner] around one axis (softmax, cumsum).
@@ -317,6 +325,9 @@ struct ReducePlan {
 
   void init(const Shape &in, const std::vector<int64_t> &axes, bool keepdims,
             const OpInfo &op);
+  /// For reduce_grad: throws naming the op unless operands 1 and 2 (the
+  /// result and its gradient) have one element per kept position.
+  void checkResults(const std::vector<Shape> &in, const OpInfo &op) const;
 };
 
 /// The `reduction` attribute of the losses.

@@ -104,13 +104,7 @@ public:
         keepdims(op.getBool("keepdims", true)) {}
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
     plan.init(in[0], axes, keepdims, info);
-    // The result and its gradient are the reduction's: one element per
-    // kept position.
-    for (size_t i : {size_t(1), size_t(2)})
-      if (numElements(in[i]) != numElements(plan.kept))
-        fail() << info.describe() << ": operand " << i << " is "
-               << shapeString(in[i]) << ", reducing " << shapeString(in[0])
-               << " gives " << shapeString(plan.kept);
+    plan.checkResults(in, info);
     prim = (kind == "sum" || kind == "mean") && planIsF32(info)
                ? cache.get(in, [&](BoundPrimitive &p) { return build(p); })
                : nullptr;

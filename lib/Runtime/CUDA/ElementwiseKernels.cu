@@ -61,10 +61,9 @@ public:
   }
 
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
-    Shape out = cpu::broadcastShapes(in[0], in[1], info);
+    Shape out;
+    ix = broadcastIndexing(in[0], in[1], out, info);
     same = in[0] == in[1];
-    ix = makeIndexing(out, cpu::broadcastStrides(in[0], out),
-                      cpu::broadcastStrides(in[1], out), info);
     return {out};
   }
 

@@ -14,6 +14,7 @@
 
 #include "../HostDevice.h"
 
+#include "../CPU/KernelUtil.h"
 #include "heterps/Runtime/Error.h"
 #include "heterps/Runtime/OpInfo.h"
 
@@ -49,6 +50,16 @@ inline Indexing makeIndexing(const Shape &out, const std::vector<int64_t> &sa,
     ix.b[d] = d < sb.size() ? sb[d] : 0;
   }
   return ix;
+}
+
+/// The Indexing of operands of shapes `a` and `b` read along their NumPy
+/// broadcast, which it stores in `out`; throws naming `op` when they do
+/// not broadcast.
+inline Indexing broadcastIndexing(const Shape &a, const Shape &b, Shape &out,
+                                  const OpInfo &op) {
+  out = cpu::broadcastShapes(a, b, op);
+  return makeIndexing(out, cpu::broadcastStrides(a, out),
+                      cpu::broadcastStrides(b, out), op);
 }
 
 /// The offsets in operands a and b of element `flat` of the shape.

@@ -75,9 +75,8 @@ public:
   }
 
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
-    Shape out = cpu::broadcastShapes(in[0], in[1], info);
-    ix = makeIndexing(out, cpu::broadcastStrides(in[0], out),
-                      cpu::broadcastStrides(in[1], out), info);
+    Shape out;
+    ix = broadcastIndexing(in[0], in[1], out, info);
     return {out};
   }
 

@@ -203,13 +203,7 @@ public:
 
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
     plan.init(in[0], axes, keepdims, info);
-    // The result and its gradient are the reduction's: one element per
-    // kept position.
-    for (size_t i : {size_t(1), size_t(2)})
-      if (numElements(in[i]) != numElements(plan.kept))
-        fail() << info.describe() << ": operand " << i << " is "
-               << shapeString(in[i]) << ", reducing " << shapeString(in[0])
-               << " gives " << shapeString(plan.kept);
+    plan.checkResults(in, info);
     reduction.init(in[0], plan.kept, info);
     input = makeIndexing(plan.input, plan.own, plan.toKept, info);
     return {in[0]};
