@@ -25,13 +25,14 @@
 
 namespace heterps::fixtures {
 
-/// The training plan of kCtrModel: BCE loss, `optimizer`.
-inline plan::Plan compileCtrModel(const std::string &optimizer) {
+/// The training plan of the model in Inputs/`file`: BCE loss, `optimizer`.
+inline plan::Plan compileModel(const std::string &file,
+                               const std::string &optimizer) {
   mlir::DialectRegistry registry;
   registry.insert<mlir::heterps::HeterPSDialect, mlir::func::FuncDialect>();
   mlir::MLIRContext context(registry);
   auto module = mlir::parseSourceFile<mlir::ModuleOp>(
-      HETERPS_UNITTEST_INPUTS "/ctr-model.mlir", &context);
+      std::string(HETERPS_UNITTEST_INPUTS) + "/" + file, &context);
   EXPECT_TRUE(module);
   mlir::PassManager pm(&context);
   mlir::heterps::AutodiffPassOptions options;
@@ -42,6 +43,11 @@ inline plan::Plan compileCtrModel(const std::string &optimizer) {
   plan::Plan p;
   EXPECT_TRUE(mlir::succeeded(mlir::heterps::emitPlan(*module, {}, p)));
   return p;
+}
+
+/// The training plan of the CTR model: BCE loss, `optimizer`.
+inline plan::Plan compileCtrModel(const std::string &optimizer) {
+  return compileModel("ctr-model.mlir", optimizer);
 }
 
 } // namespace heterps::fixtures

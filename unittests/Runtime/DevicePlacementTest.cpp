@@ -8,7 +8,10 @@
 // "device memory" is host memory marked as the device's, and a GPU column
 // whose kernels are the CPU's behind a check that every operand and result
 // is in device memory: a missing or misplaced copy fails the check. The
-// GPU column's own formulas (UnaryMath.h) are held against the CPU column
+// test device's parameter loads and updates are the GPU column's own, so
+// the parameters' life in device memory is tested here too. The GPU
+// column's own arithmetic (UnaryMath.h, ConvIndex.h, PoolIndex.h,
+// Indexing.h, BatchNormMath.h, CastValue.h) is held against the CPU column
 // on the host. The GPU column itself runs against the CPU's in
 // GPUColumnTest.cpp.
 //
@@ -22,6 +25,7 @@
 
 #include "../../lib/Runtime/CPU/CastValue.h"
 #include "../../lib/Runtime/CPU/KernelUtil.h"
+#include "../../lib/Runtime/CUDA/BatchNormMath.h"
 #include "../../lib/Runtime/CUDA/ConvIndex.h"
 #include "../../lib/Runtime/CUDA/Indexing.h"
 #include "../../lib/Runtime/CUDA/PoolIndex.h"
@@ -34,6 +38,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <random>
 #include <set>
 
@@ -66,13 +71,133 @@ TEST(DevicePlacement, AGpuStageTrainsAsTheCpu) {
   std::vector<std::vector<float>> got = trainCtr(gpuPlan, options, 3);
   EXPECT_EQ(got, expected);
   EXPECT_GT(DeviceCheckingKernel::runs(), 0);
-  // In: the dense features, the looked-up rows, the labels and the
-  // parameters. Out: the gradients the host's updates and pushes read,
-  // and the prediction.
+  // In: the dense features, the looked-up rows, the labels, and the
+  // parameters once. Out: the gradients the pushes read, the prediction,
+  // and the parameters when the host reads them.
   EXPECT_GT(device.toDevice, 0);
   EXPECT_GT(device.toHost, 0);
   EXPECT_GT(device.allocations, 0);
-  EXPECT_EQ(device.synchronizations, 3);
+  // One wait per step, and one per parameter after its first copy in.
+  EXPECT_EQ(device.synchronizations, 3 + gpuPlan.params_size());
+}
+
+/// The ops of `plan` named `name`.
+int countOps(const plan::Plan &plan, const std::string &name) {
+  int count = 0;
+  for (const plan::Stage &stage : plan.stages())
+    for (const plan::Op &op : stage.ops())
+      count += op.name() == name;
+  return count;
+}
+
+/// Every parameter of `a` equals `b`'s, with its optimizer state.
+void expectSameParameters(ParamStore &a, ParamStore &b) {
+  for (auto &[name, p] : a.all()) {
+    DenseParameter &q = b.get(name);
+    EXPECT_EQ(std::memcmp(p.value.data(), q.value.data(), p.value.byteSize()),
+              0)
+        << "parameter " << name;
+    ASSERT_EQ(p.state.shape(), q.state.shape()) << "state of " << name;
+    EXPECT_EQ(std::memcmp(p.state.data(), q.state.data(), p.state.byteSize()),
+              0)
+        << "state of " << name;
+    EXPECT_EQ(p.steps, q.steps) << "steps of " << name;
+  }
+}
+
+/// The parameters GPU ops load stay in device memory from step to step:
+/// after the first step none is copied in, their updates run on the
+/// device, and the host sees the device's values when it reads them, as
+/// the device sees what the host writes.
+TEST(DevicePlacement, ParametersStayOnTheDeviceBetweenSteps) {
+  plan::Plan cpuPlan = compile("cpu", "adam"), gpuPlan = compile("gpu", "adam");
+  KernelRegistry registry = testRegistry({});
+  HostMemoryDevice device;
+  ProgramOptions options;
+  options.registry = &registry;
+  options.gpu = &device;
+  ParamStore cpuParams(cpuPlan, 1), gpuParams(gpuPlan, 1);
+  LocalEmbeddingStore cpuTables(cpuPlan, 1), gpuTables(gpuPlan, 1);
+  Program onCpu(cpuPlan, cpuParams, cpuTables, {});
+  Program onGpu(gpuPlan, gpuParams, gpuTables, options);
+  std::set<const void *> hostCopies;
+  for (auto &[name, p] : gpuParams.all())
+    hostCopies.insert(p.value.data());
+  auto step = [&](int s) {
+    CtrBatch batch(32, 100 + s);
+    onCpu.run(batch.inputs(), true, {0});
+    onGpu.run(batch.inputs(), true, {0});
+  };
+  step(0);
+  size_t firstStep = device.copiedToDevice().size();
+  int outAfterFirst = device.toHost;
+  step(1);
+  int inPerStep = device.toDevice - static_cast<int>(firstStep);
+  int outPerStep = device.toHost - outAfterFirst;
+  step(2);
+  EXPECT_EQ(device.toDevice, static_cast<int>(firstStep) + 2 * inPerStep);
+  EXPECT_EQ(device.toHost, outAfterFirst + 2 * outPerStep);
+  std::vector<const void *> sources = device.copiedToDevice();
+  for (size_t i = firstStep; i < sources.size(); ++i)
+    EXPECT_FALSE(hostCopies.count(sources[i]))
+        << "copy " << i << " moved a parameter to the device again";
+  EXPECT_EQ(device.updates, 3 * countOps(gpuPlan, "heterps.update_param"));
+  EXPECT_EQ(device.updates, 3 * gpuPlan.params_size());
+  expectSameParameters(cpuParams, gpuParams);
+
+  // The host writes every parameter (as a restore does); the next steps
+  // train from what it wrote.
+  for (ParamStore *params : {&cpuParams, &gpuParams})
+    for (auto &[name, p] : params->all())
+      for (int64_t i = 0; i < p.value.numElements(); ++i)
+        p.value.as<float>()[i] = 0.01f * static_cast<float>(i % 13) - 0.05f;
+  step(3);
+  step(4);
+  expectSameParameters(cpuParams, gpuParams);
+}
+
+/// Trains the batch-norm model for 3 steps in one worker, after
+/// `options`, and returns its parameter store's values.
+std::map<std::string, std::vector<float>>
+trainBatchNorm(const std::string &kind, const ProgramOptions &options) {
+  plan::Plan p =
+      placeStages(compileModel("batch-norm-model.mlir", "adam"), kind);
+  EXPECT_EQ(p.inputs_size(), 2);
+  ParamStore params(p, 1);
+  LocalEmbeddingStore tables(p, 1);
+  Program program(p, params, tables, options);
+  for (int s = 0; s < 3; ++s) {
+    CtrBatch batch(32, 200 + s);
+    program.run({&batch.dense, &batch.label}, true, {0});
+  }
+  std::map<std::string, std::vector<float>> values;
+  for (const auto &[name, param] : params.all())
+    values[name].assign(param.value.as<float>(),
+                        param.value.as<float>() + param.value.numElements());
+  return values;
+}
+
+/// Batch normalisation's running statistics are parameters that its
+/// training forward writes in place: on a GPU stage they are the device
+/// copies, and under --fallback=cpu a CPU batch norm writes the host's
+/// own (its loads move to the CPU), so that no update is lost either way.
+TEST(DevicePlacement, RunningStatisticsAreUpdatedWhereverBatchNormRuns) {
+  std::map<std::string, std::vector<float>> expected =
+      trainBatchNorm("cpu", {});
+  ASSERT_EQ(expected.count("mean"), 1u);
+  EXPECT_NE(expected["mean"], std::vector<float>(6, 0.0f))
+      << "training left the running mean at its initial value";
+  HostMemoryDevice device;
+  ProgramOptions options;
+  options.gpu = &device;
+  KernelRegistry withBatchNorm = testRegistry({});
+  options.registry = &withBatchNorm;
+  EXPECT_EQ(trainBatchNorm("gpu", options), expected);
+
+  KernelRegistry withoutBatchNorm = testRegistry({"heterps.batch_norm"});
+  options.registry = &withoutBatchNorm;
+  options.fallbackToCPU = true;
+  EXPECT_EQ(trainBatchNorm("gpu", options), expected);
 }
 
 TEST(DevicePlacement, AStepOnTheGpuAllocatesNoDeviceMemory) {
@@ -442,6 +567,112 @@ TEST(DevicePlacement, PoolIndexOfTheGpuColumnPoolsAsTheCpu) {
                                             i, g, max),
                       dx.as<float>()[p * g.inputs + i], 1e-5f)
               << "input gradient " << i << " of plane " << p;
+      }
+    }
+  }
+}
+
+/// The GPU batch norm's arithmetic (BatchNormMath.h), with its per-channel
+/// two-pass statistics done here on the host, gives the CPU column's batch
+/// norm in training (output and running statistics), inference, and its
+/// gradient, for inputs of rank 2 to 6.
+TEST(DevicePlacement, BatchNormMathOfTheGpuColumnNormalisesAsTheCpu) {
+  std::mt19937 rng(17);
+  for (Shape xs : {Shape{33, 9}, Shape{6, 5, 4, 3}, Shape{3, 4, 2, 3, 2, 5}}) {
+    SCOPED_TRACE(shapeString(xs));
+    plan::Op norm, grad;
+    norm.set_name("heterps.batch_norm");
+    grad.set_name("heterps.batch_norm_grad");
+    const float epsilon = 1e-3f, momentum = 0.8f;
+    for (plan::Op *op : {&norm, &grad})
+      (*op->mutable_attrs())["epsilon"].set_f(epsilon);
+    (*norm.mutable_attrs())["momentum"].set_f(momentum);
+    OpInfo probe(norm, {}, {});
+    cpu::BatchNormShape shape(probe, xs);
+    int64_t channels = shape.channels, count = shape.count();
+    auto draw = [&](Shape s, float lo, float hi) {
+      Tensor t(DType::F32, std::move(s));
+      for (int64_t i = 0; i < t.numElements(); ++i)
+        t.as<float>()[i] = std::uniform_real_distribution<float>(lo, hi)(rng);
+      return t;
+    };
+    Tensor x = draw(xs, -2, 2), dy = draw(xs, -1, 1);
+    Tensor scale = draw({channels}, 0.5f, 1.5f), bias = draw({channels}, -1, 1);
+    Tensor mean = draw({channels}, -1, 1), variance = draw({channels}, 0.5f, 2);
+    Tensor runningMean = mean.clone(), runningVariance = variance.clone();
+
+    TensorType xt{DType::F32, xs}, ct{DType::F32, {channels}};
+    OpInfo normInfo(norm, {xt, ct, ct, ct, ct}, {xt});
+    auto cpuNorm = KernelRegistry::global().create(normInfo, DeviceKind::CPU);
+    cpuNorm->prepareChecked(
+        {xs, {channels}, {channels}, {channels}, {channels}});
+    Tensor inference(DType::F32, xs), training(DType::F32, xs);
+    ExecContext ctx;
+    cpuNorm->run({&x, &scale, &bias, &mean, &variance}, {&inference}, ctx);
+    ctx.training = true;
+    cpuNorm->run({&x, &scale, &bias, &runningMean, &runningVariance},
+                 {&training}, ctx);
+    OpInfo gradInfo(grad, {xt, ct, xt}, {xt, ct, ct});
+    auto cpuGrad = KernelRegistry::global().create(gradInfo, DeviceKind::CPU);
+    cpuGrad->prepareChecked({xs, {channels}, xs});
+    Tensor dx(DType::F32, xs), dscale(DType::F32, {channels}),
+        dbias(DType::F32, {channels});
+    cpuGrad->run({&x, &scale, &dy}, {&dx, &dscale, &dbias}, ctx);
+
+    const float *xv = x.as<float>(), *dyv = dy.as<float>();
+    std::vector<float> batchMean(channels), batchVariance(channels),
+        sumDy(channels), sumDyXhat(channels);
+    for (int64_t c = 0; c < channels; ++c) {
+      double sum = 0, squares = 0;
+      for (int64_t i = 0; i < count; ++i)
+        sum += xv[cuda::channelOffset(i, c, channels, shape.inner)];
+      batchMean[c] = static_cast<float>(sum / count);
+      for (int64_t i = 0; i < count; ++i) {
+        double d =
+            xv[cuda::channelOffset(i, c, channels, shape.inner)] - batchMean[c];
+        squares += d * d;
+      }
+      batchVariance[c] = static_cast<float>(squares / count);
+      float rstd = 1.0f / std::sqrt(batchVariance[c] + epsilon);
+      for (int64_t i = 0; i < count; ++i) {
+        int64_t at = cuda::channelOffset(i, c, channels, shape.inner);
+        sumDy[c] += dyv[at];
+        sumDyXhat[c] += dyv[at] * (xv[at] - batchMean[c]) * rstd;
+      }
+      float unbias = static_cast<float>(count) / static_cast<float>(count - 1);
+      EXPECT_NEAR(
+          cuda::runningStatistic(mean.as<float>()[c], batchMean[c], momentum),
+          runningMean.as<float>()[c], 1e-5f)
+          << "running mean of channel " << c;
+      EXPECT_NEAR(cuda::runningStatistic(variance.as<float>()[c],
+                                         batchVariance[c] * unbias, momentum),
+                  runningVariance.as<float>()[c], 1e-5f)
+          << "running variance of channel " << c;
+      EXPECT_NEAR(sumDyXhat[c], dscale.as<float>()[c], 1e-4f) << "dscale " << c;
+      EXPECT_NEAR(sumDy[c], dbias.as<float>()[c], 1e-4f) << "dbias " << c;
+    }
+    int reported = 0;
+    for (int64_t i = 0; i < x.numElements() && reported < 5; ++i) {
+      int64_t c = cuda::channelAt(i, channels, shape.inner);
+      float s = scale.as<float>()[c], b = bias.as<float>()[c];
+      float inferred = cuda::batchNormalized(
+          xv[i], mean.as<float>()[c], variance.as<float>()[c], epsilon, s, b);
+      float trained = cuda::batchNormalized(xv[i], batchMean[c],
+                                            batchVariance[c], epsilon, s, b);
+      float rstd = 1.0f / std::sqrt(batchVariance[c] + epsilon);
+      float gradient =
+          cuda::batchNormInputGrad(xv[i], dyv[i], s, batchMean[c], rstd,
+                                   sumDyXhat[c], sumDy[c], 1.0f / count);
+      bool ok = std::abs(inferred - inference.as<float>()[i]) <= 1e-5f &&
+                std::abs(trained - training.as<float>()[i]) <= 1e-5f &&
+                std::abs(gradient - dx.as<float>()[i]) <= 1e-4f;
+      if (!ok) {
+        ADD_FAILURE() << "element " << i << ": inference " << inferred
+                      << " against " << inference.as<float>()[i]
+                      << ", training " << trained << " against "
+                      << training.as<float>()[i] << ", gradient " << gradient
+                      << " against " << dx.as<float>()[i];
+        ++reported;
       }
     }
   }

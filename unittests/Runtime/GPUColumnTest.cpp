@@ -83,6 +83,11 @@ struct TwinCase {
   /// The result's element type when it is not the first operand's
   /// (compare, cast).
   DType result = DType::Invalid;
+  /// Runs as a training step (ExecContext::training).
+  bool training = false;
+  /// The operands the op updates in place (batch norm's running
+  /// statistics): compared after the run as further results.
+  std::vector<size_t> updated = {};
 };
 
 void setInt(plan::Op &op, const char *key, int64_t v) {
@@ -192,6 +197,25 @@ std::vector<TwinCase> twinCases() {
     };
     cases.push_back(grad);
   }
+
+  // Dropout: the same elements dropped in both columns (one mask function).
+  auto dropoutAttrs = [](plan::Op &op) {
+    setFloat(op, "ratio", 0.3);
+    setInt(op, "dropout_id", 3);
+  };
+  TwinCase dropout{
+      "dropout_training", "heterps.dropout", {f32({7, 300})}, dropoutAttrs};
+  dropout.training = true;
+  cases.push_back(dropout);
+  cases.push_back(
+      {"dropout_inference", "heterps.dropout", {f32({7, 300})}, dropoutAttrs});
+  cases.push_back({"dropout_grad",
+                   "heterps.unary_grad",
+                   {f32({7, 300}), f32({7, 300}), f32({7, 300})},
+                   [dropoutAttrs](plan::Op &op) {
+                     dropoutAttrs(op);
+                     setString(op, "kind", "dropout");
+                   }});
 
   // Products: every transposition, a bias of each broadcast shape, scales.
   for (bool ta : {false, true})
@@ -454,6 +478,39 @@ std::vector<TwinCase> twinCases() {
                        setInt(op, "axis", 1);
                      }});
   }
+  auto batchNormInputs = [](Shape x) {
+    Shape c{x[1]};
+    return std::vector<Input>{f32(x), f32(c), f32(c), f32(c),
+                              f32(c, Fill::Positive)};
+  };
+  cases.push_back({"batch_norm_inference", "heterps.batch_norm",
+                   batchNormInputs({6, 5, 4, 3}),
+                   [](plan::Op &op) { setFloat(op, "epsilon", 1e-3); }});
+  cases.push_back({"batch_norm_batch_statistics", "heterps.batch_norm",
+                   batchNormInputs({7, 3, 10}), [](plan::Op &op) {
+                     setBool(op, "batch_statistics", true);
+                   }});
+  TwinCase training{"batch_norm_training", "heterps.batch_norm",
+                    batchNormInputs({33, 9}),
+                    [](plan::Op &op) { setFloat(op, "momentum", 0.8); }};
+  training.training = true;
+  training.updated = {3, 4};
+  cases.push_back(training);
+  training.name = "batch_norm_training_rank_six";
+  training.inputs = batchNormInputs({3, 4, 2, 3, 2, 5});
+  cases.push_back(training);
+  cases.push_back({"batch_norm_grad",
+                   "heterps.batch_norm_grad",
+                   {f32({6, 5, 4, 3}), f32({5}), f32({6, 5, 4, 3})},
+                   [](plan::Op &op) { setFloat(op, "epsilon", 1e-3); },
+                   0,
+                   1e-4f});
+  cases.push_back({"batch_norm_grad_matrix",
+                   "heterps.batch_norm_grad",
+                   {f32({300, 7}), f32({7}), f32({300, 7})},
+                   [](plan::Op &) {},
+                   0,
+                   1e-4f});
   cases.push_back({"layer_norm_last",
                    "heterps.layer_norm",
                    {f32({6, 37}), f32({37}), f32({37})},
@@ -705,8 +762,15 @@ public:
     std::vector<Tensor> res;
     for (size_t i = 0; i < out.size(); ++i)
       res.emplace_back(resultTypesFixed[i].dtype, out[i]);
+    // The operands it updates are the case's: the GPU run starts from them.
+    std::vector<Tensor> operandCopies;
+    for (const Tensor &t : inputs)
+      operandCopies.push_back(t.clone());
     ExecContext ctx;
-    kernel->run(operands(inputs), results(res), ctx);
+    ctx.training = c.training;
+    kernel->run(operands(operandCopies), results(res), ctx);
+    for (size_t i : c.updated)
+      res.push_back(operandCopies[i]);
     return res;
   }
 
@@ -741,8 +805,13 @@ public:
       res.emplace_back(resultTypesFixed[i].dtype, out[i]);
     }
     ExecContext ctx;
+    ctx.training = c.training;
     std::vector<Tensor *> outs = results(deviceOut);
     kernel->run(operands(deviceIn), outs, ctx);
+    for (size_t i : c.updated) {
+      outs.push_back(&deviceIn[i]);
+      res.emplace_back(deviceIn[i].dtype(), deviceIn[i].shape());
+    }
     for (size_t i = 0; i < res.size(); ++i)
       device.copyToHost(*outs[i], res[i]);
     device.synchronize();
@@ -920,9 +989,14 @@ TEST(GpuColumn, EveryKernelHasATwinCase) {
   std::set<std::string> covered;
   for (const TwinCase &c : twinCases())
     covered.insert(c.op);
+  // The parameters' loads and updates read and write the ParamStore: the
+  // training tests and the optimizer test below hold them against the CPU.
+  std::set<std::string> trained = {"heterps.load_param",
+                                   "heterps.update_param"};
   for (const std::string &name :
        KernelRegistry::global().opNames(DeviceKind::GPU))
-    EXPECT_TRUE(covered.count(name)) << name << " has no twin case";
+    EXPECT_TRUE(covered.count(name) || trained.count(name))
+        << name << " has no twin case";
   for (const std::string &name : covered)
     EXPECT_TRUE(KernelRegistry::global().has(name, DeviceKind::GPU))
         << name << " has a twin case but no GPU kernel";
@@ -1132,6 +1206,83 @@ TEST(GpuColumnTraining, TrainingStepsMatchTheCpu) {
             << "parameter " << p << ", element " << i;
     }
   }
+}
+
+/// The optimizer steps of parameters kept in device memory follow the
+/// host's rule (OptimizerMath.h) within 1e-5 for every optimizer over a few
+/// steps, their state included; so do the gradient sums of a step.
+TEST(GpuColumnTraining, OptimizerStepsOnTheDeviceMatchTheHost) {
+  std::vector<std::pair<std::string, OptimizerConfig>> configs(4);
+  configs[0].first = "sgd";
+  configs[0].second.learningRate = 0.1;
+  configs[0].second.weightDecay = 0.01;
+  configs[1].first = "momentum";
+  configs[1].second.kind = OptimizerConfig::Kind::Momentum;
+  configs[1].second.momentum = 0.9;
+  configs[1].second.weightDecay = 0.01;
+  configs[2].first = "adagrad";
+  configs[2].second.kind = OptimizerConfig::Kind::Adagrad;
+  configs[2].second.learningRate = 0.05;
+  configs[3].first = "adam";
+  configs[3].second.kind = OptimizerConfig::Kind::Adam;
+  configs[3].second.weightDecay = 0.001;
+  const int64_t n = 1037;
+  for (auto &[name, config] : configs) {
+    SCOPED_TRACE(name);
+    std::mt19937 rng(11);
+    Tensor w = draw(f32({n}), 0, rng);
+    int64_t slots = config.stateSlots();
+    Tensor state(DType::F32, {slots, n});
+    std::vector<Tensor> grads;
+    for (int step = 0; step < 4; ++step)
+      grads.push_back(draw(f32({n}), 0, rng));
+    Tensor expected = w.clone();
+    for (int step = 0; step < 4; ++step)
+      applyUpdate(config, expected.as<float>(), grads[step].as<float>(),
+                  slots ? state.as<float>() : nullptr, n, step + 1);
+    DeviceRuntime *gpu = gpuRuntime();
+    if (!gpu)
+      GTEST_SKIP() << queryDevices().gpuStatus;
+    Tensor dw = gpu->allocate(DType::F32, {n});
+    Tensor dg = gpu->allocate(DType::F32, {n}), dstate;
+    if (slots)
+      dstate = gpu->allocate(DType::F32, {slots, n});
+    gpu->copyToDevice(w, dw);
+    for (int step = 0; step < 4; ++step) {
+      gpu->copyToDevice(grads[step], dg);
+      gpu->applyUpdate(config, dw, dg, dstate, step + 1);
+    }
+    Tensor got(DType::F32, {n});
+    gpu->copyToHost(dw, got);
+    expectClose(got, expected, 1e-5f, name + " parameter");
+    if (slots) {
+      Tensor gotState(DType::F32, {slots, n});
+      gpu->copyToHost(dstate, gotState);
+      expectClose(gotState, state, 1e-5f, name + " state");
+    }
+  }
+
+  // y = 0.5 x over a y of NaN (beta 0 reads nothing), then y = 2 x' + y.
+  std::mt19937 rng(12);
+  Tensor x = draw(f32({3, 333}), 0, rng), x2 = draw(f32({3, 333}), 0, rng);
+  Tensor expected(DType::F32, {3, 333});
+  for (int64_t i = 0; i < expected.numElements(); ++i)
+    expected.as<float>()[i] =
+        2.0f * x2.as<float>()[i] + 0.5f * x.as<float>()[i];
+  DeviceRuntime *gpu = gpuRuntime();
+  Tensor nan(DType::F32, {3, 333});
+  std::fill_n(nan.as<float>(), nan.numElements(), std::nanf(""));
+  Tensor dx = gpu->allocate(DType::F32, {3, 333}),
+         dx2 = gpu->allocate(DType::F32, {3, 333}),
+         dy = gpu->allocate(DType::F32, {3, 333});
+  gpu->copyToDevice(x, dx);
+  gpu->copyToDevice(x2, dx2);
+  gpu->copyToDevice(nan, dy);
+  gpu->scaleAdd(0.5f, dx, 0.0f, dy);
+  gpu->scaleAdd(2.0f, dx2, 1.0f, dy);
+  Tensor got(DType::F32, {3, 333});
+  gpu->copyToHost(dy, got);
+  expectClose(got, expected, 1e-6f, "scaleAdd");
 }
 
 /// The two-stage CTR plan (lookups on the CPU, the MLP in two replicas on

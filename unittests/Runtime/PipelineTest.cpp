@@ -12,6 +12,8 @@
 
 #include "heterps/Runtime/Pipeline.h"
 #include "heterps/Dialect/HeterPS/IR/HeterPSDialect.h"
+#include "heterps/PS/Client.h"
+#include "heterps/PS/Shard.h"
 #include "heterps/Runtime/EmbeddingStore.h"
 #include "heterps/Runtime/Error.h"
 #include "heterps/Runtime/ParamStore.h"
@@ -366,6 +368,70 @@ TEST(Pipeline, AGpuStageTrainsAsTheCpuWithCopiesAtItsBoundaries) {
     EXPECT_GT(fixtures::DeviceCheckingKernel::runs(), 0);
     EXPECT_GT(device.toDevice, 0);
     EXPECT_GT(device.toHost, 0);
+    // The MLP's gradients were summed and its parameters updated on the
+    // device, once per parameter and step.
+    int mlpUpdates = 0;
+    for (const plan::Op &op : gpu.stages(1).ops())
+      mlpUpdates += op.name() == "heterps.update_param";
+    EXPECT_GT(mlpUpdates, 0);
+    EXPECT_GT(device.sums, 0);
+    EXPECT_EQ(device.updates, 9 * mlpUpdates);
+  }
+}
+
+/// A client of `shard` with the plan's tables.
+std::unique_ptr<EmbeddingStore> embeddedClient(ps::Shard &shard,
+                                               const plan::Plan &p) {
+  std::vector<std::unique_ptr<ps::Connection>> servers;
+  servers.push_back(ps::connectLocal(shard));
+  auto client = std::make_unique<ps::Client>(std::move(servers));
+  client->createTables(p, 7);
+  return client;
+}
+
+/// Asynchronous training with the MLP's stage on the GPU, against the
+/// embedded PS (which keeps the dense parameters in this mode): the stage's
+/// gradients leave the device for the store, its own updates between pulls
+/// run on the device, and the store's parameters come back in. One replica
+/// per stage, so that the order of the store's updates, and the result,
+/// are the CPU's.
+TEST(Pipeline, AGpuStageTrainsAsynchronouslyAsTheCpu) {
+  for (int staleness : {0, 2}) {
+    SCOPED_TRACE("staleness " + std::to_string(staleness));
+    plan::Plan cpu = compile(twoStageModel().c_str(), "adam"),
+               gpu = withGpuMlp("adam");
+    ParamStore cpuParams(cpu, 7), gpuParams(gpu, 7);
+    ps::Shard cpuShard(ps::ShardOptions{}), gpuShard(ps::ShardOptions{});
+    std::unique_ptr<EmbeddingStore> cpuTables = embeddedClient(cpuShard, cpu),
+                                    gpuTables = embeddedClient(gpuShard, gpu);
+    PipelineOptions options;
+    options.maxWorkers = 2;
+    options.sync = SyncMode::Async;
+    options.maxStaleness = staleness;
+    options.tablesPerWorker = [&] { return embeddedClient(cpuShard, cpu); };
+    PipelineExecutor onCpu(cpu, cpuParams, *cpuTables, ProgramOptions{},
+                           options);
+    KernelRegistry registry = fixtures::testRegistry({});
+    fixtures::HostMemoryDevice device;
+    ProgramOptions gpuOptions;
+    gpuOptions.registry = &registry;
+    gpuOptions.gpu = &device;
+    options.tablesPerWorker = [&] { return embeddedClient(gpuShard, gpu); };
+    PipelineExecutor onGpu(gpu, gpuParams, *gpuTables, gpuOptions, options);
+    ASSERT_EQ(onGpu.mapping()[1].replicas, 1);
+    int loss = cpu.training().loss_output();
+    for (int step = 0; step < 6; ++step) {
+      Batch batch(64, 600 + step);
+      expectEqualSteps(onCpu, onGpu, batch.inputs(), {loss, loss == 0 ? 1 : 0},
+                       step);
+    }
+    onCpu.synchronize();
+    onGpu.synchronize();
+    for (auto &[name, param] : cpuParams.all())
+      EXPECT_EQ(relativeError(gpuParams.get(name).value, param.value), 0)
+          << "parameter " << name;
+    // Between pulls the replica applied its own updates on the device.
+    EXPECT_EQ(device.updates > 0, staleness > 0);
   }
 }
 

@@ -22,8 +22,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace heterps::fixtures {
 
@@ -46,6 +48,8 @@ public:
   void copyToDevice(const Tensor &host, Tensor &device) override {
     copy(host, MemorySpace::Host, device, MemorySpace::Device);
     ++toDevice;
+    std::lock_guard<std::mutex> lock(mutex);
+    sources.push_back(host.data());
   }
   void copyToHost(const Tensor &device, Tensor &host) override {
     copy(device, MemorySpace::Device, host, MemorySpace::Host);
@@ -53,12 +57,47 @@ public:
   }
   void synchronize() override { ++synchronizations; }
   void setMath(GpuMath m) override { math = m; }
+  void scaleAdd(float alpha, const Tensor &x, float beta, Tensor &y) override {
+    requireDevice(x);
+    requireDevice(y);
+    ASSERT_EQ(x.shape(), y.shape());
+    const float *a = x.as<float>();
+    float *b = y.as<float>();
+    for (int64_t i = 0, n = y.numElements(); i < n; ++i)
+      b[i] = beta == 0.0f ? alpha * a[i] : alpha * a[i] + beta * b[i];
+    ++sums;
+  }
+  void applyUpdate(const OptimizerConfig &config, Tensor &w, const Tensor &g,
+                   Tensor &state, int64_t step) override {
+    requireDevice(w);
+    requireDevice(g);
+    if (config.stateSlots())
+      requireDevice(state);
+    runtime::applyUpdate(config, w.as<float>(), g.as<float>(),
+                         state.empty() ? nullptr : state.as<float>(),
+                         w.numElements(), step);
+    ++updates;
+  }
 
   // Atomic: the pipelined executor's workers share one device.
-  std::atomic<int> allocations{0}, toDevice{0}, toHost{0}, synchronizations{0};
+  std::atomic<int> allocations{0}, toDevice{0}, toHost{0}, synchronizations{0},
+      sums{0}, updates{0};
+
+  /// The host memory every copy to the device read, in order.
+  std::vector<const void *> copiedToDevice() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return sources;
+  }
   std::atomic<GpuMath> math{GpuMath::F32};
 
 private:
+  std::mutex mutex;
+  std::vector<const void *> sources;
+
+  static void requireDevice(const Tensor &t) {
+    ASSERT_EQ(t.space(), MemorySpace::Device);
+    ASSERT_EQ(t.dtype(), DType::F32);
+  }
   static void copy(const Tensor &from, MemorySpace fromSpace, Tensor &to,
                    MemorySpace toSpace) {
     ASSERT_EQ(from.space(), fromSpace);
@@ -100,15 +139,18 @@ private:
 };
 
 /// The CPU column of this binary, and a GPU column of device-checking
-/// twins of every CPU kernel but host ops and `missing`.
+/// twins of every CPU kernel but host ops and `missing`, with the GPU
+/// column's own parameter loads and updates (which keep parameters in the
+/// device's memory).
 inline KernelRegistry testRegistry(const std::set<std::string> &missing) {
   KernelRegistry r;
+  registerDeviceStateKernels(r);
   for (const std::string &name :
        KernelRegistry::global().opNames(DeviceKind::CPU)) {
     r.add(name, DeviceKind::CPU, [](const OpInfo &op) {
       return KernelRegistry::global().create(op, DeviceKind::CPU);
     });
-    if (runsOnHost(name) || missing.count(name))
+    if (runsOnHost(name) || missing.count(name) || r.has(name, DeviceKind::GPU))
       continue;
     r.add(name, DeviceKind::GPU, [](const OpInfo &op) {
       return std::make_unique<DeviceCheckingKernel>(

@@ -3,8 +3,13 @@
 // The executors place every value of a step in host or device memory and
 // move values across at the boundaries between CPU and GPU ops; they do so
 // through this interface, so that they include no CUDA header. The CUDA
-// library (lib/Runtime/CUDA) implements it over a stream, a caching pool of
-// device memory and pinned staging buffers.
+// library (lib/Runtime/CUDA) implements it over a stream per thread and
+// CUDA's stream-ordered pool of device memory.
+//
+// Dense parameters that GPU ops load stay in device memory from step to
+// step, with their optimizer state: the executors accumulate their
+// gradients and apply their updates there (scaleAdd, applyUpdate), and the
+// ParamStore copies them back when the host reads them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,8 +17,10 @@
 #define HETERPS_RUNTIME_DEVICERUNTIME_H
 
 #include "heterps/Runtime/Kernel.h"
+#include "heterps/Runtime/Optimizer.h"
 #include "heterps/Runtime/Tensor.h"
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
@@ -49,6 +56,17 @@ public:
   /// Sets how the products of every GPU kernel of this process compute,
   /// from their next run on.
   virtual void setMath(GpuMath math) = 0;
+  /// Queues y = alpha * x + beta * y over two f32 device tensors of one
+  /// shape on the calling thread's stream; with beta 0, y's old contents
+  /// are not read (they may be NaN).
+  virtual void scaleAdd(float alpha, const Tensor &x, float beta,
+                        Tensor &y) = 0;
+  /// Queues optimizer update number `step` (from 1) of the f32 device
+  /// tensor `w` with gradient `g` (w's shape) and state `state`
+  /// (config.stateSlots() x w's elements, or empty for SGD), by the rule
+  /// applyUpdate() applies on the host.
+  virtual void applyUpdate(const OptimizerConfig &config, Tensor &w,
+                           const Tensor &g, Tensor &state, int64_t step) = 0;
 };
 
 /// The GPU column's runtime on this machine: null when CUDA is not built
@@ -64,9 +82,10 @@ void registerGPUKernels(KernelRegistry &registry);
 } // namespace cuda
 
 /// Ops that run where their state lives whatever their stage's kind: the
-/// dense parameters, the embedding tables and the channels between stages
-/// are host memory, so loads, updates, lookups, pulls, pushes, sends and
-/// receives run on the CPU and their operands move to the host.
+/// embedding tables and the channels between stages are host memory, so
+/// lookups, pulls, pushes, sends and receives run on the CPU and their
+/// operands move to the host. (Dense parameters follow the ops that load
+/// them: registerDeviceStateKernels.)
 bool runsOnHost(const std::string &opName);
 
 /// Creates the kernel of `op` for a stage of kind `stageKind` and sets
@@ -77,6 +96,37 @@ bool runsOnHost(const std::string &opName);
 std::unique_ptr<Kernel> createKernelFor(const KernelRegistry &registry,
                                         const OpInfo &op, DeviceKind stageKind,
                                         bool fallbackToCPU, DeviceKind &column);
+
+/// Moves every GPU heterps.load_param whose value a CPU op reads (one the
+/// GPU column lacks, under --fallback=cpu) to the CPU column: such an op
+/// may write the parameter in place (batch norm's running statistics), so
+/// it must read the parameter itself, not a copy. `nodes` are an
+/// executor's, before it places values (each with kernel, kind, inputs
+/// and outputs).
+template <typename Nodes>
+void loadParametersWhereTheyAreWritten(Nodes &nodes,
+                                       const KernelRegistry &registry) {
+  for (auto &load : nodes) {
+    if (load->kind != DeviceKind::GPU ||
+        load->kernel->op().name() != "heterps.load_param")
+      continue;
+    for (auto &reader : nodes)
+      if (reader->kind == DeviceKind::CPU &&
+          std::count(reader->inputs.begin(), reader->inputs.end(),
+                     load->outputs[0])) {
+        load->kernel = registry.create(load->kernel->op(), DeviceKind::CPU);
+        load->kind = DeviceKind::CPU;
+        break;
+      }
+  }
+}
+
+/// Adds the GPU column's heterps.load_param and heterps.update_param: a
+/// parameter that a GPU op loads is kept in the memory of the device in
+/// ExecContext::gpu, with its optimizer state (ParamStore::onDevice), and
+/// updated there through DeviceRuntime::applyUpdate. They are written once
+/// for every DeviceRuntime, so that a test device runs the same kernels.
+void registerDeviceStateKernels(KernelRegistry &registry);
 
 /// Copies its operand between host and device memory: the executors insert
 /// one wherever an op reads a value that lives in the other space. `op` is

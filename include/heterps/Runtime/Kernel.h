@@ -29,6 +29,7 @@ namespace heterps::runtime {
 enum class DeviceKind { CPU, GPU };
 const char *deviceKindName(DeviceKind kind);
 
+class DeviceRuntime;
 class EmbeddingStore;
 class ParamStore;
 class TableBatch;
@@ -47,6 +48,9 @@ struct ExecContext {
   int threads = 1;
   /// Device-specific state (the oneDNN engine and stream for the CPU).
   void *device = nullptr;
+  /// The GPU of the program's GPU ops (null when it has none): where the
+  /// parameters they load live.
+  DeviceRuntime *gpu = nullptr;
   /// The step's pulled rows and collected pushes (null: kernels call the
   /// tables themselves).
   TableBatch *batch = nullptr;

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CastValue.h"
+#include "DropoutMask.h"
 #include "KernelUtil.h"
 #include "PrimitiveCache.h"
 
@@ -170,20 +171,6 @@ template <BinaryKind K> class BinaryKernelOf : public BinaryKernel {
 public:
   explicit BinaryKernelOf(const OpInfo &op) : BinaryKernel(op, K) {}
 };
-
-/// Dropout masks are a hash of (seed, step, dropout id, element), so the
-/// gradient redraws the forward's mask without storing it.
-inline bool dropoutKeeps(uint64_t seed, int64_t step, int64_t id, int64_t i,
-                         double ratio) {
-  uint64_t z = seed * 0x9E3779B97F4A7C15ull ^
-               (static_cast<uint64_t>(step) << 20) ^
-               (static_cast<uint64_t>(id) << 52) ^ static_cast<uint64_t>(i);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  z ^= z >> 31;
-  double u = static_cast<double>(z >> 11) * (1.0 / 9007199254740992.0);
-  return u >= ratio;
-}
 
 /// The oneDNN eltwise algorithm of a unary op (or of its gradient) with its
 /// alpha and beta.

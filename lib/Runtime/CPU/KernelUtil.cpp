@@ -172,6 +172,23 @@ LayerNormShape::LayerNormShape(const Shape &x, const Shape &scale,
            << shapeString(x) << " and axis " << axis;
 }
 
+BatchNormShape::BatchNormShape(const OpInfo &info, const Shape &x) : input(x) {
+  if (x.size() < 2)
+    fail() << info.describe() << ": input must be N x C x ..., got "
+           << shapeString(x);
+  batch = x[0];
+  channels = x[1];
+  inner = numElements(Shape(x.begin() + 2, x.end()));
+}
+
+void BatchNormShape::expectChannels(const OpInfo &info, const char *what,
+                                    const Shape &shape) const {
+  if (shape != Shape{channels})
+    fail() << info.describe() << ": " << what << " has shape "
+           << shapeString(shape) << ", expected " << shapeString({channels})
+           << " for input " << shapeString(input);
+}
+
 PoolShape::PoolShape(const OpInfo &info, const Shape &x) {
   expectSpatial(info, "input", x);
   size_t n = x.size() - 2;

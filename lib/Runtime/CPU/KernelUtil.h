@@ -215,6 +215,22 @@ struct LayerNormShape {
   LayerNormShape(const Shape &x, const Shape &scale, const OpInfo &info);
 };
 
+/// The N x C x ... input of batch normalisation: `channels` statistics,
+/// each over `batch` x `inner` values (the spatial dimensions flattened).
+struct BatchNormShape {
+  int64_t batch = 0, channels = 0, inner = 1;
+  BatchNormShape() = default;
+  BatchNormShape(const OpInfo &info, const Shape &x);
+  /// Values per channel.
+  int64_t count() const { return batch * inner; }
+  /// Fails naming `what` unless `shape` is {channels}.
+  void expectChannels(const OpInfo &info, const char *what,
+                      const Shape &shape) const;
+
+private:
+  Shape input;
+};
+
 /// The spatial window of a conv or pool op for one input: ONNX attributes
 /// with their defaults, checked against the spatial rank.
 struct Window {

@@ -27,20 +27,10 @@ const Flags kScaleShift = Flags::use_scale | Flags::use_shift;
 /// Checks N x C x ... and returns the data descriptor: oneDNN takes 2 to 5
 /// dimensions, so higher ranks fold their spatial dimensions into one.
 memory::desc batchNormData(const OpInfo &info, const Shape &x) {
-  if (x.size() < 2)
-    fail() << info.describe() << ": input must be N x C x ..., got "
-           << shapeString(x);
+  BatchNormShape shape(info, x);
   if (x.size() <= 5)
     return plainDesc(x);
-  return plainDesc({x[0], x[1], numElements(Shape(x.begin() + 2, x.end()))});
-}
-
-void expectChannels(const OpInfo &info, const char *what, const Shape &shape,
-                    const Shape &x) {
-  if (shape != Shape{x[1]})
-    fail() << info.describe() << ": " << what << " has shape "
-           << shapeString(shape) << ", expected " << shapeString({x[1]})
-           << " for input " << shapeString(x);
+  return plainDesc({shape.batch, shape.channels, shape.inner});
 }
 
 struct BatchNormEntry : Entry {
@@ -67,11 +57,12 @@ protected:
     expectInputs(in, 5, 5);
     const Shape &x = in[0];
     memory::desc data = batchNormData(info, x);
+    BatchNormShape shape(info, x);
     const char *names[] = {"", "scale", "bias", "mean", "variance"};
     for (size_t i = 1; i < 5; ++i)
-      expectChannels(info, names[i], in[i], x);
+      shape.expectChannels(info, names[i], in[i]);
     e.outputShapes = {x};
-    e.count = x[1] == 0 ? 0 : numElements(x) / x[1];
+    e.count = shape.count();
     e.momentum = static_cast<float>(info.getFloat("momentum", 0.9));
     e.batchStatistics = info.getBool("batch_statistics", false);
 
@@ -153,7 +144,7 @@ protected:
     expectInputs(in, 3, 3);
     const Shape &x = in[0];
     memory::desc data = batchNormData(info, x);
-    expectChannels(info, "scale", in[1], x);
+    BatchNormShape(info, x).expectChannels(info, "scale", in[1]);
     if (in[2] != x)
       fail() << info.describe() << ": dy has shape " << shapeString(in[2])
              << ", expected the input shape " << shapeString(x);

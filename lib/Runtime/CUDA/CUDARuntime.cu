@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "GPUDevice.h"
+#include "UpdateKernels.h"
 
 #include "heterps/Runtime/DeviceRuntime.h"
 #include "heterps/Runtime/Devices.h"
@@ -64,6 +65,15 @@ public:
   }
 
   void setMath(GpuMath math) override { setProductMath(math); }
+
+  void scaleAdd(float alpha, const Tensor &x, float beta, Tensor &y) override {
+    cuda::scaleAdd(alpha, x, beta, y);
+  }
+
+  void applyUpdate(const OptimizerConfig &config, Tensor &w, const Tensor &g,
+                   Tensor &state, int64_t step) override {
+    cuda::applyUpdate(config, w, g, state, step);
+  }
 
 private:
   static void requireSame(const Tensor &from, const Tensor &to) {

@@ -10,6 +10,7 @@
 #include "GPUDevice.h"
 #include "UnaryMath.h"
 
+#include "../CPU/DropoutMask.h"
 #include "../CPU/KernelUtil.h"
 
 #include <cstring>
@@ -159,10 +160,59 @@ private:
   UnaryParams params;
 };
 
+__global__ void dropoutKernel(const float *x, float *y, int64_t n,
+                              uint64_t seed, int64_t step, int64_t id,
+                              double ratio, float scale) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    y[i] = dropoutKeeps(seed, step, id, i, ratio) ? x[i] * scale : 0.0f;
+}
+
+/// heterps.dropout, or heterps.unary_grad of kind dropout (operands input,
+/// result, result_grad): the CPU's mask (DropoutMask.h), so both columns
+/// drop the same elements of a step. Outside training the forward copies.
+class DropoutKernel : public Kernel {
+public:
+  DropoutKernel(const OpInfo &op, bool gradient)
+      : Kernel(op), gradient(gradient), ratio(op.getFloat("ratio", 0.5)),
+        id(op.getInt("dropout_id", 0)) {
+    requireF32(op);
+  }
+
+  std::vector<Shape> prepare(const std::vector<Shape> &in) override {
+    cpu::requireSameShapes(in, info);
+    return {in[0]};
+  }
+
+  void run(const std::vector<const Tensor *> &in,
+           const std::vector<Tensor *> &res, ExecContext &ctx) override {
+    int64_t n = res[0]->numElements();
+    if (n == 0)
+      return;
+    cudaStream_t stream = gpuDevice().stream;
+    const Tensor &x = gradient ? *in[2] : *in[0];
+    if (!gradient && (!ctx.training || ratio == 0)) {
+      check(cudaMemcpyAsync(res[0]->data(), x.data(), x.byteSize(),
+                            cudaMemcpyDeviceToDevice, stream),
+            "copying a dropout's input");
+      return;
+    }
+    float scale = static_cast<float>(1.0 / (1.0 - ratio));
+    dropoutKernel<<<blocksFor(n), kBlock, 0, stream>>>(
+        x.as<float>(), res[0]->as<float>(), n, ctx.seed, ctx.step, id, ratio,
+        scale);
+    checkLaunch(info);
+  }
+
+private:
+  bool gradient;
+  double ratio;
+  int64_t id;
+};
+
 } // namespace
 
-/// The unary kinds the GPU column computes (UnaryMath.h); dropout draws its
-/// mask with the CPU's counter-based generator and stays there.
+/// The unary kinds the GPU column computes (UnaryMath.h), besides dropout.
 static const char *const kUnaryOps[] = {
     "heterps.relu", "heterps.sigmoid",    "heterps.tanh", "heterps.erf",
     "heterps.exp",  "heterps.log",        "heterps.sqrt", "heterps.neg",
@@ -178,7 +228,13 @@ void cuda::registerElementwiseKernels(KernelRegistry &r) {
     r.add(name, DeviceKind::GPU, [](const OpInfo &op) {
       return std::make_unique<UnaryKernel>(op, false);
     });
-  r.add("heterps.unary_grad", DeviceKind::GPU, [](const OpInfo &op) {
-    return std::make_unique<UnaryKernel>(op, true);
+  r.add("heterps.dropout", DeviceKind::GPU, [](const OpInfo &op) {
+    return std::make_unique<DropoutKernel>(op, false);
   });
+  r.add("heterps.unary_grad", DeviceKind::GPU,
+        [](const OpInfo &op) -> std::unique_ptr<Kernel> {
+          if (op.getString("kind") == "dropout")
+            return std::make_unique<DropoutKernel>(op, true);
+          return std::make_unique<UnaryKernel>(op, true);
+        });
 }

@@ -41,14 +41,9 @@ DeviceRuntime *heterps::runtime::gpuRuntime() {
 }
 
 bool heterps::runtime::runsOnHost(const std::string &opName) {
-  static const std::set<std::string> hostOps = {"heterps.load_param",
-                                                "heterps.update_param",
-                                                "heterps.embedding_lookup",
-                                                "heterps.embedding_grad",
-                                                "heterps.ps_pull",
-                                                "heterps.ps_push",
-                                                "heterps.send",
-                                                "heterps.recv"};
+  static const std::set<std::string> hostOps = {
+      "heterps.embedding_lookup", "heterps.embedding_grad", "heterps.ps_pull",
+      "heterps.ps_push",          "heterps.send",           "heterps.recv"};
   return hostOps.count(opName) != 0;
 }
 

@@ -2,6 +2,8 @@
 
 #include "heterps/Runtime/Optimizer.h"
 
+#include "../OptimizerMath.h"
+
 #include "heterps/Runtime/Error.h"
 
 #include <cmath>
@@ -39,46 +41,24 @@ int OptimizerConfig::stateSlots() const {
 void heterps::runtime::applyUpdate(const OptimizerConfig &c, float *w,
                                    const float *g, float *state, int64_t n,
                                    int64_t step) {
-  const float lr = static_cast<float>(c.learningRate);
-  const float wd = static_cast<float>(c.weightDecay);
+  const UpdateCoefficients k = updateCoefficients(c, step);
   switch (c.kind) {
   case OptimizerConfig::Kind::SGD:
     for (int64_t i = 0; i < n; ++i)
-      w[i] -= lr * (g[i] + wd * w[i]);
+      sgdElement(k, w[i], g[i]);
     return;
-  case OptimizerConfig::Kind::Momentum: {
-    const float mu = static_cast<float>(c.momentum);
-    for (int64_t i = 0; i < n; ++i) {
-      float gi = g[i] + wd * w[i];
-      state[i] = step == 1 ? gi : mu * state[i] + gi;
-      w[i] -= lr * state[i];
-    }
+  case OptimizerConfig::Kind::Momentum:
+    for (int64_t i = 0; i < n; ++i)
+      momentumElement(k, w[i], g[i], state[i]);
     return;
-  }
-  case OptimizerConfig::Kind::Adagrad: {
-    const float eps = static_cast<float>(c.epsilon);
-    for (int64_t i = 0; i < n; ++i) {
-      float gi = g[i] + wd * w[i];
-      state[i] += gi * gi;
-      w[i] -= lr * gi / (std::sqrt(state[i]) + eps);
-    }
+  case OptimizerConfig::Kind::Adagrad:
+    for (int64_t i = 0; i < n; ++i)
+      adagradElement(k, w[i], g[i], state[i]);
     return;
-  }
   case OptimizerConfig::Kind::Adam: {
-    const float b1 = static_cast<float>(c.beta1),
-                b2 = static_cast<float>(c.beta2),
-                eps = static_cast<float>(c.epsilon);
-    const double bc1 = 1.0 - std::pow(c.beta1, static_cast<double>(step));
-    const double bc2 = 1.0 - std::pow(c.beta2, static_cast<double>(step));
-    const float stepSize = static_cast<float>(c.learningRate / bc1);
-    const float sqrtBc2 = static_cast<float>(std::sqrt(bc2));
     float *m = state, *v = state + n;
-    for (int64_t i = 0; i < n; ++i) {
-      float gi = g[i] + wd * w[i];
-      m[i] = b1 * m[i] + (1 - b1) * gi;
-      v[i] = b2 * v[i] + (1 - b2) * gi * gi;
-      w[i] -= stepSize * m[i] / (std::sqrt(v[i]) / sqrtBc2 + eps);
-    }
+    for (int64_t i = 0; i < n; ++i)
+      adamElement(k, w[i], g[i], m[i], v[i]);
     return;
   }
   }

@@ -2,6 +2,7 @@
 
 #include "heterps/Runtime/ParamStore.h"
 
+#include "heterps/Runtime/DeviceRuntime.h"
 #include "heterps/Runtime/Error.h"
 #include "heterps/Runtime/Hash.h"
 #include "heterps/Runtime/PlanTypes.h"
@@ -102,11 +103,66 @@ ParamStore::ParamStore(const plan::Plan &plan, uint64_t seed) {
   }
 }
 
-DenseParameter &ParamStore::get(const std::string &name) {
+DenseParameter &ParamStore::find(const std::string &name) {
   auto it = params.find(name);
   if (it == params.end())
     fail() << "no dense parameter '" << name << "' in the plan";
   return it->second;
+}
+
+void ParamStore::toHost(DenseParameter &p) {
+  if (!p.hostCurrent) {
+    p.device->copyToHost(p.deviceValue, p.value);
+    if (!p.deviceState.empty()) {
+      if (p.state.shape() != p.deviceState.shape())
+        p.state = Tensor(DType::F32, p.deviceState.shape());
+      p.device->copyToHost(p.deviceState, p.state);
+    }
+    p.hostCurrent = true;
+  }
+  p.deviceCurrent = false;
+}
+
+DenseParameter &ParamStore::get(const std::string &name) {
+  std::lock_guard<std::mutex> lock(mutex);
+  DenseParameter &p = find(name);
+  toHost(p);
+  return p;
+}
+
+std::map<std::string, DenseParameter> &ParamStore::all() {
+  std::lock_guard<std::mutex> lock(mutex);
+  for (auto &[name, p] : params)
+    toHost(p);
+  return params;
+}
+
+DenseParameter &ParamStore::onDevice(const std::string &name,
+                                     DeviceRuntime &device) {
+  std::lock_guard<std::mutex> lock(mutex);
+  DenseParameter &p = find(name);
+  if (p.deviceCurrent && p.device == &device)
+    return p;
+  if (p.device && p.device != &device)
+    toHost(p);
+  p.device = &device;
+  if (p.deviceValue.empty() || p.deviceValue.shape() != p.value.shape())
+    p.deviceValue = device.allocate(DType::F32, p.value.shape());
+  device.copyToDevice(p.value, p.deviceValue);
+  if (p.state.empty()) {
+    // The first update allocates the state its optimizer needs.
+    p.deviceState = Tensor();
+  } else {
+    if (p.deviceState.empty() || p.deviceState.shape() != p.state.shape())
+      p.deviceState = device.allocate(DType::F32, p.state.shape());
+    device.copyToDevice(p.state, p.deviceState);
+  }
+  // The copies are on this thread's stream; the other workers' streams
+  // read them once they are complete.
+  device.synchronize();
+  p.deviceCurrent = true;
+  p.hostCurrent = false;
+  return p;
 }
 
 void ParamStore::update(const std::string &name, const Tensor &grad,

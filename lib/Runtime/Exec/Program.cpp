@@ -198,6 +198,7 @@ Program::Program(const plan::Plan &plan, ParamStore &params,
       node->outputs.push_back(resolve(id));
   }
   valueCount = plan.values_size();
+  loadParametersWhereTheyAreWritten(nodes, registry);
   for (const auto &node : nodes)
     if (node->kind == DeviceKind::GPU) {
       gpu = options.gpu ? options.gpu : gpuRuntime();
@@ -205,6 +206,7 @@ Program::Program(const plan::Plan &plan, ParamStore &params,
         fail() << node->kernel->op().describe()
                << " runs on the GPU column, but no GPU is usable here";
       gpu->setMath(options.gpuMath);
+      context.gpu = gpu;
       placeValues();
       break;
     }

@@ -18,6 +18,7 @@ KernelRegistry &KernelRegistry::global() {
     registerStateKernels(*r);
 #ifdef HETERPS_HAVE_CUDA
     cuda::registerGPUKernels(*r);
+    registerDeviceStateKernels(*r);
 #endif
     return r;
   }();

@@ -2,10 +2,14 @@
 //
 // Parameter loads are views of the parameter's storage (no copy per step);
 // updates and pushes go through the ParamStore and the EmbeddingStore, so
-// these kernels are the same whether the tables are local or remote.
+// these kernels are the same whether the tables are local or remote. The
+// GPU column's loads and updates are views and updates of the parameter's
+// device copy, through the DeviceRuntime, so that one pair of kernels
+// serves every device.
 //
 //===----------------------------------------------------------------------===//
 
+#include "heterps/Runtime/DeviceRuntime.h"
 #include "heterps/Runtime/EmbeddingStore.h"
 #include "heterps/Runtime/Error.h"
 #include "heterps/Runtime/Kernel.h"
@@ -44,6 +48,61 @@ public:
   void run(const std::vector<const Tensor *> &in, const std::vector<Tensor *> &,
            ExecContext &ctx) override {
     ctx.params->update(name, *in[0], config);
+  }
+
+private:
+  std::string name;
+  OptimizerConfig config;
+};
+
+/// The device's copy of a parameter, as a view in device memory.
+class DeviceLoadParamKernel : public Kernel {
+public:
+  explicit DeviceLoadParamKernel(const OpInfo &op)
+      : Kernel(op), name(op.getString("name")) {}
+  std::vector<Shape> prepare(const std::vector<Shape> &) override {
+    return {info.outputTypes()[0].dims};
+  }
+  void run(const std::vector<const Tensor *> &,
+           const std::vector<Tensor *> &res, ExecContext &ctx) override {
+    DenseParameter &p = ctx.params->onDevice(name, deviceOf(info, ctx));
+    res[0]->reset(p.deviceValue.dtype(), p.deviceValue.shape(),
+                  p.deviceValue.data());
+  }
+  bool outputsAreViews() const override { return true; }
+
+  static DeviceRuntime &deviceOf(const OpInfo &op, ExecContext &ctx) {
+    if (!ctx.gpu)
+      fail() << op.describe() << " runs on the GPU column without a GPU";
+    return *ctx.gpu;
+  }
+
+private:
+  std::string name;
+};
+
+/// An optimizer step on the device's copy of a parameter, its gradient in
+/// device memory.
+class DeviceUpdateParamKernel : public Kernel {
+public:
+  explicit DeviceUpdateParamKernel(const OpInfo &op)
+      : Kernel(op), name(op.getString("name")), config(updateOptimizerOf(op)) {}
+  std::vector<Shape> prepare(const std::vector<Shape> &) override { return {}; }
+  void run(const std::vector<const Tensor *> &in, const std::vector<Tensor *> &,
+           ExecContext &ctx) override {
+    DeviceRuntime &device = DeviceLoadParamKernel::deviceOf(info, ctx);
+    DenseParameter &p = ctx.params->onDevice(name, device);
+    const Tensor &grad = *in[0];
+    if (grad.shape() != p.deviceValue.shape())
+      fail() << "gradient of '" << name << "' has shape "
+             << shapeString(grad.shape()) << ", the parameter "
+             << shapeString(p.deviceValue.shape());
+    int64_t slots = config.stateSlots(), n = p.deviceValue.numElements();
+    if (slots &&
+        (p.deviceState.empty() || p.deviceState.shape() != Shape{slots, n}))
+      p.deviceState = device.allocate(DType::F32, {slots, n});
+    ++p.steps;
+    device.applyUpdate(config, p.deviceValue, grad, p.deviceState, p.steps);
   }
 
 private:
@@ -288,5 +347,14 @@ void registerStateKernels(KernelRegistry &r) {
   add<EmbeddingGradKernel>(r, "heterps.embedding_grad");
   add<PSPullKernel>(r, "heterps.ps_pull");
   add<PSPushKernel>(r, "heterps.ps_push");
+}
+
+void registerDeviceStateKernels(KernelRegistry &r) {
+  r.add("heterps.load_param", DeviceKind::GPU, [](const OpInfo &op) {
+    return std::make_unique<DeviceLoadParamKernel>(op);
+  });
+  r.add("heterps.update_param", DeviceKind::GPU, [](const OpInfo &op) {
+    return std::make_unique<DeviceUpdateParamKernel>(op);
+  });
 }
 } // namespace heterps::runtime

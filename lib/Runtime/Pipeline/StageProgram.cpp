@@ -32,10 +32,11 @@ struct StageProgram::Node {
   // The input shapes the kernel was last prepared for, and its outputs.
   bool prepared = false;
   std::vector<Shape> preparedShapes, outputShapes;
-  // The step's accumulators: a summed gradient (updates), or the keys and
-  // weighted rows of every push (pushes).
+  // The step's accumulators: a summed gradient (updates; in device memory
+  // for a GPU update, with a host copy for the collectives and the store),
+  // or the keys and weighted rows of every push (pushes).
   bool accumulated = false;
-  Tensor gradient;
+  Tensor gradient, hostGradient;
   std::vector<int64_t> pushKeys;
   std::vector<float> pushRows;
   int64_t pushDim = 0;
@@ -87,6 +88,7 @@ StageProgram::StageProgram(const plan::Plan &plan, const plan::Stage &stage,
                            const KernelRegistry &registry, DeviceRuntime *gpu,
                            bool fallbackToCPU)
     : planRef(plan), ctx(context), gpu(gpu) {
+  ctx.gpu = gpu;
   std::map<int64_t, const plan::Channel *> channels;
   for (const plan::Channel &channel : plan.channels())
     channels[channel.id()] = &channel;
@@ -198,6 +200,7 @@ StageProgram::StageProgram(const plan::Plan &plan, const plan::Stage &stage,
   }
 
   values = plan.values_size();
+  loadParametersWhereTheyAreWritten(nodes, registry);
   for (const auto &node : nodes)
     if (node->kind == DeviceKind::GPU) {
       if (!this->gpu)
@@ -345,16 +348,8 @@ void StageProgram::run(int segment, Slot &slot, double weight) {
       node.prepared = true;
     }
     if (node.deferred == Deferred::Update) {
-      const Tensor &g = *in[0];
-      if (!node.accumulated) {
-        node.gradient.resize(DType::F32, g.shape());
-        for (int64_t i = 0, e = g.numElements(); i < e; ++i)
-          node.gradient.as<float>()[i] = w * g.as<float>()[i];
-        node.accumulated = true;
-      } else {
-        for (int64_t i = 0, e = g.numElements(); i < e; ++i)
-          node.gradient.as<float>()[i] += w * g.as<float>()[i];
-      }
+      accumulate(node, *in[0], w);
+      ranOnGpu |= node.kind == DeviceKind::GPU;
       continue;
     }
     if (node.deferred == Deferred::Push) {
@@ -448,16 +443,10 @@ void StageProgram::applyStep(const std::vector<StageProgram *> &replicas,
         node.pushRows.insert(node.pushRows.end(), other.pushRows.begin(),
                              other.pushRows.end());
         node.pushDim = other.pushDim;
-      } else if (!node.accumulated) {
-        node.gradient.resize(DType::F32, other.gradient.shape());
-        std::copy(other.gradient.as<float>(),
-                  other.gradient.as<float>() + other.gradient.numElements(),
-                  node.gradient.as<float>());
       } else {
-        float *dst = node.gradient.as<float>();
-        const float *src = other.gradient.as<float>();
-        for (int64_t i = 0, e = node.gradient.numElements(); i < e; ++i)
-          dst[i] += src[i];
+        // The other replica's gradient is complete: its segments waited
+        // for the device before it reached the barrier.
+        accumulate(node, other.gradient, 1.0f);
       }
       node.accumulated = true;
     }
@@ -465,6 +454,47 @@ void StageProgram::applyStep(const std::vector<StageProgram *> &replicas,
       applyNode(node);
   }
   flushPushes();
+  waitForDeviceUpdates();
+}
+
+void StageProgram::accumulate(Node &node, const Tensor &g, float weight) {
+  if (node.kind == DeviceKind::GPU) {
+    if (node.gradient.space() != MemorySpace::Device ||
+        node.gradient.shape() != g.shape())
+      node.gradient = gpu->allocate(DType::F32, g.shape());
+    gpu->scaleAdd(weight, g, node.accumulated ? 1.0f : 0.0f, node.gradient);
+  } else {
+    if (!node.accumulated)
+      node.gradient.resize(DType::F32, g.shape());
+    float *dst = node.gradient.as<float>();
+    const float *src = g.as<float>();
+    int64_t n = g.numElements();
+    if (node.accumulated)
+      for (int64_t i = 0; i < n; ++i)
+        dst[i] += weight * src[i];
+    else
+      for (int64_t i = 0; i < n; ++i)
+        dst[i] = weight * src[i];
+  }
+  node.accumulated = true;
+}
+
+Tensor &StageProgram::hostGradient(Node &node) {
+  if (node.kind != DeviceKind::GPU)
+    return node.gradient;
+  if (node.hostGradient.shape() != node.gradient.shape())
+    node.hostGradient = Tensor(DType::F32, node.gradient.shape());
+  gpu->copyToHost(node.gradient, node.hostGradient);
+  return node.hostGradient;
+}
+
+void StageProgram::waitForDeviceUpdates() {
+  // The other workers' streams read the parameters this one updated.
+  for (const auto &node : nodes)
+    if (node->deferred == Deferred::Update && node->kind == DeviceKind::GPU) {
+      gpu->synchronize();
+      return;
+    }
 }
 
 void StageProgram::applyNode(Node &node) {
@@ -516,15 +546,23 @@ void StageProgram::applyStep(Communicator &replicas) {
     Node &node = *nodePointer;
     if (node.deferred == Deferred::Update) {
       // A replica without micro-batches this step adds zeros.
+      Tensor *sum = &node.gradient;
       if (!node.accumulated) {
         TensorType type =
             fromPlanType(planRef.values(node.op->inputs(0)).type());
-        node.gradient.resize(DType::F32, type.dims);
-        std::fill_n(node.gradient.as<float>(), node.gradient.numElements(),
-                    0.0f);
+        sum = node.kind == DeviceKind::GPU ? &node.hostGradient : sum;
+        sum->resize(DType::F32, type.dims);
+        std::fill_n(sum->as<float>(), sum->numElements(), 0.0f);
+      } else {
+        sum = &hostGradient(node);
       }
-      replicas.allReduceSum(node.gradient.as<float>(),
-                            node.gradient.numElements());
+      replicas.allReduceSum(sum->as<float>(), sum->numElements());
+      if (node.kind == DeviceKind::GPU) {
+        if (node.gradient.space() != MemorySpace::Device ||
+            node.gradient.shape() != sum->shape())
+          node.gradient = gpu->allocate(DType::F32, sum->shape());
+        gpu->copyToDevice(*sum, node.gradient);
+      }
       applyNode(node);
       continue;
     }
@@ -570,6 +608,7 @@ void StageProgram::applyStep(Communicator &replicas) {
     applyNode(node);
   }
   flushPushes();
+  waitForDeviceUpdates();
 }
 
 void StageProgram::pushStepGradients(bool applyLocally) {
@@ -582,7 +621,8 @@ void StageProgram::pushStepGradients(bool applyLocally) {
       {
         KernelTimer timer(profiling, node.seconds, trace,
                           opSpan(node.op, traceStep, -1));
-        ctx.tables->pushDense(node.op->attrs().at("name").s(), node.gradient);
+        ctx.tables->pushDense(node.op->attrs().at("name").s(),
+                              hostGradient(node));
       }
       if (applyLocally)
         applyNode(node);
@@ -591,6 +631,7 @@ void StageProgram::pushStepGradients(bool applyLocally) {
     }
   }
   flushPushes();
+  waitForDeviceUpdates();
 }
 
 std::vector<std::string> StageProgram::updatedParameters() const {

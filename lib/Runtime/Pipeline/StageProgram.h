@@ -16,7 +16,10 @@
 // Parameter updates and table pushes are not applied when their segment
 // runs: their gradients are summed into the replica's step accumulators,
 // weighted by the micro-batch's share of the batch, and applied once per
-// step by applyStep().
+// step by applyStep(). A GPU stage keeps the parameters it loads in device
+// memory (ParamStore::onDevice): their accumulators, the sum over the
+// stage's replicas and the update are device work, and only replicas in
+// other processes exchange their gradients through host memory.
 //
 //===----------------------------------------------------------------------===//
 
@@ -131,6 +134,14 @@ private:
   struct Node;
   /// Runs a deferred update or push on its step's sums.
   void applyNode(Node &node);
+  /// Adds `weight` times `g` to the step's gradient of update `node`, in
+  /// the memory of the node's column.
+  void accumulate(Node &node, const Tensor &g, float weight);
+  /// The step's gradient of update `node` in host memory (copied from the
+  /// device for a GPU update).
+  Tensor &hostGradient(Node &node);
+  /// Waits for the device when this stage updates parameters there.
+  void waitForDeviceUpdates();
   /// Gives every op that reads a value from the other memory space a copy
   /// of it, made once before the first op that needs it, and copies the
   /// values a segment sends or outputs back to the host.
