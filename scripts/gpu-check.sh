@@ -10,14 +10,42 @@
 #
 # The GPU tests and the benchmark link the runtime alone (no MLIR): the plans
 # they train are compiled when they are built. `pack` puts the two programs,
-# their plans and the shared libraries they need, except the C and C++
-# runtimes and cuBLAS (too big to carry), into one archive, so that `run`
-# works on a machine that has a GPU driver and CUDA 13's cuBLAS but none of
-# the build's packages. `run` writes gpu-tests.log, gpu-tests.xml and
-# gpu-bench.txt into $OUT (default: ./gpu-check-out).
+# heterps-run, their plans and the shared libraries they need, except the C
+# and C++ runtimes and cuBLAS (too big to carry), into one archive, so that
+# `run` works on a machine that has a GPU driver and CUDA 13's cuBLAS but
+# none of the build's packages. `pack` also trains exported PyTorch models
+# with PyTorch here (scripts/torch-sgd-reference.py) and compiles them for a
+# GPU stage; `run` trains them with heterps-run on the GPU, in one worker and
+# pipelined in micro-batches, and holds the parameters against PyTorch's
+# (scripts/compare-tensors.py, 1e-5; python3 with numpy and onnx there).
+# `run` writes gpu-tests.log, gpu-tests.xml, gpu-bench.txt and
+# torch-steps.txt into $OUT (default: ./gpu-check-out); a test run that
+# fails is run again test by test under compute-sanitizer's memcheck where
+# the machine has it (gpu-memcheck.log). GPU_CHECK_FALLBACK=cpu runs the
+# PyTorch checks with --fallback=cpu: a check of this script on a machine
+# without a GPU.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bundle_name=heterps-gpu-check.tar.gz
+
+# The exported PyTorch models `run` trains on a GPU stage against PyTorch's
+# own steps: "fixture loss optimizer steps learning-rate tolerance" (the
+# parameters' relative tolerance; Adam divides by the root of the squared
+# gradients, so where a gradient is nearly zero float32's rounding moves a
+# parameter by up to the learning rate: its check allows 1e-3, as the CPU
+# column needs too, and the update error, which sees a wrong gradient,
+# stays within 1e-3 of the largest update either way).
+torch_checks=(
+  "wide-deep bce sgd 1 0.1 1e-5"
+  "deepfm bce sgd 1 0.1 1e-5"
+  "dcn-v2 bce sgd 1 0.1 1e-5"
+  "dlrm-dot bce sgd 1 0.1 1e-5"
+  "autoint bce sgd 1 0.1 1e-5"
+  "two-tower bce sgd 1 0.1 1e-5"
+  "textcnn bce sgd 1 0.1 1e-5"
+  "din mse sgd 1 0.1 1e-5"
+  "dlrm-dot bce adam 3 0.01 1e-3"
+)
 
 die() {
   echo "gpu-check: $*" >&2
@@ -27,21 +55,23 @@ die() {
 pack() {
   local dest="$1"
   local build_dir="${HETERPS_BUILD_DIR:-$root/build}"
-  "$root/scripts/build.sh" HeterPSRuntimeGPUTests heterps-gpu-bench
+  "$root/scripts/build.sh" HeterPSRuntimeGPUTests heterps-gpu-bench \
+    heterps-run heterps-opt
   local tests="$build_dir/unittests/HeterPSRuntimeGPUTests"
-  local bench="$build_dir/bin/heterps-gpu-bench"
+  local bench="$build_dir/bin/heterps-gpu-bench" run="$build_dir/bin/heterps-run"
   [[ -x "$tests" && -x "$bench" ]] ||
     die "$build_dir has no GPU tests: this build found no CUDA (nvcc and cuBLAS; see docs/GPU.md)"
   local stage
   stage="$(mktemp -d)"
   mkdir -p "$stage/bin" "$stage/lib" "$stage/plans/tests" "$stage/plans/bench"
-  cp "$tests" "$bench" "$stage/bin/"
+  cp "$tests" "$bench" "$run" "$stage/bin/"
   cp "$build_dir"/unittests/gpu-test-plans/*.plan "$stage/plans/tests/"
   cp "$build_dir"/bench/gpu/plans/*.plan "$stage/plans/bench/"
+  pack_torch_checks "$build_dir" "$stage/torch"
   # Every shared library the programs load but the C and C++ runtimes (the
   # GPU machine's own are newer) and cuBLAS (hundreds of MB; CUDA 13's is
   # there). libcudart travels: it must match the build's CUDA.
-  ldd "$tests" "$bench" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u |
+  ldd "$tests" "$bench" "$run" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u |
     while read -r lib; do
       case "$(basename "$lib")" in
       libc.so* | libm.so* | libdl.so* | librt.so* | libpthread.so* | \
@@ -59,6 +89,81 @@ pack() {
   tar -tzvf "$dest/$bundle_name" | awk '{printf "  %10d %s\n", $3, $6}'
   # The device tool carries at most 64 MiB of files a call.
   ((bytes < 60 * 1024 * 1024)) || die "the bundle is over 60 MiB"
+}
+
+# PyTorch's steps of the models of torch_checks, and their plans for one GPU
+# stage (the gpu-only solver on bench/gpu/gpu-node.json), into DEST.
+pack_torch_checks() {
+  local build_dir="$1" dest="$2" spec model loss optimizer steps lr
+  local tolerance work onnx
+  mkdir -p "$dest"
+  cp "$root/scripts/compare-tensors.py" "$dest/"
+  for spec in "${torch_checks[@]}"; do
+    read -r model loss optimizer steps lr tolerance <<<"$spec"
+    work="$dest/$model-$optimizer"
+    onnx="$root/test/Import/ONNX/Inputs/torch-$model.onnx"
+    /usr/bin/python3 "$root/scripts/torch-sgd-reference.py" --model "$model" \
+      --onnx "$onnx" --out "$work/ref" --batch 16 --lr "$lr" \
+      --optimizer "$optimizer" --steps "$steps" >/dev/null
+    "$build_dir/bin/heterps-opt" "$onnx" \
+      --heterps-autodiff="loss=$loss optimizer=$optimizer learning-rate=$lr" \
+      --heterps-schedule="cluster=$root/bench/gpu/gpu-node.json solver=gpu-only throughput=1000 batch=16" \
+      --heterps-emit-plan="file=$work/model.plan" -o /dev/null
+    echo "$steps $tolerance" >"$work/check"
+  done
+}
+
+# Trains every model DIR/torch holds with heterps-run on its GPU stage, in
+# one worker and pipelined in 4 micro-batches, and compares the parameters
+# (and the inference outputs) with PyTorch's; a line per run into OUT.
+run_torch_checks() {
+  local dir="$1" out="$2" status=0 work name steps tolerance file mode
+  local fallback=()
+  [[ "${GPU_CHECK_FALLBACK:-}" == cpu ]] && fallback=(--fallback=cpu)
+  : >"$out/torch-steps.txt"
+  for work in "$dir"/torch/*/; do
+    work="${work%/}"
+    name="$(basename "$work")"
+    read -r steps tolerance <"$work/check"
+    local inputs=()
+    for file in "$work"/ref/inputs/*.pb; do
+      [[ "$(basename "$file" .pb)" == label ]] ||
+        inputs+=(--input "$(basename "$file" .pb)=$file")
+    done
+    local log="$out/torch-$name.log"
+    : >"$log"
+    if [[ -d "$work/ref/output" && "$steps" == 1 ]]; then
+      if timeout 120 "$dir/bin/heterps-run" "$work/model.plan" --infer \
+        "${inputs[@]}" "${fallback[@]}" --output-dir="$work/out" >>"$log" 2>&1 &&
+        python3 "$dir/torch/compare-tensors.py" "$work/out" "$work/ref/output" \
+          >>"$log" 2>&1; then
+        echo "PASS $name inference" >>"$out/torch-steps.txt"
+      else
+        echo "FAIL $name inference (see torch-$name.log)" >>"$out/torch-steps.txt"
+        status=1
+      fi
+    fi
+    for mode in off on; do
+      local extra=()
+      [[ "$mode" == on ]] && extra=(--micro-batches=4)
+      if timeout 120 "$dir/bin/heterps-run" "$work/model.plan" "${inputs[@]}" \
+        --input label="$work/ref/inputs/label.pb" --steps="$steps" --batch=16 \
+        --log-every=0 --pipeline="$mode" "${extra[@]}" "${fallback[@]}" \
+        --save="$work/ckpt-$mode" --export-tables="$work/ckpt-$mode/tables" \
+        >>"$log" 2>&1 &&
+        python3 "$dir/torch/compare-tensors.py" "$work/ckpt-$mode" \
+          "$work/ref/expected" --initial "$work/ref/initial" \
+          --tolerance "$tolerance" >>"$log" 2>&1; then
+        echo "PASS $name $steps step(s), --pipeline=$mode" >>"$out/torch-steps.txt"
+      else
+        echo "FAIL $name $steps step(s), --pipeline=$mode (see torch-$name.log)" \
+          >>"$out/torch-steps.txt"
+        status=1
+      fi
+    done
+  done
+  cat "$out/torch-steps.txt"
+  return $status
 }
 
 # Prints the folder holding CUDA 13's libcublas.so.13 on this machine.
@@ -86,22 +191,25 @@ run() {
   [[ -n "$cublas" ]] || die "no libcublas.so.13 (CUDA 13's cuBLAS) on this machine"
   export LD_LIBRARY_PATH="$dir/lib:$cublas${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   echo "gpu-check: cuBLAS from $cublas"
-  if ldd "$dir/bin/HeterPSRuntimeGPUTests" "$dir/bin/heterps-gpu-bench" | grep 'not found'; then
+  if ldd "$dir"/bin/* | grep 'not found'; then
     die "the programs miss the libraries above"
   fi
   nvidia-smi -L || echo "gpu-check: nvidia-smi did not answer"
 
-  local status=0
-  HETERPS_GPU_TEST_PLANS="$dir/plans/tests" "$dir/bin/HeterPSRuntimeGPUTests" \
+  local status=0 tests_status=0
+  export HETERPS_GPU_TEST_PLANS="$dir/plans/tests"
+  timeout 300 "$dir/bin/HeterPSRuntimeGPUTests" \
     --gtest_output="xml:$out/gpu-tests.xml" 2>&1 | tee "$out/gpu-tests.log" ||
-    status=1
+    tests_status=1
   local skipped
-  skipped=$(grep -c 'result="skipped"' "$out/gpu-tests.xml" || true)
+  skipped=$(grep -c 'result="skipped"' "$out/gpu-tests.xml" 2>/dev/null || true)
   if ((skipped > 0)); then
     echo "gpu-check: $skipped GPU tests were skipped: this machine has no usable GPU" >&2
-    status=1
+    tests_status=1
   fi
-  "$dir/bin/heterps-gpu-bench" --plans="$dir/plans/bench" 2>&1 |
+  ((tests_status == 0)) || { status=1; memcheck_failures "$dir" "$out"; }
+  run_torch_checks "$dir" "$out" || status=1
+  timeout 240 "$dir/bin/heterps-gpu-bench" --plans="$dir/plans/bench" 2>&1 |
     tee "$out/gpu-bench.txt" || status=1
   rm -rf "$dir"
   if ((status == 0)); then
@@ -110,6 +218,38 @@ run() {
     echo "gpu-check: FAILED; results in $out" >&2
   fi
   return $status
+}
+
+# After a failed test run: each test that failed or did not finish (a
+# crash ends the run, and a CUDA error poisons the tests after it) again on
+# its own, under compute-sanitizer's memcheck where the machine has one, into
+# OUT/gpu-memcheck.log.
+memcheck_failures() {
+  local dir="$1" out="$2" sanitizer="" name
+  sanitizer="$(command -v compute-sanitizer || true)"
+  [[ -z "$sanitizer" && -x /usr/local/cuda/bin/compute-sanitizer ]] &&
+    sanitizer=/usr/local/cuda/bin/compute-sanitizer
+  local passed
+  passed="$(grep -o 'OK \] [^ ]*' "$out/gpu-tests.log" | awk '{print $3}' | sort -u)"
+  local all
+  all="$("$dir/bin/HeterPSRuntimeGPUTests" --gtest_list_tests |
+    awk '/^[^ ]/ {suite=$1} /^  / {print suite $1}')"
+  local count=0
+  : >"$out/gpu-memcheck.log"
+  for name in $all; do
+    grep -qxF "$name" <<<"$passed" && continue
+    ((count++ < 12)) || break
+    echo "=== $name" >>"$out/gpu-memcheck.log"
+    if [[ -n "$sanitizer" ]]; then
+      timeout 60 "$sanitizer" --tool memcheck --print-limit 5 \
+        "$dir/bin/HeterPSRuntimeGPUTests" --gtest_filter="$name" \
+        >>"$out/gpu-memcheck.log" 2>&1 || true
+    else
+      timeout 60 "$dir/bin/HeterPSRuntimeGPUTests" --gtest_filter="$name" \
+        >>"$out/gpu-memcheck.log" 2>&1 || true
+    fi
+  done
+  echo "gpu-check: the tests that did not pass, again one by one${sanitizer:+ under memcheck}: $out/gpu-memcheck.log" >&2
 }
 
 case "${1:-}" in

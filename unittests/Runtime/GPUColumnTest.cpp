@@ -270,7 +270,7 @@ std::vector<TwinCase> twinCases() {
 
   // Reductions and their gradients.
   for (const char *op :
-       {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min"}) {
+       {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_l2"}) {
     std::string n = op;
     cases.push_back(
         {n + "_last", "heterps." + n, {f32({6, 7, 130})}, [](plan::Op &op) {
@@ -294,7 +294,7 @@ std::vector<TwinCase> twinCases() {
                        setInts(op, "axes", {1, 3});
                      }});
   }
-  for (const char *kind : {"sum", "mean", "max", "min"}) {
+  for (const char *kind : {"sum", "mean", "max", "min", "l2"}) {
     std::string k = kind;
     TwinCase grad{"reduce_grad_" + k,
                   "heterps.reduce_grad",

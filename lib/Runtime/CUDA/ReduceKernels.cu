@@ -2,11 +2,11 @@
 //
 // One block per result element: its threads stride over the reduced
 // elements and combine their partial results in shared memory. The same
-// kernel serves reduce_sum, _mean, _max, _min and sum_to_shape (the
+// kernel serves reduce_sum, _mean, _max, _min, _l2 and sum_to_shape (the
 // gradient of a broadcast), which all reduce an input into a `kept` shape
 // of its rank with 1 along the reduced dimensions. The gradient of a sum or
-// mean spreads dy back; that of a max or min goes to the first element
-// equal to the result, as on the CPU.
+// mean spreads dy back, that of an L2 norm dy * x / y; that of a max or min
+// goes to the first element equal to the result, as on the CPU.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,27 +21,31 @@ using namespace heterps::runtime::cuda;
 
 namespace {
 
-/// How a reduction combines its elements.
-enum class Combine { Sum, Max, Min };
+/// How a reduction combines its elements: an L2 norm sums the squares and
+/// takes the root of the sum.
+enum class Combine { Sum, Max, Min, L2 };
 
+/// Adds `b` (a partial result) into `a`.
 __device__ inline float combine(Combine how, float a, float b) {
-  return how == Combine::Sum   ? a + b
-         : how == Combine::Max ? fmaxf(a, b)
-                               : fminf(a, b);
+  return how == Combine::Max   ? fmaxf(a, b)
+         : how == Combine::Min ? fminf(a, b)
+                               : a + b;
 }
 
 __global__ void reduceKept(const float *x, float *y, int64_t outputs,
                            int64_t count, Indexing kept, Indexing reduced,
                            Combine how, float scale) {
   __shared__ float partial[kBlock];
-  float identity = how == Combine::Sum   ? 0.0f
-                   : how == Combine::Max ? -INFINITY
-                                         : INFINITY;
+  float identity = how == Combine::Max   ? -INFINITY
+                   : how == Combine::Min ? INFINITY
+                                         : 0.0f;
   for (int64_t o = blockIdx.x; o < outputs; o += gridDim.x) {
     int64_t base = offsetOf(o, kept);
     float acc = identity;
-    for (int64_t r = threadIdx.x; r < count; r += blockDim.x)
-      acc = combine(how, acc, x[base + offsetOf(r, reduced)]);
+    for (int64_t r = threadIdx.x; r < count; r += blockDim.x) {
+      float v = x[base + offsetOf(r, reduced)];
+      acc = combine(how, acc, how == Combine::L2 ? v * v : v);
+    }
     partial[threadIdx.x] = acc;
     __syncthreads();
     for (int width = blockDim.x / 2; width > 0; width /= 2) {
@@ -51,7 +55,7 @@ __global__ void reduceKept(const float *x, float *y, int64_t outputs,
       __syncthreads();
     }
     if (threadIdx.x == 0)
-      y[o] = partial[0] * scale;
+      y[o] = how == Combine::L2 ? sqrtf(partial[0]) : partial[0] * scale;
     __syncthreads();
   }
 }
@@ -65,6 +69,18 @@ __global__ void spreadGradient(const float *dy, float *dx, int64_t n,
     int64_t own, output;
     offsetsOf(i, input, own, output);
     dx[own] = dy[output] * scale;
+  }
+}
+
+/// The gradient of an L2 norm: dx = dy * x / y (0 where y is 0), one
+/// thread per input element.
+__global__ void l2Gradient(const float *x, const float *y, const float *dy,
+                           float *dx, int64_t n, Indexing input) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t own, output;
+    offsetsOf(i, input, own, output);
+    dx[own] = y[output] != 0.0f ? dy[output] * x[own] / y[output] : 0.0f;
   }
 }
 
@@ -119,20 +135,23 @@ struct Reduction {
   }
 };
 
-/// The reductions the GPU column computes: "sum", "mean", "max", "min".
-/// Throws naming the op for the others (prod, l2), which stay on the CPU.
+/// The reductions the GPU column computes: "sum", "mean", "max", "min",
+/// "l2". Throws naming the op for the others (prod), which stay on the CPU.
 Combine combineOf(const std::string &kind, const OpInfo &op) {
   if (kind == "sum" || kind == "mean")
     return Combine::Sum;
   if (kind == "max")
     return Combine::Max;
+  if (kind == "l2")
+    return Combine::L2;
   if (kind != "min")
     fail() << op.describe() << ": the GPU column has no '" << kind
            << "' reduction";
   return Combine::Min;
 }
 
-/// heterps.reduce_sum, _mean, _max and _min over `axes` (all when empty).
+/// heterps.reduce_sum, _mean, _max, _min and _l2 over `axes` (all when
+/// empty).
 class ReduceKernel : public Kernel {
 public:
   explicit ReduceKernel(const OpInfo &op)
@@ -224,6 +243,13 @@ public:
       checkLaunch(info);
       return;
     }
+    if (how == Combine::L2) {
+      l2Gradient<<<blocksFor(n), kBlock, 0, stream>>>(
+          in[0]->as<float>(), in[1]->as<float>(), in[2]->as<float>(),
+          res[0]->as<float>(), n, input);
+      checkLaunch(info);
+      return;
+    }
     check(cudaMemsetAsync(res[0]->data(), 0, res[0]->byteSize(), stream),
           "clearing a reduction's gradient");
     if (reduction.outputs == 0)
@@ -248,8 +274,9 @@ private:
 } // namespace
 
 void cuda::registerReduceKernels(KernelRegistry &r) {
-  for (const char *name : {"heterps.reduce_sum", "heterps.reduce_mean",
-                           "heterps.reduce_max", "heterps.reduce_min"})
+  for (const char *name :
+       {"heterps.reduce_sum", "heterps.reduce_mean", "heterps.reduce_max",
+        "heterps.reduce_min", "heterps.reduce_l2"})
     addKernel<ReduceKernel>(r, name);
   addKernel<ReduceGradKernel>(r, "heterps.reduce_grad");
   addKernel<SumToShapeKernel>(r, "heterps.sum_to_shape");
