@@ -525,6 +525,14 @@ std::vector<TwinCase> twinCases() {
                    [](plan::Op &op) { setFloat(op, "epsilon", 1e-5); },
                    0,
                    1e-4f});
+  // Rows in five chunks of the parameter gradients' first pass, columns in
+  // three tiles, the last one partial.
+  cases.push_back({"layer_norm_grad_many_rows",
+                   "heterps.layer_norm_grad",
+                   {f32({300, 70}), f32({70}), f32({300, 70})},
+                   [](plan::Op &) {},
+                   0,
+                   1e-4f});
   cases.push_back({"layer_norm_grad_two_dims",
                    "heterps.layer_norm_grad",
                    {f32({3, 4, 70}), f32({4, 70}), f32({3, 4, 70})},

@@ -12,8 +12,9 @@
 // its variance around that mean (two passes, as the CPU's oneDNN computes it),
 // both warp reductions. The gradient recomputes each row's statistics, writes
 // the input's gradient and keeps the rows' means and reciprocal deviations for
-// a second kernel that sums the scale's and bias's gradients column by
-// column (one thread per column, rows in order: no atomics).
+// the scale's and bias's gradients: sums over the rows, per column, done in
+// two passes so that the whole GPU takes part however few the columns are
+// (chunks of rows in parallel, then the chunks' sums in order: no atomics).
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,6 +29,25 @@ using namespace heterps::runtime;
 using namespace heterps::runtime::cuda;
 
 namespace {
+
+/// Device floats a kernel keeps between its launches (statistics, partial
+/// sums); grown when a larger input arrives, not at every step.
+class DeviceScratch {
+public:
+  void reserve(int64_t floats, const char *what) {
+    if (floats <= size)
+      return;
+    void *p = nullptr;
+    check(cudaMalloc(&p, floats * sizeof(float)), what);
+    buffer.reset(static_cast<float *>(p), cudaFree);
+    size = floats;
+  }
+  float *get() const { return buffer.get(); }
+
+private:
+  std::shared_ptr<float> buffer;
+  int64_t size = 0;
+};
 
 /// The mean and 1 / sqrt(variance + epsilon) of row `x` of `n` elements,
 /// in every lane of the warp.
@@ -91,20 +111,67 @@ __global__ void layerNormGradRows(const float *x, const float *scale,
   }
 }
 
-/// dscale[j] = sum over rows of dy * xhat, dbias[j] = sum of dy.
-__global__ void layerNormParamGrads(const float *x, const float *dy,
-                                    const float *stats, float *dscale,
-                                    float *dbias, int64_t rows, int64_t n) {
+/// Rows per chunk of the parameter gradients' first pass.
+constexpr int64_t kRowsPerChunk = 64;
+
+HETERPS_HD inline int64_t chunksFor(int64_t rows) {
+  return (rows + kRowsPerChunk - 1) / kRowsPerChunk;
+}
+
+/// The parameter gradients' first pass: per chunk of kRowsPerChunk rows and
+/// per column j, the chunk's sums of dy * xhat and of dy into
+/// partial[2 * (chunk * n + j)] and the float after it. A block takes kWarp
+/// columns (a lane each, so that a warp reads a row's columns together) of
+/// one chunk; its warps stride over the chunk's rows and their sums are
+/// added in shared memory in a fixed order.
+__global__ void layerNormParamPartials(const float *x, const float *dy,
+                                       const float *stats, float *partial,
+                                       int64_t rows, int64_t n) {
+  __shared__ float sums[2][kRowsPerBlock][kWarp];
+  int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  int64_t tiles = (n + kWarp - 1) / kWarp, chunks = chunksFor(rows);
+  for (int64_t t = blockIdx.x; t < tiles * chunks; t += gridDim.x) {
+    int64_t chunk = t / tiles, j = (t % tiles) * kWarp + lane;
+    int64_t end =
+        rows < (chunk + 1) * kRowsPerChunk ? rows : (chunk + 1) * kRowsPerChunk;
+    float sumScale = 0, sumBias = 0;
+    if (j < n)
+      for (int64_t row = chunk * kRowsPerChunk + warp; row < end;
+           row += kRowsPerBlock) {
+        float g = dy[row * n + j];
+        sumScale += g * (x[row * n + j] - stats[2 * row]) * stats[2 * row + 1];
+        sumBias += g;
+      }
+    sums[0][warp][lane] = sumScale;
+    sums[1][warp][lane] = sumBias;
+    __syncthreads();
+    if (warp == 0 && j < n) {
+      float scale = 0, bias = 0;
+      for (int w = 0; w < kRowsPerBlock; ++w) {
+        scale += sums[0][w][lane];
+        bias += sums[1][w][lane];
+      }
+      partial[2 * (chunk * n + j)] = scale;
+      partial[2 * (chunk * n + j) + 1] = bias;
+    }
+    // The next tile writes `sums` again.
+    __syncthreads();
+  }
+}
+
+/// The second pass: dscale[j] and dbias[j], the chunks' partial sums added
+/// in chunk order (no atomics, so every run sums alike).
+__global__ void layerNormParamSums(const float *partial, float *dscale,
+                                   float *dbias, int64_t chunks, int64_t n) {
   for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < n;
        j += int64_t(gridDim.x) * blockDim.x) {
-    float sumScale = 0, sumBias = 0;
-    for (int64_t row = 0; row < rows; ++row) {
-      float g = dy[row * n + j];
-      sumScale += g * (x[row * n + j] - stats[2 * row]) * stats[2 * row + 1];
-      sumBias += g;
+    float scale = 0, bias = 0;
+    for (int64_t c = 0; c < chunks; ++c) {
+      scale += partial[2 * (c * n + j)];
+      bias += partial[2 * (c * n + j) + 1];
     }
-    dscale[j] = sumScale;
-    dbias[j] = sumBias;
+    dscale[j] = scale;
+    dbias[j] = bias;
   }
 }
 
@@ -226,25 +293,6 @@ __global__ void batchNormDataGrad(const float *x, const float *scale,
   }
 }
 
-/// Channel statistics of a batch norm, kept on the device between its
-/// kernels; grown when more channels arrive, not at every step.
-class ChannelScratch {
-public:
-  void reserve(int64_t floats, const char *what) {
-    if (floats <= size)
-      return;
-    void *p = nullptr;
-    check(cudaMalloc(&p, floats * sizeof(float)), what);
-    buffer.reset(static_cast<float *>(p), cudaFree);
-    size = floats;
-  }
-  float *get() const { return buffer.get(); }
-
-private:
-  std::shared_ptr<float> buffer;
-  int64_t size = 0;
-};
-
 unsigned blocksForChannels(int64_t channels) {
   return static_cast<unsigned>(
       std::max<int64_t>(1, std::min<int64_t>(channels, 65535)));
@@ -312,7 +360,7 @@ private:
   float epsilon, momentum;
   bool batchStatistics;
   cpu::BatchNormShape shape;
-  ChannelScratch statistics;
+  DeviceScratch statistics;
 };
 
 /// heterps.batch_norm_grad: (input, scale, dy) -> (dinput, dscale, dbias),
@@ -359,7 +407,7 @@ public:
 private:
   float epsilon;
   cpu::BatchNormShape shape;
-  ChannelScratch statistics;
+  DeviceScratch statistics;
 };
 
 /// heterps.layer_norm: (input, scale, [bias]) -> output; attributes axis
@@ -416,15 +464,11 @@ public:
              << ", expected the input shape " << shapeString(in[0]);
     rows = shape.outer;
     n = shape.inner;
-    // The rows' statistics, kept between the two kernels; allocated when a
-    // larger batch arrives, not at every step.
-    if (rows > statsRows) {
-      void *p = nullptr;
-      check(cudaMalloc(&p, 2 * rows * sizeof(float)),
-            "allocating a layer norm's statistics");
-      stats.reset(static_cast<float *>(p), cudaFree);
-      statsRows = rows;
-    }
+    // The rows' statistics and the chunks' partial sums, kept between the
+    // kernels; allocated when a larger input arrives, not at every step.
+    stats.reserve(2 * rows, "allocating a layer norm's statistics");
+    partials.reserve(2 * chunksFor(rows) * n,
+                     "allocating a layer norm's partial sums");
     return {in[0], in[1], in[1]};
   }
 
@@ -443,16 +487,22 @@ public:
         in[0]->as<float>(), in[1]->as<float>(), in[2]->as<float>(),
         res[0]->as<float>(), stats.get(), rows, n, epsilon);
     checkLaunch(info);
-    layerNormParamGrads<<<blocksFor(n), kBlock, 0, stream>>>(
-        in[0]->as<float>(), in[2]->as<float>(), stats.get(),
-        res[1]->as<float>(), res[2]->as<float>(), rows, n);
+    int64_t tiles = (n + kWarp - 1) / kWarp * chunksFor(rows);
+    layerNormParamPartials<<<
+        static_cast<unsigned>(std::min<int64_t>(tiles, 65535)), kBlock, 0,
+        stream>>>(in[0]->as<float>(), in[2]->as<float>(), stats.get(),
+                  partials.get(), rows, n);
+    checkLaunch(info);
+    layerNormParamSums<<<blocksFor(n), kBlock, 0, stream>>>(
+        partials.get(), res[1]->as<float>(), res[2]->as<float>(),
+        chunksFor(rows), n);
     checkLaunch(info);
   }
 
 private:
   float epsilon;
-  int64_t rows = 0, n = 0, statsRows = 0;
-  std::shared_ptr<float> stats;
+  int64_t rows = 0, n = 0;
+  DeviceScratch stats, partials;
 };
 
 } // namespace
