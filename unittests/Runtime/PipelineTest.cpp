@@ -376,6 +376,9 @@ TEST(Pipeline, AGpuStageTrainsAsTheCpuWithCopiesAtItsBoundaries) {
     EXPECT_GT(mlpUpdates, 0);
     EXPECT_GT(device.sums, 0);
     EXPECT_EQ(device.updates, 9 * mlpUpdates);
+    // The gradients sent back to stage 0 and the outputs leave the device
+    // into page-locked slot buffers.
+    EXPECT_GT(device.stagedCopies(), 0);
   }
 }
 

@@ -45,15 +45,24 @@ public:
     return Tensor::adopt(dtype, shape, std::shared_ptr<void>(p, std::free),
                          rounded, MemorySpace::Device);
   }
+  Tensor allocateHost(DType dtype, const Shape &shape) override {
+    Tensor t(dtype, shape);
+    std::lock_guard<std::mutex> lock(mutex);
+    hostBuffers.insert(t.data());
+    return t;
+  }
   void copyToDevice(const Tensor &host, Tensor &device) override {
     copy(host, MemorySpace::Host, device, MemorySpace::Device);
     ++toDevice;
     std::lock_guard<std::mutex> lock(mutex);
     sources.push_back(host.data());
+    staged += hostBuffers.count(host.data());
   }
   void copyToHost(const Tensor &device, Tensor &host) override {
     copy(device, MemorySpace::Device, host, MemorySpace::Host);
     ++toHost;
+    std::lock_guard<std::mutex> lock(mutex);
+    staged += hostBuffers.count(host.data());
   }
   void synchronize() override { ++synchronizations; }
   void setMath(GpuMath m) override { math = m; }
@@ -83,6 +92,16 @@ public:
   std::atomic<int> allocations{0}, toDevice{0}, toHost{0}, synchronizations{0},
       sums{0}, updates{0};
 
+  /// Copies whose host end came from allocateHost().
+  int stagedCopies() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return staged;
+  }
+  int hostAllocations() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return static_cast<int>(hostBuffers.size());
+  }
+
   /// The host memory every copy to the device read, in order.
   std::vector<const void *> copiedToDevice() {
     std::lock_guard<std::mutex> lock(mutex);
@@ -93,6 +112,8 @@ public:
 private:
   std::mutex mutex;
   std::vector<const void *> sources;
+  std::set<const void *> hostBuffers;
+  int staged = 0;
 
   static void requireDevice(const Tensor &t) {
     ASSERT_EQ(t.space(), MemorySpace::Device);

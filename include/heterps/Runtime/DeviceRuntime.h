@@ -43,8 +43,15 @@ public:
   virtual std::string describe() const = 0;
   /// A device tensor of this shape, zero-filled, from the device's pool.
   virtual Tensor allocate(DType dtype, const Shape &shape) = 0;
+  /// A zero-filled host tensor in memory the device reads and writes
+  /// directly (page-locked): copies from and to it are DMA transfers, and a
+  /// copy to the device from it returns before the transfer ends. The
+  /// executors keep the host ends of their copies in such buffers.
+  virtual Tensor allocateHost(DType dtype, const Shape &shape) = 0;
   /// Queues the copy of a host tensor into a device tensor of the same
-  /// type and shape on the calling thread's stream; `host` may change once
+  /// type and shape on the calling thread's stream. `host` must not change
+  /// until the stream has reached the copy (synchronize(), or a later copy
+  /// to the host, returns): from page-locked memory the transfer runs after
   /// this returns.
   virtual void copyToDevice(const Tensor &host, Tensor &device) = 0;
   /// Copies a device tensor into a host tensor of the same type and shape,

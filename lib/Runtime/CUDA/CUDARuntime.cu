@@ -2,7 +2,9 @@
 //
 // Device buffers come from CUDA's stream-ordered pool (cudaMallocAsync): a
 // memory plan takes its buffers once per input signature and gives them
-// back when it is destroyed, so a steady-state step allocates nothing.
+// back when it is destroyed, so a steady-state step allocates nothing. The
+// host ends of the executors' copies are page-locked (cudaHostAlloc), so
+// that the copies are DMA transfers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +15,8 @@
 #include "heterps/Runtime/Devices.h"
 #include "heterps/Runtime/Error.h"
 
+#include <algorithm>
+#include <cstring>
 #include <mutex>
 
 using namespace heterps::runtime;
@@ -42,6 +46,17 @@ public:
     std::shared_ptr<void> buffer(p, [](void *q) { cudaFree(q); });
     return Tensor::adopt(dtype, shape, std::move(buffer), rounded,
                          MemorySpace::Device);
+  }
+
+  Tensor allocateHost(DType dtype, const Shape &shape) override {
+    size_t bytes = std::max<size_t>(numElements(shape) * dtypeSize(dtype), 1);
+    void *p = nullptr;
+    check(cudaHostAlloc(&p, bytes, cudaHostAllocPortable),
+          "allocating page-locked host memory");
+    std::memset(p, 0, bytes);
+    std::shared_ptr<void> buffer(p, [](void *q) { cudaFreeHost(q); });
+    return Tensor::adopt(dtype, shape, std::move(buffer), bytes,
+                         MemorySpace::Host);
   }
 
   void copyToDevice(const Tensor &host, Tensor &device) override {

@@ -427,6 +427,13 @@ Program::MemoryPlan &Program::planFor(const std::vector<const Tensor *> &inputs,
         mp->prefetch.push_back(
             {node, context.tables->tableId(table->second.s())});
     }
+  // The host ends of copies between host and device are page-locked, so
+  // that the copies are DMA transfers.
+  std::vector<bool> staged(valueCount, false);
+  for (Node *node : mp->active)
+    if (node->transfer)
+      staged[node->kind == DeviceKind::GPU ? node->inputs[0]
+                                           : node->outputs[0]] = true;
   std::vector<Shape> shapes;
   for (Node *node : mp->active) {
     shapes.clear();
@@ -447,6 +454,8 @@ Program::MemoryPlan &Program::planFor(const std::vector<const Tensor *> &inputs,
                          onDevice ? MemorySpace::Device : MemorySpace::Host);
       else if (onDevice)
         mp->values[id] = gpu->allocate(dtype, outShapes[r]);
+      else if (staged[id])
+        mp->values[id] = gpu->allocateHost(dtype, outShapes[r]);
       else
         mp->values[id] = Tensor(dtype, outShapes[r]);
       defined[id] = true;

@@ -209,6 +209,7 @@ StageProgram::StageProgram(const plan::Plan &plan, const plan::Stage &stage,
       placeValues();
       break;
     }
+  staged.resize(values, false);
 
   // Lookups whose ids come from before their segment: prefetched.
   for (StageSegment &segment : segmentList) {
@@ -244,6 +245,8 @@ void StageProgram::placeValues() {
     node->kind = to == MemorySpace::Device ? DeviceKind::GPU : DeviceKind::CPU;
     node->inputs = {id};
     node->outputs = {static_cast<int>(values)};
+    staged.resize(values + 1, false);
+    staged[to == MemorySpace::Device ? id : values] = true;
     node->outputTypes = {type.dtype};
     spaceOf.push_back(to);
     producer.push_back(node.get());
@@ -396,7 +399,13 @@ Tensor &StageProgram::resultSlot(Node &node, size_t r, Slot &slot) {
   if (space == MemorySpace::Host) {
     if (t.space() != MemorySpace::Host)
       t = Tensor();
-    if (t.empty() || t.dtype() != dtype || t.shape() != shape)
+    if (!t.empty() && t.dtype() == dtype && t.shape() == shape)
+      return t;
+    // The host end of a copy to or from the device is page-locked.
+    size_t bytes = numElements(shape) * dtypeSize(dtype);
+    if (staged[node.outputs[r]] && (t.empty() || bytes > t.capacityBytes()))
+      t = gpu->allocateHost(dtype, shape);
+    else
       t.resize(dtype, shape);
     return t;
   }

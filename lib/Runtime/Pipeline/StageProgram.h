@@ -154,6 +154,9 @@ private:
   /// The device of the GPU ops (null: every op runs on the CPU).
   DeviceRuntime *gpu = nullptr;
   size_t values = 0;
+  /// Per value, whether it is the host end of a copy between host and
+  /// device (its buffer is then page-locked).
+  std::vector<bool> staged;
   /// The segment's pulls and the step's pushes, in one request each.
   TableBatch batch;
   /// Per node, the store's id of its table (-1: not resolved yet).
