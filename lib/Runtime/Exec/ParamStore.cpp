@@ -143,8 +143,13 @@ DenseParameter &ParamStore::onDevice(const std::string &name,
   DenseParameter &p = find(name);
   if (p.deviceCurrent && p.device == &device)
     return p;
-  if (p.device && p.device != &device)
+  if (p.device && p.device != &device) {
+    // Another device's copies: the host takes the current value back, and
+    // this device gets buffers of its own.
     toHost(p);
+    p.deviceValue = Tensor();
+    p.deviceState = Tensor();
+  }
   p.device = &device;
   if (p.deviceValue.empty() || p.deviceValue.shape() != p.value.shape())
     p.deviceValue = device.allocate(DType::F32, p.value.shape());
