@@ -13,8 +13,8 @@
 #include "heterps/PS/KeyIndex.h"
 
 #include "heterps/Runtime/Hash.h"
+#include "heterps/Runtime/Initializer.h"
 #include "heterps/Runtime/Optimizer.h"
-#include "heterps/Runtime/ParamStore.h"
 #include "heterps/Support/CheckedMath.h"
 
 #include <rocksdb/db.h>

@@ -3,6 +3,7 @@
 #ifndef HETERPS_RUNTIME_PARAMSTORE_H
 #define HETERPS_RUNTIME_PARAMSTORE_H
 
+#include "heterps/Runtime/Initializer.h"
 #include "heterps/Runtime/Optimizer.h"
 #include "heterps/Runtime/Tensor.h"
 
@@ -74,17 +75,6 @@ private:
   std::map<std::string, DenseParameter> params;
   std::mutex mutex;
 };
-
-/// Fills `t` (f32) from an initializer spec (#heterps.init kinds); fans come
-/// from the shape as PyTorch computes them.
-void initializeTensor(Tensor &t, const std::string &kind,
-                      const std::vector<double> &args, uint64_t seed);
-/// Fills `n` floats at `p` as initializeTensor fills a tensor of shape
-/// `fanShape` (which only sets the fans): a table row draws its values with
-/// the fans of the whole table.
-void initializeValues(float *p, int64_t n, const Shape &fanShape,
-                      const std::string &kind, const std::vector<double> &args,
-                      uint64_t seed);
 
 } // namespace heterps::runtime
 
