@@ -450,6 +450,120 @@ TEST(DevicePlacement, ConvIndexOfTheGpuColumnBuildsTheCpuConvolution) {
   }
 }
 
+/// The GPU transposed convolution as it decomposes (the geometry of the
+/// convolution whose input gradient it is, products per image and group,
+/// the fold), computed here on the host, gives the CPU column's transposed
+/// convolution and its gradient: strides, pads, output_padding, groups,
+/// dilations.
+TEST(DevicePlacement, TransposedConvolutionOfTheGpuColumnIsTheCpus) {
+  struct Case {
+    Shape x, w;
+    std::vector<int64_t> strides, pads, extra, dilations;
+    int64_t group;
+  };
+  const Case cases[] = {
+      {{2, 4, 5, 6}, {4, 3, 3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 0}, {1, 1}, 1},
+      {{3, 4, 7}, {4, 2, 3}, {3}, {0, 0}, {0}, {1}, 2},
+      {{1, 2, 4, 3}, {2, 2, 2, 3}, {1, 2}, {0, 1, 1, 0}, {0, 1}, {2, 1}, 1},
+  };
+  std::mt19937 rng(19);
+  auto random = [&](const Shape &shape) {
+    Tensor t(DType::F32, shape);
+    for (int64_t i = 0; i < t.numElements(); ++i)
+      t.as<float>()[i] = std::uniform_real_distribution<float>(-1, 1)(rng);
+    return t;
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(shapeString(c.x) + " * " + shapeString(c.w));
+    plan::Op conv, grad;
+    conv.set_name("heterps.conv_transpose");
+    grad.set_name("heterps.conv_transpose_grad");
+    for (plan::Op *op : {&conv, &grad}) {
+      auto set = [&](const char *key, const std::vector<int64_t> &v) {
+        for (int64_t x : v)
+          (*op->mutable_attrs())[key].mutable_ints()->add_values(x);
+      };
+      set("strides", c.strides);
+      set("pads", c.pads);
+      set("output_padding", c.extra);
+      set("dilations", c.dilations);
+      (*op->mutable_attrs())["group"].set_i(c.group);
+    }
+    OpInfo probe(conv, {}, {});
+    Shape ys = cpu::convTransposeOutput(probe, c.x, c.w);
+    cpu::ConvShape shape(probe, ys, c.w);
+    ASSERT_EQ(shape.output, c.x);
+    cuda::ConvGeometry g = cuda::convGeometryOf(shape, ys);
+    int64_t channels = ys[1];
+    Tensor x = random(c.x), w = random(c.w), b = random({channels}),
+           dy = random(ys);
+
+    ExecContext ctx;
+    TensorType xt{DType::F32, c.x}, wt{DType::F32, c.w},
+        bt{DType::F32, {channels}}, yt{DType::F32, ys};
+    OpInfo convInfo(conv, {xt, wt, bt}, {yt});
+    auto cpuConv = KernelRegistry::global().create(convInfo, DeviceKind::CPU);
+    cpuConv->prepareChecked({c.x, c.w, {channels}});
+    Tensor y(DType::F32, ys);
+    cpuConv->run({&x, &w, &b}, {&y}, ctx);
+    OpInfo gradInfo(grad, {xt, wt, yt}, {xt, wt, bt});
+    auto cpuGrad = KernelRegistry::global().create(gradInfo, DeviceKind::CPU);
+    cpuGrad->prepareChecked({c.x, c.w, ys});
+    Tensor dx(DType::F32, c.x), dw(DType::F32, c.w), db(DType::F32, {channels});
+    cpuGrad->run({&x, &w, &dy}, {&dx, &dw, &db}, ctx);
+
+    // The GPU column's decomposition: the convolution's input is the
+    // transposed one's output (g.channels, g.inputs), its output the
+    // transposed one's input (g.features, g.outputs).
+    int64_t groupFeatures = g.features / g.group,
+            reduce = g.channels / g.group * g.taps;
+    std::vector<float> col(g.channels * g.taps * g.outputs), dcol(col.size()),
+        gotDw(w.numElements(), 0.0f);
+    for (int64_t n = 0; n < ys[0]; ++n) {
+      const float *xn = x.as<float>() + n * g.features * g.outputs;
+      const float *dyn = dy.as<float>() + n * g.channels * g.inputs;
+      for (int64_t e = 0; e < static_cast<int64_t>(col.size()); ++e)
+        col[e] = cuda::patchElement(dyn, e, g);
+      for (int64_t gr = 0; gr < g.group; ++gr) {
+        const float *wg = w.as<float>() + gr * groupFeatures * reduce;
+        const float *xg = xn + gr * groupFeatures * g.outputs;
+        const float *colg = col.data() + gr * reduce * g.outputs;
+        for (int64_t k = 0; k < reduce; ++k)
+          for (int64_t o = 0; o < g.outputs; ++o) {
+            float sum = 0;
+            for (int64_t m = 0; m < groupFeatures; ++m)
+              sum += wg[m * reduce + k] * xg[m * g.outputs + o];
+            dcol[gr * reduce * g.outputs + k * g.outputs + o] = sum;
+          }
+        for (int64_t m = 0; m < groupFeatures; ++m)
+          for (int64_t o = 0; o < g.outputs; ++o) {
+            float sum = 0;
+            for (int64_t k = 0; k < reduce; ++k)
+              sum += wg[m * reduce + k] * colg[k * g.outputs + o];
+            ASSERT_NEAR(
+                sum,
+                dx.as<float>()[(n * g.features + gr * groupFeatures + m) *
+                                   g.outputs +
+                               o],
+                1e-4f)
+                << "input gradient " << m << ", " << o;
+            for (int64_t k = 0; k < reduce; ++k)
+              gotDw[(gr * groupFeatures + m) * reduce + k] +=
+                  xg[m * g.outputs + o] * colg[k * g.outputs + o];
+          }
+      }
+      for (int64_t e = 0; e < g.channels * g.inputs; ++e)
+        ASSERT_NEAR(cuda::foldedElement(dcol.data(), e, g) +
+                        b.as<float>()[e / g.inputs],
+                    y.as<float>()[n * g.channels * g.inputs + e], 1e-4f)
+            << "output " << e << " of image " << n;
+    }
+    for (int64_t i = 0; i < w.numElements(); ++i)
+      EXPECT_NEAR(gotDw[i], dw.as<float>()[i], 1e-4f)
+          << "filter gradient " << i;
+  }
+}
+
 /// The GPU kernels' flat-index arithmetic (Indexing.h) visits every
 /// element's operands where the CPU column's odometer does: broadcasts of
 /// each kind, a transpose, a reversed slice.

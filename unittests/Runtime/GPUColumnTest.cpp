@@ -593,6 +593,39 @@ std::vector<TwinCase> twinCases() {
                    },
                    0,
                    1e-4f});
+  auto transposed2d = [](plan::Op &op) {
+    setInts(op, "strides", {2, 2});
+    setInts(op, "pads", {1, 1, 1, 1});
+    setInts(op, "output_padding", {1, 0});
+  };
+  auto transposed1d = [](plan::Op &op) {
+    setInt(op, "group", 2);
+    setInts(op, "strides", {3});
+  };
+  cases.push_back({"conv_transpose2d_strided_bias",
+                   "heterps.conv_transpose",
+                   {f32({2, 4, 5, 6}), f32({4, 3, 3, 3}), f32({3})},
+                   transposed2d,
+                   0,
+                   1e-4f});
+  cases.push_back({"conv_transpose1d_grouped",
+                   "heterps.conv_transpose",
+                   {f32({3, 4, 7}), f32({4, 2, 3})},
+                   transposed1d,
+                   0,
+                   1e-4f});
+  cases.push_back({"conv_transpose_grad_2d",
+                   "heterps.conv_transpose_grad",
+                   {f32({2, 4, 5, 6}), f32({4, 3, 3, 3}), f32({2, 3, 10, 11})},
+                   transposed2d,
+                   0,
+                   1e-4f});
+  cases.push_back({"conv_transpose_grad_1d_grouped",
+                   "heterps.conv_transpose_grad",
+                   {f32({3, 4, 7}), f32({4, 2, 3}), f32({3, 4, 21})},
+                   transposed1d,
+                   0,
+                   1e-4f});
   for (const char *kind : {"max", "avg"}) {
     std::string k = kind;
     auto window = [](plan::Op &op) {

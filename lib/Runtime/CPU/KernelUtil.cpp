@@ -260,6 +260,37 @@ ConvShape::ConvShape(const OpInfo &info, const Shape &x, const Shape &w) {
   }
 }
 
+/// The output of heterps.conv_transpose for input `x` and filter `w`
+/// (C x M/group x k...): the convolution of that output by `w` is `x`'s
+/// shape, which convGeometry checks.
+Shape cpu::convTransposeOutput(const OpInfo &info, const Shape &x,
+                               const Shape &w) {
+  expectSpatial(info, "input", x);
+  if (w.size() != x.size() || w[0] != x[1])
+    fail() << info.describe() << ": filter " << shapeString(w)
+           << " does not fit input " << shapeString(x)
+           << ": expected C (the input's channels) x M/group x kernel...";
+  size_t n = x.size() - 2;
+  Window window = readWindow(info, Shape(w.begin() + 2, w.end()), true);
+  Shape extra = info.getInts("output_padding", Shape(n, 0));
+  if (extra.size() != n)
+    fail() << info.describe() << ": output_padding has " << extra.size()
+           << " entries for " << n << " spatial dimensions";
+  Shape out = {x[0], w[1] * info.getInt("group", 1)};
+  for (size_t i = 0; i < n; ++i) {
+    int64_t size = window.strides[i] * (x[i + 2] - 1) + extra[i] +
+                   window.dilations[i] * (window.kernel[i] - 1) + 1 -
+                   window.padBegin[i] - window.padEnd[i];
+    if (x[i + 2] < 1 || size < 1 || extra[i] < 0 ||
+        extra[i] >= std::max(window.strides[i], window.dilations[i]))
+      fail() << info.describe() << ": spatial dimension " << i << " of input "
+             << shapeString(x) << " gives an output of " << size
+             << " (output_padding " << extra[i] << ")";
+    out.push_back(size);
+  }
+  return out;
+}
+
 ConcatShape::ConcatShape(const std::vector<Shape> &in, int64_t axisAttr,
                          const OpInfo &op) {
   out = in[0];

@@ -302,6 +302,11 @@ struct ConvShape {
   ConvShape(const OpInfo &info, const Shape &x, const Shape &w);
 };
 
+/// The output of heterps.conv_transpose for input `x` and filter `w`
+/// (C x M/group x k...): the shape whose convolution by `w` (the same
+/// attributes) has `x`'s shape, output_padding added.
+Shape convTransposeOutput(const OpInfo &info, const Shape &x, const Shape &w);
+
 /// The product of heterps.gemm: op(A) is m x k, op(B) is k x n. Throws
 /// naming the op unless both operands are 2-D with equal inner dimensions.
 struct GemmShape {

@@ -12,6 +12,11 @@
 // ConvIndex.h, which the unit tests run on the host. The bias's gradient is one
 // block per output channel.
 //
+// A transposed convolution is the input gradient of the convolution whose
+// output has its input's shape: the same products and fold, with the roles
+// of the convolution's input and output exchanged; its gradient is that
+// convolution's forward (the input's gradient) and filter gradient.
+//
 // cuDNN 9.19, on the build machines, deprecates the descriptor API this
 // would otherwise call; its graph API is left for later.
 //
@@ -92,6 +97,32 @@ protected:
       colElements = elements;
     }
     return shape;
+  }
+
+  /// The geometry of the convolution that a transposed one (input `x`,
+  /// filter `w`) is the input gradient of, whose input is the transposed
+  /// one's output: returns that output, as the CPU column computes it.
+  Shape planTransposed(const Shape &x, const Shape &w) {
+    Shape y = cpu::convTransposeOutput(info, x, w);
+    cpu::ConvShape shape = plan(y, w);
+    if (shape.output != x)
+      fail() << info.describe() << ": the convolution of the output "
+             << shapeString(y) << " is " << shapeString(shape.output)
+             << ", not the input " << shapeString(x);
+    return y;
+  }
+
+  /// dcol = w^T x per group, folded back into `y`: one image of the
+  /// convolution's input gradient (x being its output's gradient).
+  void foldTransposed(const float *w, const float *x, float *y) {
+    int64_t groupFeatures = g.features / g.group,
+            reduce = g.channels / g.group * g.taps;
+    gemm(info, true, false, reduce, g.outputs, groupFeatures, 1.0f, w,
+         groupFeatures * reduce, x, groupFeatures * g.outputs, 0.0f, col.get(),
+         g.group);
+    col2im<<<blocksFor(g.channels * g.inputs), kBlock, 0, gpuDevice().stream>>>(
+        col.get(), y, g);
+    checkLaunch(info);
   }
 
   void patches(const float *image) {
@@ -200,12 +231,111 @@ public:
            groupFeatures * g.outputs, col.get(), reduce * g.outputs,
            n == 0 ? 0.0f : 1.0f, dw, g.group);
       // dcol_g = w_g^T (C/g*taps x M/g) dy_g, folded back onto dx.
-      gemm(info, true, false, reduce, g.outputs, groupFeatures, 1.0f, w,
-           groupFeatures * reduce, dyn, groupFeatures * g.outputs, 0.0f,
-           col.get(), g.group);
-      col2im<<<blocksFor(g.channels * g.inputs), kBlock, 0, stream>>>(
-          col.get(), dx + n * g.channels * g.inputs, g);
+      foldTransposed(w, dyn, dx + n * g.channels * g.inputs);
+    }
+  }
+
+private:
+  int64_t images = 0;
+};
+
+/// heterps.conv_transpose: (input, filter, [bias]) -> output, the input
+/// gradient of the convolution (filter C x M/group x k...) whose output has
+/// the input's shape, then the bias per channel.
+class ConvTransposeKernel : public ConvKernelBase {
+public:
+  using ConvKernelBase::ConvKernelBase;
+
+  std::vector<Shape> prepare(const std::vector<Shape> &in) override {
+    if (in.size() < 2 || in.size() > 3)
+      fail() << info.describe() << ": takes 2 or 3 operands, got " << in.size();
+    Shape y = planTransposed(in[0], in[1]);
+    if (in.size() == 3 && in[2] != Shape{y[1]})
+      fail() << info.describe() << ": bias has shape " << shapeString(in[2])
+             << ", expected " << shapeString({y[1]});
+    images = y[0];
+    return {y};
+  }
+
+  void run(const std::vector<const Tensor *> &in,
+           const std::vector<Tensor *> &res, ExecContext &) override {
+    cudaStream_t stream = gpuDevice().stream;
+    float *y = res[0]->as<float>();
+    if (res[0]->numElements() == 0)
+      return;
+    bool empty = g.features == 0 || g.outputs == 0;
+    for (int64_t n = 0; n < images; ++n) {
+      float *yn = y + n * g.channels * g.inputs;
+      if (empty)
+        check(cudaMemsetAsync(yn, 0, g.channels * g.inputs * sizeof(float),
+                              stream),
+              "clearing a transposed convolution's output");
+      else
+        foldTransposed(in[1]->as<float>(),
+                       in[0]->as<float>() + n * g.features * g.outputs, yn);
+      if (in.size() == 3) {
+        addBias<<<blocksFor(g.channels * g.inputs), kBlock, 0, stream>>>(
+            in[2]->as<float>(), yn, g.channels, g.inputs);
+        checkLaunch(info);
+      }
+    }
+  }
+
+private:
+  int64_t images = 0;
+};
+
+/// heterps.conv_transpose_grad: (input, filter, dy) -> (dinput, dfilter,
+/// dbias): the convolution of dy by the filter, that convolution's filter
+/// gradient with the input as its output's gradient, and dy summed per
+/// channel.
+class ConvTransposeGradKernel : public ConvKernelBase {
+public:
+  using ConvKernelBase::ConvKernelBase;
+
+  std::vector<Shape> prepare(const std::vector<Shape> &in) override {
+    if (in.size() != 3)
+      fail() << info.describe() << ": takes 3 operands, got " << in.size();
+    Shape y = cpu::convTransposeOutput(info, in[0], in[1]);
+    if (in[2] != y)
+      fail() << info.describe() << ": dy has shape " << shapeString(in[2])
+             << ", expected the output shape " << shapeString(y);
+    planTransposed(in[0], in[1]);
+    images = y[0];
+    return {in[0], in[1], {y[1]}};
+  }
+
+  void run(const std::vector<const Tensor *> &in,
+           const std::vector<Tensor *> &res, ExecContext &) override {
+    cudaStream_t stream = gpuDevice().stream;
+    int64_t groupFeatures = g.features / g.group,
+            reduce = g.channels / g.group * g.taps;
+    const float *x = in[0]->as<float>(), *w = in[1]->as<float>(),
+                *dy = in[2]->as<float>();
+    float *dx = res[0]->as<float>(), *dw = res[1]->as<float>(),
+          *db = res[2]->as<float>();
+    if (g.channels > 0) {
+      biasGradient<<<static_cast<unsigned>(g.channels), kBlock, 0, stream>>>(
+          dy, db, images, g.channels, g.inputs);
       checkLaunch(info);
+    }
+    if (images == 0 || g.outputs == 0 || reduce == 0 || groupFeatures == 0) {
+      for (Tensor *t : {res[0], res[1]})
+        check(cudaMemsetAsync(t->data(), 0, t->byteSize(), stream),
+              "clearing a transposed convolution's gradient");
+      return;
+    }
+    for (int64_t n = 0; n < images; ++n) {
+      const float *xn = x + n * g.features * g.outputs;
+      patches(dy + n * g.channels * g.inputs);
+      // dx_g (M/g x O) = w_g col(dy)_g: the convolution of dy.
+      gemm(info, false, false, groupFeatures, g.outputs, reduce, 1.0f, w,
+           groupFeatures * reduce, col.get(), reduce * g.outputs, 0.0f,
+           dx + n * g.features * g.outputs, g.group);
+      // dw_g += x_g (M/g x O) col(dy)_g^T (O x C/g*taps).
+      gemm(info, false, true, groupFeatures, reduce, g.outputs, 1.0f, xn,
+           groupFeatures * g.outputs, col.get(), reduce * g.outputs,
+           n == 0 ? 0.0f : 1.0f, dw, g.group);
     }
   }
 
@@ -218,4 +348,6 @@ private:
 void cuda::registerConvKernels(KernelRegistry &r) {
   addKernel<ConvKernel>(r, "heterps.conv");
   addKernel<ConvGradKernel>(r, "heterps.conv_grad");
+  addKernel<ConvTransposeKernel>(r, "heterps.conv_transpose");
+  addKernel<ConvTransposeGradKernel>(r, "heterps.conv_transpose_grad");
 }
