@@ -57,6 +57,21 @@ plan::Plan compile(const std::string &kind, const std::string &optimizer) {
   return placeStages(p, kind);
 }
 
+/// Sets the integer list attribute `key` of `op`.
+void setInts(plan::Op &op, const char *key, const std::vector<int64_t> &v) {
+  for (int64_t x : v)
+    (*op.mutable_attrs())[key].mutable_ints()->add_values(x);
+}
+
+/// A tensor of `shape` drawn uniformly from [lo, hi).
+Tensor uniform(const Shape &shape, std::mt19937 &rng, float lo = -1,
+               float hi = 1) {
+  Tensor t(DType::F32, shape);
+  for (int64_t i = 0; i < t.numElements(); ++i)
+    t.as<float>()[i] = std::uniform_real_distribution<float>(lo, hi)(rng);
+  return t;
+}
+
 TEST(DevicePlacement, AGpuStageTrainsAsTheCpu) {
   plan::Plan cpuPlan = compile("cpu", "adam");
   plan::Plan gpuPlan = compile("gpu", "adam");
@@ -353,25 +368,16 @@ TEST(DevicePlacement, ConvIndexOfTheGpuColumnBuildsTheCpuConvolution) {
        1},
   };
   std::mt19937 rng(9);
-  auto random = [&](const Shape &shape) {
-    Tensor t(DType::F32, shape);
-    for (int64_t i = 0; i < t.numElements(); ++i)
-      t.as<float>()[i] = std::uniform_real_distribution<float>(-1, 1)(rng);
-    return t;
-  };
+  auto random = [&](const Shape &shape) { return uniform(shape, rng); };
   for (const Case &c : cases) {
     SCOPED_TRACE(shapeString(c.x) + " * " + shapeString(c.w));
     plan::Op conv, grad;
     conv.set_name("heterps.conv");
     grad.set_name("heterps.conv_grad");
     for (plan::Op *op : {&conv, &grad}) {
-      auto set = [&](const char *key, const std::vector<int64_t> &v) {
-        for (int64_t x : v)
-          (*op->mutable_attrs())[key].mutable_ints()->add_values(x);
-      };
-      set("strides", c.strides);
-      set("pads", c.pads);
-      set("dilations", c.dilations);
+      setInts(*op, "strides", c.strides);
+      setInts(*op, "pads", c.pads);
+      setInts(*op, "dilations", c.dilations);
       (*op->mutable_attrs())["group"].set_i(c.group);
     }
     Tensor x = random(c.x), w = random(c.w), b = random({c.w[0]});
@@ -467,26 +473,17 @@ TEST(DevicePlacement, TransposedConvolutionOfTheGpuColumnIsTheCpus) {
       {{1, 2, 4, 3}, {2, 2, 2, 3}, {1, 2}, {0, 1, 1, 0}, {0, 1}, {2, 1}, 1},
   };
   std::mt19937 rng(19);
-  auto random = [&](const Shape &shape) {
-    Tensor t(DType::F32, shape);
-    for (int64_t i = 0; i < t.numElements(); ++i)
-      t.as<float>()[i] = std::uniform_real_distribution<float>(-1, 1)(rng);
-    return t;
-  };
+  auto random = [&](const Shape &shape) { return uniform(shape, rng); };
   for (const Case &c : cases) {
     SCOPED_TRACE(shapeString(c.x) + " * " + shapeString(c.w));
     plan::Op conv, grad;
     conv.set_name("heterps.conv_transpose");
     grad.set_name("heterps.conv_transpose_grad");
     for (plan::Op *op : {&conv, &grad}) {
-      auto set = [&](const char *key, const std::vector<int64_t> &v) {
-        for (int64_t x : v)
-          (*op->mutable_attrs())[key].mutable_ints()->add_values(x);
-      };
-      set("strides", c.strides);
-      set("pads", c.pads);
-      set("output_padding", c.extra);
-      set("dilations", c.dilations);
+      setInts(*op, "strides", c.strides);
+      setInts(*op, "pads", c.pads);
+      setInts(*op, "output_padding", c.extra);
+      setInts(*op, "dilations", c.dilations);
       (*op->mutable_attrs())["group"].set_i(c.group);
     }
     OpInfo probe(conv, {}, {});
@@ -643,27 +640,19 @@ TEST(DevicePlacement, PoolIndexOfTheGpuColumnPoolsAsTheCpu) {
       grad.set_name("heterps.pool_grad");
       (*grad.mutable_attrs())["kind"].set_s(kind);
       for (plan::Op *op : {&pool, &grad}) {
-        auto set = [&](const char *key, const Shape &v) {
-          for (int64_t x : v)
-            (*op->mutable_attrs())[key].mutable_ints()->add_values(x);
-        };
-        set("kernel_shape", c.kernel);
-        set("strides", c.strides);
-        set("pads", c.pads);
-        set("dilations", c.dilations);
+        setInts(*op, "kernel_shape", c.kernel);
+        setInts(*op, "strides", c.strides);
+        setInts(*op, "pads", c.pads);
+        setInts(*op, "dilations", c.dilations);
         (*op->mutable_attrs())["ceil_mode"].set_b(c.ceil);
         (*op->mutable_attrs())["count_include_pad"].set_b(c.includePad);
       }
-      Tensor x(DType::F32, c.x);
-      for (int64_t i = 0; i < x.numElements(); ++i)
-        x.as<float>()[i] = std::uniform_real_distribution<float>(-1, 1)(rng);
+      Tensor x = uniform(c.x, rng);
       OpInfo probe(pool, {{DType::F32, c.x}}, {});
       cpu::PoolShape shape(probe, c.x);
       cuda::PoolGeometry g =
           cuda::poolGeometryOf(shape, c.x, !max && c.includePad);
-      Tensor dy(DType::F32, shape.output);
-      for (int64_t i = 0; i < dy.numElements(); ++i)
-        dy.as<float>()[i] = std::uniform_real_distribution<float>(-1, 1)(rng);
+      Tensor dy = uniform(shape.output, rng);
 
       ExecContext ctx;
       TensorType xt{DType::F32, c.x}, yt{DType::F32, shape.output};
@@ -713,11 +702,8 @@ TEST(DevicePlacement, BatchNormMathOfTheGpuColumnNormalisesAsTheCpu) {
     OpInfo probe(norm, {}, {});
     cpu::BatchNormShape shape(probe, xs);
     int64_t channels = shape.channels, count = shape.count();
-    auto draw = [&](Shape s, float lo, float hi) {
-      Tensor t(DType::F32, std::move(s));
-      for (int64_t i = 0; i < t.numElements(); ++i)
-        t.as<float>()[i] = std::uniform_real_distribution<float>(lo, hi)(rng);
-      return t;
+    auto draw = [&](const Shape &shape, float lo, float hi) {
+      return uniform(shape, rng, lo, hi);
     };
     Tensor x = draw(xs, -2, 2), dy = draw(xs, -1, 1);
     Tensor scale = draw({channels}, 0.5f, 1.5f), bias = draw({channels}, -1, 1);
