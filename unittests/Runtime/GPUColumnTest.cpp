@@ -377,6 +377,57 @@ std::vector<TwinCase> twinCases() {
                       f32(r == "none" ? Shape{30} : Shape{})},
                      grad("softmax_ce", true),
                      11});
+    // Class losses that skip a label (3: about one position in eleven)
+    // and weigh the classes; i32 labels for NLL.
+    auto ignoring = [r](const char *kind) {
+      return [r, kind](plan::Op &op) {
+        setString(op, "reduction", r);
+        setString(op, "kind", kind);
+        setInt(op, "ignore_index", 3);
+      };
+    };
+    Input labels{DType::I64, {30}, Fill::Classes},
+        labels32{DType::I32, {30}, Fill::Classes};
+    Shape dl = r == "none" ? Shape{30} : Shape{};
+    cases.push_back({"nll_" + r,
+                     "heterps.nll_loss",
+                     {f32({30, 11}), labels32},
+                     set(false),
+                     11});
+    cases.push_back({"nll_ignore_" + r,
+                     "heterps.nll_loss",
+                     {f32({30, 11}), labels},
+                     ignoring("nll"),
+                     11});
+    cases.push_back({"weighted_nll_" + r,
+                     "heterps.weighted_nll_loss",
+                     {f32({30, 11}), labels, f32({11}, Fill::Positive)},
+                     ignoring("weighted_nll"),
+                     11});
+    cases.push_back({"softmax_ce_ignore_" + r,
+                     "heterps.softmax_ce_loss",
+                     {f32({3, 11, 10}), {DType::I64, {3, 10}, Fill::Classes}},
+                     ignoring("softmax_ce"),
+                     11});
+    cases.push_back({"nll_grad_" + r,
+                     "heterps.loss_grad",
+                     {f32({30, 11}), labels32, f32(dl)},
+                     grad("nll", false),
+                     11});
+    cases.push_back(
+        {"weighted_nll_grad_" + r,
+         "heterps.loss_grad",
+         {f32({30, 11}), labels, f32(dl), f32({11}, Fill::Positive)},
+         ignoring("weighted_nll"),
+         11});
+    cases.push_back({"softmax_ce_ignore_grad_" + r,
+                     "heterps.loss_grad",
+                     {f32({3, 11, 10}),
+                      {DType::I64, {3, 10}, Fill::Classes},
+                      f32(r == "none" ? Shape{3, 10} : Shape{}),
+                      f32({11}, Fill::Positive)},
+                     ignoring("softmax_ce"),
+                     11});
   }
 
   // Shapes.
