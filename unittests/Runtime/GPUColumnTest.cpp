@@ -1216,6 +1216,7 @@ TEST(GpuColumnGradients, LossGradientsAreCentralDifferences) {
       {"bce", f32({8, 2}), f32({8, 2}, Fill::Binary), true, 0},
       {"mse", f32({8, 2}), f32({8, 2}), false, 0},
       {"softmax_ce", f32({6, 5}), {DType::I64, {6}, Fill::Classes}, true, 5},
+      {"nll", f32({6, 5}), {DType::I64, {6}, Fill::Classes}, false, 5},
   };
   const float h = 1e-2f;
   for (const Loss &l : losses) {
