@@ -224,6 +224,53 @@ TEST(DevicePlacement, RunningStatisticsAreUpdatedWhereverBatchNormRuns) {
   EXPECT_EQ(trainBatchNorm("gpu", options), expected);
 }
 
+/// Trains the bag model for 6 steps of 16 bags of 0 to 7 ids (so the ids'
+/// count changes from step to step) and returns its parameters and table.
+std::vector<float> trainBags(const std::string &kind,
+                             const ProgramOptions &options) {
+  plan::Plan p = placeStages(compileModel("bag-model.mlir", "adam"), kind);
+  ParamStore params(p, 1);
+  LocalEmbeddingStore tables(p, 1);
+  Program program(p, params, tables, options);
+  std::mt19937 rng(5);
+  for (int step = 0; step < 6; ++step) {
+    Tensor offsets(DType::I64, {16}), label(DType::F32, {16, 1});
+    int64_t total = 0;
+    for (int64_t b = 0; b < 16; ++b) {
+      offsets.as<int64_t>()[b] = total;
+      total += rng() % 8;
+      label.as<float>()[b] = static_cast<float>(rng() % 2);
+    }
+    Tensor ids(DType::I64, {total});
+    for (int64_t i = 0; i < total; ++i)
+      ids.as<int64_t>()[i] = rng() % 100;
+    program.run({&ids, &offsets, &label}, true, {0});
+  }
+  std::vector<float> state;
+  for (const auto &[name, param] : params.all())
+    state.insert(state.end(), param.value.as<float>(),
+                 param.value.as<float>() + param.value.numElements());
+  const Tensor &rows = tables.rows(0);
+  state.insert(state.end(), rows.as<float>(),
+               rows.as<float>() + rows.numElements());
+  return state;
+}
+
+/// Bags of ids given by offsets, on a GPU stage: the rows, whose count
+/// follows the ids, cross to the device and the bags' means and their
+/// gradient run there, step after step, as on the CPU.
+TEST(DevicePlacement, BagsOfChangingSizesTrainOnTheGpuAsOnTheCpu) {
+  std::vector<float> expected = trainBags("cpu", {});
+  KernelRegistry registry = testRegistry({});
+  HostMemoryDevice device;
+  ProgramOptions options;
+  options.registry = &registry;
+  options.gpu = &device;
+  DeviceCheckingKernel::runs() = 0;
+  EXPECT_EQ(trainBags("gpu", options), expected);
+  EXPECT_GT(DeviceCheckingKernel::runs(), 0);
+}
+
 TEST(DevicePlacement, AStepOnTheGpuAllocatesNoDeviceMemory) {
   plan::Plan gpuPlan = compile("gpu", "sgd");
   KernelRegistry registry = testRegistry({});

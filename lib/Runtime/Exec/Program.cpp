@@ -472,7 +472,9 @@ Program::MemoryPlan &Program::planFor(const std::vector<const Tensor *> &inputs,
     if (!reads)
       continue;
     mp->raggedNodes.push_back(node);
-    if (node->op->name() != "heterps.segment_reduce")
+    // A copy between host and device names the op it serves: a copy of a
+    // segment_reduce's rows is as ragged as the rows.
+    if (node->transfer || node->op->name() != "heterps.segment_reduce")
       for (int id : node->outputs)
         ragged[id] = true;
   }
