@@ -44,6 +44,8 @@ torch_checks=(
   "two-tower bce sgd 1 0.1 1e-5"
   "textcnn bce sgd 1 0.1 1e-5"
   "din mse sgd 1 0.1 1e-5"
+  "embedding-bag bce sgd 1 0.1 1e-5"
+  "embedding-bag-offsets bce sgd 1 0.1 1e-5"
   "dlrm-dot bce adam 3 0.01 1e-3"
 )
 

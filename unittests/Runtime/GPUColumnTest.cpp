@@ -310,6 +310,37 @@ std::vector<TwinCase> twinCases() {
     };
     cases.push_back(grad);
   }
+  // Bags of rows (nn.EmbeddingBag's offsets): starts (b^2 / bags^2) of the
+  // rows, so that sizes grow and the second bag is empty.
+  auto bagOffsets = [](std::vector<Tensor> &in) {
+    int64_t bags = in[1].numElements(), rows = in[0].dim(0);
+    for (int64_t b = 0; b < bags; ++b) {
+      int64_t start = b * b * rows / (bags * bags);
+      if (in[1].dtype() == DType::I64)
+        in[1].as<int64_t>()[b] = start;
+      else
+        in[1].as<int32_t>()[b] = static_cast<int32_t>(start);
+    }
+  };
+  for (const char *kind : {"sum", "mean", "max"}) {
+    std::string k = kind;
+    auto kindAttr = [k](plan::Op &op) { setString(op, "kind", k); };
+    TwinCase forward{"segment_" + k,
+                     "heterps.segment_reduce",
+                     {f32({20, 3}), {DType::I64, {6}, Fill::Classes}},
+                     kindAttr,
+                     1};
+    forward.relate = bagOffsets;
+    cases.push_back(forward);
+    TwinCase grad{
+        "segment_grad_" + k,
+        "heterps.segment_reduce_grad",
+        {f32({20, 2, 3}), {DType::I32, {6}, Fill::Classes}, f32({6, 2, 3})},
+        kindAttr,
+        1};
+    grad.relate = bagOffsets;
+    cases.push_back(grad);
+  }
   cases.push_back(
       {"sum_to_shape_row", "heterps.sum_to_shape", {f32({70, 13}), f32({13})}});
   cases.push_back({"sum_to_shape_column",
@@ -1135,6 +1166,42 @@ TEST(GpuColumn, AGatherIndexOutOfRangeIsAnErrorNamingIt) {
   } catch (const RuntimeError &e) {
     EXPECT_NE(std::string(e.what()).find("index 7 at position 1"),
               std::string::npos)
+        << e.what();
+  }
+}
+
+/// Bag offsets beyond the rows are an error naming the entry, as on the
+/// CPU (the GPU checks them on the device, then names them as the CPU does).
+TEST(GpuColumn, BagOffsetsBeyondTheRowsAreAnErrorNamingThem) {
+  TwinCase c{"segment_bad",
+             "heterps.segment_reduce",
+             {f32({5, 2}), {DType::I64, {3}, Fill::Classes}},
+             [](plan::Op &op) { setString(op, "kind", "sum"); },
+             1};
+  std::mt19937 rng(1);
+  std::vector<Tensor> inputs{draw(c.inputs[0], 1, rng),
+                             Tensor(DType::I64, {3})};
+  int64_t *offsets = inputs[1].as<int64_t>();
+  offsets[0] = 0;
+  offsets[1] = 2;
+  offsets[2] = 9;
+  OneOp op(c, inputs);
+  op.fixResultTypes();
+  const char *expected = "offsets[2] = 9 is beyond the 5 rows of the bags";
+  try {
+    op.cpu();
+    ADD_FAILURE() << "the CPU accepted offsets beyond the rows";
+  } catch (const RuntimeError &e) {
+    EXPECT_NE(std::string(e.what()).find(expected), std::string::npos)
+        << e.what();
+  }
+  if (!gpuRuntime())
+    GTEST_SKIP() << "no usable GPU here";
+  try {
+    op.gpu();
+    ADD_FAILURE() << "the GPU accepted offsets beyond the rows";
+  } catch (const RuntimeError &e) {
+    EXPECT_NE(std::string(e.what()).find(expected), std::string::npos)
         << e.what();
   }
 }

@@ -8,11 +8,17 @@
 // mean spreads dy back, that of an L2 norm dy * x / y; that of a max or min
 // goes to the first element equal to the result, as on the CPU.
 //
+// segment_reduce (nn.EmbeddingBag's bags: runs of rows that start at the
+// offsets) gives a thread to each bag and column; its offsets are checked
+// on the device, and a bad one is reported with the CPU's message.
+//
 //===----------------------------------------------------------------------===//
 
 #include "GPUDevice.h"
 
 #include "../CPU/KernelUtil.h"
+
+#include "heterps/Runtime/BagOffsets.h"
 
 #include <cstring>
 
@@ -271,6 +277,171 @@ private:
   Indexing input;
 };
 
+enum class SegmentKind { Sum, Mean, Max };
+
+/// Records the first bag whose offset is not a valid start: the first must
+/// be 0, none may decrease or lie beyond `rows`.
+template <typename O>
+__global__ void checkOffsets(const O *offsets, int64_t bags, int64_t rows,
+                             unsigned long long *bad) {
+  for (int64_t b = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; b < bags;
+       b += int64_t(gridDim.x) * blockDim.x) {
+    int64_t start = offsets[b], previous = b ? offsets[b - 1] : 0;
+    if ((b == 0 && start != 0) || start < previous || start > rows)
+      atomicMin(bad, static_cast<unsigned long long>(b));
+  }
+}
+
+/// The rows [begin, end) of bag `b`.
+template <typename O>
+__device__ inline void bagRows(const O *offsets, int64_t b, int64_t bags,
+                               int64_t rows, int64_t &begin, int64_t &end) {
+  begin = offsets[b];
+  end = b + 1 < bags ? static_cast<int64_t>(offsets[b + 1]) : rows;
+}
+
+/// y[b][k]: the sum, mean or maximum of column k over bag b's rows (0 for
+/// an empty bag); the maximum keeps the first of equal values, as the
+/// CPU's std::max does.
+template <typename O>
+__global__ void segmentForward(const float *x, const O *offsets, int64_t bags,
+                               int64_t rows, int64_t width, SegmentKind kind,
+                               float *y) {
+  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+       e < bags * width; e += int64_t(gridDim.x) * blockDim.x) {
+    int64_t b = e / width, k = e % width, begin, end;
+    bagRows(offsets, b, bags, rows, begin, end);
+    if (begin >= end) {
+      y[e] = 0.0f;
+      continue;
+    }
+    float acc = x[begin * width + k];
+    for (int64_t r = begin + 1; r < end; ++r) {
+      float v = x[r * width + k];
+      acc = kind == SegmentKind::Max ? (acc < v ? v : acc) : acc + v;
+    }
+    if (kind == SegmentKind::Mean)
+      acc /= static_cast<float>(end - begin);
+    y[e] = acc;
+  }
+}
+
+/// dx of bag b's rows in column k: dy spread (divided by the bag's size for
+/// a mean), or given whole to the first row holding the maximum.
+template <typename O>
+__global__ void segmentBackward(const float *x, const O *offsets, int64_t bags,
+                                int64_t rows, int64_t width, SegmentKind kind,
+                                const float *dy, float *dx) {
+  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+       e < bags * width; e += int64_t(gridDim.x) * blockDim.x) {
+    int64_t b = e / width, k = e % width, begin, end;
+    bagRows(offsets, b, bags, rows, begin, end);
+    if (begin >= end)
+      continue;
+    if (kind == SegmentKind::Max) {
+      int64_t best = begin;
+      for (int64_t r = begin + 1; r < end; ++r)
+        if (x[r * width + k] > x[best * width + k])
+          best = r;
+      for (int64_t r = begin; r < end; ++r)
+        dx[r * width + k] = r == best ? dy[e] : 0.0f;
+      continue;
+    }
+    float g = kind == SegmentKind::Mean
+                  ? dy[e] * (1.0f / static_cast<float>(end - begin))
+                  : dy[e];
+    for (int64_t r = begin; r < end; ++r)
+      dx[r * width + k] = g;
+  }
+}
+
+/// heterps.segment_reduce: (data, offsets) -> a row per bag; and
+/// heterps.segment_reduce_grad: (data, offsets, result_grad) -> dx. The
+/// kind attribute is "sum", "mean" or "max".
+class SegmentReduceKernel : public Kernel {
+public:
+  explicit SegmentReduceKernel(const OpInfo &op)
+      : Kernel(op), gradient(op.name() == "heterps.segment_reduce_grad") {
+    std::string name = op.getString("kind");
+    if (name != "sum" && name != "mean" && name != "max")
+      fail() << info.describe() << ": unknown kind '" << name
+             << "' (sum, mean or max)";
+    kind = name == "max"    ? SegmentKind::Max
+           : name == "mean" ? SegmentKind::Mean
+                            : SegmentKind::Sum;
+    requireF32(op);
+    DType offsetType = op.inputTypes().at(1).dtype;
+    if (offsetType != DType::I64 && offsetType != DType::I32)
+      fail() << op.describe() << ": the bag offsets are "
+             << dtypeName(offsetType) << "; expected i64 or i32";
+  }
+
+  std::vector<Shape> prepare(const std::vector<Shape> &in) override {
+    const Shape &data = in[0];
+    if (data.empty() || in[1].size() != 1)
+      fail() << info.describe() << ": data " << shapeString(data)
+             << " and offsets " << shapeString(in[1])
+             << "; expected rows and 1-D offsets";
+    width = numElements(Shape(data.begin() + 1, data.end()));
+    Shape result = data;
+    result[0] = in[1][0];
+    if (gradient && in[2] != result)
+      fail() << info.describe() << ": the result gradient is "
+             << shapeString(in[2]) << ", expected " << shapeString(result);
+    return {gradient ? data : result};
+  }
+
+  void run(const std::vector<const Tensor *> &in,
+           const std::vector<Tensor *> &res, ExecContext &) override {
+    int64_t rows = in[0]->dim(0), bags = in[1]->dim(0);
+    cudaStream_t stream = gpuDevice().stream;
+    if (bags == 0) {
+      if (gradient)
+        check(cudaMemsetAsync(res[0]->data(), 0, res[0]->byteSize(), stream),
+              "clearing a bag reduction's gradient");
+      return;
+    }
+    bad.arm();
+    auto launch = [&](auto *offsets) {
+      checkOffsets<<<blocksFor(bags), kBlock, 0, stream>>>(offsets, bags, rows,
+                                                           bad.word());
+      checkLaunch(info);
+      if (width == 0)
+        return;
+      unsigned blocks = blocksFor(bags * width);
+      if (gradient)
+        segmentBackward<<<blocks, kBlock, 0, stream>>>(
+            in[0]->as<float>(), offsets, bags, rows, width, kind,
+            in[2]->as<float>(), res[0]->as<float>());
+      else
+        segmentForward<<<blocks, kBlock, 0, stream>>>(
+            in[0]->as<float>(), offsets, bags, rows, width, kind,
+            res[0]->as<float>());
+      checkLaunch(info);
+    };
+    if (in[1]->dtype() == DType::I32)
+      launch(in[1]->as<int32_t>());
+    else
+      launch(in[1]->as<int64_t>());
+    if (bad.first() < 0)
+      return;
+    // The CPU's check of a host copy names the bad entry.
+    Tensor offsets(in[1]->dtype(), in[1]->shape());
+    check(cudaMemcpy(offsets.data(), in[1]->data(), offsets.byteSize(),
+                     cudaMemcpyDeviceToHost),
+          "reading bag offsets");
+    readBagOffsets(offsets, rows, info.describe(), starts);
+    fail() << info.describe() << ": bad bag offsets";
+  }
+
+private:
+  bool gradient;
+  SegmentKind kind = SegmentKind::Sum;
+  int64_t width = 1;
+  BadIndexFlag bad;
+  std::vector<int64_t> starts;
+};
+
 } // namespace
 
 void cuda::registerReduceKernels(KernelRegistry &r) {
@@ -280,4 +451,6 @@ void cuda::registerReduceKernels(KernelRegistry &r) {
     addKernel<ReduceKernel>(r, name);
   addKernel<ReduceGradKernel>(r, "heterps.reduce_grad");
   addKernel<SumToShapeKernel>(r, "heterps.sum_to_shape");
+  addKernel<SegmentReduceKernel>(r, "heterps.segment_reduce");
+  addKernel<SegmentReduceKernel>(r, "heterps.segment_reduce_grad");
 }
