@@ -46,6 +46,11 @@ torch_checks=(
   "din mse sgd 1 0.1 1e-5"
   "embedding-bag bce sgd 1 0.1 1e-5"
   "embedding-bag-offsets bce sgd 1 0.1 1e-5"
+  "transformer bce sgd 1 0.1 1e-5"
+  "einsum bce sgd 1 0.1 1e-5"
+  "mlp softmax-ce sgd 1 0.1 1e-5"
+  "lenet softmax-ce sgd 1 0.1 1e-5"
+  "ctr bce momentum 3 0.05 1e-5"
   "dlrm-dot bce adam 3 0.01 1e-3"
 )
 
