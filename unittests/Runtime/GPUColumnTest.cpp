@@ -341,6 +341,41 @@ std::vector<TwinCase> twinCases() {
     grad.relate = bagOffsets;
     cases.push_back(grad);
   }
+  // Products over a few elements (float products of many drift apart with
+  // their order); the gradient with no zero, one zero and two zeros in a
+  // product.
+  cases.push_back({"reduce_prod_last",
+                   "heterps.reduce_prod",
+                   {f32({6, 7, 9})},
+                   [](plan::Op &op) { setInts(op, "axes", {2}); },
+                   0,
+                   1e-4f});
+  cases.push_back({"reduce_prod_middle_dropped",
+                   "heterps.reduce_prod",
+                   {f32({5, 4, 8})},
+                   [](plan::Op &op) {
+                     setInts(op, "axes", {1});
+                     setBool(op, "keepdims", false);
+                   },
+                   0,
+                   1e-4f});
+  TwinCase prodGrad{"reduce_grad_prod_zeros",
+                    "heterps.reduce_grad",
+                    {f32({4, 6, 7}), f32({4, 1, 7}), f32({4, 1, 7})},
+                    [](plan::Op &op) {
+                      setString(op, "kind", "prod");
+                      setInts(op, "axes", {1});
+                    },
+                    0,
+                    1e-4f};
+  prodGrad.relate = [](std::vector<Tensor> &in) {
+    float *x = in[0].as<float>();
+    x[(0 * 6 + 2) * 7 + 3] = 0.0f; // one zero in output (0, 3)
+    x[(1 * 6 + 1) * 7 + 5] = 0.0f; // two zeros in output (1, 5)
+    x[(1 * 6 + 4) * 7 + 5] = 0.0f;
+    in[1] = reduceOnCpu("prod", in[0], {1});
+  };
+  cases.push_back(prodGrad);
   cases.push_back(
       {"sum_to_shape_row", "heterps.sum_to_shape", {f32({70, 13}), f32({13})}});
   cases.push_back({"sum_to_shape_column",

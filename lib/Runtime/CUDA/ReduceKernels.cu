@@ -2,11 +2,12 @@
 //
 // One block per result element: its threads stride over the reduced
 // elements and combine their partial results in shared memory. The same
-// kernel serves reduce_sum, _mean, _max, _min, _l2 and sum_to_shape (the
+// kernel serves reduce_sum, _mean, _max, _min, _l2, _prod and sum_to_shape (the
 // gradient of a broadcast), which all reduce an input into a `kept` shape
 // of its rank with 1 along the reduced dimensions. The gradient of a sum or
-// mean spreads dy back, that of an L2 norm dy * x / y; that of a max or min
-// goes to the first element equal to the result, as on the CPU.
+// mean spreads dy back, that of an L2 norm dy * x / y, that of a product the
+// product of the other elements (zeros counted, in double); that of a max or
+// min goes to the first element equal to the result, as on the CPU.
 //
 // segment_reduce (nn.EmbeddingBag's bags: runs of rows that start at the
 // offsets) gives a thread to each bag and column; its offsets are checked
@@ -29,22 +30,24 @@ namespace {
 
 /// How a reduction combines its elements: an L2 norm sums the squares and
 /// takes the root of the sum.
-enum class Combine { Sum, Max, Min, L2 };
+enum class Combine { Sum, Max, Min, L2, Prod };
 
 /// Adds `b` (a partial result) into `a`.
 __device__ inline float combine(Combine how, float a, float b) {
-  return how == Combine::Max   ? fmaxf(a, b)
-         : how == Combine::Min ? fminf(a, b)
-                               : a + b;
+  return how == Combine::Max    ? fmaxf(a, b)
+         : how == Combine::Min  ? fminf(a, b)
+         : how == Combine::Prod ? a * b
+                                : a + b;
 }
 
 __global__ void reduceKept(const float *x, float *y, int64_t outputs,
                            int64_t count, Indexing kept, Indexing reduced,
                            Combine how, float scale) {
   __shared__ float partial[kBlock];
-  float identity = how == Combine::Max   ? -INFINITY
-                   : how == Combine::Min ? INFINITY
-                                         : 0.0f;
+  float identity = how == Combine::Max    ? -INFINITY
+                   : how == Combine::Min  ? INFINITY
+                   : how == Combine::Prod ? 1.0f
+                                          : 0.0f;
   for (int64_t o = blockIdx.x; o < outputs; o += gridDim.x) {
     int64_t base = offsetOf(o, kept);
     float acc = identity;
@@ -87,6 +90,34 @@ __global__ void l2Gradient(const float *x, const float *y, const float *dy,
     int64_t own, output;
     offsetsOf(i, input, own, output);
     dx[own] = y[output] != 0.0f ? dy[output] * x[own] / y[output] : 0.0f;
+  }
+}
+
+/// The gradient of a product, one thread per output: d/dx_i is the product
+/// of the other elements, y / x_i without zeros; with one zero, only that
+/// element gets the product of the rest; with two or more, none (in double,
+/// as on the CPU).
+__global__ void productGradient(const float *x, const float *dy, float *dx,
+                                int64_t outputs, int64_t count, Indexing kept,
+                                Indexing reduced) {
+  for (int64_t o = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; o < outputs;
+       o += int64_t(gridDim.x) * blockDim.x) {
+    int64_t base = offsetOf(o, kept), zeros = 0;
+    double others = 1.0;
+    for (int64_t r = 0; r < count; ++r) {
+      float v = x[base + offsetOf(r, reduced)];
+      if (v == 0.0f)
+        ++zeros;
+      else
+        others *= static_cast<double>(v);
+    }
+    for (int64_t r = 0; r < count; ++r) {
+      int64_t at = base + offsetOf(r, reduced);
+      double g = zeros == 0   ? others / static_cast<double>(x[at])
+                 : zeros == 1 ? (x[at] == 0.0f ? others : 0.0)
+                              : 0.0;
+      dx[at] = dy[o] * static_cast<float>(g);
+    }
   }
 }
 
@@ -142,8 +173,10 @@ struct Reduction {
 };
 
 /// The reductions the GPU column computes: "sum", "mean", "max", "min",
-/// "l2". Throws naming the op for the others (prod), which stay on the CPU.
+/// "l2", "prod". Throws naming the op for any other.
 Combine combineOf(const std::string &kind, const OpInfo &op) {
+  if (kind == "prod")
+    return Combine::Prod;
   if (kind == "sum" || kind == "mean")
     return Combine::Sum;
   if (kind == "max")
@@ -156,8 +189,8 @@ Combine combineOf(const std::string &kind, const OpInfo &op) {
   return Combine::Min;
 }
 
-/// heterps.reduce_sum, _mean, _max, _min and _l2 over `axes` (all when
-/// empty).
+/// heterps.reduce_sum, _mean, _max, _min, _l2 and _prod over `axes` (all
+/// when empty).
 class ReduceKernel : public Kernel {
 public:
   explicit ReduceKernel(const OpInfo &op)
@@ -253,6 +286,16 @@ public:
       l2Gradient<<<blocksFor(n), kBlock, 0, stream>>>(
           in[0]->as<float>(), in[1]->as<float>(), in[2]->as<float>(),
           res[0]->as<float>(), n, input);
+      checkLaunch(info);
+      return;
+    }
+    if (how == Combine::Prod) {
+      if (reduction.outputs == 0)
+        return;
+      productGradient<<<blocksFor(reduction.outputs), kBlock, 0, stream>>>(
+          in[0]->as<float>(), in[2]->as<float>(), res[0]->as<float>(),
+          reduction.outputs, reduction.count, reduction.kept,
+          reduction.reduced);
       checkLaunch(info);
       return;
     }
@@ -447,7 +490,7 @@ private:
 void cuda::registerReduceKernels(KernelRegistry &r) {
   for (const char *name :
        {"heterps.reduce_sum", "heterps.reduce_mean", "heterps.reduce_max",
-        "heterps.reduce_min", "heterps.reduce_l2"})
+        "heterps.reduce_min", "heterps.reduce_l2", "heterps.reduce_prod"})
     addKernel<ReduceKernel>(r, name);
   addKernel<ReduceGradKernel>(r, "heterps.reduce_grad");
   addKernel<SumToShapeKernel>(r, "heterps.sum_to_shape");
