@@ -172,6 +172,28 @@ LayerNormShape::LayerNormShape(const Shape &x, const Shape &scale,
            << shapeString(x) << " and axis " << axis;
 }
 
+SegmentShape::SegmentShape(const OpInfo &info) : kind(info.getString("kind")) {
+  if (kind != "sum" && kind != "mean" && kind != "max")
+    fail() << info.describe() << ": unknown kind '" << kind
+           << "' (sum, mean or max)";
+}
+
+Shape SegmentShape::output(const OpInfo &info, const std::vector<Shape> &in,
+                           bool gradient) {
+  const Shape &data = in[0];
+  if (data.empty() || in[1].size() != 1)
+    fail() << info.describe() << ": data " << shapeString(data)
+           << " and offsets " << shapeString(in[1])
+           << "; expected rows and 1-D offsets";
+  width = numElements(Shape(data.begin() + 1, data.end()));
+  Shape result = data;
+  result[0] = in[1][0];
+  if (gradient && in[2] != result)
+    fail() << info.describe() << ": the result gradient is "
+           << shapeString(in[2]) << ", expected " << shapeString(result);
+  return gradient ? data : result;
+}
+
 BatchNormShape::BatchNormShape(const OpInfo &info, const Shape &x) : input(x) {
   if (x.size() < 2)
     fail() << info.describe() << ": input must be N x C x ..., got "

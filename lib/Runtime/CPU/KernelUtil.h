@@ -215,6 +215,18 @@ struct LayerNormShape {
   LayerNormShape(const Shape &x, const Shape &scale, const OpInfo &info);
 };
 
+/// heterps.segment_reduce (operands data, offsets) and its gradient
+/// (data, offsets, result_grad): the kind ("sum", "mean" or "max") and the
+/// shapes, checked. A bag's row has `width` values.
+struct SegmentShape {
+  std::string kind;
+  int64_t width = 1;
+  SegmentShape() = default;
+  explicit SegmentShape(const OpInfo &info);
+  /// The result's shape for these operands (the data's for the gradient).
+  Shape output(const OpInfo &info, const std::vector<Shape> &in, bool gradient);
+};
+
 /// The N x C x ... input of batch normalisation: `channels` statistics,
 /// each over `batch` x `inner` values (the spatial dimensions flattened).
 struct BatchNormShape {

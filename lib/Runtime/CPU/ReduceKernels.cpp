@@ -510,27 +510,15 @@ private:
 class SegmentReduceKernel : public Kernel {
 public:
   explicit SegmentReduceKernel(const OpInfo &op)
-      : Kernel(op), isGrad(op.name() == "heterps.segment_reduce_grad") {
-    std::string kind = op.getString("kind");
-    if (kind != "sum" && kind != "mean" && kind != "max")
-      fail() << info.describe() << ": unknown kind '" << kind
-             << "' (sum, mean or max)";
-    isMax = kind == "max";
-    isMean = kind == "mean";
+      : Kernel(op), isGrad(op.name() == "heterps.segment_reduce_grad"),
+        shape(op) {
+    isMax = shape.kind == "max";
+    isMean = shape.kind == "mean";
   }
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
-    const Shape &data = in[0];
-    if (data.empty() || in[1].size() != 1)
-      fail() << info.describe() << ": data " << shapeString(data)
-             << " and offsets " << shapeString(in[1])
-             << "; expected rows and 1-D offsets";
-    width = numElements(Shape(data.begin() + 1, data.end()));
-    Shape result = data;
-    result[0] = in[1][0];
-    if (isGrad && in[2] != result)
-      fail() << info.describe() << ": the result gradient is "
-             << shapeString(in[2]) << ", expected " << shapeString(result);
-    return {isGrad ? data : result};
+    Shape out = shape.output(info, in, isGrad);
+    width = shape.width;
+    return {out};
   }
   void run(const std::vector<const Tensor *> &in,
            const std::vector<Tensor *> &res, ExecContext &) override {
@@ -600,6 +588,7 @@ private:
   }
 
   bool isGrad, isMax = false, isMean = false;
+  SegmentShape shape;
   int64_t width = 1;
   std::vector<int64_t> starts;
 };

@@ -404,14 +404,11 @@ __global__ void segmentBackward(const float *x, const O *offsets, int64_t bags,
 class SegmentReduceKernel : public Kernel {
 public:
   explicit SegmentReduceKernel(const OpInfo &op)
-      : Kernel(op), gradient(op.name() == "heterps.segment_reduce_grad") {
-    std::string name = op.getString("kind");
-    if (name != "sum" && name != "mean" && name != "max")
-      fail() << info.describe() << ": unknown kind '" << name
-             << "' (sum, mean or max)";
-    kind = name == "max"    ? SegmentKind::Max
-           : name == "mean" ? SegmentKind::Mean
-                            : SegmentKind::Sum;
+      : Kernel(op), gradient(op.name() == "heterps.segment_reduce_grad"),
+        shape(op) {
+    kind = shape.kind == "max"    ? SegmentKind::Max
+           : shape.kind == "mean" ? SegmentKind::Mean
+                                  : SegmentKind::Sum;
     requireF32(op);
     DType offsetType = op.inputTypes().at(1).dtype;
     if (offsetType != DType::I64 && offsetType != DType::I32)
@@ -420,18 +417,9 @@ public:
   }
 
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
-    const Shape &data = in[0];
-    if (data.empty() || in[1].size() != 1)
-      fail() << info.describe() << ": data " << shapeString(data)
-             << " and offsets " << shapeString(in[1])
-             << "; expected rows and 1-D offsets";
-    width = numElements(Shape(data.begin() + 1, data.end()));
-    Shape result = data;
-    result[0] = in[1][0];
-    if (gradient && in[2] != result)
-      fail() << info.describe() << ": the result gradient is "
-             << shapeString(in[2]) << ", expected " << shapeString(result);
-    return {gradient ? data : result};
+    Shape out = shape.output(info, in, gradient);
+    width = shape.width;
+    return {out};
   }
 
   void run(const std::vector<const Tensor *> &in,
@@ -479,6 +467,7 @@ public:
 
 private:
   bool gradient;
+  cpu::SegmentShape shape;
   SegmentKind kind = SegmentKind::Sum;
   int64_t width = 1;
   BadIndexFlag bad;
