@@ -46,6 +46,8 @@ torch_checks=(
   "din mse sgd 1 0.1 1e-5"
   "embedding-bag bce sgd 1 0.1 1e-5"
   "embedding-bag-offsets bce sgd 1 0.1 1e-5"
+  "gru-sequence bce sgd 1 0.1 1e-5"
+  "bilstm-text bce sgd 1 0.1 1e-5"
   "transformer bce sgd 1 0.1 1e-5"
   "einsum bce sgd 1 0.1 1e-5"
   "mlp softmax-ce sgd 1 0.1 1e-5"

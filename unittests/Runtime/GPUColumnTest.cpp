@@ -88,6 +88,9 @@ struct TwinCase {
   /// The operands the op updates in place (batch norm's running
   /// statistics): compared after the run as further results.
   std::vector<size_t> updated = {};
+  /// The plan's result shapes, for ops whose results the plan's types fix
+  /// (resize); else the CPU kernel's answer for the operands.
+  std::vector<Shape> resultShapes = {};
 };
 
 void setInt(plan::Op &op, const char *key, int64_t v) {
@@ -106,6 +109,11 @@ void setInts(plan::Op &op, const char *key, std::vector<int64_t> v) {
   auto *ints = (*op.mutable_attrs())[key].mutable_ints();
   for (int64_t x : v)
     ints->add_values(x);
+}
+void setFloats(plan::Op &op, const char *key, std::vector<double> v) {
+  auto *floats = (*op.mutable_attrs())[key].mutable_floats();
+  for (double x : v)
+    floats->add_values(x);
 }
 
 const char *const kUnaryKinds[] = {"relu", "sigmoid",    "tanh", "erf",
@@ -155,6 +163,340 @@ Tensor reduceOnCpu(const std::string &kind, const Tensor &x,
   ExecContext ctx;
   kernel->run({&x}, {&y}, ctx);
   return y;
+}
+
+/// Pads, walks along an axis (cumsum, arg_extreme, top_k_indices), element
+/// gathers and the scatters, with their gradients.
+void addIndexingCases(std::vector<TwinCase> &cases) {
+  auto pad = [](const char *mode, std::vector<int64_t> pads) {
+    return [mode, pads](plan::Op &op) {
+      setString(op, "mode", mode);
+      setInts(op, "pads", pads);
+      setFloat(op, "value", 1.5);
+    };
+  };
+  cases.push_back({"pad_constant",
+                   "heterps.pad",
+                   {f32({5, 7})},
+                   pad("constant", {1, 0, 2, 3})});
+  cases.push_back({"pad_reflect_3d",
+                   "heterps.pad",
+                   {f32({3, 4, 6})},
+                   pad("reflect", {0, 3, 2, 1, 0, 5})});
+  cases.push_back({"pad_edge_4d",
+                   "heterps.pad",
+                   {f32({2, 3, 4, 5})},
+                   pad("edge", {0, 1, 2, 3, 1, 0, 4, 2})});
+  cases.push_back({"pad_ids",
+                   "heterps.pad",
+                   {{DType::I64, {4, 6}, Fill::Classes}},
+                   pad("constant", {2, 1, 0, 3}),
+                   100});
+  cases.push_back({"pad_grad_constant",
+                   "heterps.pad_grad",
+                   {f32({5, 7}), f32({8, 10})},
+                   pad("constant", {1, 0, 2, 3})});
+  // Several result elements share an input element under reflect and edge.
+  cases.push_back({"pad_grad_reflect",
+                   "heterps.pad_grad",
+                   {f32({3, 4, 6}), f32({4, 7, 13})},
+                   pad("reflect", {0, 3, 2, 1, 0, 5})});
+  cases.push_back({"pad_grad_edge",
+                   "heterps.pad_grad",
+                   {f32({2, 3, 4, 5}), f32({3, 4, 10, 10})},
+                   pad("edge", {0, 1, 2, 3, 1, 0, 4, 2})});
+
+  cases.push_back(
+      {"cumsum_rows", "heterps.cumsum", {f32({6, 300})}, [](plan::Op &op) {
+         setInt(op, "axis", 1);
+       }});
+  cases.push_back({"cumsum_exclusive_reverse",
+                   "heterps.cumsum",
+                   {f32({40, 3, 5})},
+                   [](plan::Op &op) {
+                     setInt(op, "axis", 0);
+                     setBool(op, "exclusive", true);
+                     setBool(op, "reverse", true);
+                   }});
+  cases.push_back({"cumsum_ids",
+                   "heterps.cumsum",
+                   {{DType::I64, {4, 9}, Fill::Indices}},
+                   [](plan::Op &op) { setInt(op, "axis", -1); },
+                   1000});
+  // Values drawn from a few integers: ties, which the first (or last)
+  // position wins.
+  TwinCase argMax{"arg_max_ties",
+                  "heterps.arg_extreme",
+                  {f32({7, 30, 4}, Fill::Classes)},
+                  [](plan::Op &op) {
+                    setString(op, "kind", "max");
+                    setInt(op, "axis", 1);
+                  },
+                  5};
+  argMax.result = DType::I64;
+  cases.push_back(argMax);
+  TwinCase argMin{"arg_min_last",
+                  "heterps.arg_extreme",
+                  {f32({25, 6}, Fill::Classes)},
+                  [](plan::Op &op) {
+                    setString(op, "kind", "min");
+                    setInt(op, "axis", 0);
+                    setBool(op, "keepdims", false);
+                    setBool(op, "select_last_index", true);
+                  },
+                  4};
+  argMin.result = DType::I64;
+  cases.push_back(argMin);
+  TwinCase argIds{"arg_max_i32",
+                  "heterps.arg_extreme",
+                  {{DType::I32, {5, 11}, Fill::Indices}},
+                  [](plan::Op &op) {
+                    setString(op, "kind", "max");
+                    setInt(op, "axis", -1);
+                  },
+                  50};
+  argIds.result = DType::I64;
+  cases.push_back(argIds);
+  TwinCase topK{"top_k_largest",
+                "heterps.top_k_indices",
+                {f32({6, 500})},
+                [](plan::Op &op) { setInt(op, "k", 10); }};
+  topK.result = DType::I64;
+  cases.push_back(topK);
+  // Ties broken by position, and NaNs above every number.
+  TwinCase topKTies{"top_k_smallest_ties_nan",
+                    "heterps.top_k_indices",
+                    {f32({40, 3}, Fill::Classes)},
+                    [](plan::Op &op) {
+                      setInt(op, "k", 7);
+                      setInt(op, "axis", 0);
+                      setBool(op, "largest", false);
+                    },
+                    6};
+  topKTies.result = DType::I64;
+  topKTies.relate = [](std::vector<Tensor> &in) {
+    in[0].as<float>()[4] = NAN;
+    in[0].as<float>()[20] = NAN;
+  };
+  cases.push_back(topKTies);
+  TwinCase topKNan = topKTies;
+  topKNan.name = "top_k_largest_nan";
+  topKNan.attrs = [](plan::Op &op) {
+    setInt(op, "k", 5);
+    setInt(op, "axis", 0);
+  };
+  cases.push_back(topKNan);
+  TwinCase topKIds{"top_k_ids",
+                   "heterps.top_k_indices",
+                   {{DType::I64, {3, 64}, Fill::Indices}},
+                   [](plan::Op &op) { setInt(op, "k", 64); },
+                   20};
+  topKIds.result = DType::I64;
+  cases.push_back(topKIds);
+
+  // Resize: every mode, up and down, the coordinate transformations that
+  // PyTorch's interpolate and TensorFlow's crop_and_resize export.
+  struct Resize {
+    const char *name, *mode, *coords;
+    Shape in, out;
+    std::vector<double> roi;
+  };
+  const Resize resizes[] = {
+      {"nearest_up", "nearest", "asymmetric", {2, 3, 5, 4}, {2, 3, 10, 8}, {}},
+      {"linear_down", "linear", "half_pixel", {2, 3, 9, 7}, {2, 3, 4, 5}, {}},
+      {"cubic_corners",
+       "cubic",
+       "align_corners",
+       {1, 2, 6, 5},
+       {1, 2, 11, 9},
+       {}},
+      {"crop",
+       "linear",
+       "tf_crop_and_resize",
+       {1, 1, 6, 6},
+       {1, 1, 5, 7},
+       {0, 0, -0.2, 0.1, 1, 1, 0.8, 1.3}},
+  };
+  for (const Resize &r : resizes) {
+    std::vector<double> scales;
+    for (size_t d = 0; d < r.in.size(); ++d)
+      scales.push_back(static_cast<double>(r.out[d]) / r.in[d]);
+    auto attrs = [r, scales](plan::Op &op) {
+      setString(op, "mode", r.mode);
+      setString(op, "coordinate_transformation_mode", r.coords);
+      setString(op, "nearest_mode", "floor");
+      setFloats(op, "scales", scales);
+      if (!r.roi.empty())
+        setFloats(op, "roi", r.roi);
+      setFloat(op, "extrapolation_value", -3.0);
+    };
+    TwinCase resize{
+        std::string("resize_") + r.name, "heterps.resize", {f32(r.in)}, attrs};
+    resize.resultShapes = {r.out};
+    cases.push_back(resize);
+    cases.push_back({std::string("resize_grad_") + r.name,
+                     "heterps.resize_grad",
+                     {f32(r.in), f32(r.out)},
+                     attrs});
+  }
+
+  // Recurrent layers: every cell, both directions, ragged batches
+  // (sequence_lens from 0 to T), initial states, peepholes; the gradients
+  // with every result gradient.
+  struct Recurrent {
+    const char *name, *cell, *direction;
+    bool lengths, initial, peepholes, gradient;
+    const char *activation = "tanh";
+    bool linearBeforeReset = false;
+  };
+  const Recurrent recurrents[] = {
+      {"rnn_tanh", "rnn", "forward", false, false, false, false},
+      {"rnn_relu_reverse_grad", "rnn", "reverse", true, true, false, true,
+       "relu"},
+      {"gru_bidirectional", "gru", "bidirectional", true, true, false, false},
+      {"gru_grad", "gru", "forward", true, false, false, true},
+      {"gru_linear_before_reset_grad", "gru", "bidirectional", false, true,
+       false, true, "tanh", true},
+      {"lstm_peepholes", "lstm", "bidirectional", true, true, true, false},
+      {"lstm_grad", "lstm", "forward", false, false, false, true},
+      {"lstm_peepholes_grad", "lstm", "bidirectional", true, true, true, true},
+  };
+  for (const Recurrent &rc : recurrents) {
+    const int64_t T = 5, B = 4, I = 3, H = 6;
+    std::string cell = rc.cell;
+    bool lstm = cell == "lstm";
+    int64_t D = std::string(rc.direction) == "bidirectional" ? 2 : 1;
+    int64_t G = (cell == "rnn" ? 1 : cell == "gru" ? 3 : 4) * H;
+    std::vector<Input> inputs{f32({T, B, I}), f32({D, G, I}), f32({D, G, H}),
+                              f32({D, 2 * G})};
+    std::vector<int64_t> segments{1, 1, 1, 1, rc.lengths, rc.initial};
+    if (rc.lengths)
+      inputs.push_back({DType::I32, {B}, Fill::Classes});
+    if (rc.initial)
+      inputs.push_back(f32({D, B, H}));
+    if (lstm) {
+      segments.push_back(rc.initial);
+      segments.push_back(rc.peepholes);
+      if (rc.initial)
+        inputs.push_back(f32({D, B, H}));
+      if (rc.peepholes)
+        inputs.push_back(f32({D, 3 * H}));
+    }
+    if (rc.gradient) {
+      inputs.push_back(f32({T, D, B, H}));
+      inputs.push_back(f32({D, B, H}));
+      segments.push_back(1);
+      segments.push_back(1);
+      if (lstm) {
+        inputs.push_back(f32({D, B, H}));
+        segments.push_back(1);
+      }
+    }
+    TwinCase c{rc.name,
+               "heterps." + cell + (rc.gradient ? "_grad" : ""),
+               inputs,
+               [rc, segments](plan::Op &op) {
+                 setInt(op, "hidden_size", H);
+                 setString(op, "direction", rc.direction);
+                 setString(op, "activation", rc.activation);
+                 setBool(op, "linear_before_reset", rc.linearBeforeReset);
+                 setInts(op, "operandSegmentSizes", segments);
+               },
+               T + 1,
+               1e-4f};
+    // Weights of a tenth of the drawn values: gates away from saturation.
+    c.relate = [](std::vector<Tensor> &in) {
+      for (size_t i = 1; i <= 3; ++i)
+        for (int64_t e = 0; e < in[i].numElements(); ++e)
+          in[i].as<float>()[e] *= 0.1f;
+    };
+    cases.push_back(c);
+  }
+
+  cases.push_back({"gather_elements_last",
+                   "heterps.gather_elements",
+                   {f32({4, 7}), {DType::I64, {4, 5}, Fill::Indices}},
+                   [](plan::Op &op) { setInt(op, "axis", 1); },
+                   7});
+  cases.push_back({"gather_elements_first_i32",
+                   "heterps.gather_elements",
+                   {f32({6, 3, 5}), {DType::I32, {9, 2, 5}, Fill::Indices}},
+                   [](plan::Op &op) { setInt(op, "axis", 0); },
+                   6});
+  cases.push_back(
+      {"gather_elements_grad",
+       "heterps.gather_elements_grad",
+       {f32({6, 3, 5}), {DType::I64, {9, 2, 5}, Fill::Indices}, f32({9, 2, 5})},
+       [](plan::Op &op) { setInt(op, "axis", 0); },
+       6});
+  auto scatter = [](int64_t axis, const char *reduction) {
+    return [axis, reduction](plan::Op &op) {
+      setInt(op, "axis", axis);
+      setString(op, "reduction", reduction);
+    };
+  };
+  // 12 indices into 4 rows per column: the last one naming an element wins.
+  cases.push_back(
+      {"scatter_elements_store_repeated",
+       "heterps.scatter_elements",
+       {f32({4, 5}), {DType::I64, {12, 5}, Fill::Indices}, f32({12, 5})},
+       scatter(0, "none"),
+       4});
+  cases.push_back(
+      {"scatter_elements_add",
+       "heterps.scatter_elements",
+       {f32({3, 8}), {DType::I32, {3, 20}, Fill::Indices}, f32({3, 20})},
+       scatter(1, "add"),
+       8});
+  cases.push_back({"scatter_elements_add_ids",
+                   "heterps.scatter_elements",
+                   {{DType::I64, {3, 8}, Fill::Indices},
+                    {DType::I64, {3, 20}, Fill::Indices},
+                    {DType::I64, {3, 20}, Fill::Indices}},
+                   scatter(-1, "add"),
+                   8});
+  for (const char *reduction : {"none", "add"})
+    cases.push_back({std::string("scatter_elements_grad_") + reduction,
+                     "heterps.scatter_elements_grad",
+                     {{DType::I64, {12, 5}, Fill::Indices}, f32({4, 5})},
+                     scatter(0, reduction),
+                     4});
+  auto reduce = [](const char *reduction) {
+    return [reduction](plan::Op &op) { setString(op, "reduction", reduction); };
+  };
+  // Tuples of one entry naming rows (slices of 3 x 5), of two naming
+  // vectors; 9 tuples into 4 x 4 positions repeat some.
+  cases.push_back(
+      {"scatter_nd_rows_store",
+       "heterps.scatter_nd",
+       {f32({4, 3, 5}), {DType::I64, {7, 1}, Fill::Indices}, f32({7, 3, 5})},
+       reduce("none"),
+       4});
+  cases.push_back(
+      {"scatter_nd_pairs_add",
+       "heterps.scatter_nd",
+       {f32({4, 4, 3}), {DType::I32, {3, 3, 2}, Fill::Indices}, f32({3, 3, 3})},
+       reduce("add"),
+       4});
+  cases.push_back(
+      {"scatter_nd_pairs_mul",
+       "heterps.scatter_nd",
+       {f32({4, 4, 3}), {DType::I64, {9, 2}, Fill::Indices}, f32({9, 3})},
+       reduce("mul"),
+       4});
+  cases.push_back({"scatter_nd_elements_ids",
+                   "heterps.scatter_nd",
+                   {{DType::I64, {4, 4}, Fill::Indices},
+                    {DType::I64, {20, 2}, Fill::Indices},
+                    {DType::I64, {20}, Fill::Indices}},
+                   reduce("none"),
+                   4});
+  for (const char *reduction : {"none", "add"})
+    cases.push_back({std::string("scatter_nd_grad_") + reduction,
+                     "heterps.scatter_nd_grad",
+                     {{DType::I64, {9, 2}, Fill::Indices}, f32({4, 4, 3})},
+                     reduce(reduction),
+                     4});
 }
 
 std::vector<TwinCase> twinCases() {
@@ -822,12 +1164,19 @@ std::vector<TwinCase> twinCases() {
   }
   cases.push_back({"reshape", "heterps.reshape", {f32({6, 4, 5})}});
   cases.push_back({"constant", "heterps.constant", {}});
+  addIndexingCases(cases);
   return cases;
 }
 
 /// The plan's result types of a case: what the CPU kernel computes for its
 /// shapes (ops whose results the attributes do not fix get them here).
 std::vector<TensorType> resultTypes(const TwinCase &c) {
+  if (!c.resultShapes.empty()) {
+    std::vector<TensorType> types;
+    for (const Shape &s : c.resultShapes)
+      types.push_back({DType::F32, s});
+    return types;
+  }
   if (c.op == "heterps.reshape")
     return {{DType::F32, {6, 20}}};
   if (c.op == "heterps.constant")
@@ -1160,6 +1509,20 @@ TEST(GpuColumn, EveryKernelHasATwinCase) {
         << name << " has a twin case but no GPU kernel";
 }
 
+/// Every op of the CPU column has a GPU kernel, but the host ops (tables,
+/// the PS, channels) and the ops that take and give only integers or
+/// booleans, which run on the CPU whatever their stage.
+TEST(GpuColumn, EveryCpuOpReadingFloatsHasAGpuKernel) {
+  const std::set<std::string> onIntegersAlone = {"heterps.logical",
+                                                 "heterps.not"};
+  for (const std::string &name :
+       KernelRegistry::global().opNames(DeviceKind::CPU))
+    if (!runsOnHost(name) && !onIntegersAlone.count(name)) {
+      EXPECT_TRUE(KernelRegistry::global().has(name, DeviceKind::GPU))
+          << name << " has a CPU kernel but no GPU kernel";
+    }
+}
+
 /// A GPU that is present but does not run this build's kernels (a build for
 /// another architecture, a broken driver) fails here instead of turning
 /// every other GPU test into a skip.
@@ -1203,6 +1566,64 @@ TEST(GpuColumn, AGatherIndexOutOfRangeIsAnErrorNamingIt) {
               std::string::npos)
         << e.what();
   }
+}
+
+/// A scatter_nd tuple with an entry out of range fails the GPU op naming the
+/// tuple and the entry, as on the CPU, and an element gather's index
+/// likewise.
+TEST(GpuColumn, ScatterAndElementIndicesOutOfRangeAreErrorsNamingThem) {
+  TwinCase nd{"scatter_nd_bad",
+              "heterps.scatter_nd",
+              {f32({4, 3, 2}), {DType::I64, {3, 2}}, f32({3, 2})},
+              [](plan::Op &op) { setString(op, "reduction", "add"); }};
+  TwinCase elements{"gather_elements_bad",
+                    "heterps.gather_elements",
+                    {f32({4, 3}), {DType::I32, {2, 3}}},
+                    [](plan::Op &op) { setInt(op, "axis", 0); }};
+  std::mt19937 rng(2);
+  std::vector<Tensor> ndInputs{draw(nd.inputs[0], 0, rng),
+                               Tensor(DType::I64, {3, 2}),
+                               draw(nd.inputs[2], 0, rng)};
+  // Tuple 1 is (-1, 3): its entry 1 is beyond the 3 columns; tuple 2 is
+  // bad too, later.
+  const int64_t tuples[] = {0, 1, -1, 3, 9, 0};
+  std::copy(std::begin(tuples), std::end(tuples), ndInputs[1].as<int64_t>());
+  std::vector<Tensor> elementInputs{draw(elements.inputs[0], 0, rng),
+                                    Tensor(DType::I32, {2, 3})};
+  const int32_t indices[] = {0, 3, 1, -5, 4, 2};
+  std::copy(std::begin(indices), std::end(indices),
+            elementInputs[1].as<int32_t>());
+  struct Expectation {
+    const TwinCase &c;
+    const std::vector<Tensor> &inputs;
+    std::string message;
+  };
+  for (const Expectation &e :
+       {Expectation{nd, ndInputs,
+                    "index tuple 1 has 3 in dimension 1, out "
+                    "of range [0, 3)"},
+        Expectation{elements, elementInputs, "index -5 out of range [0, 4)"}}) {
+    OneOp op(e.c, e.inputs);
+    op.fixResultTypes();
+    try {
+      op.cpu();
+      ADD_FAILURE() << e.c.op << " accepted a bad index on the CPU";
+    } catch (const RuntimeError &error) {
+      EXPECT_NE(std::string(error.what()).find(e.message), std::string::npos)
+          << error.what();
+    }
+    if (!gpuRuntime())
+      continue;
+    try {
+      op.gpu();
+      ADD_FAILURE() << e.c.op << " accepted a bad index on the GPU";
+    } catch (const RuntimeError &error) {
+      EXPECT_NE(std::string(error.what()).find(e.message), std::string::npos)
+          << error.what();
+    }
+  }
+  if (!gpuRuntime())
+    GTEST_SKIP() << "no usable GPU here (the CPU halves passed)";
 }
 
 /// Bag offsets beyond the rows are an error naming the entry, as on the

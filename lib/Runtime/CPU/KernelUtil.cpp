@@ -393,3 +393,82 @@ void heterps::runtime::registerCPUKernels(KernelRegistry &registry) {
   registerResizeKernels(registry);
   registerCNNKernels(registry);
 }
+
+void PadShape::compute(const Shape &in, const std::string &modeName,
+                       const std::vector<int64_t> &pads, const OpInfo &info) {
+  size_t rank = in.size();
+  if (pads.size() != 2 * rank)
+    fail() << info.describe() << ": " << pads.size() << " pads for a rank-"
+           << rank << " input";
+  if (modeName == "constant")
+    mode = PadMode::Constant;
+  else if (modeName == "reflect")
+    mode = PadMode::Reflect;
+  else if (modeName == "edge")
+    mode = PadMode::Edge;
+  else
+    fail() << info.describe() << ": unknown mode '" << modeName << "'";
+  out.assign(rank, 0);
+  before.assign(pads.begin(), pads.begin() + rank);
+  for (size_t d = 0; d < rank; ++d) {
+    int64_t n = in[d], first = pads[d], after = pads[rank + d];
+    if (first < 0 || after < 0 ||
+        (mode == PadMode::Reflect && (first || after) &&
+         (first >= n || after >= n)) ||
+        (mode == PadMode::Edge && (first || after) && n == 0))
+      fail() << info.describe() << ": pads (" << first << ", " << after
+             << ") of dimension " << d << " of size " << n
+             << " are out of range for mode " << modeName;
+    out[d] = n + first + after;
+  }
+}
+
+void ElementShape::compute(const OpInfo &info, int64_t axisAttr,
+                           const Shape &data, const Shape &indices) {
+  if (data.size() != indices.size())
+    fail() << info.describe() << ": indices " << shapeString(indices)
+           << " for data " << shapeString(data);
+  axis = normalizeAxis(axisAttr, static_cast<int64_t>(data.size()), info);
+  for (size_t d = 0; d < data.size(); ++d)
+    if (static_cast<int64_t>(d) != axis && indices[d] > data[d])
+      fail() << info.describe() << ": indices " << shapeString(indices)
+             << " are larger than the data " << shapeString(data);
+  dataStrides = stridesOf(data);
+  indexStrides = stridesOf(indices);
+  dimSize = data[axis];
+}
+
+Shape TupleShape::updatesShape(const Shape &data, const Shape &indices) {
+  Shape updates(indices.begin(), indices.end() - (indices.empty() ? 0 : 1));
+  if (!indices.empty() && indices.back() >= 1 &&
+      indices.back() <= static_cast<int64_t>(data.size()))
+    updates.insert(updates.end(), data.begin() + indices.back(), data.end());
+  return updates;
+}
+
+void TupleShape::compute(const OpInfo &info, const Shape &data,
+                         const Shape &indices, const Shape &updates) {
+  if (indices.empty() || indices.back() < 1 ||
+      indices.back() > static_cast<int64_t>(data.size()))
+    fail() << info.describe() << ": indices " << shapeString(indices)
+           << " must end in tuples of 1 to " << data.size()
+           << " entries for data " << shapeString(data);
+  k = indices.back();
+  Shape expected = updatesShape(data, indices);
+  if (updates != expected)
+    fail() << info.describe() << ": updates " << shapeString(updates)
+           << ", expected " << shapeString(expected) << " (indices[:-1] + data["
+           << k << ":])";
+  dims.assign(data.begin(), data.begin() + k);
+  strides = stridesOf(data);
+  slice = numElements(Shape(data.begin() + k, data.end()));
+}
+
+std::string cpu::scatterReduction(const OpInfo &op, bool mulAllowed) {
+  std::string reduction = op.getString("reduction", "none");
+  if (reduction != "none" && reduction != "add" &&
+      (!mulAllowed || reduction != "mul"))
+    fail() << op.describe() << ": reduction '" << reduction
+           << "' is not one of: none, add" << (mulAllowed ? ", mul" : "");
+  return reduction;
+}

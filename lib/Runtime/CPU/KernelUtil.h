@@ -3,12 +3,15 @@
 #ifndef HETERPS_LIB_RUNTIME_CPU_KERNELUTIL_H
 #define HETERPS_LIB_RUNTIME_CPU_KERNELUTIL_H
 
+#include "../HostDevice.h"
+
 #include "heterps/Runtime/Error.h"
 #include "heterps/Runtime/Kernel.h"
 
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace heterps::runtime::cpu {
@@ -206,6 +209,93 @@ struct GatherShape {
   /// Throws naming the op unless `resultGradient` has the gather's shape.
   void checkGradient(const Shape &resultGradient, const OpInfo &info) const;
 };
+
+/// heterps.pad's ways of filling the border.
+enum class PadMode { Constant, Reflect, Edge };
+
+/// The input index that index `o` of a dimension of `n` elements padded by
+/// `before` in front copies, or -1 for the constant. (PadShape has checked
+/// that a reflection stays inside the dimension.)
+HETERPS_HD inline int64_t padSource(int64_t o, int64_t n, int64_t before,
+                                    PadMode mode) {
+  int64_t i = o - before;
+  if (i >= 0 && i < n)
+    return i;
+  switch (mode) {
+  case PadMode::Edge:
+    return i < 0 ? 0 : n - 1;
+  case PadMode::Reflect:
+    return i < 0 ? -i : 2 * (n - 1) - i;
+  case PadMode::Constant:
+    break;
+  }
+  return -1;
+}
+
+/// heterps.pad and pad_grad: the mode and the pads (every dimension's
+/// before, then every dimension's after), checked against the input's
+/// shape; the padded shape.
+struct PadShape {
+  PadMode mode = PadMode::Constant;
+  Shape out;
+  std::vector<int64_t> before;
+  void compute(const Shape &in, const std::string &mode,
+               const std::vector<int64_t> &pads, const OpInfo &info);
+};
+
+/// heterps.gather_elements, scatter_elements and their gradients: data and
+/// indices of one rank, the indices no larger than the data off the axis.
+struct ElementShape {
+  int64_t axis = 0, dimSize = 0;
+  std::vector<int64_t> dataStrides, indexStrides;
+  void compute(const OpInfo &info, int64_t axisAttr, const Shape &data,
+               const Shape &indices);
+};
+
+/// heterps.scatter_nd and its gradient: indices ending in tuples of `k`
+/// entries, each naming a slice of `slice` elements of the data (its
+/// trailing rank - k dimensions).
+struct TupleShape {
+  int64_t k = 1, slice = 1;
+  /// The data's first k dimensions and the data's strides.
+  Shape dims;
+  std::vector<int64_t> strides;
+  void compute(const OpInfo &info, const Shape &data, const Shape &indices,
+               const Shape &updates);
+  /// The updates' shape for `data` and `indices` (indices[:-1] +
+  /// data[k:]), or indices[:-1] when the tuples do not fit the data
+  /// (compute then names the problem).
+  static Shape updatesShape(const Shape &data, const Shape &indices);
+};
+
+/// The `reduction` attribute of a scatter, checked: "none" or "add", and
+/// "mul" where `mulAllowed`.
+std::string scatterReduction(const OpInfo &op, bool mulAllowed);
+
+/// Whether element `a` of value `va` comes before element `b` of value
+/// `vb` among heterps.top_k_indices' results: by value (NaN above every
+/// number, as PyTorch's topk and sort order it), equal values by position.
+template <typename T>
+HETERPS_HD inline bool topKPrecedes(T va, T vb, int64_t a, int64_t b,
+                                    bool largest) {
+  bool nanA = va != va, nanB = vb != vb;
+  if (nanA || nanB) {
+    if (nanA && nanB)
+      return a < b;
+    return largest ? nanA : nanB;
+  }
+  if (va != vb)
+    return largest ? va > vb : va < vb;
+  return a < b;
+}
+
+/// Whether heterps.arg_extreme moves its choice from a value `b` to a later
+/// value `v` (a NaN is never chosen over a number, nor a number over a
+/// leading NaN: comparisons with NaN are false).
+template <typename T>
+HETERPS_HD inline bool argExtremeMoves(T v, T b, bool isMax, bool last) {
+  return isMax ? (last ? v >= b : v > b) : (last ? v <= b : v < b);
+}
 
 /// heterps.layer_norm(_grad) over dimensions axis..rank-1 of `x`: `outer`
 /// rows of `inner` elements. Throws naming the op for an axis out of range

@@ -13,6 +13,7 @@
 
 #include "CPUDevice.h"
 #include "KernelUtil.h"
+#include "RecurrentShape.h"
 
 #include <Eigen/Core>
 #include <oneapi/dnnl/dnnl.h>
@@ -26,19 +27,7 @@ using namespace heterps::runtime::cpu;
 
 namespace {
 
-enum class Cell { RNN, GRU, LSTM };
-
-int64_t gateCount(Cell cell) {
-  switch (cell) {
-  case Cell::RNN:
-    return 1;
-  case Cell::GRU:
-    return 3;
-  case Cell::LSTM:
-    return 4;
-  }
-  return 1;
-}
+using Cell = RecurrentCell;
 
 /// `cols` columns of `rows` rows `stride` apart (gate blocks of a B x G
 /// matrix), for vectorized gate arithmetic.
@@ -82,93 +71,17 @@ void gemm(const OpInfo &op, char ta, char tb, int64_t m, int64_t n, int64_t k,
            << " by " << k << "x" << n;
 }
 
-/// Where each operand of a recurrent op is, from its segment sizes (-1: the
-/// optional operand is absent).
-struct Operands {
-  int lengths = -1, initialH = -1, initialC = -1, peepholes = -1;
-  int yGrad = -1, yHGrad = -1, yCGrad = -1;
-};
-
-Operands readOperands(const OpInfo &op, Cell cell, bool gradient) {
-  Operands o;
-  int input = 0, weights = 0, recurrence = 0, bias = 0;
-  std::vector<int *> slots{&input, &weights,   &recurrence,
-                           &bias,  &o.lengths, &o.initialH};
-  if (cell == Cell::LSTM) {
-    slots.push_back(&o.initialC);
-    slots.push_back(&o.peepholes);
-  }
-  if (gradient) {
-    slots.push_back(&o.yGrad);
-    slots.push_back(&o.yHGrad);
-    if (cell == Cell::LSTM)
-      slots.push_back(&o.yCGrad);
-  }
-  std::vector<int64_t> sizes = op.getInts("operandSegmentSizes");
-  if (sizes.size() != slots.size())
-    fail() << op.describe() << ": operandSegmentSizes has " << sizes.size()
-           << " entries, expected " << slots.size();
-  int next = 0;
-  for (size_t i = 0; i < slots.size(); ++i) {
-    if (sizes[i] != 0 && sizes[i] != 1)
-      fail() << op.describe() << ": operandSegmentSizes[" << i << "] is "
-             << sizes[i] << ", expected 0 or 1";
-    if (i < 4 && sizes[i] != 1)
-      fail() << op.describe() << ": operand " << i << " is required";
-    *slots[i] = sizes[i] ? next++ : -1;
-  }
-  if (static_cast<size_t>(next) != op.numInputs())
-    fail() << op.describe() << ": operandSegmentSizes count " << next
-           << " operands, the op has " << op.numInputs();
-  return o;
-}
-
 /// The forward pass of one layer, and what its gradient needs of it.
-class Recurrence {
+class Recurrence : public RecurrentShape {
 public:
-  Recurrence(const OpInfo &op, Cell cell)
-      : op(op), cell(cell), gates(gateCount(cell)),
-        hidden(op.getInt("hidden_size")),
-        linearBeforeReset(op.getBool("linear_before_reset", false)),
-        relu(op.getString("activation", "tanh") == "relu") {
-    std::string direction = op.getString("direction", "forward");
-    if (direction == "bidirectional")
-      directions = 2;
-    else if (direction == "reverse")
-      reverseOnly = true;
-    else if (direction != "forward")
-      fail() << op.describe() << ": direction '" << direction
-             << "' is not forward, reverse or bidirectional";
-    if (hidden <= 0)
-      fail() << op.describe() << ": hidden_size must be positive, got "
-             << hidden;
-    std::string activation = op.getString("activation", "tanh");
-    if (activation != "tanh" && activation != "relu")
-      fail() << op.describe() << ": activation '" << activation
-             << "' is not tanh or relu";
-  }
+  Recurrence(const OpInfo &op, Cell cell) : RecurrentShape(op, cell), op(op) {}
 
   /// Checks the operand shapes and sizes the buffers (all steps' gates and
   /// states kept when `keep`, for a gradient).
-  void prepare(const std::vector<Shape> &in, const Operands &o, bool keep) {
-    const Shape &x = in[0];
-    if (x.size() != 3)
-      fail() << op.describe() << ": input must be T x B x I, got "
-             << shapeString(x);
-    steps = x[0];
-    batch = x[1];
-    inputs = x[2];
-    int64_t rows = gates * hidden;
-    expect(in[1], {directions, rows, inputs}, "weights");
-    expect(in[2], {directions, rows, hidden}, "recurrence");
-    expect(in[3], {directions, 2 * rows}, "bias");
-    if (o.lengths >= 0)
-      expect(in[o.lengths], {batch}, "sequence_lens");
-    for (int s : {o.initialH, o.initialC})
-      if (s >= 0)
-        expect(in[s], stateShape(), "initial state");
-    if (o.peepholes >= 0)
-      expect(in[o.peepholes], {directions, 3 * hidden}, "peepholes");
+  void prepare(const std::vector<Shape> &in, const RecurrentOperandSlots &o,
+               bool keep) {
+    checkRecurrentOperands(op, *this, in, o);
+    int64_t rows = this->rows();
     int64_t tb = steps * batch;
     inputSide.assign(tb * rows, 0.0f);
     recurrent.assign(batch * rows, 0.0f);
@@ -187,28 +100,11 @@ public:
     keepAll = keep;
   }
 
-  Shape sequenceShape() const { return {steps, directions, batch, hidden}; }
-  Shape stateShape() const { return {directions, batch, hidden}; }
-  int64_t rows() const { return gates * hidden; }
-  bool reversed(int64_t d) const { return reverseOnly || d == 1; }
   bool active(int64_t t, int64_t b) const { return t < lengths[b]; }
 
   void readLengths(const Tensor *t) {
-    if (!t) {
-      std::fill(lengths.begin(), lengths.end(), steps);
-      return;
-    }
-    if (t->dtype() != DType::I32 && t->dtype() != DType::I64)
-      fail() << op.describe() << ": sequence_lens must be int32 or int64, got "
-             << dtypeName(t->dtype());
-    for (int64_t b = 0; b < batch; ++b) {
-      int64_t len =
-          t->dtype() == DType::I32 ? t->as<int32_t>()[b] : t->as<int64_t>()[b];
-      if (len < 0 || len > steps)
-        fail() << op.describe() << ": sequence_lens[" << b << "] is " << len
-               << ", expected 0.." << steps;
-      lengths[b] = len;
-    }
+    readSequenceLengths(op, *this, t ? t->dtype() : DType::I64,
+                        t ? t->data() : nullptr, lengths);
   }
 
   /// Runs direction `d`; writes y (T x D x B x H, may be null), the final
@@ -313,12 +209,6 @@ public:
   }
 
   const OpInfo &op;
-  Cell cell;
-  int64_t gates, hidden;
-  bool linearBeforeReset, relu;
-  int64_t directions = 1;
-  bool reverseOnly = false;
-  int64_t steps = 0, batch = 0, inputs = 0;
 
   // Per direction: the input side of all steps (T x B x G) and this step's
   // recurrent side (B x G); the running state and cell (B x H).
@@ -333,12 +223,6 @@ public:
   bool keepAll = false;
 
 private:
-  void expect(const Shape &actual, const Shape &expected, const char *what) {
-    if (actual != expected)
-      fail() << op.describe() << ": " << what << " has shape "
-             << shapeString(actual) << ", expected " << shapeString(expected);
-  }
-
   /// Gates i, o, f, g, and the next cell (`cellNext`) and its tanh
   /// (`cellTanh`) of every row; forward() keeps them for the active rows.
   void stepLSTM(const float *in, const float *p, float *act) {
@@ -414,15 +298,12 @@ const float *floats(const OpInfo &op, const Tensor *t) {
 class RecurrentKernel : public Kernel {
 public:
   RecurrentKernel(const OpInfo &op, Cell cell)
-      : Kernel(op), cell(cell), operands(readOperands(info, cell, false)),
-        layer(info, cell) {}
+      : Kernel(op), cell(cell),
+        operands(readRecurrentOperands(info, cell, false)), layer(info, cell) {}
 
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
     layer.prepare(in, operands, /*keep=*/false);
-    std::vector<Shape> out{layer.sequenceShape(), layer.stateShape()};
-    if (cell == Cell::LSTM)
-      out.push_back(layer.stateShape());
-    return out;
+    return recurrentResultShapes(layer, in, /*gradient=*/false);
   }
 
   void run(const std::vector<const Tensor *> &in,
@@ -440,7 +321,7 @@ public:
 
 private:
   Cell cell;
-  Operands operands;
+  RecurrentOperandSlots operands;
   Recurrence layer;
 };
 
@@ -448,20 +329,11 @@ private:
 class RecurrentGradKernel : public Kernel {
 public:
   RecurrentGradKernel(const OpInfo &op, Cell cell)
-      : Kernel(op), cell(cell), operands(readOperands(info, cell, true)),
-        layer(info, cell) {}
+      : Kernel(op), cell(cell),
+        operands(readRecurrentOperands(info, cell, true)), layer(info, cell) {}
 
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
     layer.prepare(in, operands, /*keep=*/true);
-    if (operands.yGrad >= 0 && in[operands.yGrad] != layer.sequenceShape())
-      fail() << info.describe() << ": y_grad has shape "
-             << shapeString(in[operands.yGrad]) << ", expected "
-             << shapeString(layer.sequenceShape());
-    for (int s : {operands.yHGrad, operands.yCGrad})
-      if (s >= 0 && in[s] != layer.stateShape())
-        fail() << info.describe() << ": a final state gradient has shape "
-               << shapeString(in[s]) << ", expected "
-               << shapeString(layer.stateShape());
     int64_t tb = layer.steps * layer.batch, G = layer.rows(), H = layer.hidden;
     inputGrads.assign(tb * G, 0.0f);
     recurrentGrads.assign(tb * G, 0.0f);
@@ -469,12 +341,7 @@ public:
     dhPrev.assign(layer.batch * H, 0.0f);
     dc.assign(cell == Cell::LSTM ? layer.batch * H : 0, 0.0f);
     resetGradient.assign(cell == Cell::GRU ? layer.batch * H : 0, 0.0f);
-    std::vector<Shape> out{in[0], in[1], in[2], in[3], layer.stateShape()};
-    if (cell == Cell::LSTM) {
-      out.push_back(layer.stateShape());
-      out.push_back({layer.directions, 3 * H});
-    }
-    return out;
+    return recurrentResultShapes(layer, in, /*gradient=*/true);
   }
 
   void run(const std::vector<const Tensor *> &in,
@@ -695,7 +562,7 @@ private:
   }
 
   Cell cell;
-  Operands operands;
+  RecurrentOperandSlots operands;
   Recurrence layer;
   // All steps' gradients of the gates' input-side and recurrent-side
   // pre-activations (T x B x G); they differ only in the GRU's candidate

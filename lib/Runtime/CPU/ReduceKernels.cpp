@@ -255,7 +255,11 @@ public:
   explicit ArgExtremeKernel(const OpInfo &op)
       : Kernel(op), isMax(op.getString("kind") == "max"),
         axisAttr(op.getInt("axis", 0)), keepdims(op.getBool("keepdims", true)),
-        last(op.getBool("select_last_index", false)) {}
+        last(op.getBool("select_last_index", false)) {
+    std::string kind = op.getString("kind");
+    if (kind != "max" && kind != "min")
+      fail() << op.describe() << ": unknown kind '" << kind << "' (max or min)";
+  }
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
     int64_t rank = static_cast<int64_t>(in[0].size());
     int64_t axis = normalizeAxis(axisAttr, rank, info);
@@ -280,10 +284,8 @@ public:
           const T *p = x + o * split.dim * split.inner + i;
           int64_t best = 0;
           for (int64_t d = 1; d < split.dim; ++d) {
-            T v = p[d * split.inner], b = p[best * split.inner];
-            bool better =
-                isMax ? (last ? v >= b : v > b) : (last ? v <= b : v < b);
-            if (better)
+            if (argExtremeMoves(p[d * split.inner], p[best * split.inner],
+                                isMax, last))
               best = d;
           }
           y[o * split.inner + i] = best;
@@ -299,7 +301,7 @@ private:
 };
 
 /// heterps.top_k_indices: the positions of the k largest (or smallest)
-/// elements along `axis`, by value, equal values by position.
+/// elements along `axis`, in topKPrecedes' order.
 class TopKIndicesKernel : public Kernel {
 public:
   explicit TopKIndicesKernel(const OpInfo &op)
@@ -327,10 +329,8 @@ public:
         for (int64_t i = 0; i < split.inner; ++i) {
           const T *p = x + o * split.dim * split.inner + i;
           auto before = [&](int64_t a, int64_t b) {
-            T va = p[a * split.inner], vb = p[b * split.inner];
-            if (va != vb)
-              return largest ? va > vb : va < vb;
-            return a < b;
+            return topKPrecedes(p[a * split.inner], p[b * split.inner], a, b,
+                                largest);
           };
           std::iota(order.begin(), order.end(), int64_t(0));
           std::partial_sort(order.begin(), order.begin() + k, order.end(),

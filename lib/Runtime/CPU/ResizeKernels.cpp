@@ -1,16 +1,12 @@
 //===- ResizeKernels.cpp - Interpolating resize and its gradient ----------===//
 //
-// ONNX's Resize is separable: along each dimension, every output coordinate
-// is a weighted sum of a few input coordinates (1 for nearest, 2 linear, 4
-// cubic), the input's edges repeated. prepare() turns the attributes into
-// one table of (index, weight) taps per resized dimension, computed as
-// ONNX's reference does; run() applies the dimensions one at a time, the
-// last first, and the gradient scatters back through the same tables in
-// the opposite order.
+// The taps of each dimension (ResizeTaps.h) applied one dimension at a time;
+// the gradient scatters back through the same tables in the opposite order.
 //
 //===----------------------------------------------------------------------===//
 
 #include "KernelUtil.h"
+#include "ResizeTaps.h"
 
 #include <algorithm>
 #include <cmath>
@@ -18,28 +14,8 @@
 using namespace heterps::runtime;
 using namespace heterps::runtime::cpu;
 
-namespace {
-
-/// The taps of one dimension: output coordinate o reads `index[t]` with
-/// `weight[t]` for t in [begin[o], begin[o + 1]); `outside[o]` marks an
-/// extrapolated coordinate (tf_crop_and_resize).
-struct AxisTaps {
-  int64_t in = 0, out = 0;
-  std::vector<int64_t> begin, index;
-  std::vector<double> weight;
-  std::vector<char> outside;
-  bool identity = false;
-};
-
-struct ResizeConfig {
-  std::string mode, coords, nearestMode;
-  double cubicA = -0.75, extrapolation = 0.0;
-  bool excludeOutside = false;
-  std::vector<double> scales, roi;
-};
-
-ResizeConfig readConfig(const OpInfo &op) {
-  ResizeConfig c;
+ResizeConfig::ResizeConfig(const OpInfo &op) {
+  ResizeConfig &c = *this;
   c.mode = op.getString("mode", "nearest");
   c.coords = op.getString("coordinate_transformation_mode", "half_pixel");
   c.nearestMode = op.getString("nearest_mode", "round_prefer_floor");
@@ -64,8 +40,9 @@ ResizeConfig readConfig(const OpInfo &op) {
   oneOf(c.nearestMode,
         {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"},
         "nearest_mode");
-  return c;
 }
+
+namespace {
 
 /// The input coordinate of output coordinate `x` (ONNX's formulas, with
 /// the reference's output width `scale * in`); sets `outside` for a
@@ -157,50 +134,89 @@ AxisTaps axisTaps(const ResizeConfig &c, int64_t axis, int64_t rank, int64_t in,
                taps.index.back() == o && taps.weight.back() == 1.0;
   }
   taps.identity = identity;
+  taps.readBegin.assign(in + 1, 0);
+  for (int64_t o = 0; o < out; ++o)
+    if (!taps.outside[o])
+      for (int64_t k = taps.begin[o]; k < taps.begin[o + 1]; ++k)
+        ++taps.readBegin[taps.index[k] + 1];
+  for (int64_t c = 0; c < in; ++c)
+    taps.readBegin[c + 1] += taps.readBegin[c];
+  std::vector<int64_t> next(taps.readBegin.begin(), taps.readBegin.end() - 1);
+  taps.readBy.resize(taps.readBegin.back());
+  taps.readWeight.resize(taps.readBegin.back());
+  for (int64_t o = 0; o < out; ++o)
+    if (!taps.outside[o])
+      for (int64_t k = taps.begin[o]; k < taps.begin[o + 1]; ++k) {
+        int64_t slot = next[taps.index[k]]++;
+        taps.readBy[slot] = o;
+        taps.readWeight[slot] = taps.weight[k];
+      }
   return taps;
 }
 
-/// The resize of one input shape: each dimension's taps, and the shapes
-/// between the dimensions' passes.
+} // namespace
+
+void ResizeAxes::prepare(const OpInfo &info, const ResizeConfig &c,
+                         const Shape &in, const Shape &out) {
+  int64_t rank = static_cast<int64_t>(in.size());
+  if (static_cast<int64_t>(c.scales.size()) != rank ||
+      static_cast<int64_t>(out.size()) != rank)
+    fail() << info.describe() << ": scales has " << c.scales.size()
+           << " entries and the output rank " << out.size() << " for input "
+           << shapeString(in);
+  if (c.coords == "tf_crop_and_resize" &&
+      static_cast<int64_t>(c.roi.size()) != 2 * rank)
+    fail() << info.describe() << ": tf_crop_and_resize needs roi of "
+           << 2 * rank << " entries, got " << c.roi.size();
+  for (double s : c.scales)
+    if (!std::isfinite(s) || s <= 0)
+      fail() << info.describe() << ": scales must be positive, got " << s;
+  axes.clear();
+  shapes = {in};
+  Shape current = in;
+  largest = numElements(in);
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    if (in[d] < 1 || out[d] < 1)
+      fail() << info.describe() << ": cannot resize dimension " << d << " from "
+             << in[d] << " to " << out[d];
+    AxisTaps taps = axisTaps(c, d, rank, in[d], out[d]);
+    if (taps.identity)
+      continue;
+    current[d] = out[d];
+    axes.push_back({d, std::move(taps)});
+    shapes.push_back(current);
+    largest = std::max(largest, numElements(current));
+  }
+  extrapolation = static_cast<float>(c.extrapolation);
+}
+
+Shape cpu::resizedShape(const OpInfo &info, const Shape &in,
+                        const TensorType &type) {
+  if (type.dims.size() != in.size())
+    fail() << info.describe() << ": the result has rank " << type.dims.size()
+           << ", the input " << shapeString(in);
+  Shape out = type.dims;
+  for (size_t d = 0; d < out.size(); ++d)
+    if (out[d] < 0)
+      out[d] = in[d];
+  return out;
+}
+
+namespace {
+
+/// ResizeAxes applied on the host, with its two buffers between passes.
 class ResizePlan {
 public:
   void prepare(const OpInfo &info, const ResizeConfig &c, const Shape &in,
                const Shape &out) {
-    int64_t rank = static_cast<int64_t>(in.size());
-    if (static_cast<int64_t>(c.scales.size()) != rank ||
-        static_cast<int64_t>(out.size()) != rank)
-      fail() << info.describe() << ": scales has " << c.scales.size()
-             << " entries and the output rank " << out.size() << " for input "
-             << shapeString(in);
-    if (c.coords == "tf_crop_and_resize" &&
-        static_cast<int64_t>(c.roi.size()) != 2 * rank)
-      fail() << info.describe() << ": tf_crop_and_resize needs roi of "
-             << 2 * rank << " entries, got " << c.roi.size();
-    for (double s : c.scales)
-      if (!std::isfinite(s) || s <= 0)
-        fail() << info.describe() << ": scales must be positive, got " << s;
-    axes.clear();
-    shapes = {in};
-    Shape current = in;
-    size_t largest = static_cast<size_t>(numElements(in));
-    for (int64_t d = rank - 1; d >= 0; --d) {
-      if (in[d] < 1 || out[d] < 1)
-        fail() << info.describe() << ": cannot resize dimension " << d
-               << " from " << in[d] << " to " << out[d];
-      AxisTaps taps = axisTaps(c, d, rank, in[d], out[d]);
-      if (taps.identity)
-        continue;
-      current[d] = out[d];
-      axes.push_back({d, std::move(taps)});
-      shapes.push_back(current);
-      largest = std::max(largest, static_cast<size_t>(numElements(current)));
-    }
-    bufferA.assign(largest, 0.0f);
-    bufferB.assign(largest, 0.0f);
-    extrapolation = static_cast<float>(c.extrapolation);
+    plan.prepare(info, c, in, out);
+    bufferA.assign(plan.largest, 0.0f);
+    bufferB.assign(plan.largest, 0.0f);
   }
 
   void forward(const float *x, float *y) {
+    const auto &axes = plan.axes;
+    const auto &shapes = plan.shapes;
     if (axes.empty()) {
       std::copy(x, x + numElements(shapes[0]), y);
       return;
@@ -215,6 +231,8 @@ public:
   }
 
   void backward(const float *dy, float *dx) {
+    const auto &axes = plan.axes;
+    const auto &shapes = plan.shapes;
     if (axes.empty()) {
       std::copy(dy, dy + numElements(shapes[0]), dx);
       return;
@@ -229,7 +247,8 @@ public:
 
 private:
   /// One dimension: forward from `in` (of shape `before`) to the resized
-  /// dimension, or (transposed) from the resized gradient back to `before`.
+  /// dimension, or (transposed) from the resized gradient back to `before`,
+  /// each result element a sum over its taps in the tables' order.
   void pass(int64_t d, const AxisTaps &t, const Shape &before, const float *src,
             float *dst, bool transposed) const {
     int64_t outer = 1, inner = 1;
@@ -237,58 +256,42 @@ private:
       outer *= before[i];
     for (size_t i = d + 1; i < before.size(); ++i)
       inner *= before[i];
-    if (transposed)
-      std::fill(dst, dst + outer * t.in * inner, 0.0f);
     for (int64_t p = 0; p < outer; ++p) {
-      for (int64_t o = 0; o < t.out; ++o) {
-        if (t.outside[o]) {
-          if (!transposed)
-            std::fill(dst + (p * t.out + o) * inner,
-                      dst + (p * t.out + o + 1) * inner, extrapolation);
-          continue;
-        }
-        if (transposed) {
-          const float *g = src + (p * t.out + o) * inner;
-          for (int64_t k = t.begin[o]; k < t.begin[o + 1]; ++k) {
-            float w = static_cast<float>(t.weight[k]);
-            float *to = dst + (p * t.in + t.index[k]) * inner;
+      if (transposed) {
+        // Each input coordinate sums the gradients of the outputs that
+        // read it (AxisTaps' transposed lists).
+        for (int64_t c = 0; c < t.in; ++c) {
+          float *to = dst + (p * t.in + c) * inner;
+          std::fill(to, to + inner, 0.0f);
+          for (int64_t k = t.readBegin[c]; k < t.readBegin[c + 1]; ++k) {
+            float w = static_cast<float>(t.readWeight[k]);
+            const float *g = src + (p * t.out + t.readBy[k]) * inner;
             for (int64_t i = 0; i < inner; ++i)
               to[i] += w * g[i];
           }
-        } else {
-          float *to = dst + (p * t.out + o) * inner;
-          std::fill(to, to + inner, 0.0f);
-          for (int64_t k = t.begin[o]; k < t.begin[o + 1]; ++k) {
-            float w = static_cast<float>(t.weight[k]);
-            const float *from = src + (p * t.in + t.index[k]) * inner;
-            for (int64_t i = 0; i < inner; ++i)
-              to[i] += w * from[i];
-          }
+        }
+        continue;
+      }
+      for (int64_t o = 0; o < t.out; ++o) {
+        float *to = dst + (p * t.out + o) * inner;
+        if (t.outside[o]) {
+          std::fill(to, to + inner, plan.extrapolation);
+          continue;
+        }
+        std::fill(to, to + inner, 0.0f);
+        for (int64_t k = t.begin[o]; k < t.begin[o + 1]; ++k) {
+          float w = static_cast<float>(t.weight[k]);
+          const float *from = src + (p * t.in + t.index[k]) * inner;
+          for (int64_t i = 0; i < inner; ++i)
+            to[i] += w * from[i];
         }
       }
     }
   }
 
-  std::vector<std::pair<int64_t, AxisTaps>> axes;
-  /// shapes[k]: the tensor before the k-th pass.
-  std::vector<Shape> shapes;
+  ResizeAxes plan;
   std::vector<float> bufferA, bufferB;
-  float extrapolation = 0.0f;
 };
-
-/// The output shape: the plan's static sizes, a dynamic (batch) dimension
-/// the input's.
-Shape resizedShape(const OpInfo &info, const Shape &in,
-                   const TensorType &type) {
-  if (type.dims.size() != in.size())
-    fail() << info.describe() << ": the result has rank " << type.dims.size()
-           << ", the input " << shapeString(in);
-  Shape out = type.dims;
-  for (size_t d = 0; d < out.size(); ++d)
-    if (out[d] < 0)
-      out[d] = in[d];
-  return out;
-}
 
 const float *f32(const OpInfo &info, const Tensor &t) {
   if (t.dtype() != DType::F32)
@@ -300,8 +303,7 @@ const float *f32(const OpInfo &info, const Tensor &t) {
 /// heterps.resize.
 class ResizeKernel : public Kernel {
 public:
-  explicit ResizeKernel(const OpInfo &op)
-      : Kernel(op), config(readConfig(op)) {}
+  explicit ResizeKernel(const OpInfo &op) : Kernel(op), config(op) {}
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
     Shape out = resizedShape(info, in[0], info.outputTypes()[0]);
     plan.prepare(info, config, in[0], out);
@@ -320,8 +322,7 @@ private:
 /// heterps.resize_grad: (input, result_grad) -> input_grad.
 class ResizeGradKernel : public Kernel {
 public:
-  explicit ResizeGradKernel(const OpInfo &op)
-      : Kernel(op), config(readConfig(op)) {}
+  explicit ResizeGradKernel(const OpInfo &op) : Kernel(op), config(op) {}
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
     Shape out = resizedShape(info, in[0], info.inputTypes()[1]);
     if (in[1] != out)

@@ -318,52 +318,26 @@ private:
 /// Where each element of a padded tensor comes from: per dimension, the
 /// input index of every output index, or -1 for the constant.
 struct PadIndex {
-  Shape out;
+  PadShape shape;
   std::vector<std::vector<int64_t>> source;
   std::vector<int64_t> inStrides;
 
   void compute(const Shape &in, const std::string &mode,
                const std::vector<int64_t> &pads, const OpInfo &info) {
-    size_t rank = in.size();
-    if (pads.size() != 2 * rank)
-      fail() << info.describe() << ": " << pads.size() << " pads for a rank-"
-             << rank << " input";
-    if (mode != "constant" && mode != "reflect" && mode != "edge")
-      fail() << info.describe() << ": unknown mode '" << mode << "'";
-    out.assign(rank, 0);
-    source.assign(rank, {});
+    shape.compute(in, mode, pads, info);
+    source.assign(in.size(), {});
     inStrides = stridesOf(in);
-    for (size_t d = 0; d < rank; ++d) {
-      int64_t n = in[d], before = pads[d], after = pads[rank + d];
-      if (before < 0 || after < 0 ||
-          (mode == "reflect" && (before || after) &&
-           (before >= n || after >= n)) ||
-          (mode == "edge" && (before || after) && n == 0))
-        fail() << info.describe() << ": pads (" << before << ", " << after
-               << ") of dimension " << d << " of size " << n
-               << " are out of range for mode " << mode;
-      out[d] = n + before + after;
-      for (int64_t o = 0; o < out[d]; ++o) {
-        int64_t i = o - before;
-        if (i < 0 || i >= n) {
-          if (mode == "constant")
-            i = -1;
-          else if (mode == "edge")
-            i = std::clamp<int64_t>(i, 0, n - 1);
-          else
-            i = i < 0 ? -i : 2 * (n - 1) - i;
-        }
-        source[d].push_back(i);
-      }
-    }
+    for (size_t d = 0; d < in.size(); ++d)
+      for (int64_t o = 0; o < shape.out[d]; ++o)
+        source[d].push_back(padSource(o, in[d], shape.before[d], shape.mode));
   }
 
   /// Calls f(output offset, input offset or -1) for every output element.
   template <typename F> void forEach(F &&f) const {
-    int64_t count = numElements(out);
+    int64_t count = numElements(shape.out);
     if (count == 0)
       return;
-    size_t rank = out.size();
+    size_t rank = shape.out.size();
     std::vector<int64_t> at(rank, 0);
     for (int64_t o = 0; o < count; ++o) {
       int64_t from = 0;
@@ -373,7 +347,7 @@ struct PadIndex {
       }
       f(o, from);
       for (size_t d = rank; d-- > 0;) {
-        if (++at[d] < out[d])
+        if (++at[d] < shape.out[d])
           break;
         at[d] = 0;
       }
@@ -388,7 +362,7 @@ public:
         pads(op.getInts("pads")), value(op.getFloat("value", 0.0)) {}
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
     index.compute(in[0], mode, pads, info);
-    return {index.out};
+    return {index.shape.out};
   }
   void run(const std::vector<const Tensor *> &in,
            const std::vector<Tensor *> &res, ExecContext &) override {
@@ -417,10 +391,10 @@ public:
         pads(op.getInts("pads")) {}
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
     index.compute(in[0], mode, pads, info);
-    if (in[1] != index.out)
+    if (in[1] != index.shape.out)
       fail() << info.describe() << ": the result gradient has shape "
              << shapeString(in[1]) << ", the pad's result "
-             << shapeString(index.out);
+             << shapeString(index.shape.out);
     return {in[0]};
   }
   void run(const std::vector<const Tensor *> &in,
@@ -450,18 +424,7 @@ class ElementIndex {
 public:
   void prepare(const OpInfo &info, int64_t axisAttr, const Shape &data,
                const Shape &idx) {
-    if (data.size() != idx.size())
-      fail() << info.describe() << ": indices " << shapeString(idx)
-             << " for data " << shapeString(data);
-    axis = normalizeAxis(axisAttr, static_cast<int64_t>(data.size()), info);
-    for (size_t d = 0; d < data.size(); ++d)
-      if (static_cast<int64_t>(d) != axis && idx[d] > data[d])
-        fail() << info.describe() << ": indices " << shapeString(idx)
-               << " are larger than the data " << shapeString(data);
-    dataStrides = stridesOf(data);
-    idxStrides = stridesOf(idx);
-    rank = static_cast<int64_t>(idx.size());
-    dimSize = data[axis];
+    shape.compute(info, axisAttr, data, idx);
   }
   /// The offsets of `indices`; an index out of range is an error.
   const std::vector<int64_t> &offsets(const OpInfo &info,
@@ -474,16 +437,17 @@ public:
       for (int64_t p = 0; p < n; ++p) {
         int64_t at = static_cast<int64_t>(idx[p]);
         if (at < 0)
-          at += dimSize;
-        if (at < 0 || at >= dimSize)
+          at += shape.dimSize;
+        if (at < 0 || at >= shape.dimSize)
           fail() << info.describe() << ": index "
                  << static_cast<int64_t>(idx[p]) << " out of range [0, "
-                 << dimSize << ")";
+                 << shape.dimSize << ")";
         int64_t src = 0, rem = p;
-        for (int64_t d = 0; d < rank; ++d) {
-          int64_t c = rem / idxStrides[d];
-          rem %= idxStrides[d];
-          src += (d == axis ? at : c) * dataStrides[d];
+        for (size_t d = 0; d < shape.indexStrides.size(); ++d) {
+          int64_t c = rem / shape.indexStrides[d];
+          rem %= shape.indexStrides[d];
+          src += (static_cast<int64_t>(d) == shape.axis ? at : c) *
+                 shape.dataStrides[d];
         }
         flat[p] = src;
       }
@@ -492,8 +456,8 @@ public:
   }
 
 private:
-  int64_t axis = 0, rank = 0, dimSize = 0;
-  std::vector<int64_t> dataStrides, idxStrides, flat;
+  ElementShape shape;
+  std::vector<int64_t> flat;
 };
 
 /// heterps.gather_elements and (with `backward`) its gradient: the same
@@ -544,7 +508,7 @@ class ScatterElementsKernel : public Kernel {
 public:
   explicit ScatterElementsKernel(const OpInfo &op)
       : Kernel(op), axisAttr(op.getInt("axis", 0)),
-        add(readReduction(op) == "add") {}
+        add(scatterReduction(op, false) == "add") {}
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
     index.prepare(info, axisAttr, in[0], in[1]);
     if (in[2] != in[1])
@@ -565,15 +529,6 @@ public:
     });
   }
 
-  /// The `reduction` attribute, checked.
-  static std::string readReduction(const OpInfo &op) {
-    std::string reduction = op.getString("reduction", "none");
-    if (reduction != "none" && reduction != "add")
-      fail() << op.describe() << ": reduction '" << reduction
-             << "' is not one of: none, add";
-    return reduction;
-  }
-
 private:
   int64_t axisAttr;
   bool add;
@@ -586,7 +541,7 @@ class ScatterElementsGradKernel : public Kernel {
 public:
   explicit ScatterElementsGradKernel(const OpInfo &op)
       : Kernel(op), axisAttr(op.getInt("axis", 0)),
-        add(ScatterElementsKernel::readReduction(op) == "add") {}
+        add(scatterReduction(op, false) == "add") {}
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
     index.prepare(info, axisAttr, in[1], in[0]);
     return {in[1], in[0]};
@@ -619,70 +574,47 @@ class TupleIndex {
 public:
   void prepare(const OpInfo &info, const Shape &data, const Shape &idx,
                const Shape &updates) {
-    if (idx.empty() || idx.back() < 1 ||
-        idx.back() > static_cast<int64_t>(data.size()))
-      fail() << info.describe() << ": indices " << shapeString(idx)
-             << " must end in tuples of 1 to " << data.size()
-             << " entries for data " << shapeString(data);
-    k = idx.back();
-    Shape expected(idx.begin(), idx.end() - 1);
-    expected.insert(expected.end(), data.begin() + k, data.end());
-    if (updates != expected)
-      fail() << info.describe() << ": updates " << shapeString(updates)
-             << ", expected " << shapeString(expected)
-             << " (indices[:-1] + data[" << k << ":])";
-    dims.assign(data.begin(), data.begin() + k);
-    strides = stridesOf(data);
-    sliceSize = numElements(Shape(data.begin() + k, data.end()));
+    shape.compute(info, data, idx, updates);
   }
   /// The offsets of `indices`; an index out of range is an error.
   const std::vector<int64_t> &offsets(const OpInfo &info,
                                       const Tensor &indices) {
-    int64_t tuples = indices.numElements() / k;
+    int64_t tuples = indices.numElements() / shape.k;
     flat.resize(tuples);
     dispatchNumeric(indices.dtype(), info, [&](auto tag) {
       using I = decltype(tag);
       const I *idx = indices.as<I>();
       for (int64_t p = 0; p < tuples; ++p) {
         int64_t offset = 0;
-        for (int64_t d = 0; d < k; ++d) {
-          int64_t at = static_cast<int64_t>(idx[p * k + d]);
+        for (int64_t d = 0; d < shape.k; ++d) {
+          int64_t at = static_cast<int64_t>(idx[p * shape.k + d]);
           if (at < 0)
-            at += dims[d];
-          if (at < 0 || at >= dims[d])
+            at += shape.dims[d];
+          if (at < 0 || at >= shape.dims[d])
             fail() << info.describe() << ": index tuple " << p << " has "
-                   << static_cast<int64_t>(idx[p * k + d]) << " in dimension "
-                   << d << ", out of range [0, " << dims[d] << ")";
-          offset += at * strides[d];
+                   << static_cast<int64_t>(idx[p * shape.k + d])
+                   << " in dimension " << d << ", out of range [0, "
+                   << shape.dims[d] << ")";
+          offset += at * shape.strides[d];
         }
         flat[p] = offset;
       }
     });
     return flat;
   }
-  int64_t slice() const { return sliceSize; }
+  int64_t slice() const { return shape.slice; }
 
 private:
-  int64_t k = 1, sliceSize = 1;
-  Shape dims;
-  std::vector<int64_t> strides, flat;
+  TupleShape shape;
+  std::vector<int64_t> flat;
 };
-
-std::string readScatterNDReduction(const OpInfo &op, bool gradient) {
-  std::string reduction = op.getString("reduction", "none");
-  if (reduction != "none" && reduction != "add" &&
-      (gradient || reduction != "mul"))
-    fail() << op.describe() << ": reduction '" << reduction
-           << "' is not one of: none, add" << (gradient ? "" : ", mul");
-  return reduction;
-}
 
 /// heterps.scatter_nd: (data, indices, updates) -> data with the update
 /// slices stored, added or multiplied in tuple order.
 class ScatterNDKernel : public Kernel {
 public:
   explicit ScatterNDKernel(const OpInfo &op)
-      : Kernel(op), reduction(readScatterNDReduction(op, false)) {}
+      : Kernel(op), reduction(scatterReduction(op, true)) {}
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
     index.prepare(info, in[0], in[1], in[2]);
     return {in[0]};
@@ -717,13 +649,10 @@ private:
 class ScatterNDGradKernel : public Kernel {
 public:
   explicit ScatterNDGradKernel(const OpInfo &op)
-      : Kernel(op), add(readScatterNDReduction(op, true) == "add") {}
+      : Kernel(op), add(scatterReduction(op, false) == "add") {}
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
     // The updates' shape follows from the indices and the data.
-    Shape updates(in[0].begin(), in[0].end() - (in[0].empty() ? 0 : 1));
-    if (!in[0].empty() && in[0].back() >= 1 &&
-        in[0].back() <= static_cast<int64_t>(in[1].size()))
-      updates.insert(updates.end(), in[1].begin() + in[0].back(), in[1].end());
+    Shape updates = TupleShape::updatesShape(in[1], in[0]);
     index.prepare(info, in[1], in[0], updates);
     return {in[1], updates};
   }

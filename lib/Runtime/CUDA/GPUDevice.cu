@@ -77,6 +77,13 @@ void cuda::requireF32(const OpInfo &op) {
   check(op.outputTypes());
 }
 
+void cuda::requireF32OrInteger(const OpInfo &op, size_t operand) {
+  DType t = op.inputTypes().at(operand).dtype;
+  if (t != DType::F32 && t != DType::I32 && t != DType::I64)
+    fail() << op.describe() << ": the GPU column takes f32, i32 or i64 values "
+           << "here, got " << dtypeName(t);
+}
+
 void BadIndexFlag::arm() {
   if (!flag) {
     void *word = nullptr;

@@ -60,6 +60,26 @@ private:
   std::shared_ptr<unsigned long long> flag;
 };
 
+/// Device values a kernel keeps between its launches (statistics, partial
+/// sums, index offsets); grown when a larger input arrives, not at every
+/// step.
+template <typename T> class DeviceScratch {
+public:
+  void reserve(int64_t count, const char *what) {
+    if (count <= size)
+      return;
+    void *p = nullptr;
+    check(cudaMalloc(&p, count * sizeof(T)), what);
+    buffer.reset(static_cast<T *>(p), cudaFree);
+    size = count;
+  }
+  T *get() const { return buffer.get(); }
+
+private:
+  std::shared_ptr<T> buffer;
+  int64_t size = 0;
+};
+
 /// Row-major y = alpha * op(A) op(B) + beta * y over `batch` products of
 /// op(A) m x k and op(B) k x n, through cuBLAS in the process's GpuMath
 /// (strides between the batch's matrices in elements; a B stride of 0
@@ -67,6 +87,13 @@ private:
 void gemm(const OpInfo &op, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
           float alpha, const float *a, int64_t strideA, const float *b,
           int64_t strideB, float beta, float *y, int64_t batch);
+
+/// Row-major c = op(a) op(b) + beta * c with leading dimensions (the
+/// elements between rows of each matrix as stored), k > 0, through cuBLAS
+/// in the process's GpuMath. `op` names the op in errors.
+void gemmLeading(const OpInfo &op, bool ta, bool tb, int64_t m, int64_t n,
+                 int64_t k, const float *a, int64_t lda, const float *b,
+                 int64_t ldb, float beta, float *c, int64_t ldc);
 
 /// Threads per block of the elementwise and reduction kernels.
 constexpr int kBlock = 256;
@@ -112,6 +139,11 @@ inline unsigned blocksFor(int64_t n) {
 /// types is f32: the GPU column computes in f32.
 void requireF32(const OpInfo &op);
 
+/// Fails naming the op unless operand `operand`'s element type is f32, i32
+/// or i64: the types of the GPU kernels that move and compare values
+/// (pads, scatters, walks along an axis).
+void requireF32OrInteger(const OpInfo &op, size_t operand);
+
 /// Registers a kernel class of the GPU column.
 template <typename K>
 void addKernel(KernelRegistry &r, const std::string &name) {
@@ -125,6 +157,10 @@ void registerReduceKernels(KernelRegistry &r);
 void registerLossKernels(KernelRegistry &r);
 void registerShapeKernels(KernelRegistry &r);
 void registerGatherKernels(KernelRegistry &r);
+void registerScatterKernels(KernelRegistry &r);
+void registerScanKernels(KernelRegistry &r);
+void registerResizeKernels(KernelRegistry &r);
+void registerRecurrentKernels(KernelRegistry &r);
 void registerSoftmaxKernels(KernelRegistry &r);
 void registerNormKernels(KernelRegistry &r);
 void registerConvKernels(KernelRegistry &r);

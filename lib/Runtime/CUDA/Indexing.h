@@ -85,6 +85,132 @@ HETERPS_HD inline int64_t offsetOf(int64_t flat, const Indexing &ix) {
   return offset;
 }
 
+/// heterps.pad's addressing: an output element's input element.
+struct PadAddressing {
+  int rank = 0;
+  cpu::PadMode mode = cpu::PadMode::Constant;
+  int64_t outDims[kMaxRank] = {};
+  int64_t inDims[kMaxRank] = {};
+  int64_t before[kMaxRank] = {};
+  int64_t inStrides[kMaxRank] = {};
+};
+
+inline PadAddressing
+makePadAddressing(const Shape &in, const cpu::PadShape &pad, const OpInfo &op) {
+  Indexing checked = makeIndexing(pad.out, {}, {}, op);
+  PadAddressing a;
+  a.rank = checked.rank;
+  a.mode = pad.mode;
+  std::vector<int64_t> strides = cpu::stridesOf(in);
+  for (int d = 0; d < a.rank; ++d) {
+    a.outDims[d] = pad.out[d];
+    a.inDims[d] = in[d];
+    a.before[d] = pad.before[d];
+    a.inStrides[d] = strides[d];
+  }
+  return a;
+}
+
+/// The input offset that output element `flat` copies, or -1 for the
+/// constant.
+HETERPS_HD inline int64_t padInputOffset(int64_t flat, const PadAddressing &a) {
+  int64_t offset = 0;
+  bool constant = false;
+  for (int d = a.rank - 1; d >= 0; --d) {
+    int64_t i =
+        cpu::padSource(flat % a.outDims[d], a.inDims[d], a.before[d], a.mode);
+    flat /= a.outDims[d];
+    constant = constant || i < 0;
+    offset += i * a.inStrides[d];
+  }
+  return constant ? -1 : offset;
+}
+
+/// gather_elements' and scatter_elements' addressing: the data element an
+/// index names (ElementShape, with the rank bounded for a kernel argument).
+struct ElementAddressing {
+  int rank = 0, axis = 0;
+  int64_t dimSize = 0;
+  int64_t indexStrides[kMaxRank] = {};
+  int64_t dataStrides[kMaxRank] = {};
+};
+
+inline ElementAddressing makeElementAddressing(const Shape &data,
+                                               const cpu::ElementShape &shape,
+                                               const OpInfo &op) {
+  Indexing checked = makeIndexing(data, {}, {}, op);
+  ElementAddressing a;
+  a.rank = checked.rank;
+  a.axis = static_cast<int>(shape.axis);
+  a.dimSize = shape.dimSize;
+  for (int d = 0; d < a.rank; ++d) {
+    a.indexStrides[d] = shape.indexStrides[d];
+    a.dataStrides[d] = shape.dataStrides[d];
+  }
+  return a;
+}
+
+/// The data offset that the index `value` at position `p` of the indices
+/// names, or -1 when the value is out of range (negative values count from
+/// the end of the axis).
+HETERPS_HD inline int64_t elementOffset(int64_t p, int64_t value,
+                                        const ElementAddressing &a) {
+  if (value < 0)
+    value += a.dimSize;
+  if (value < 0 || value >= a.dimSize)
+    return -1;
+  int64_t offset = 0;
+  for (int d = 0; d < a.rank; ++d) {
+    int64_t c = p / a.indexStrides[d];
+    p %= a.indexStrides[d];
+    offset += (d == a.axis ? value : c) * a.dataStrides[d];
+  }
+  return offset;
+}
+
+/// scatter_nd's addressing: the data slice an index tuple names
+/// (TupleShape, with k bounded for a kernel argument).
+struct TupleAddressing {
+  int k = 1;
+  int64_t slice = 1;
+  int64_t dims[kMaxRank] = {};
+  int64_t strides[kMaxRank] = {};
+};
+
+inline TupleAddressing makeTupleAddressing(const cpu::TupleShape &shape,
+                                           const OpInfo &op) {
+  if (shape.k > kMaxRank)
+    fail() << op.describe() << ": the GPU kernels take index tuples of up to "
+           << kMaxRank << " entries, got " << shape.k;
+  TupleAddressing a;
+  a.k = static_cast<int>(shape.k);
+  a.slice = shape.slice;
+  for (int d = 0; d < a.k; ++d) {
+    a.dims[d] = shape.dims[d];
+    a.strides[d] = shape.strides[d];
+  }
+  return a;
+}
+
+/// The data offset of the slice that `tuple` names, or -1 with `badEntry`
+/// set to the first entry out of range.
+template <typename I>
+HETERPS_HD inline int64_t tupleOffset(const I *tuple, const TupleAddressing &a,
+                                      int &badEntry) {
+  int64_t offset = 0;
+  for (int d = 0; d < a.k; ++d) {
+    int64_t at = static_cast<int64_t>(tuple[d]);
+    if (at < 0)
+      at += a.dims[d];
+    if (at < 0 || at >= a.dims[d]) {
+      badEntry = d;
+      return -1;
+    }
+    offset += at * a.strides[d];
+  }
+  return offset;
+}
+
 } // namespace heterps::runtime::cuda
 
 #endif // HETERPS_LIB_RUNTIME_CUDA_INDEXING_H

@@ -30,25 +30,6 @@ using namespace heterps::runtime::cuda;
 
 namespace {
 
-/// Device floats a kernel keeps between its launches (statistics, partial
-/// sums); grown when a larger input arrives, not at every step.
-class DeviceScratch {
-public:
-  void reserve(int64_t floats, const char *what) {
-    if (floats <= size)
-      return;
-    void *p = nullptr;
-    check(cudaMalloc(&p, floats * sizeof(float)), what);
-    buffer.reset(static_cast<float *>(p), cudaFree);
-    size = floats;
-  }
-  float *get() const { return buffer.get(); }
-
-private:
-  std::shared_ptr<float> buffer;
-  int64_t size = 0;
-};
-
 /// The mean and 1 / sqrt(variance + epsilon) of row `x` of `n` elements,
 /// in every lane of the warp.
 __device__ void rowStatistics(const float *x, int64_t n, float epsilon,
@@ -360,7 +341,7 @@ private:
   float epsilon, momentum;
   bool batchStatistics;
   cpu::BatchNormShape shape;
-  DeviceScratch statistics;
+  DeviceScratch<float> statistics;
 };
 
 /// heterps.batch_norm_grad: (input, scale, dy) -> (dinput, dscale, dbias),
@@ -407,7 +388,7 @@ public:
 private:
   float epsilon;
   cpu::BatchNormShape shape;
-  DeviceScratch statistics;
+  DeviceScratch<float> statistics;
 };
 
 /// heterps.layer_norm: (input, scale, [bias]) -> output; attributes axis
@@ -502,7 +483,7 @@ public:
 private:
   float epsilon;
   int64_t rows = 0, n = 0;
-  DeviceScratch stats, partials;
+  DeviceScratch<float> stats, partials;
 };
 
 } // namespace

@@ -13,6 +13,10 @@ void cuda::registerGPUKernels(KernelRegistry &r) {
   registerLossKernels(r);
   registerShapeKernels(r);
   registerGatherKernels(r);
+  registerScatterKernels(r);
+  registerScanKernels(r);
+  registerResizeKernels(r);
+  registerRecurrentKernels(r);
   registerSoftmaxKernels(r);
   registerNormKernels(r);
   registerConvKernels(r);

@@ -1,9 +1,14 @@
-//===- ShapeKernels.cu - Constants, concat, slice, transpose, expand ------===//
+//===- ShapeKernels.cu - Constants, concat, slice, transpose, expand, pad -===//
 //
 // A concat is one 2-D copy per operand (its rows into their columns of the
 // result); a slice, a transpose and an expand read their operand through
 // the strides the CPU column computes for them (SliceIndex, TransposePlan,
 // broadcastStrides), and a slice's gradient writes through the slice's.
+// A pad reads each result element's source through padSource (the CPU's
+// arithmetic); its gradient adds each result element's gradient to its
+// source with atomicAdd (under "reflect" and "edge" several elements share
+// a source, so their sum's order, and last bits, may differ from the
+// CPU's; under "constant" each source has one).
 // Constants are copied to the device once, at their first run, and their
 // results are views of that copy.
 //
@@ -229,6 +234,87 @@ private:
   Indexing ix;
 };
 
+template <typename T>
+__global__ void padElements(const T *x, T *y, int64_t total, PadAddressing a,
+                            T fill) {
+  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < total;
+       e += int64_t(gridDim.x) * blockDim.x) {
+    int64_t from = padInputOffset(e, a);
+    y[e] = from < 0 ? fill : x[from];
+  }
+}
+
+__global__ void padGradients(const float *dy, float *dx, int64_t total,
+                             PadAddressing a) {
+  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < total;
+       e += int64_t(gridDim.x) * blockDim.x) {
+    int64_t to = padInputOffset(e, a);
+    if (to >= 0)
+      atomicAdd(dx + to, dy[e]);
+  }
+}
+
+/// heterps.pad and (with `backward`) pad_grad (operands input, result_grad).
+class PadKernel : public Kernel {
+public:
+  PadKernel(const OpInfo &op, bool backward)
+      : Kernel(op), mode(op.getString("mode", "constant")),
+        pads(op.getInts("pads")), value(op.getFloat("value", 0.0)),
+        backward(backward) {
+    if (backward)
+      requireF32(op);
+    else
+      requireF32OrInteger(op, 0);
+  }
+  std::vector<Shape> prepare(const std::vector<Shape> &in) override {
+    cpu::PadShape shape;
+    shape.compute(in[0], mode, pads, info);
+    addressing = makePadAddressing(in[0], shape, info);
+    if (backward && in[1] != shape.out)
+      fail() << info.describe() << ": the result gradient has shape "
+             << shapeString(in[1]) << ", the pad's result "
+             << shapeString(shape.out);
+    return {backward ? in[0] : shape.out};
+  }
+  void run(const std::vector<const Tensor *> &in,
+           const std::vector<Tensor *> &res, ExecContext &) override {
+    cudaStream_t stream = gpuDevice().stream;
+    if (backward) {
+      check(cudaMemsetAsync(res[0]->data(), 0, res[0]->byteSize(), stream),
+            "clearing a pad's gradient");
+      int64_t total = in[1]->numElements();
+      if (total)
+        padGradients<<<blocksFor(total), kBlock, 0, stream>>>(
+            in[1]->as<float>(), res[0]->as<float>(), total, addressing);
+      checkLaunch(info);
+      return;
+    }
+    int64_t total = res[0]->numElements();
+    if (total == 0)
+      return;
+    auto launch = [&](auto tag) {
+      using T = decltype(tag);
+      padElements<<<blocksFor(total), kBlock, 0, stream>>>(
+          in[0]->as<T>(), res[0]->as<T>(), total, addressing,
+          static_cast<T>(value));
+    };
+    if (in[0]->dtype() == DType::F32)
+      launch(float{});
+    else if (in[0]->dtype() == DType::I32)
+      launch(int32_t{});
+    else
+      launch(int64_t{});
+    checkLaunch(info);
+  }
+
+private:
+  std::string mode;
+  std::vector<int64_t> pads;
+  double value;
+  bool backward;
+  PadAddressing addressing;
+};
+
 } // namespace
 
 void cuda::registerShapeKernels(KernelRegistry &r) {
@@ -238,6 +324,11 @@ void cuda::registerShapeKernels(KernelRegistry &r) {
   addKernel<SliceGradKernel>(r, "heterps.slice_grad");
   addKernel<TransposeKernel>(r, "heterps.transpose");
   addKernel<ExpandKernel>(r, "heterps.expand");
+  r.add("heterps.pad", DeviceKind::GPU, [](const OpInfo &op) {
+    return std::make_unique<PadKernel>(op, false);
+  });
+  r.add("heterps.pad_grad", DeviceKind::GPU,
+        [](const OpInfo &op) { return std::make_unique<PadKernel>(op, true); });
   // A reshape is a view of its operand wherever that lives.
   r.add("heterps.reshape", DeviceKind::GPU, cpu::makeReshapeKernel);
 }

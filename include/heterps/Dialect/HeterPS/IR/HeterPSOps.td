@@ -548,9 +548,11 @@ def HeterPS_TopKIndicesOp : HeterPS_Op<"top_k_indices",
   let description = [{
     The `k` positions along `axis` of the largest elements, or of the
     smallest with `largest = false`, in order of value; equal values in the
-    order of their positions. The result is `i64`, the input's shape with
-    `k` along `axis`. The importer takes ONNX TopK's values as a
-    `gather_elements` of these indices, which carries their gradient.
+    order of their positions. NaN orders above every number (first among
+    the largest, last among the smallest), as PyTorch's `topk` orders it.
+    The result is `i64`, the input's shape with `k` along `axis`. The
+    importer takes ONNX TopK's values as a `gather_elements` of these
+    indices, which carries their gradient.
 
     ```mlir
     %i = heterps.top_k_indices %scores {axis = 1 : i64, k = 3 : i64}
