@@ -112,7 +112,6 @@ private:
   void readLengths(const Tensor *lengths) {
     if (!lengths && lengthsCurrent)
       return;
-    std::vector<char> raw;
     if (lengths) {
       raw.resize(lengths->byteSize());
       check(cudaMemcpyAsync(raw.data(), lengths->data(), raw.size(),
@@ -137,6 +136,9 @@ private:
   RecurrentBuffers buffers;
   DeviceScratch<float> arena;
   DeviceScratch<int64_t> deviceLengths;
+  // sequence_lens as read back, and checked (kept: a step allocates
+  // nothing once the batch size is steady).
+  std::vector<char> raw;
   std::vector<int64_t> hostLengths;
   bool lengthsCurrent = false;
 };
