@@ -391,10 +391,29 @@ TEST(DevicePlacement, UnaryFormulasOfTheGpuColumnAreTheCpuColumns) {
   }
 }
 
-/// The GPU convolution's patches (ConvIndex.h) and its products per image
-/// and group, computed here on the host, give the CPU column's convolution
-/// and gradient: strides, uneven pads, dilations, groups, 1 to 3 spatial
-/// dimensions.
+/// Runs strided batches of row-major products (cuda::BatchedProduct, as
+/// gemmBatched runs them on the GPU) on host operands, overwriting c.
+void runProducts(const std::vector<cuda::BatchedProduct> &products,
+                 const float *a, const float *b, float *c) {
+  for (const cuda::BatchedProduct &p : products)
+    for (int64_t i = 0; i < p.batch; ++i) {
+      const float *ai = a + p.a + i * p.strideA, *bi = b + p.b + i * p.strideB;
+      float *ci = c + p.c + i * p.strideC;
+      for (int64_t r = 0; r < p.m; ++r)
+        for (int64_t col = 0; col < p.n; ++col) {
+          float sum = 0;
+          for (int64_t k = 0; k < p.k; ++k)
+            sum += (p.ta ? ai[k * p.lda + r] : ai[r * p.lda + k]) *
+                   (p.tb ? bi[col * p.ldb + k] : bi[k * p.ldb + col]);
+          ci[r * p.ldc + col] = sum;
+        }
+    }
+}
+
+/// The GPU convolution's patches (ConvIndex.h) and its strided batches of
+/// products over chunks of images, computed here on the host, give the CPU
+/// column's convolution and gradient: strides, uneven pads, dilations,
+/// groups, 1 to 3 spatial dimensions.
 TEST(DevicePlacement, ConvIndexOfTheGpuColumnBuildsTheCpuConvolution) {
   struct Case {
     Shape x, w;
@@ -448,58 +467,47 @@ TEST(DevicePlacement, ConvIndexOfTheGpuColumnBuildsTheCpuConvolution) {
     Tensor dx(DType::F32, c.x), dw(DType::F32, c.w), db(DType::F32, {c.w[0]});
     cpuGrad->run({&x, &w, &dy}, {&dx, &dw, &db}, ctx);
 
-    // The GPU column's decomposition, on the host.
-    int64_t images = c.x[0], groupFeatures = g.features / g.group,
-            reduce = g.channels / g.group * g.taps;
-    std::vector<float> col(g.channels * g.taps * g.outputs), dcol(col.size()),
-        gotDw(w.numElements(), 0.0f), gotDb(g.features, 0);
-    for (int64_t n = 0; n < images; ++n) {
-      const float *xn = x.as<float>() + n * g.channels * g.inputs;
-      const float *dyn = dy.as<float>() + n * g.features * g.outputs;
-      for (int64_t e = 0; e < static_cast<int64_t>(col.size()); ++e)
-        col[e] = cuda::patchElement(xn, e, g);
-      for (int64_t gr = 0; gr < g.group; ++gr) {
-        const float *wg = w.as<float>() + gr * groupFeatures * reduce;
-        const float *colg = col.data() + gr * reduce * g.outputs;
-        const float *dyg = dyn + gr * groupFeatures * g.outputs;
-        float *dcolg = dcol.data() + gr * reduce * g.outputs;
-        for (int64_t m = 0; m < groupFeatures; ++m)
-          for (int64_t o = 0; o < g.outputs; ++o) {
-            float sum = b.as<float>()[gr * groupFeatures + m];
-            for (int64_t k = 0; k < reduce; ++k)
-              sum += wg[m * reduce + k] * colg[k * g.outputs + o];
-            float expected =
-                y.as<float>()[(n * g.features + gr * groupFeatures + m) *
-                                  g.outputs +
-                              o];
-            ASSERT_NEAR(sum, expected, 1e-4f) << "output " << m << ", " << o;
-          }
-        for (int64_t m = 0; m < groupFeatures; ++m)
-          for (int64_t k = 0; k < reduce; ++k)
-            for (int64_t o = 0; o < g.outputs; ++o)
-              gotDw[(gr * groupFeatures + m) * reduce + k] +=
-                  dyg[m * g.outputs + o] * colg[k * g.outputs + o];
-        for (int64_t k = 0; k < reduce; ++k)
-          for (int64_t o = 0; o < g.outputs; ++o) {
-            float sum = 0;
-            for (int64_t m = 0; m < groupFeatures; ++m)
-              sum += wg[m * reduce + k] * dyg[m * g.outputs + o];
-            dcolg[k * g.outputs + o] = sum;
-          }
+    // The GPU column's decomposition, on the host: chunks of one image, of
+    // two and of the whole batch (products batched over the groups, over
+    // the images, or both ways).
+    int64_t images = c.x[0], imageIn = g.channels * g.inputs,
+            imageOut = g.features * g.outputs,
+            patch = g.channels * g.taps * g.outputs;
+    for (int64_t chunk : {int64_t(1), int64_t(2), images}) {
+      SCOPED_TRACE("chunks of " + std::to_string(chunk));
+      std::vector<float> col(chunk * patch), dcol(col.size()),
+          partial(chunk * w.numElements()), gotY(y.numElements()),
+          gotDx(x.numElements()), gotDw(w.numElements(), 0.0f);
+      for (int64_t n = 0; n < images; n += chunk) {
+        int64_t count = std::min(chunk, images - n);
+        for (int64_t e = 0; e < count * patch; ++e)
+          col[e] = cuda::patchElement(x.as<float>() + (n + e / patch) * imageIn,
+                                      e % patch, g);
+        const float *dyn = dy.as<float>() + n * imageOut;
+        runProducts(cuda::patchProducts(g, count), w.as<float>(), col.data(),
+                    gotY.data() + n * imageOut);
+        runProducts(cuda::filterProducts(g, count), dyn, col.data(),
+                    partial.data());
+        for (int64_t i = 0; i < count; ++i)
+          for (int64_t e = 0; e < w.numElements(); ++e)
+            gotDw[e] += partial[i * w.numElements() + e];
+        runProducts(cuda::foldProducts(g, count), w.as<float>(), dyn,
+                    dcol.data());
+        for (int64_t e = 0; e < count * imageIn; ++e)
+          gotDx[n * imageIn + e] = cuda::foldedElement(
+              dcol.data() + (e / imageIn) * patch, e % imageIn, g);
       }
-      for (int64_t f = 0; f < g.features; ++f)
-        for (int64_t o = 0; o < g.outputs; ++o)
-          gotDb[f] += dyn[f * g.outputs + o];
-      for (int64_t e = 0; e < g.channels * g.inputs; ++e)
-        ASSERT_NEAR(cuda::foldedElement(dcol.data(), e, g),
-                    dx.as<float>()[n * g.channels * g.inputs + e], 1e-4f)
-            << "input gradient " << e << " of image " << n;
+      for (int64_t i = 0; i < y.numElements(); ++i)
+        ASSERT_NEAR(gotY[i] + b.as<float>()[(i / g.outputs) % g.features],
+                    y.as<float>()[i], 1e-4f)
+            << "output " << i;
+      for (int64_t i = 0; i < x.numElements(); ++i)
+        ASSERT_NEAR(gotDx[i], dx.as<float>()[i], 1e-4f)
+            << "input gradient " << i;
+      for (int64_t i = 0; i < w.numElements(); ++i)
+        ASSERT_NEAR(gotDw[i], dw.as<float>()[i], 1e-4f)
+            << "filter gradient " << i;
     }
-    for (int64_t i = 0; i < w.numElements(); ++i)
-      EXPECT_NEAR(gotDw[i], dw.as<float>()[i], 1e-4f)
-          << "filter gradient " << i;
-    for (int64_t f = 0; f < g.features; ++f)
-      EXPECT_NEAR(gotDb[f], db.as<float>()[f], 1e-4f) << "bias gradient " << f;
   }
 }
 
@@ -558,53 +566,48 @@ TEST(DevicePlacement, TransposedConvolutionOfTheGpuColumnIsTheCpus) {
 
     // The GPU column's decomposition: the convolution's input is the
     // transposed one's output (g.channels, g.inputs), its output the
-    // transposed one's input (g.features, g.outputs).
-    int64_t groupFeatures = g.features / g.group,
-            reduce = g.channels / g.group * g.taps;
-    std::vector<float> col(g.channels * g.taps * g.outputs), dcol(col.size()),
-        gotDw(w.numElements(), 0.0f);
-    for (int64_t n = 0; n < ys[0]; ++n) {
-      const float *xn = x.as<float>() + n * g.features * g.outputs;
-      const float *dyn = dy.as<float>() + n * g.channels * g.inputs;
-      for (int64_t e = 0; e < static_cast<int64_t>(col.size()); ++e)
-        col[e] = cuda::patchElement(dyn, e, g);
-      for (int64_t gr = 0; gr < g.group; ++gr) {
-        const float *wg = w.as<float>() + gr * groupFeatures * reduce;
-        const float *xg = xn + gr * groupFeatures * g.outputs;
-        const float *colg = col.data() + gr * reduce * g.outputs;
-        for (int64_t k = 0; k < reduce; ++k)
-          for (int64_t o = 0; o < g.outputs; ++o) {
-            float sum = 0;
-            for (int64_t m = 0; m < groupFeatures; ++m)
-              sum += wg[m * reduce + k] * xg[m * g.outputs + o];
-            dcol[gr * reduce * g.outputs + k * g.outputs + o] = sum;
-          }
-        for (int64_t m = 0; m < groupFeatures; ++m)
-          for (int64_t o = 0; o < g.outputs; ++o) {
-            float sum = 0;
-            for (int64_t k = 0; k < reduce; ++k)
-              sum += wg[m * reduce + k] * colg[k * g.outputs + o];
-            ASSERT_NEAR(
-                sum,
-                dx.as<float>()[(n * g.features + gr * groupFeatures + m) *
-                                   g.outputs +
-                               o],
-                1e-4f)
-                << "input gradient " << m << ", " << o;
-            for (int64_t k = 0; k < reduce; ++k)
-              gotDw[(gr * groupFeatures + m) * reduce + k] +=
-                  xg[m * g.outputs + o] * colg[k * g.outputs + o];
-          }
+    // transposed one's input (g.features, g.outputs); chunks of one image,
+    // of two and of the whole batch.
+    int64_t images = ys[0], imageIn = g.channels * g.inputs,
+            imageOut = g.features * g.outputs,
+            patch = g.channels * g.taps * g.outputs;
+    for (int64_t chunk : {int64_t(1), int64_t(2), images}) {
+      SCOPED_TRACE("chunks of " + std::to_string(chunk));
+      std::vector<float> col(chunk * patch), partial(chunk * w.numElements()),
+          gotY(y.numElements()), gotDx(x.numElements()),
+          gotDw(w.numElements(), 0.0f);
+      for (int64_t n = 0; n < images; n += chunk) {
+        int64_t count = std::min(chunk, images - n);
+        // The forward: the fold of w^T x.
+        runProducts(cuda::foldProducts(g, count), w.as<float>(),
+                    x.as<float>() + n * imageOut, col.data());
+        for (int64_t e = 0; e < count * imageIn; ++e)
+          gotY[n * imageIn + e] = cuda::foldedElement(
+              col.data() + (e / imageIn) * patch, e % imageIn, g);
+        // The gradient: the convolution of dy, and its filter gradient
+        // against x.
+        for (int64_t e = 0; e < count * patch; ++e)
+          col[e] = cuda::patchElement(
+              dy.as<float>() + (n + e / patch) * imageIn, e % patch, g);
+        runProducts(cuda::patchProducts(g, count), w.as<float>(), col.data(),
+                    gotDx.data() + n * imageOut);
+        runProducts(cuda::filterProducts(g, count),
+                    x.as<float>() + n * imageOut, col.data(), partial.data());
+        for (int64_t i = 0; i < count; ++i)
+          for (int64_t e = 0; e < w.numElements(); ++e)
+            gotDw[e] += partial[i * w.numElements() + e];
       }
-      for (int64_t e = 0; e < g.channels * g.inputs; ++e)
-        ASSERT_NEAR(cuda::foldedElement(dcol.data(), e, g) +
-                        b.as<float>()[e / g.inputs],
-                    y.as<float>()[n * g.channels * g.inputs + e], 1e-4f)
-            << "output " << e << " of image " << n;
+      for (int64_t i = 0; i < y.numElements(); ++i)
+        ASSERT_NEAR(gotY[i] + b.as<float>()[(i / g.inputs) % g.channels],
+                    y.as<float>()[i], 1e-4f)
+            << "output " << i;
+      for (int64_t i = 0; i < x.numElements(); ++i)
+        ASSERT_NEAR(gotDx[i], dx.as<float>()[i], 1e-4f)
+            << "input gradient " << i;
+      for (int64_t i = 0; i < w.numElements(); ++i)
+        ASSERT_NEAR(gotDw[i], dw.as<float>()[i], 1e-4f)
+            << "filter gradient " << i;
     }
-    for (int64_t i = 0; i < w.numElements(); ++i)
-      EXPECT_NEAR(gotDw[i], dw.as<float>()[i], 1e-4f)
-          << "filter gradient " << i;
   }
 }
 

@@ -12,8 +12,8 @@
 #include "heterps/plan.pb.h"
 
 #include "../../lib/Runtime/CPU/KernelUtil.h"
+#include "../../lib/Runtime/CPU/LineWalks.h"
 #include "../../lib/Runtime/CUDA/Indexing.h"
-#include "../../lib/Runtime/CUDA/LineWalks.h"
 #include "CpuReference.h"
 
 #include <gtest/gtest.h>
@@ -194,7 +194,7 @@ TEST(GpuIndexing, LineWalksMatchTheCpu) {
   for (int64_t axis = 0; axis < 3; ++axis) {
     cpu::AxisSplit split;
     split.init(shape, axis);
-    cuda::Lines lines{split.outer, split.dim, split.inner};
+    cpu::Lines lines{split.outer, split.dim, split.inner};
     const float *xp = x.as<float>();
 
     for (bool exclusive : {false, true})
@@ -208,9 +208,9 @@ TEST(GpuIndexing, LineWalksMatchTheCpu) {
         Tensor y = runOnCpu(op, {&x})[0];
         Tensor walked(DType::F32, shape);
         for (int64_t l = 0; l < lines.count(); ++l)
-          cuda::cumulativeSumOfLine(xp + lines.base(l),
-                                    walked.as<float>() + lines.base(l),
-                                    lines.dim, lines.inner, exclusive, reverse);
+          cpu::cumulativeSumOfLine(xp + lines.base(l),
+                                   walked.as<float>() + lines.base(l),
+                                   lines.dim, lines.inner, exclusive, reverse);
         for (int64_t i = 0; i < x.numElements(); ++i) {
           float a = walked.as<float>()[i], b = y.as<float>()[i];
           ASSERT_TRUE(a == b || (std::isnan(a) && std::isnan(b)))
@@ -229,9 +229,9 @@ TEST(GpuIndexing, LineWalksMatchTheCpu) {
         (*op.mutable_attrs())["select_last_index"].set_b(last);
         Tensor y = runOnCpu(op, {&x}, DType::I64)[0];
         for (int64_t l = 0; l < lines.count(); ++l)
-          ASSERT_EQ(cuda::argExtremeOfLine(xp + lines.base(l), lines.dim,
-                                           lines.inner,
-                                           std::string(kind) == "max", last),
+          ASSERT_EQ(cpu::argExtremeOfLine(xp + lines.base(l), lines.dim,
+                                          lines.inner,
+                                          std::string(kind) == "max", last),
                     y.as<int64_t>()[l])
               << "line " << l;
       }
@@ -251,8 +251,8 @@ TEST(GpuIndexing, LineWalksMatchTheCpu) {
                   placed.as<int64_t>() + placed.numElements(), -1);
         for (int64_t l = 0; l < lines.count(); ++l)
           for (int64_t d = 0; d < lines.dim; ++d) {
-            int64_t rank = cuda::topKRank(xp + lines.base(l), lines.dim,
-                                          lines.inner, d, k, largest);
+            int64_t rank = cpu::topKRank(xp + lines.base(l), lines.dim,
+                                         lines.inner, d, k, largest);
             if (rank < k) {
               int64_t &slot = placed.as<int64_t>()[lines.place(l, rank, k)];
               ASSERT_EQ(slot, -1) << "two elements of rank " << rank;

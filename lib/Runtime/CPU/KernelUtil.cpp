@@ -472,3 +472,43 @@ std::string cpu::scatterReduction(const OpInfo &op, bool mulAllowed) {
            << "' is not one of: none, add" << (mulAllowed ? ", mul" : "");
   return reduction;
 }
+
+ArgExtremeShape::ArgExtremeShape(const OpInfo &op)
+    : isMax(op.getString("kind") == "max"),
+      keepdims(op.getBool("keepdims", true)),
+      last(op.getBool("select_last_index", false)),
+      axisAttr(op.getInt("axis", 0)) {
+  std::string kind = op.getString("kind");
+  if (kind != "max" && kind != "min")
+    fail() << op.describe() << ": unknown kind '" << kind << "' (max or min)";
+}
+
+Shape ArgExtremeShape::compute(const Shape &in, const OpInfo &info) {
+  int64_t rank = static_cast<int64_t>(in.size());
+  int64_t axis = normalizeAxis(axisAttr, rank, info);
+  if (in[axis] == 0)
+    fail() << info.describe() << ": the axis has no elements";
+  split.init(in, axis);
+  Shape out = in;
+  if (keepdims)
+    out[axis] = 1;
+  else
+    out.erase(out.begin() + axis);
+  return out;
+}
+
+TopKShape::TopKShape(const OpInfo &op)
+    : k(op.getInt("k", 1)), axisAttr(op.getInt("axis", -1)),
+      largest(op.getBool("largest", true)) {}
+
+Shape TopKShape::compute(const Shape &in, const OpInfo &info) {
+  int64_t rank = static_cast<int64_t>(in.size());
+  int64_t axis = normalizeAxis(axisAttr, rank, info);
+  if (k < 0 || k > in[axis])
+    fail() << info.describe() << ": k = " << k << " for an axis of " << in[axis]
+           << " elements";
+  split.init(in, axis);
+  Shape out = in;
+  out[axis] = k;
+  return out;
+}

@@ -189,6 +189,26 @@ struct AxisSplit {
   }
 };
 
+/// heterps.arg_extreme: the attributes (the kind checked) and, for an input
+/// shape, its lines along the axis and the result's shape.
+struct ArgExtremeShape {
+  bool isMax = true, keepdims = true, last = false;
+  int64_t axisAttr = 0;
+  AxisSplit split;
+  explicit ArgExtremeShape(const OpInfo &op);
+  Shape compute(const Shape &in, const OpInfo &info);
+};
+
+/// heterps.top_k_indices: the attributes and, for an input shape, k checked
+/// against the axis, the lines along it and the result's shape.
+struct TopKShape {
+  int64_t k = 1, axisAttr = -1;
+  bool largest = true;
+  AxisSplit split;
+  explicit TopKShape(const OpInfo &op);
+  Shape compute(const Shape &in, const OpInfo &info);
+};
+
 /// heterps.transpose: the result shape and, for each of its dimensions, the
 /// input's stride. Throws naming the op unless `perm` is a permutation of
 /// the input's dimensions.

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelUtil.h"
+#include "LineWalks.h"
 #include "PrimitiveCache.h"
 
 #include "heterps/Runtime/BagOffsets.h"
@@ -219,27 +220,14 @@ public:
   }
   void run(const std::vector<const Tensor *> &in,
            const std::vector<Tensor *> &res, ExecContext &) override {
+    Lines lines{split.outer, split.dim, split.inner};
     dispatchNumeric(in[0]->dtype(), info, [&](auto tag) {
       using T = decltype(tag);
       const T *x = in[0]->as<T>();
       T *y = res[0]->as<T>();
-      for (int64_t o = 0; o < split.outer; ++o)
-        for (int64_t i = 0; i < split.inner; ++i) {
-          int64_t base = o * split.dim * split.inner + i;
-          T sum = T(0);
-          for (int64_t s = 0; s < split.dim; ++s) {
-            int64_t d = reverse ? split.dim - 1 - s : s;
-            int64_t at = base + d * split.inner;
-            T v = x[at];
-            if (exclusive) {
-              y[at] = sum;
-              sum += v;
-            } else {
-              sum += v;
-              y[at] = sum;
-            }
-          }
-        }
+      for (int64_t l = 0; l < lines.count(); ++l)
+        cumulativeSumOfLine(x + lines.base(l), y + lines.base(l), lines.dim,
+                            lines.inner, exclusive, reverse);
     });
   }
 
@@ -252,76 +240,43 @@ private:
 /// heterps.arg_extreme: the index of the maximum or minimum along `axis`.
 class ArgExtremeKernel : public Kernel {
 public:
-  explicit ArgExtremeKernel(const OpInfo &op)
-      : Kernel(op), isMax(op.getString("kind") == "max"),
-        axisAttr(op.getInt("axis", 0)), keepdims(op.getBool("keepdims", true)),
-        last(op.getBool("select_last_index", false)) {
-    std::string kind = op.getString("kind");
-    if (kind != "max" && kind != "min")
-      fail() << op.describe() << ": unknown kind '" << kind << "' (max or min)";
-  }
+  explicit ArgExtremeKernel(const OpInfo &op) : Kernel(op), shape(op) {}
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
-    int64_t rank = static_cast<int64_t>(in[0].size());
-    int64_t axis = normalizeAxis(axisAttr, rank, info);
-    if (in[0][axis] == 0)
-      fail() << info.describe() << ": the axis has no elements";
-    split.init(in[0], axis);
-    Shape out = in[0];
-    if (keepdims)
-      out[axis] = 1;
-    else
-      out.erase(out.begin() + axis);
-    return {out};
+    return {shape.compute(in[0], info)};
   }
   void run(const std::vector<const Tensor *> &in,
            const std::vector<Tensor *> &res, ExecContext &) override {
     int64_t *y = res[0]->as<int64_t>();
+    const AxisSplit &split = shape.split;
+    Lines lines{split.outer, split.dim, split.inner};
     dispatchNumeric(in[0]->dtype(), info, [&](auto tag) {
       using T = decltype(tag);
       const T *x = in[0]->as<T>();
-      for (int64_t o = 0; o < split.outer; ++o)
-        for (int64_t i = 0; i < split.inner; ++i) {
-          const T *p = x + o * split.dim * split.inner + i;
-          int64_t best = 0;
-          for (int64_t d = 1; d < split.dim; ++d) {
-            if (argExtremeMoves(p[d * split.inner], p[best * split.inner],
-                                isMax, last))
-              best = d;
-          }
-          y[o * split.inner + i] = best;
-        }
+      for (int64_t l = 0; l < lines.count(); ++l)
+        y[l] = argExtremeOfLine(x + lines.base(l), lines.dim, lines.inner,
+                                shape.isMax, shape.last);
     });
   }
 
 private:
-  bool isMax;
-  int64_t axisAttr;
-  bool keepdims, last;
-  AxisSplit split;
+  ArgExtremeShape shape;
 };
 
 /// heterps.top_k_indices: the positions of the k largest (or smallest)
 /// elements along `axis`, in topKPrecedes' order.
 class TopKIndicesKernel : public Kernel {
 public:
-  explicit TopKIndicesKernel(const OpInfo &op)
-      : Kernel(op), k(op.getInt("k", 1)), axisAttr(op.getInt("axis", -1)),
-        largest(op.getBool("largest", true)) {}
+  explicit TopKIndicesKernel(const OpInfo &op) : Kernel(op), shape(op) {}
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
-    int64_t rank = static_cast<int64_t>(in[0].size());
-    int64_t axis = normalizeAxis(axisAttr, rank, info);
-    if (k < 0 || k > in[0][axis])
-      fail() << info.describe() << ": k = " << k << " for an axis of "
-             << in[0][axis] << " elements";
-    split.init(in[0], axis);
-    order.resize(split.dim);
-    Shape out = in[0];
-    out[axis] = k;
+    Shape out = shape.compute(in[0], info);
+    order.resize(shape.split.dim);
     return {out};
   }
   void run(const std::vector<const Tensor *> &in,
            const std::vector<Tensor *> &res, ExecContext &) override {
     int64_t *y = res[0]->as<int64_t>();
+    const AxisSplit &split = shape.split;
+    int64_t k = shape.k;
     dispatchNumeric(in[0]->dtype(), info, [&](auto tag) {
       using T = decltype(tag);
       const T *x = in[0]->as<T>();
@@ -330,7 +285,7 @@ public:
           const T *p = x + o * split.dim * split.inner + i;
           auto before = [&](int64_t a, int64_t b) {
             return topKPrecedes(p[a * split.inner], p[b * split.inner], a, b,
-                                largest);
+                                shape.largest);
           };
           std::iota(order.begin(), order.end(), int64_t(0));
           std::partial_sort(order.begin(), order.begin() + k, order.end(),
@@ -342,9 +297,7 @@ public:
   }
 
 private:
-  int64_t k, axisAttr;
-  bool largest;
-  AxisSplit split;
+  TopKShape shape;
   std::vector<int64_t> order;
 };
 

@@ -1,9 +1,10 @@
 //===- ConvIndex.h - Where a convolution's patches come from ----*- C++ -*-===//
 //
 // The index arithmetic of the GPU convolution (im2col and its transpose) as
-// host/device functions (HostDevice.h), so that the unit tests build a
-// convolution and its gradient from them on machines without a GPU and
-// hold it against the CPU column.
+// host/device functions (HostDevice.h), and the strided batches of products
+// a chunk of images takes, so that the unit tests build a convolution and
+// its gradient from them on machines without a GPU and hold it against the
+// CPU column.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +12,8 @@
 #define HETERPS_LIB_RUNTIME_CUDA_CONVINDEX_H
 
 #include "WindowIndex.h"
+
+#include <vector>
 
 namespace heterps::runtime::cuda {
 
@@ -54,6 +57,101 @@ HETERPS_HD inline float foldedElement(const float *dcol, int64_t e,
       sum += dcol[(c * g.taps + t) * g.outputs + o];
   }
   return sum;
+}
+
+/// One strided batch of row-major products c_i = op(a_i) op(b_i) (+ beta
+/// c_i), as gemmBatched takes it, with its matrices as offsets from the
+/// bases of its three operands.
+struct BatchedProduct {
+  bool ta = false, tb = false;
+  int64_t m = 0, n = 0, k = 0;
+  int64_t a = 0, lda = 0, strideA = 0;
+  int64_t b = 0, ldb = 0, strideB = 0;
+  int64_t c = 0, ldc = 0, strideC = 0;
+  int64_t batch = 1;
+};
+
+/// Which products a chunk of `count` images takes: batches over the
+/// images, one per group, or over the groups, one per image, when the
+/// groups outnumber the images. `perImage` and `perGroup` give each
+/// operand's offsets between images and between groups.
+struct ProductLayout {
+  int64_t aImage, aGroup, bImage, bGroup, cImage, cGroup;
+};
+
+inline std::vector<BatchedProduct> batchedProducts(BatchedProduct shape,
+                                                   const ProductLayout &l,
+                                                   int64_t count,
+                                                   int64_t groups) {
+  std::vector<BatchedProduct> products;
+  bool overImages = count >= groups;
+  for (int64_t i = 0; i < (overImages ? groups : count); ++i) {
+    BatchedProduct p = shape;
+    p.a = i * (overImages ? l.aGroup : l.aImage);
+    p.b = i * (overImages ? l.bGroup : l.bImage);
+    p.c = i * (overImages ? l.cGroup : l.cImage);
+    p.strideA = overImages ? l.aImage : l.aGroup;
+    p.strideB = overImages ? l.bImage : l.bGroup;
+    p.strideC = overImages ? l.cImage : l.cGroup;
+    p.batch = overImages ? count : groups;
+    products.push_back(p);
+  }
+  return products;
+}
+
+/// The forward's products for `count` images: y (M x O per image) = w_g
+/// (M/g x R) col_g (R x O), with R = C/g * taps. Operands: w, the patches,
+/// y.
+inline std::vector<BatchedProduct> patchProducts(const ConvGeometry &g,
+                                                 int64_t count) {
+  int64_t F = g.features / g.group, R = g.channels / g.group * g.taps,
+          O = g.outputs, M = g.features, P = g.channels * g.taps * O;
+  BatchedProduct shape;
+  shape.m = F;
+  shape.n = O;
+  shape.k = R;
+  shape.lda = R;
+  shape.ldb = O;
+  shape.ldc = O;
+  return batchedProducts(shape, {0, F * R, P, R * O, M * O, F * O}, count,
+                         g.group);
+}
+
+/// The input gradient's products: dcol_g (R x O) = w_g^T dy_g (M/g x O).
+/// Operands: w, dy, the patches' gradient.
+inline std::vector<BatchedProduct> foldProducts(const ConvGeometry &g,
+                                                int64_t count) {
+  int64_t F = g.features / g.group, R = g.channels / g.group * g.taps,
+          O = g.outputs, M = g.features, P = g.channels * g.taps * O;
+  BatchedProduct shape;
+  shape.ta = true;
+  shape.m = R;
+  shape.n = O;
+  shape.k = F;
+  shape.lda = R;
+  shape.ldb = O;
+  shape.ldc = O;
+  return batchedProducts(shape, {0, F * R, M * O, F * O, P, R * O}, count,
+                         g.group);
+}
+
+/// The filter gradient's products, one partial filter per image: dw_g
+/// (M/g x R) = dy_g (M/g x O) col_g^T. Operands: dy, the patches, the
+/// partial filters (M * R per image).
+inline std::vector<BatchedProduct> filterProducts(const ConvGeometry &g,
+                                                  int64_t count) {
+  int64_t F = g.features / g.group, R = g.channels / g.group * g.taps,
+          O = g.outputs, M = g.features, P = g.channels * g.taps * O;
+  BatchedProduct shape;
+  shape.tb = true;
+  shape.m = F;
+  shape.n = R;
+  shape.k = O;
+  shape.lda = O;
+  shape.ldb = O;
+  shape.ldc = R;
+  return batchedProducts(shape, {M * O, F * O, P, R * O, M * R, F * R}, count,
+                         g.group);
 }
 
 } // namespace heterps::runtime::cuda

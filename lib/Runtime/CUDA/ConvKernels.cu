@@ -3,14 +3,20 @@
 // A convolution is a product per image and group: the image's patches are
 // laid out as columns (im2col: one row per input channel and kernel tap,
 // one column per output position), and the group's filter, M/group x
-// (C/group * taps), multiplies them through cuBLAS (gemm(), in the
-// process's GpuMath). The gradient reuses the layout: the filter's gradient
-// sums, image by image, dy times the patches transposed; the input's
-// gradient is the filter transposed times dy, folded back onto the input
-// (col2im) by gathering, for each input element, the taps that read it, so
-// that no two threads add into one element. The index arithmetic is in
-// ConvIndex.h, which the unit tests run on the host. The bias's gradient is one
-// block per output channel.
+// (C/group * taps), multiplies them through cuBLAS (in the process's
+// GpuMath). The gradient reuses the layout: the filter's gradient sums dy
+// times the patches transposed over the images; the input's gradient is the
+// filter transposed times dy, folded back onto the input (col2im) by
+// gathering, for each input element, the taps that read it, so that no two
+// threads add into one element. The index arithmetic is in ConvIndex.h,
+// which the unit tests run on the host.
+//
+// The images go through in chunks, as many as a patch buffer of
+// kChunkFloats holds: one im2col and one col2im launch per chunk, the
+// products strided batches over the chunk's images (or over the groups,
+// when there are more groups than images). The filter's gradient is taken
+// per image into a buffer of the chunk's partial filters, then summed over
+// the images in order. The bias's gradient is one block per output channel.
 //
 // A transposed convolution is the input gradient of the convolution whose
 // output has its input's shape: the same products and fold, with the roles
@@ -27,32 +33,50 @@
 
 #include "../CPU/KernelUtil.h"
 
+#include <algorithm>
+
 using namespace heterps::runtime;
 using namespace heterps::runtime::cuda;
 
 namespace {
 
-__global__ void im2col(const float *x, float *col, ConvGeometry g) {
-  int64_t total = g.channels * g.taps * g.outputs;
-  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < total;
-       e += int64_t(gridDim.x) * blockDim.x)
-    col[e] = patchElement(x, e, g);
+/// The patches of `images` images of x (each `g.channels * g.inputs`
+/// floats), one patch matrix after the other.
+__global__ void im2col(const float *x, float *col, ConvGeometry g,
+                       int64_t images) {
+  int64_t perImage = g.channels * g.taps * g.outputs;
+  HETERPS_GRID_STRIDE(e, images * perImage) {
+    int64_t n = e / perImage;
+    col[e] = patchElement(x + n * g.channels * g.inputs, e % perImage, g);
+  }
 }
 
-__global__ void col2im(const float *dcol, float *dx, ConvGeometry g) {
-  int64_t total = g.channels * g.inputs;
-  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < total;
-       e += int64_t(gridDim.x) * blockDim.x)
-    dx[e] = foldedElement(dcol, e, g);
+/// The input gradients of `images` images from their patch gradients.
+__global__ void col2im(const float *dcol, float *dx, ConvGeometry g,
+                       int64_t images) {
+  int64_t perImage = g.channels * g.inputs;
+  HETERPS_GRID_STRIDE(e, images * perImage) {
+    int64_t n = e / perImage;
+    dx[e] = foldedElement(dcol + n * g.channels * g.taps * g.outputs,
+                          e % perImage, g);
+  }
 }
 
-/// y[f][o] += bias[f] for the features of one image.
-__global__ void addBias(const float *bias, float *y, int64_t features,
-                        int64_t outputs) {
-  int64_t total = features * outputs;
-  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < total;
-       e += int64_t(gridDim.x) * blockDim.x)
-    y[e] += bias[e / outputs];
+/// y[n][f][o] += bias[f] for the `total` elements of whole images.
+__global__ void addBias(const float *bias, float *y, int64_t total,
+                        int64_t features, int64_t outputs) {
+  HETERPS_GRID_STRIDE(e, total) { y[e] += bias[(e / outputs) % features]; }
+}
+
+/// dw (+)= the images' partial filter gradients, summed in image order.
+__global__ void sumPartials(const float *partial, float *dw, int64_t filter,
+                            int64_t images, bool accumulate) {
+  HETERPS_GRID_STRIDE(e, filter) {
+    float sum = accumulate ? dw[e] : 0.0f;
+    for (int64_t n = 0; n < images; ++n)
+      sum += partial[n * filter + e];
+    dw[e] = sum;
+  }
 }
 
 /// db[f] = the sum of dy[n][f][o] over images n and positions o: one block
@@ -77,34 +101,46 @@ __global__ void biasGradient(const float *dy, float *db, int64_t images,
     db[f] = partial[0];
 }
 
-/// What conv and conv_grad share: the geometry and the patch buffer of one
-/// image, allocated when a larger one is needed, not at every step.
+/// The floats a chunk's patch buffer (and its partial filter gradients)
+/// may take: 256 MB each.
+constexpr int64_t kChunkFloats = int64_t(64) << 20;
+
+/// What the convolutions and their gradients share: the geometry, the
+/// chunks of images and their buffers, allocated when a larger one is
+/// needed, not at every step.
 class ConvKernelBase : public Kernel {
 public:
   explicit ConvKernelBase(const OpInfo &op) : Kernel(op) { requireF32(op); }
 
 protected:
-  /// Checks the shapes (as the CPU column does) and sizes the buffer.
-  cpu::ConvShape plan(const Shape &x, const Shape &w) {
+  /// Checks the shapes (as the CPU column does) and sizes the chunks and
+  /// buffers for `images` images (with partial filter gradients when
+  /// `filterGradients`).
+  cpu::ConvShape plan(const Shape &x, const Shape &w, bool filterGradients) {
     cpu::ConvShape shape(info, x, w);
     g = convGeometryOf(shape, x);
-    int64_t elements = g.channels * g.taps * g.outputs;
-    if (elements > colElements) {
-      void *p = nullptr;
-      check(cudaMalloc(&p, elements * sizeof(float)),
-            "allocating a convolution's patch buffer");
-      col.reset(static_cast<float *>(p), cudaFree);
-      colElements = elements;
-    }
+    images = x[0];
+    groupFeatures = g.features / g.group;
+    reduce = g.channels / g.group * g.taps;
+    patchFloats = g.channels * g.taps * g.outputs;
+    filterFloats = g.features * reduce;
+    int64_t perImage =
+        std::max<int64_t>({patchFloats, filterGradients ? filterFloats : 0, 1});
+    chunk = std::max<int64_t>(
+        1, std::min<int64_t>(images, kChunkFloats / perImage));
+    col.reserve(chunk * patchFloats, "allocating a convolution's patches");
+    if (filterGradients)
+      partial.reserve(chunk * filterFloats,
+                      "allocating a convolution's partial filter gradients");
     return shape;
   }
 
   /// The geometry of the convolution that a transposed one (input `x`,
   /// filter `w`) is the input gradient of, whose input is the transposed
   /// one's output: returns that output, as the CPU column computes it.
-  Shape planTransposed(const Shape &x, const Shape &w) {
+  Shape planTransposed(const Shape &x, const Shape &w, bool filterGradients) {
     Shape y = cpu::convTransposeOutput(info, x, w);
-    cpu::ConvShape shape = plan(y, w);
+    cpu::ConvShape shape = plan(y, w, filterGradients);
     if (shape.output != x)
       fail() << info.describe() << ": the convolution of the output "
              << shapeString(y) << " is " << shapeString(shape.output)
@@ -112,28 +148,57 @@ protected:
     return y;
   }
 
-  /// dcol = w^T x per group, folded back into `y`: one image of the
-  /// convolution's input gradient (x being its output's gradient).
-  void foldTransposed(const float *w, const float *x, float *y) {
-    int64_t groupFeatures = g.features / g.group,
-            reduce = g.channels / g.group * g.taps;
-    gemm(info, true, false, reduce, g.outputs, groupFeatures, 1.0f, w,
-         groupFeatures * reduce, x, groupFeatures * g.outputs, 0.0f, col.get(),
-         g.group);
-    col2im<<<blocksFor(g.channels * g.inputs), kBlock, 0, gpuDevice().stream>>>(
-        col.get(), y, g);
+  /// Calls f(first image, images) for each chunk.
+  template <typename F> void forChunks(F &&f) {
+    for (int64_t n = 0; n < images; n += chunk)
+      f(n, std::min(chunk, images - n));
+  }
+
+  /// The patch matrices of `count` images of x.
+  void patches(const float *x, int64_t count) {
+    im2col<<<blocksFor(count * patchFloats), kBlock, 0, gpuDevice().stream>>>(
+        x, col.get(), g, count);
     checkLaunch(info);
   }
 
-  void patches(const float *image) {
-    im2col<<<blocksFor(g.channels * g.taps * g.outputs), kBlock, 0,
-             gpuDevice().stream>>>(image, col.get(), g);
+  /// Runs `products` over operands a, b and c.
+  void multiply(const std::vector<BatchedProduct> &products, const float *a,
+                const float *b, float *c) {
+    for (const BatchedProduct &p : products)
+      gemmBatched(info, p.ta, p.tb, p.m, p.n, p.k, a + p.a, p.lda, p.strideA,
+                  b + p.b, p.ldb, p.strideB, 0.0f, c + p.c, p.ldc, p.strideC,
+                  p.batch);
+  }
+
+  /// y (`count` images of M x O) = w_g col_g per group.
+  void multiplyPatches(const float *w, int64_t count, float *y) {
+    multiply(patchProducts(g, count), w, col.get(), y);
+  }
+
+  /// dcol = w_g^T dy_g per group for `count` images of dy (M x O each),
+  /// folded back onto dx (`count` images of C x inputs).
+  void foldTransposed(const float *w, const float *dy, int64_t count,
+                      float *dx) {
+    multiply(foldProducts(g, count), w, dy, col.get());
+    col2im<<<blocksFor(count * g.channels * g.inputs), kBlock, 0,
+             gpuDevice().stream>>>(col.get(), dx, g, count);
+    checkLaunch(info);
+  }
+
+  /// dw (+)= the sum over `count` images of dy_g col_g^T per group (dy:
+  /// M x O per image): each image's into the partial buffer, then summed.
+  void filterGradient(const float *dy, int64_t count, float *dw,
+                      bool accumulate) {
+    multiply(filterProducts(g, count), dy, col.get(), partial.get());
+    sumPartials<<<blocksFor(filterFloats), kBlock, 0, gpuDevice().stream>>>(
+        partial.get(), dw, filterFloats, count, accumulate);
     checkLaunch(info);
   }
 
   ConvGeometry g;
-  std::shared_ptr<float> col;
-  int64_t colElements = 0;
+  int64_t images = 0, chunk = 1, groupFeatures = 0, reduce = 0;
+  int64_t patchFloats = 0, filterFloats = 0;
+  DeviceScratch<float> col, partial;
 };
 
 /// heterps.conv: (input, filter, [bias]) -> output.
@@ -144,46 +209,34 @@ public:
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
     if (in.size() < 2 || in.size() > 3)
       fail() << info.describe() << ": takes 2 or 3 operands, got " << in.size();
-    cpu::ConvShape shape = plan(in[0], in[1]);
+    cpu::ConvShape shape = plan(in[0], in[1], false);
     if (in.size() == 3 && in[2] != Shape{in[1][0]})
       fail() << info.describe() << ": bias has shape " << shapeString(in[2])
              << ", expected " << shapeString({in[1][0]});
-    images = in[0][0];
     return {shape.output};
   }
 
   void run(const std::vector<const Tensor *> &in,
            const std::vector<Tensor *> &res, ExecContext &) override {
-    int64_t groupChannels = g.channels / g.group,
-            groupFeatures = g.features / g.group,
-            reduce = groupChannels * g.taps;
+    cudaStream_t stream = gpuDevice().stream;
     float *y = res[0]->as<float>();
     if (res[0]->numElements() == 0)
       return;
-    for (int64_t n = 0; n < images; ++n) {
-      float *yn = y + n * g.features * g.outputs;
-      if (reduce == 0) {
-        check(cudaMemsetAsync(yn, 0, g.features * g.outputs * sizeof(float),
-                              gpuDevice().stream),
-              "clearing a convolution's output");
-      } else {
-        patches(in[0]->as<float>() + n * g.channels * g.inputs);
-        // Per group: y_g (M/g x O) = w_g (M/g x C/g*taps) col_g.
-        gemm(info, false, false, groupFeatures, g.outputs, reduce, 1.0f,
-             in[1]->as<float>(), groupFeatures * reduce, col.get(),
-             reduce * g.outputs, 0.0f, yn, g.group);
-      }
-      if (in.size() == 3) {
-        addBias<<<blocksFor(g.features * g.outputs), kBlock, 0,
-                  gpuDevice().stream>>>(in[2]->as<float>(), yn, g.features,
-                                        g.outputs);
-        checkLaunch(info);
-      }
+    int64_t imageOut = g.features * g.outputs;
+    if (reduce == 0)
+      check(cudaMemsetAsync(y, 0, res[0]->byteSize(), stream),
+            "clearing a convolution's output");
+    else
+      forChunks([&](int64_t n, int64_t count) {
+        patches(in[0]->as<float>() + n * g.channels * g.inputs, count);
+        multiplyPatches(in[1]->as<float>(), count, y + n * imageOut);
+      });
+    if (in.size() == 3) {
+      addBias<<<blocksFor(images * imageOut), kBlock, 0, stream>>>(
+          in[2]->as<float>(), y, images * imageOut, g.features, g.outputs);
+      checkLaunch(info);
     }
   }
-
-private:
-  int64_t images = 0;
 };
 
 /// heterps.conv_grad: (input, filter, dy) -> (dinput, dfilter, dbias).
@@ -194,20 +247,16 @@ public:
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
     if (in.size() != 3)
       fail() << info.describe() << ": takes 3 operands, got " << in.size();
-    cpu::ConvShape shape = plan(in[0], in[1]);
+    cpu::ConvShape shape = plan(in[0], in[1], true);
     if (in[2] != shape.output)
       fail() << info.describe() << ": dy has shape " << shapeString(in[2])
              << ", expected the output shape " << shapeString(shape.output);
-    images = in[0][0];
     return {in[0], in[1], {in[1][0]}};
   }
 
   void run(const std::vector<const Tensor *> &in,
            const std::vector<Tensor *> &res, ExecContext &) override {
     cudaStream_t stream = gpuDevice().stream;
-    int64_t groupChannels = g.channels / g.group,
-            groupFeatures = g.features / g.group,
-            reduce = groupChannels * g.taps;
     const float *x = in[0]->as<float>(), *w = in[1]->as<float>(),
                 *dy = in[2]->as<float>();
     float *dx = res[0]->as<float>(), *dw = res[1]->as<float>(),
@@ -217,26 +266,21 @@ public:
           dy, db, images, g.features, g.outputs);
       checkLaunch(info);
     }
-    if (images == 0 || g.outputs == 0 || reduce == 0) {
+    if (images == 0 || g.outputs == 0 || reduce == 0 || groupFeatures == 0) {
       for (Tensor *t : {res[0], res[1]})
         check(cudaMemsetAsync(t->data(), 0, t->byteSize(), stream),
               "clearing a convolution's gradient");
       return;
     }
-    for (int64_t n = 0; n < images; ++n) {
-      const float *dyn = dy + n * g.features * g.outputs;
+    int64_t imageIn = g.channels * g.inputs, imageOut = g.features * g.outputs;
+    forChunks([&](int64_t n, int64_t count) {
       // dw_g += dy_g (M/g x O) col_g^T (O x C/g*taps).
-      patches(x + n * g.channels * g.inputs);
-      gemm(info, false, true, groupFeatures, reduce, g.outputs, 1.0f, dyn,
-           groupFeatures * g.outputs, col.get(), reduce * g.outputs,
-           n == 0 ? 0.0f : 1.0f, dw, g.group);
+      patches(x + n * imageIn, count);
+      filterGradient(dy + n * imageOut, count, dw, n > 0);
       // dcol_g = w_g^T (C/g*taps x M/g) dy_g, folded back onto dx.
-      foldTransposed(w, dyn, dx + n * g.channels * g.inputs);
-    }
+      foldTransposed(w, dy + n * imageOut, count, dx + n * imageIn);
+    });
   }
-
-private:
-  int64_t images = 0;
 };
 
 /// heterps.conv_transpose: (input, filter, [bias]) -> output, the input
@@ -249,11 +293,10 @@ public:
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
     if (in.size() < 2 || in.size() > 3)
       fail() << info.describe() << ": takes 2 or 3 operands, got " << in.size();
-    Shape y = planTransposed(in[0], in[1]);
+    Shape y = planTransposed(in[0], in[1], false);
     if (in.size() == 3 && in[2] != Shape{y[1]})
       fail() << info.describe() << ": bias has shape " << shapeString(in[2])
              << ", expected " << shapeString({y[1]});
-    images = y[0];
     return {y};
   }
 
@@ -263,26 +306,21 @@ public:
     float *y = res[0]->as<float>();
     if (res[0]->numElements() == 0)
       return;
-    bool empty = g.features == 0 || g.outputs == 0;
-    for (int64_t n = 0; n < images; ++n) {
-      float *yn = y + n * g.channels * g.inputs;
-      if (empty)
-        check(cudaMemsetAsync(yn, 0, g.channels * g.inputs * sizeof(float),
-                              stream),
-              "clearing a transposed convolution's output");
-      else
-        foldTransposed(in[1]->as<float>(),
-                       in[0]->as<float>() + n * g.features * g.outputs, yn);
-      if (in.size() == 3) {
-        addBias<<<blocksFor(g.channels * g.inputs), kBlock, 0, stream>>>(
-            in[2]->as<float>(), yn, g.channels, g.inputs);
-        checkLaunch(info);
-      }
+    int64_t imageIn = g.channels * g.inputs, imageOut = g.features * g.outputs;
+    if (groupFeatures == 0 || g.outputs == 0)
+      check(cudaMemsetAsync(y, 0, res[0]->byteSize(), stream),
+            "clearing a transposed convolution's output");
+    else
+      forChunks([&](int64_t n, int64_t count) {
+        foldTransposed(in[1]->as<float>(), in[0]->as<float>() + n * imageOut,
+                       count, y + n * imageIn);
+      });
+    if (in.size() == 3) {
+      addBias<<<blocksFor(images * imageIn), kBlock, 0, stream>>>(
+          in[2]->as<float>(), y, images * imageIn, g.channels, g.inputs);
+      checkLaunch(info);
     }
   }
-
-private:
-  int64_t images = 0;
 };
 
 /// heterps.conv_transpose_grad: (input, filter, dy) -> (dinput, dfilter,
@@ -300,16 +338,13 @@ public:
     if (in[2] != y)
       fail() << info.describe() << ": dy has shape " << shapeString(in[2])
              << ", expected the output shape " << shapeString(y);
-    planTransposed(in[0], in[1]);
-    images = y[0];
+    planTransposed(in[0], in[1], true);
     return {in[0], in[1], {y[1]}};
   }
 
   void run(const std::vector<const Tensor *> &in,
            const std::vector<Tensor *> &res, ExecContext &) override {
     cudaStream_t stream = gpuDevice().stream;
-    int64_t groupFeatures = g.features / g.group,
-            reduce = g.channels / g.group * g.taps;
     const float *x = in[0]->as<float>(), *w = in[1]->as<float>(),
                 *dy = in[2]->as<float>();
     float *dx = res[0]->as<float>(), *dw = res[1]->as<float>(),
@@ -325,22 +360,15 @@ public:
               "clearing a transposed convolution's gradient");
       return;
     }
-    for (int64_t n = 0; n < images; ++n) {
-      const float *xn = x + n * g.features * g.outputs;
-      patches(dy + n * g.channels * g.inputs);
+    int64_t imageIn = g.channels * g.inputs, imageOut = g.features * g.outputs;
+    forChunks([&](int64_t n, int64_t count) {
+      patches(dy + n * imageIn, count);
       // dx_g (M/g x O) = w_g col(dy)_g: the convolution of dy.
-      gemm(info, false, false, groupFeatures, g.outputs, reduce, 1.0f, w,
-           groupFeatures * reduce, col.get(), reduce * g.outputs, 0.0f,
-           dx + n * g.features * g.outputs, g.group);
+      multiplyPatches(w, count, dx + n * imageOut);
       // dw_g += x_g (M/g x O) col(dy)_g^T (O x C/g*taps).
-      gemm(info, false, true, groupFeatures, reduce, g.outputs, 1.0f, xn,
-           groupFeatures * g.outputs, col.get(), reduce * g.outputs,
-           n == 0 ? 0.0f : 1.0f, dw, g.group);
-    }
+      filterGradient(x + n * imageOut, count, dw, n > 0);
+    });
   }
-
-private:
-  int64_t images = 0;
 };
 
 } // namespace

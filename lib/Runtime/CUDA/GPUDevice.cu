@@ -84,6 +84,14 @@ void cuda::requireF32OrInteger(const OpInfo &op, size_t operand) {
            << "here, got " << dtypeName(t);
 }
 
+bool cuda::wideIndexOperand(const OpInfo &op, size_t operand) {
+  DType index = op.inputTypes().at(operand).dtype;
+  if (index != DType::I32 && index != DType::I64)
+    fail() << op.describe() << ": the GPU column takes i32 or i64 indices, "
+           << "got " << dtypeName(index);
+  return index == DType::I64;
+}
+
 void BadIndexFlag::arm() {
   if (!flag) {
     void *word = nullptr;
@@ -103,4 +111,15 @@ int64_t BadIndexFlag::first() {
         "reading an index check");
   check(cudaStreamSynchronize(gpuDevice().stream), "waiting for a kernel");
   return position == ~0ull ? -1 : static_cast<int64_t>(position);
+}
+
+int64_t BadIndexFlag::indexAt(const Tensor &indices, int64_t position,
+                              bool wide) {
+  int64_t value = 0;
+  size_t es = wide ? sizeof(int64_t) : sizeof(int32_t);
+  check(cudaMemcpy(&value,
+                   static_cast<const char *>(indices.data()) + position * es,
+                   es, cudaMemcpyDeviceToHost),
+        "reading a bad index");
+  return wide ? value : static_cast<int32_t>(value);
 }

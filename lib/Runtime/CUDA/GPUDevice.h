@@ -56,7 +56,27 @@ public:
   /// Waits for this thread's stream; the smallest bad position, or -1.
   int64_t first();
 
+  /// Arms the word, calls `launch` with the indices typed (`const
+  /// int64_t *` when `wide`, else `const int32_t *`), checks the launch
+  /// and returns the smallest bad position with its index in `value`, or -1.
+  template <typename F>
+  int64_t launchChecked(const OpInfo &op, const Tensor &indices, bool wide,
+                        F &&launch, int64_t &value) {
+    arm();
+    if (wide)
+      launch(indices.as<int64_t>());
+    else
+      launch(indices.as<int32_t>());
+    checkLaunch(op);
+    int64_t position = first();
+    if (position >= 0)
+      value = indexAt(indices, position, wide);
+    return position;
+  }
+
 private:
+  static int64_t indexAt(const Tensor &indices, int64_t position, bool wide);
+
   std::shared_ptr<unsigned long long> flag;
 };
 
@@ -94,6 +114,21 @@ void gemm(const OpInfo &op, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
 void gemmLeading(const OpInfo &op, bool ta, bool tb, int64_t m, int64_t n,
                  int64_t k, const float *a, int64_t lda, const float *b,
                  int64_t ldb, float beta, float *c, int64_t ldc);
+
+/// `batch` row-major products c_i = op(a_i) op(b_i) + beta * c_i, k > 0,
+/// with leading dimensions and the elements between the batch's matrices
+/// (a stride of 0 shares one matrix), through cuBLAS in the process's
+/// GpuMath.
+void gemmBatched(const OpInfo &op, bool ta, bool tb, int64_t m, int64_t n,
+                 int64_t k, const float *a, int64_t lda, int64_t strideA,
+                 const float *b, int64_t ldb, int64_t strideB, float beta,
+                 float *c, int64_t ldc, int64_t strideC, int64_t batch);
+
+/// A grid-stride loop of `e` over [0, total): every thread of the grid
+/// takes the elements its index names, then those a grid further on.
+#define HETERPS_GRID_STRIDE(e, total)                                          \
+  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;             \
+       e < (total); e += int64_t(gridDim.x) * blockDim.x)
 
 /// Threads per block of the elementwise and reduction kernels.
 constexpr int kBlock = 256;
@@ -143,6 +178,21 @@ void requireF32(const OpInfo &op);
 /// or i64: the types of the GPU kernels that move and compare values
 /// (pads, scatters, walks along an axis).
 void requireF32OrInteger(const OpInfo &op, size_t operand);
+
+/// Calls f(T{}) with the C++ type of an element type that
+/// requireF32OrInteger accepted.
+template <typename F> void dispatchF32OrInteger(DType t, F &&f) {
+  if (t == DType::F32)
+    f(float{});
+  else if (t == DType::I32)
+    f(int32_t{});
+  else
+    f(int64_t{});
+}
+
+/// Fails naming the op unless operand `operand` (indices) is i32 or i64;
+/// whether it is i64.
+bool wideIndexOperand(const OpInfo &op, size_t operand);
 
 /// Registers a kernel class of the GPU column.
 template <typename K>

@@ -78,36 +78,18 @@ __global__ void scatterAddSlices(const float *dy, const I *idx, float *dx,
 class GatherKernelBase : public Kernel {
 public:
   explicit GatherKernelBase(const OpInfo &op)
-      : Kernel(op), axisAttr(op.getInt("axis", 0)) {
-    DType index = op.inputTypes().at(1).dtype;
-    if (index != DType::I32 && index != DType::I64)
-      fail() << op.describe() << ": the GPU column takes i32 or i64 indices, "
-             << "got " << dtypeName(index);
-    wideIndices = index == DType::I64;
-  }
+      : Kernel(op), axisAttr(op.getInt("axis", 0)),
+        wideIndices(wideIndexOperand(op, 1)) {}
 
 protected:
   /// Launches `launch(indices)` with the indices typed, then fails naming
   /// the first index out of range.
   template <typename F> void withIndices(const Tensor &indices, F &&launch) {
-    bad.arm();
-    if (wideIndices)
-      launch(indices.as<int64_t>());
-    else
-      launch(indices.as<int32_t>());
-    checkLaunch(info);
-    int64_t j = bad.first();
-    if (j < 0)
-      return;
     int64_t value = 0;
-    size_t es = dtypeSize(indices.dtype());
-    check(cudaMemcpy(&value, static_cast<const char *>(indices.data()) + j * es,
-                     es, cudaMemcpyDeviceToHost),
-          "reading a bad index");
-    if (!wideIndices)
-      value = static_cast<int32_t>(value);
-    fail() << info.describe() << ": index " << value << " at position " << j
-           << " is out of range [0, " << shape.dimSize << ")";
+    int64_t j = bad.launchChecked(info, indices, wideIndices, launch, value);
+    if (j >= 0)
+      fail() << info.describe() << ": index " << value << " at position " << j
+             << " is out of range [0, " << shape.dimSize << ")";
   }
 
   /// The indices of a gather with an empty result, checked all the same.
@@ -121,7 +103,7 @@ protected:
   }
 
   int64_t axisAttr;
-  bool wideIndices = true;
+  bool wideIndices;
   cpu::GatherShape shape;
   BadIndexFlag bad;
 };

@@ -64,25 +64,43 @@ void cuda::gemm(const OpInfo &op, bool ta, bool tb, int64_t m, int64_t n,
           "cublasGemmStridedBatchedEx");
 }
 
+void cuda::gemmBatched(const OpInfo &op, bool ta, bool tb, int64_t m, int64_t n,
+                       int64_t k, const float *a, int64_t lda, int64_t strideA,
+                       const float *b, int64_t ldb, int64_t strideB, float beta,
+                       float *c, int64_t ldc, int64_t strideC, int64_t batch) {
+  if (m == 0 || n == 0 || batch == 0)
+    return;
+  for (int64_t v : {m, n, k, lda, ldb, ldc, batch})
+    if (v > INT32_MAX)
+      fail() << op.describe() << ": " << batch << " products of " << m << "x"
+             << k << "x" << n << " are beyond cuBLAS's 32-bit dimensions";
+  float alpha = 1.0f;
+  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T.
+  cublasOperation_t opA = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t opB = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasHandle_t h = gpuDevice().blas;
+  cublasComputeType_t compute = computeType(productMath());
+  if (batch == 1)
+    check(cublasGemmEx(h, opB, opA, static_cast<int>(n), static_cast<int>(m),
+                       static_cast<int>(k), &alpha, b, CUDA_R_32F,
+                       static_cast<int>(ldb), a, CUDA_R_32F,
+                       static_cast<int>(lda), &beta, c, CUDA_R_32F,
+                       static_cast<int>(ldc), compute, CUBLAS_GEMM_DEFAULT),
+          "cublasGemmEx");
+  else
+    check(cublasGemmStridedBatchedEx(
+              h, opB, opA, static_cast<int>(n), static_cast<int>(m),
+              static_cast<int>(k), &alpha, b, CUDA_R_32F, static_cast<int>(ldb),
+              strideB, a, CUDA_R_32F, static_cast<int>(lda), strideA, &beta, c,
+              CUDA_R_32F, static_cast<int>(ldc), strideC,
+              static_cast<int>(batch), compute, CUBLAS_GEMM_DEFAULT),
+          "cublasGemmStridedBatchedEx");
+}
+
 void cuda::gemmLeading(const OpInfo &op, bool ta, bool tb, int64_t m, int64_t n,
                        int64_t k, const float *a, int64_t lda, const float *b,
                        int64_t ldb, float beta, float *c, int64_t ldc) {
-  if (m == 0 || n == 0)
-    return;
-  for (int64_t v : {m, n, k, lda, ldb, ldc})
-    if (v > INT32_MAX)
-      fail() << op.describe() << ": a product of " << m << "x" << k << "x" << n
-             << " is beyond cuBLAS's 32-bit dimensions";
-  float alpha = 1.0f;
-  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T.
-  check(cublasGemmEx(gpuDevice().blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
-                     ta ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(n),
-                     static_cast<int>(m), static_cast<int>(k), &alpha, b,
-                     CUDA_R_32F, static_cast<int>(ldb), a, CUDA_R_32F,
-                     static_cast<int>(lda), &beta, c, CUDA_R_32F,
-                     static_cast<int>(ldc), computeType(productMath()),
-                     CUBLAS_GEMM_DEFAULT),
-        "cublasGemmEx");
+  gemmBatched(op, ta, tb, m, n, k, a, lda, 0, b, ldb, 0, beta, c, ldc, 0, 1);
 }
 
 namespace {

@@ -32,6 +32,7 @@
 #include "../CPU/RecurrentShape.h"
 #include "../HostDevice.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <utility>
@@ -40,6 +41,9 @@ namespace heterps::runtime::cuda {
 
 using cpu::RecurrentCell;
 using cpu::RecurrentShape;
+
+/// Rows per chunk of the gradients' column sums (biases, peepholes).
+constexpr int64_t kSumChunkRows = 64;
 
 HETERPS_HD inline float logistic(float x) { return 1.0f / (1.0f + expf(-x)); }
 
@@ -62,6 +66,7 @@ struct RecurrentBuffers {
   float *recurrentGrads = nullptr;                       // T x B x G
   float *dh = nullptr, *dhPrev = nullptr, *dc = nullptr; // B x H
   float *resetGradient = nullptr;                        // B x H (GRU)
+  float *partials = nullptr; // column sums' chunks (see columnSums)
   bool keep = false;
 };
 
@@ -95,6 +100,8 @@ inline int64_t layOutRecurrentBuffers(const RecurrentShape &shape, bool keep,
   take(b.dhPrev, keep ? B * H : 0);
   take(b.dc, keep && lstm ? B * H : 0);
   take(b.resetGradient, keep && gru ? B * H : 0);
+  int64_t chunks = (T * B + kSumChunkRows - 1) / kSumChunkRows;
+  take(b.partials, keep ? chunks * std::max(2 * G, 3 * H) : 0);
   return used;
 }
 
@@ -131,8 +138,6 @@ public:
   void gradient(const RecurrentOperands &in, const RecurrentResults &out) {
     const RecurrentShape s = this->s;
     int64_t T = s.steps, B = s.batch, H = s.hidden, G = s.rows(), I = s.inputs;
-    if (out.dp)
-      fill(out.dp, 0.0f, s.directions * 3 * H);
     for (int64_t d = 0; d < s.directions; ++d) {
       forwardDirection(d, in, nullptr, nullptr, nullptr);
       backwardDirection(d, in, out);
@@ -152,20 +157,30 @@ public:
         product(true, false, G, H, T * B, buf.recurrentGrads, G, buf.statesIn,
                 H, 0.0f, drd, H);
       }
-      // The biases' gradients: sums over the rows, in the rows' order.
-      float *dwb = out.db + d * 2 * G, *drb = dwb + G;
+      // The biases' gradients (dwb and drb side by side): sums over the
+      // rows of the two gate gradients.
       const float *inputGrads = buf.inputGrads,
                   *recurrentGrads = buf.recurrentGrads;
-      int64_t rows = T * B;
-      backend.forEach(G, [=] HETERPS_HD(int64_t k) {
-        float a = 0.0f, b = 0.0f;
-        for (int64_t row = 0; row < rows; ++row) {
-          a += inputGrads[row * G + k];
-          b += recurrentGrads[row * G + k];
-        }
-        dwb[k] = a;
-        drb[k] = b;
-      });
+      columnSums(
+          T * B, 2 * G,
+          [=] HETERPS_HD(int64_t row, int64_t k) {
+            return k < G ? inputGrads[row * G + k]
+                         : recurrentGrads[row * G + k - G];
+          },
+          out.db + d * 2 * G);
+      // The peepholes': the gate gradients of every step (zero past a row's
+      // end) times the cell each peephole saw.
+      if (out.dp) {
+        const float *cellsIn = buf.cellsIn, *cellsOut = buf.cellsOut;
+        columnSums(
+            T * B, 3 * H,
+            [=] HETERPS_HD(int64_t row, int64_t k) {
+              int64_t gate = k / H, j = k % H;
+              const float *cell = gate == 1 ? cellsOut : cellsIn;
+              return inputGrads[row * G + gate * H + j] * cell[row * H + j];
+            },
+            out.dp + d * 3 * H);
+      }
     }
   }
 
@@ -195,6 +210,31 @@ public:
 
   void copy(float *to, const float *from, int64_t n) {
     backend.forEach(n, [=] HETERPS_HD(int64_t e) { to[e] = from[e]; });
+  }
+
+  /// out[k] = the sum over `rows` rows of term(row, k), for k < cols: chunks
+  /// of rows summed in parallel, then the chunks in order (the whole device
+  /// takes part however few the columns are; no atomics).
+  template <typename Term>
+  void columnSums(int64_t rows, int64_t cols, Term term, float *out) {
+    const int64_t chunkRows = kSumChunkRows;
+    int64_t chunks = (rows + chunkRows - 1) / chunkRows;
+    float *partials = buf.partials;
+    backend.forEach(chunks * cols, [=] HETERPS_HD(int64_t e) {
+      int64_t chunk = e / cols, k = e % cols;
+      int64_t end =
+          (chunk + 1) * chunkRows < rows ? (chunk + 1) * chunkRows : rows;
+      float sum = 0.0f;
+      for (int64_t row = chunk * chunkRows; row < end; ++row)
+        sum += term(row, k);
+      partials[e] = sum;
+    });
+    backend.forEach(cols, [=] HETERPS_HD(int64_t k) {
+      float sum = 0.0f;
+      for (int64_t chunk = 0; chunk < chunks; ++chunk)
+        sum += partials[chunk * cols + k];
+      out[k] = sum;
+    });
   }
 
   /// Runs direction `d`; writes y (may be null), the final state and cell
@@ -373,7 +413,6 @@ public:
     bool lbr = s.linearBeforeReset, relu = s.relu;
     const float *rd = in.r + d * G * H;
     const float *pd = in.peepholes ? in.peepholes + d * 3 * H : nullptr;
-    float *dpd = out.dp ? out.dp + d * 3 * H : nullptr;
     const int64_t *lengths = b.lengths;
     float *dh = b.dh, *dhPrev = b.dhPrev, *dc = b.dc;
     if (in.dyh)
@@ -412,7 +451,7 @@ public:
         });
         break;
       case RecurrentCell::LSTM:
-        lstmGates(t, act, pd, dpd, daIn, daRec, dh, dc);
+        lstmGates(t, act, pd, daIn, daRec, dh, dc);
         break;
       case RecurrentCell::GRU:
         gruGates(t, rd, act, hIn, daIn, daRec, dh, dhPrev);
@@ -438,8 +477,8 @@ public:
       copy(out.dc0 + d * B * H, dc, B * H);
   }
 
-  void lstmGates(int64_t t, const float *act, const float *p, float *dp,
-                 float *daIn, float *daRec, float *dh, float *dc) {
+  void lstmGates(int64_t t, const float *act, const float *p, float *daIn,
+                 float *daRec, float *dh, float *dc) {
     const RecurrentShape s = this->s;
     int64_t B = s.batch, H = s.hidden, G = s.rows();
     const float *cIn = buf.cellsIn + t * B * H;
@@ -467,21 +506,6 @@ public:
       da[H + j] = dr[H + j] = dao;
       da[2 * H + j] = dr[2 * H + j] = daf;
       da[3 * H + j] = dr[3 * H + j] = dag;
-    });
-    if (!dp)
-      return;
-    // The peepholes' gradients: per element of a gate, over the running
-    // rows in order.
-    backend.forEach(H, [=] HETERPS_HD(int64_t j) {
-      for (int64_t row = 0; row < B; ++row) {
-        if (t >= lengths[row])
-          continue;
-        const float *da = daIn + row * G;
-        int64_t e = row * H + j;
-        dp[j] += da[j] * cIn[e];
-        dp[H + j] += da[H + j] * cOut[e];
-        dp[2 * H + j] += da[2 * H + j] * cIn[e];
-      }
     });
   }
 

@@ -9,67 +9,53 @@
 // heterps.top_k_indices gives each element a thread that counts the
 // elements coming before it in topKPrecedes' order (the CPU's comparator),
 // stopping at k: an element of rank r < k writes its position to place r.
-// (LineWalks.h has the walks themselves.)
+// (CPU/LineWalks.h has the walks themselves.)
 // Its cost per line is about k * dim * ln(dim / k) comparisons, meant for the
 // small k of ranking and retrieval heads, not for sorting a line.
 //
 //===----------------------------------------------------------------------===//
 
 #include "GPUDevice.h"
-#include "LineWalks.h"
 
 #include "../CPU/KernelUtil.h"
+#include "../CPU/LineWalks.h"
 
 using namespace heterps::runtime;
 using namespace heterps::runtime::cuda;
 
 namespace {
 
-#define GRID_STRIDE(e, total)                                                  \
-  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;             \
-       e < (total); e += int64_t(gridDim.x) * blockDim.x)
-
-Lines linesOf(const cpu::AxisSplit &split) {
+cpu::Lines linesOf(const cpu::AxisSplit &split) {
   return {split.outer, split.dim, split.inner};
 }
 
 template <typename T>
-__global__ void cumulativeSums(const T *x, T *y, Lines s, bool exclusive,
+__global__ void cumulativeSums(const T *x, T *y, cpu::Lines s, bool exclusive,
                                bool reverse) {
-  GRID_STRIDE(l, s.count()) {
+  HETERPS_GRID_STRIDE(l, s.count()) {
     int64_t base = s.base(l);
-    cumulativeSumOfLine(x + base, y + base, s.dim, s.inner, exclusive, reverse);
+    cpu::cumulativeSumOfLine(x + base, y + base, s.dim, s.inner, exclusive,
+                             reverse);
   }
 }
 
 template <typename T>
-__global__ void argExtremes(const T *x, int64_t *y, Lines s, bool isMax,
+__global__ void argExtremes(const T *x, int64_t *y, cpu::Lines s, bool isMax,
                             bool last) {
-  GRID_STRIDE(l, s.count()) {
-    y[l] = argExtremeOfLine(x + s.base(l), s.dim, s.inner, isMax, last);
+  HETERPS_GRID_STRIDE(l, s.count()) {
+    y[l] = cpu::argExtremeOfLine(x + s.base(l), s.dim, s.inner, isMax, last);
   }
 }
 
 template <typename T>
-__global__ void topKPlaces(const T *x, int64_t *y, Lines s, int64_t k,
+__global__ void topKPlaces(const T *x, int64_t *y, cpu::Lines s, int64_t k,
                            bool largest) {
-  GRID_STRIDE(e, s.count() * s.dim) {
+  HETERPS_GRID_STRIDE(e, s.count() * s.dim) {
     int64_t l = e / s.dim, d = e % s.dim;
-    int64_t rank = topKRank(x + s.base(l), s.dim, s.inner, d, k, largest);
+    int64_t rank = cpu::topKRank(x + s.base(l), s.dim, s.inner, d, k, largest);
     if (rank < k)
       y[s.place(l, rank, k)] = d;
   }
-}
-
-/// Calls f(T{}) for the walk's element type (requireF32OrInteger has
-/// checked it).
-template <typename F> void dispatchWalkType(DType t, F &&f) {
-  if (t == DType::F32)
-    f(float{});
-  else if (t == DType::I32)
-    f(int32_t{});
-  else
-    f(int64_t{});
 }
 
 class CumSumKernel : public Kernel {
@@ -90,7 +76,7 @@ public:
     int64_t lines = split.outer * split.inner;
     if (lines * split.dim == 0)
       return;
-    dispatchWalkType(in[0]->dtype(), [&](auto tag) {
+    dispatchF32OrInteger(in[0]->dtype(), [&](auto tag) {
       using T = decltype(tag);
       cumulativeSums<<<blocksFor(lines), kBlock, 0, gpuDevice().stream>>>(
           in[0]->as<T>(), res[0]->as<T>(), linesOf(split), exclusive, reverse);
@@ -106,83 +92,54 @@ private:
 
 class ArgExtremeKernel : public Kernel {
 public:
-  explicit ArgExtremeKernel(const OpInfo &op)
-      : Kernel(op), isMax(op.getString("kind") == "max"),
-        axisAttr(op.getInt("axis", 0)), keepdims(op.getBool("keepdims", true)),
-        last(op.getBool("select_last_index", false)) {
-    std::string kind = op.getString("kind");
-    if (kind != "max" && kind != "min")
-      fail() << op.describe() << ": unknown kind '" << kind << "' (max or min)";
+  explicit ArgExtremeKernel(const OpInfo &op) : Kernel(op), shape(op) {
     requireF32OrInteger(op, 0);
   }
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
-    int64_t rank = static_cast<int64_t>(in[0].size());
-    int64_t axis = cpu::normalizeAxis(axisAttr, rank, info);
-    if (in[0][axis] == 0)
-      fail() << info.describe() << ": the axis has no elements";
-    split.init(in[0], axis);
-    Shape out = in[0];
-    if (keepdims)
-      out[axis] = 1;
-    else
-      out.erase(out.begin() + axis);
-    return {out};
+    return {shape.compute(in[0], info)};
   }
   void run(const std::vector<const Tensor *> &in,
            const std::vector<Tensor *> &res, ExecContext &) override {
-    int64_t lines = split.outer * split.inner;
-    if (lines == 0)
+    cpu::Lines lines = linesOf(shape.split);
+    if (lines.count() == 0)
       return;
-    dispatchWalkType(in[0]->dtype(), [&](auto tag) {
+    dispatchF32OrInteger(in[0]->dtype(), [&](auto tag) {
       using T = decltype(tag);
-      argExtremes<<<blocksFor(lines), kBlock, 0, gpuDevice().stream>>>(
-          in[0]->as<T>(), res[0]->as<int64_t>(), linesOf(split), isMax, last);
+      argExtremes<<<blocksFor(lines.count()), kBlock, 0, gpuDevice().stream>>>(
+          in[0]->as<T>(), res[0]->as<int64_t>(), lines, shape.isMax,
+          shape.last);
     });
     checkLaunch(info);
   }
 
 private:
-  bool isMax;
-  int64_t axisAttr;
-  bool keepdims, last;
-  cpu::AxisSplit split;
+  cpu::ArgExtremeShape shape;
 };
 
 class TopKIndicesKernel : public Kernel {
 public:
-  explicit TopKIndicesKernel(const OpInfo &op)
-      : Kernel(op), k(op.getInt("k", 1)), axisAttr(op.getInt("axis", -1)),
-        largest(op.getBool("largest", true)) {
+  explicit TopKIndicesKernel(const OpInfo &op) : Kernel(op), shape(op) {
     requireF32OrInteger(op, 0);
   }
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
-    int64_t rank = static_cast<int64_t>(in[0].size());
-    int64_t axis = cpu::normalizeAxis(axisAttr, rank, info);
-    if (k < 0 || k > in[0][axis])
-      fail() << info.describe() << ": k = " << k << " for an axis of "
-             << in[0][axis] << " elements";
-    split.init(in[0], axis);
-    Shape out = in[0];
-    out[axis] = k;
-    return {out};
+    return {shape.compute(in[0], info)};
   }
   void run(const std::vector<const Tensor *> &in,
            const std::vector<Tensor *> &res, ExecContext &) override {
-    int64_t elements = split.outer * split.inner * split.dim;
-    if (elements == 0 || k == 0)
+    cpu::Lines lines = linesOf(shape.split);
+    int64_t elements = lines.count() * lines.dim;
+    if (elements == 0 || shape.k == 0)
       return;
-    dispatchWalkType(in[0]->dtype(), [&](auto tag) {
+    dispatchF32OrInteger(in[0]->dtype(), [&](auto tag) {
       using T = decltype(tag);
       topKPlaces<<<blocksFor(elements), kBlock, 0, gpuDevice().stream>>>(
-          in[0]->as<T>(), res[0]->as<int64_t>(), linesOf(split), k, largest);
+          in[0]->as<T>(), res[0]->as<int64_t>(), lines, shape.k, shape.largest);
     });
     checkLaunch(info);
   }
 
 private:
-  int64_t k, axisAttr;
-  bool largest;
-  cpu::AxisSplit split;
+  cpu::TopKShape shape;
 };
 
 } // namespace

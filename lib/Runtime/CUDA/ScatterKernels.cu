@@ -29,14 +29,10 @@ using namespace heterps::runtime::cuda;
 
 namespace {
 
-#define GRID_STRIDE(e, total)                                                  \
-  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;             \
-       e < (total); e += int64_t(gridDim.x) * blockDim.x)
-
 template <typename I>
 __global__ void elementOffsets(const I *idx, int64_t n, ElementAddressing a,
                                int64_t *offsets, unsigned long long *bad) {
-  GRID_STRIDE(p, n) {
+  HETERPS_GRID_STRIDE(p, n) {
     int64_t offset = elementOffset(p, static_cast<int64_t>(idx[p]), a);
     if (offset < 0)
       atomicMin(bad, static_cast<unsigned long long>(p));
@@ -47,7 +43,7 @@ __global__ void elementOffsets(const I *idx, int64_t n, ElementAddressing a,
 template <typename I>
 __global__ void tupleOffsets(const I *idx, int64_t tuples, TupleAddressing a,
                              int64_t *offsets, unsigned long long *bad) {
-  GRID_STRIDE(p, tuples) {
+  HETERPS_GRID_STRIDE(p, tuples) {
     int entry = 0;
     int64_t offset = tupleOffset(idx + p * a.k, a, entry);
     if (offset < 0)
@@ -66,18 +62,20 @@ __device__ inline int64_t target(const int64_t *offsets, int64_t e,
 template <typename T>
 __global__ void gatherAt(const T *x, const int64_t *offsets, T *y,
                          int64_t total, int64_t width) {
-  GRID_STRIDE(e, total) { y[e] = x[target(offsets, e, width)]; }
+  HETERPS_GRID_STRIDE(e, total) { y[e] = x[target(offsets, e, width)]; }
 }
 
 __global__ void addAt(const float *dy, const int64_t *offsets, float *dx,
                       int64_t total, int64_t width) {
-  GRID_STRIDE(e, total) { atomicAdd(dx + target(offsets, e, width), dy[e]); }
+  HETERPS_GRID_STRIDE(e, total) {
+    atomicAdd(dx + target(offsets, e, width), dy[e]);
+  }
 }
 
 /// The last position naming each target (targets counted in slices).
 __global__ void claimTargets(const int64_t *offsets, int64_t positions,
                              int64_t width, long long *winner) {
-  GRID_STRIDE(p, positions) {
+  HETERPS_GRID_STRIDE(p, positions) {
     atomicMax(winner + offsets[p] / width, static_cast<long long>(p));
   }
 }
@@ -124,7 +122,7 @@ template <typename T>
 __global__ void scatterAt(const T *u, const int64_t *offsets, T *y,
                           int64_t total, int64_t width, Reduction reduction,
                           const long long *winner) {
-  GRID_STRIDE(e, total) {
+  HETERPS_GRID_STRIDE(e, total) {
     int64_t p = e / width, to = offsets[p] + e % width;
     switch (reduction) {
     case Reduction::None:
@@ -144,27 +142,22 @@ __global__ void scatterAt(const T *u, const int64_t *offsets, T *y,
 /// The updates' gradient: the result's gradient read where they went.
 __global__ void gatherGradAt(const float *dy, const int64_t *offsets, float *du,
                              int64_t total, int64_t width) {
-  GRID_STRIDE(e, total) { du[e] = dy[target(offsets, e, width)]; }
+  HETERPS_GRID_STRIDE(e, total) { du[e] = dy[target(offsets, e, width)]; }
 }
 
 /// The data's gradient (a copy of the result's) cleared where a store
 /// replaced the data.
 __global__ void clearAt(const int64_t *offsets, float *dx, int64_t total,
                         int64_t width) {
-  GRID_STRIDE(e, total) { dx[target(offsets, e, width)] = 0.0f; }
+  HETERPS_GRID_STRIDE(e, total) { dx[target(offsets, e, width)] = 0.0f; }
 }
 
 /// What the ops share: the index type, the offsets on the device and their
 /// check, named as the CPU names a bad index.
 class IndexedKernel : public Kernel {
 public:
-  IndexedKernel(const OpInfo &op, size_t indexOperand) : Kernel(op) {
-    DType index = op.inputTypes().at(indexOperand).dtype;
-    if (index != DType::I32 && index != DType::I64)
-      fail() << op.describe() << ": the GPU column takes i32 or i64 indices, "
-             << "got " << dtypeName(index);
-    wideIndices = index == DType::I64;
-  }
+  IndexedKernel(const OpInfo &op, size_t indexOperand)
+      : Kernel(op), wideIndices(wideIndexOperand(op, indexOperand)) {}
 
 protected:
   /// The data offsets of the indices (one per element, or per tuple of
@@ -203,7 +196,7 @@ protected:
     return winners.get();
   }
 
-  bool wideIndices = true;
+  bool wideIndices;
   ElementAddressing elements;
   TupleAddressing tuple;
   bool tuples = false;
@@ -212,23 +205,11 @@ private:
   template <typename F> void launchChecked(const Tensor &indices, F &&launch) {
     if (indices.numElements() == 0)
       return;
-    bad.arm();
-    if (wideIndices)
-      launch(indices.as<int64_t>());
-    else
-      launch(indices.as<int32_t>());
-    checkLaunch(info);
-    int64_t position = bad.first();
+    int64_t value = 0;
+    int64_t position =
+        bad.launchChecked(info, indices, wideIndices, launch, value);
     if (position < 0)
       return;
-    int64_t value = 0;
-    size_t es = dtypeSize(indices.dtype());
-    check(cudaMemcpy(&value,
-                     static_cast<const char *>(indices.data()) + position * es,
-                     es, cudaMemcpyDeviceToHost),
-          "reading a bad index");
-    if (!wideIndices)
-      value = static_cast<int32_t>(value);
     if (!tuples)
       fail() << info.describe() << ": index " << value << " out of range [0, "
              << elements.dimSize << ")";
@@ -242,17 +223,6 @@ private:
   DeviceScratch<int64_t> offsets;
   DeviceScratch<long long> winners;
 };
-
-/// Calls f(T{}) for the scatter's element type (requireF32OrInteger has
-/// checked it).
-template <typename F> void dispatchScatterType(DType t, F &&f) {
-  if (t == DType::F32)
-    f(float{});
-  else if (t == DType::I32)
-    f(int32_t{});
-  else
-    f(int64_t{});
-}
 
 /// heterps.gather_elements (data, indices) and its gradient (data,
 /// indices, result_grad).
@@ -334,7 +304,7 @@ protected:
         reduction == Reduction::None
             ? claim(at, positions, data.numElements() / width, width)
             : nullptr;
-    dispatchScatterType(data.dtype(), [&](auto tag) {
+    dispatchF32OrInteger(data.dtype(), [&](auto tag) {
       using T = decltype(tag);
       scatterAt<<<blocksFor(total), kBlock, 0, stream>>>(
           updates.as<T>(), at, result.as<T>(), total, width, reduction, winner);

@@ -298,12 +298,7 @@ public:
           in[0]->as<T>(), res[0]->as<T>(), total, addressing,
           static_cast<T>(value));
     };
-    if (in[0]->dtype() == DType::F32)
-      launch(float{});
-    else if (in[0]->dtype() == DType::I32)
-      launch(int32_t{});
-    else
-      launch(int64_t{});
+    dispatchF32OrInteger(in[0]->dtype(), launch);
     checkLaunch(info);
   }
 

@@ -1,22 +1,22 @@
 //===- LineWalks.h - Walks along one line of a tensor -----------*- C++ -*-===//
 //
-// One line along an axis: `dim` elements `stride` apart. The GPU's cumsum,
-// arg_extreme and top_k_indices kernels give a line (top_k: an element of
-// a line) to a thread that calls these; nvcc compiles them for the device,
-// a host compiler for the host, so that the unit tests hold them against
-// the CPU column on machines without a GPU.
+// One line along an axis: `dim` elements `stride` apart. Both columns'
+// cumsum and arg_extreme walk their lines with these; the GPU's kernels give
+// a line (top_k_indices: an element of a line) to a thread. nvcc compiles
+// them for the device, a host compiler for the host, so that the unit tests
+// hold the GPU's top k against the CPU's sort on machines without a GPU.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef HETERPS_LIB_RUNTIME_CUDA_LINEWALKS_H
-#define HETERPS_LIB_RUNTIME_CUDA_LINEWALKS_H
+#ifndef HETERPS_LIB_RUNTIME_CPU_LINEWALKS_H
+#define HETERPS_LIB_RUNTIME_CPU_LINEWALKS_H
 
-#include "../CPU/KernelUtil.h"
 #include "../HostDevice.h"
+#include "KernelUtil.h"
 
 #include <cstdint>
 
-namespace heterps::runtime::cuda {
+namespace heterps::runtime::cpu {
 
 /// A tensor's lines along an axis (AxisSplit's [outer, dim, inner]), passed
 /// to kernels by value.
@@ -60,7 +60,7 @@ HETERPS_HD inline int64_t argExtremeOfLine(const T *x, int64_t dim,
                                            bool last) {
   int64_t best = 0;
   for (int64_t d = 1; d < dim; ++d)
-    if (cpu::argExtremeMoves(x[d * stride], x[best * stride], isMax, last))
+    if (argExtremeMoves(x[d * stride], x[best * stride], isMax, last))
       best = d;
   return best;
 }
@@ -74,11 +74,11 @@ HETERPS_HD inline int64_t topKRank(const T *x, int64_t dim, int64_t stride,
   T v = x[d * stride];
   int64_t rank = 0;
   for (int64_t other = 0; other < dim && rank < k; ++other)
-    if (cpu::topKPrecedes(x[other * stride], v, other, d, largest))
+    if (topKPrecedes(x[other * stride], v, other, d, largest))
       ++rank;
   return rank;
 }
 
-} // namespace heterps::runtime::cuda
+} // namespace heterps::runtime::cpu
 
-#endif // HETERPS_LIB_RUNTIME_CUDA_LINEWALKS_H
+#endif // HETERPS_LIB_RUNTIME_CPU_LINEWALKS_H
