@@ -55,11 +55,11 @@ namespace {
 
 void check(cudaError_t status, const char *what) {
   if (status != cudaSuccess)
-    fail() << what << ": " << cudaGetErrorString(status);
+    fail(what, ": ", cudaGetErrorString(status));
 }
 void check(cublasStatus_t status, const char *what) {
   if (status != CUBLAS_STATUS_SUCCESS)
-    fail() << what << ": cuBLAS status " << static_cast<int>(status);
+    fail(what, ": cuBLAS status ", static_cast<int>(status));
 }
 
 /// Calls of `body` per second over about `seconds`, after two warm-up
@@ -239,8 +239,8 @@ std::vector<Tensor> syntheticInputs(const plan::Plan &plan, int64_t batch,
       else if (type.dtype == DType::I32)
         t.as<int32_t>()[e] = static_cast<int32_t>(rng() % range);
       else
-        fail() << "input '" << value.name() << "' of type "
-               << dtypeName(type.dtype) << ": no synthetic data for it";
+        fail("input '", value.name(), "' of type ", dtypeName(type.dtype),
+             ": no synthetic data for it");
     }
     inputs.push_back(std::move(t));
   }

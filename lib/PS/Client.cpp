@@ -142,7 +142,7 @@ Client::Client(std::vector<std::unique_ptr<Connection>> servers,
     : servers(std::move(servers)), opts(options),
       id(options.clientId ? options.clientId : randomClientId()) {
   if (this->servers.empty())
-    runtime::fail() << "a PS client needs at least one server";
+    runtime::fail("a PS client needs at least one server");
   size_t n = this->servers.size();
   for (size_t i = 0; i < n; ++i)
     pushLocks.push_back(std::make_unique<std::mutex>());
@@ -189,8 +189,8 @@ void Client::connect() {
 void Client::createTable(const v1::TableConfig &config) {
   // The client indexes its tables by id.
   if (config.table_id() >= kMaxTables)
-    runtime::fail() << "table id " << config.table_id()
-                    << " is out of range; ids go from 0 to " << kMaxTables - 1;
+    runtime::fail("table id ", config.table_id(),
+                  " is out of range; ids go from 0 to ", kMaxTables - 1);
   for (size_t i = 0; i < servers.size(); ++i) {
     bool created;
     if (Status s = servers[i]->createTable(config, &created); !s.ok())
@@ -256,9 +256,8 @@ void Client::createTables(const plan::Plan &plan, uint64_t seed,
     runtime::Tensor rows = runtime::viewOfData(pt.value(), what);
     if (rows.dtype() != runtime::DType::F32 ||
         rows.shape() != runtime::Shape{pt.vocab(), pt.dim()})
-      runtime::fail() << what << ": initial rows " << rows.typeString()
-                      << ", expected " << pt.vocab() << "x" << pt.dim()
-                      << "xf32";
+      runtime::fail(what, ": initial rows ", rows.typeString(), ", expected ",
+                    pt.vocab(), "x", pt.dim(), "xf32");
     // In slices of rows, read from the plan in place: a 640 MB table is
     // not copied whole on its way to the servers.
     constexpr int64_t kSliceRows = 1 << 16;
@@ -284,8 +283,8 @@ void Client::createTables(const plan::Plan &plan, uint64_t seed,
 const Client::Table &Client::get(int table) const {
   if (table < 0 || table >= static_cast<int>(infos.size()) ||
       infos[table].info.dim == 0)
-    runtime::fail() << "unknown embedding table id " << table << " (the "
-                    << "client has " << infos.size() << ")";
+    runtime::fail("unknown embedding table id ", table, " (the ", "client has ",
+                  infos.size(), ")");
   return infos[table];
 }
 
@@ -295,7 +294,7 @@ int Client::tableId(const std::string &name) const {
   for (const Table &t : infos)
     if (t.info.dim && t.info.name == name)
       return t.info.id;
-  runtime::fail() << "no embedding table '" << name << "' in the PS client";
+  runtime::fail("no embedding table '", name, "' in the PS client");
 }
 
 template <typename Start, typename Call>
@@ -837,8 +836,8 @@ static const char *optimizerName(runtime::OptimizerConfig::Kind kind) {
 bool Client::createDense(const std::string &name, const runtime::Tensor &value,
                          const runtime::OptimizerConfig &optimizer) {
   if (value.dtype() != runtime::DType::F32)
-    runtime::fail() << "dense tensor '" << name << "' is " << value.typeString()
-                    << "; the PS keeps f32 tensors";
+    runtime::fail("dense tensor '", name, "' is ", value.typeString(),
+                  "; the PS keeps f32 tensors");
   v1::DenseTensor tensor;
   tensor.set_name(name);
   for (int64_t d : value.shape())
@@ -932,11 +931,11 @@ std::string ps::readCredentialFile(const std::string &path,
                                    const std::string &what, bool trim) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    runtime::fail() << what << " '" << path << "' cannot be read";
+    runtime::fail(what, " '", path, "' cannot be read");
   std::string data((std::istreambuf_iterator<char>(in)),
                    std::istreambuf_iterator<char>());
   if (data.size() > (1u << 20))
-    runtime::fail() << what << " '" << path << "' is larger than 1 MiB";
+    runtime::fail(what, " '", path, "' is larger than 1 MiB");
   if (trim) {
     // A token is the file's first line.
     data = data.substr(0, data.find('\n'));
@@ -945,7 +944,7 @@ std::string ps::readCredentialFile(const std::string &path,
       data.pop_back();
   }
   if (data.empty())
-    runtime::fail() << what << " '" << path << "' is empty";
+    runtime::fail(what, " '", path, "' is empty");
   return data;
 }
 
@@ -957,8 +956,8 @@ std::vector<std::string> ps::parseServerList(const std::string &list) {
     std::string a = list.substr(
         at, comma == std::string::npos ? std::string::npos : comma - at);
     if (a.empty() || a.find(':') == std::string::npos)
-      runtime::fail() << "bad PS server address '" << a << "' in '" << list
-                      << "'; expected host:port[,host:port...]";
+      runtime::fail("bad PS server address '", a, "' in '", list,
+                    "'; expected host:port[,host:port...]");
     out.push_back(a);
     if (comma == std::string::npos)
       break;

@@ -46,7 +46,7 @@ void grpcLog(gpr_log_func_args *args) {
 void ps::setLogFile(const std::string &path) {
   FILE *f = std::fopen(path.c_str(), "a");
   if (!f)
-    runtime::fail() << "log file '" << path << "' cannot be opened";
+    runtime::fail("log file '", path, "' cannot be opened");
   std::lock_guard<std::mutex> lock(logMutex);
   if (logStream)
     std::fclose(logStream);

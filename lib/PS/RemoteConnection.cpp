@@ -34,8 +34,8 @@ public:
   RemoteConnection(const std::string &address, const ClientOptions &options)
       : addr(address), opts(options) {
     if (!parseWire(options.wire, &wire))
-      runtime::fail() << "unknown PS wire format '" << options.wire
-                      << "'; expected f32, f16 or bf16";
+      runtime::fail("unknown PS wire format '", options.wire,
+                    "'; expected f32, f16 or bf16");
     pushWire = wire == v1::WIRE_F16 ? v1::WIRE_BF16 : wire;
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(256 << 20);

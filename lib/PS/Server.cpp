@@ -720,20 +720,19 @@ std::map<std::string, std::string>
 ps::readWorkerTokens(const std::string &path) {
   std::ifstream file(path, std::ios::binary);
   if (!file)
-    runtime::fail() << "--worker-tokens-file '" << path << "' cannot be read";
+    runtime::fail("--worker-tokens-file '", path, "' cannot be read");
   std::string text((std::istreambuf_iterator<char>(file)),
                    std::istreambuf_iterator<char>());
   if (text.size() > (1u << 20))
-    runtime::fail() << "--worker-tokens-file '" << path
-                    << "' is larger than 1 MiB";
+    runtime::fail("--worker-tokens-file '", path, "' is larger than 1 MiB");
   std::istringstream in(text);
   std::map<std::string, std::string> tokens;
   std::set<std::string> seen;
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {
     auto bad = [&](const std::string &what) {
-      runtime::fail() << "--worker-tokens-file '" << path << "' line " << number
-                      << ": " << what;
+      runtime::fail("--worker-tokens-file '", path, "' line ", number, ": ",
+                    what);
     };
     std::istringstream fields(line);
     std::string name, token, extra;
@@ -759,7 +758,7 @@ ps::readWorkerTokens(const std::string &path) {
     tokens[name] = token;
   }
   if (tokens.empty())
-    runtime::fail() << "--worker-tokens-file '" << path << "' names no worker";
+    runtime::fail("--worker-tokens-file '", path, "' names no worker");
   return tokens;
 }
 
@@ -775,9 +774,8 @@ std::unique_ptr<Server> Server::start(const ServerOptions &options) {
                               options.shard.checkpointDir +
                               "'; starting empty");
     } else if (!s.ok())
-      runtime::fail() << "PS server " << options.shard.index
-                      << ": cannot restore '" << options.restore
-                      << "': " << codeName(s.code) << ": " << s.message;
+      runtime::fail("PS server ", options.shard.index, ": cannot restore '",
+                    options.restore, "': ", codeName(s.code), ": ", s.message);
     else
       log(LogLevel::Info, "PS server " + std::to_string(options.shard.index) +
                               ": restored " + r.name() + " at step " +
@@ -790,7 +788,7 @@ std::unique_ptr<Server> Server::start(const ServerOptions &options) {
       grpc::InsecureServerCredentials();
   if (!options.tlsCert.empty() || !options.tlsKey.empty()) {
     if (options.tlsCert.empty() || options.tlsKey.empty())
-      runtime::fail() << "TLS needs both a certificate and its key";
+      runtime::fail("TLS needs both a certificate and its key");
     grpc::SslServerCredentialsOptions ssl(
         options.tlsClientCA.empty()
             ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
@@ -799,8 +797,8 @@ std::unique_ptr<Server> Server::start(const ServerOptions &options) {
     ssl.pem_key_cert_pairs.push_back({options.tlsKey, options.tlsCert});
     credentials = grpc::SslServerCredentials(ssl);
   } else if (!options.tlsClientCA.empty()) {
-    runtime::fail() << "client certificates (a client CA) need TLS: give the "
-                       "server's certificate and key";
+    runtime::fail("client certificates (a client CA) need TLS: give the "
+                  "server's certificate and key");
   }
   builder.AddListeningPort(options.listen, credentials, &impl->port);
   // Without SO_REUSEPORT a port in use is an error, not a second server
@@ -811,8 +809,8 @@ std::unique_ptr<Server> Server::start(const ServerOptions &options) {
   builder.RegisterService(&impl->service);
   impl->server = builder.BuildAndStart();
   if (!impl->server || impl->port == 0)
-    runtime::fail() << "cannot listen on '" << options.listen
-                    << "': the address is in use or not this machine's";
+    runtime::fail("cannot listen on '", options.listen,
+                  "': the address is in use or not this machine's");
   impl->server->GetHealthCheckService()->SetServingStatus(true);
   Impl *raw = impl.get();
   impl->evictor = std::thread([raw] {

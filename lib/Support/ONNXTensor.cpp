@@ -92,7 +92,7 @@ bool heterps::onnx_tensor::decodeTensor(const TensorProto &proto,
                                         DecodedTensor &out,
                                         std::string &error) {
   std::ostringstream err;
-  auto fail = [&]() -> std::ostringstream & {
+  auto report = [&]() -> std::ostringstream & {
     err << "TensorProto '" << proto.name() << "'";
     return err;
   };
@@ -104,18 +104,18 @@ bool heterps::onnx_tensor::decodeTensor(const TensorProto &proto,
   out.dataType = proto.data_type();
   out.width = elementWidth(out.dataType);
   if (out.width == 0) {
-    fail() << ": unsupported data type " << dataTypeName(out.dataType);
+    report() << ": unsupported data type " << dataTypeName(out.dataType);
     return done();
   }
   // The element count first: dimensions may promise more than any data.
   int64_t elements = 1;
   for (int64_t d : proto.dims()) {
     if (d < 0) {
-      fail() << ": negative dimension " << d;
+      report() << ": negative dimension " << d;
       return done();
     }
     if (d > 0 && elements > kMaxElements / d) {
-      fail() << ": its dimensions make more than 2^40 elements";
+      report() << ": its dimensions make more than 2^40 elements";
       return done();
     }
     elements *= d;
@@ -133,12 +133,12 @@ bool heterps::onnx_tensor::decodeTensor(const TensorProto &proto,
 
   if (proto.data_location() == TensorProto::EXTERNAL) {
     if (!external) {
-      fail() << ": external data is not supported here";
+      report() << ": external data is not supported here";
       return done();
     }
     if (external->size() != expected) {
-      fail() << " external data: expected " << expected << " bytes ("
-             << shapeText() << "), found " << external->size();
+      report() << " external data: expected " << expected << " bytes ("
+               << shapeText() << "), found " << external->size();
       return done();
     }
     out.view = *external;
@@ -146,8 +146,8 @@ bool heterps::onnx_tensor::decodeTensor(const TensorProto &proto,
   }
   if (proto.has_raw_data()) {
     if (proto.raw_data().size() != expected) {
-      fail() << " raw_data: expected " << expected << " bytes (" << shapeText()
-             << "), found " << proto.raw_data().size();
+      report() << " raw_data: expected " << expected << " bytes ("
+               << shapeText() << "), found " << proto.raw_data().size();
       return done();
     }
     out.view = proto.raw_data();
@@ -173,8 +173,8 @@ bool heterps::onnx_tensor::decodeTensor(const TensorProto &proto,
     given = proto.int32_data_size(), field = "int32_data";
   }
   if (given != elements) {
-    fail() << " " << field << ": expected " << elements << " elements ("
-           << shapeText() << "), found " << given;
+    report() << " " << field << ": expected " << elements << " elements ("
+             << shapeText() << "), found " << given;
     return done();
   }
   switch (out.dataType) {

@@ -172,10 +172,9 @@ int heterps::run::runServe(int argc, char **argv) {
       o.workerTokens = ps::readWorkerTokens(workerTokensFile);
       for (const auto &[name, token] : o.workerTokens)
         if (token == o.authToken || token == o.adminToken)
-          runtime::fail() << "--worker-tokens-file '" << workerTokensFile
-                          << "': worker '" << name << "' has the "
-                          << (token == o.adminToken ? "admin" : "shared")
-                          << " token";
+          runtime::fail("--worker-tokens-file '", workerTokensFile,
+                        "': worker '", name, "' has the ",
+                        (token == o.adminToken ? "admin" : "shared"), " token");
     }
     std::string host = o.listen.substr(0, o.listen.rfind(':'));
     bool loopback = host == "127.0.0.1" || host == "localhost" ||
@@ -201,7 +200,7 @@ int heterps::run::runServe(int argc, char **argv) {
         std::ofstream out(tmp);
         out << server->port() << "\n";
         if (!out)
-          runtime::fail() << "cannot write '" << tmp << "'";
+          runtime::fail("cannot write '", tmp, "'");
       }
       std::filesystem::rename(tmp, portFile);
     }

@@ -51,7 +51,7 @@ std::string formatOf(const Options &o, const std::string &path) {
     return o.format;
   std::string format = dataFormatOf(path);
   if (format.empty())
-    fail() << "cannot tell the format of '" << path << "'; give --format";
+    fail("cannot tell the format of '", path, "'; give --format");
   return format;
 }
 
@@ -120,8 +120,7 @@ public:
   explicit MetricsFile(const std::string &path) : path(path) {
     out = std::fopen(path.c_str(), "w");
     if (!out)
-      fail() << "cannot write --metrics-file '" << path
-             << "': " << std::strerror(errno);
+      fail("cannot write --metrics-file '", path, "': ", std::strerror(errno));
   }
   ~MetricsFile() {
     if (out)
@@ -140,8 +139,7 @@ public:
     std::string members = metricsJSON(metrics);
     std::fprintf(out, "%s%s}\n", members.empty() ? "" : ", ", members.c_str());
     if (std::fflush(out) != 0)
-      fail() << "cannot write --metrics-file '" << path
-             << "': " << std::strerror(errno);
+      fail("cannot write --metrics-file '", path, "': ", std::strerror(errno));
   }
 
 private:
@@ -211,8 +209,8 @@ std::vector<Tensor> readInputs(const Options &o, const Program &program,
       std::string names;
       for (int j = 0; j < program.plan().inputs_size(); ++j)
         names += (j ? ", " : "") + program.inputName(j);
-      fail() << "--input " << name << ": the plan has no input named '" << name
-             << "' (its inputs: " << names << ")";
+      fail("--input ", name, ": the plan has no input named '", name,
+           "' (its inputs: ", names, ")");
     }
     storage[k] = readTensorProto(file);
     bound[i] = &storage[k];
@@ -227,8 +225,8 @@ void writePredictions(std::FILE *out, const Tensor &prediction,
   int64_t rows = prediction.rank() ? prediction.dim(0) : 1;
   int64_t width = rows ? prediction.numElements() / rows : 0;
   if (prediction.dtype() != DType::F32)
-    fail() << "--output-dir: the prediction output is "
-           << prediction.typeString() << ", expected f32 scores";
+    fail("--output-dir: the prediction output is ", prediction.typeString(),
+         ", expected f32 scores");
   const float *scores = prediction.as<float>();
   for (int64_t r = 0; r < rows; ++r) {
     if (!present.empty() && !present[r])
@@ -278,8 +276,7 @@ int runInference(const Options &o, Program &program) {
     std::filesystem::create_directories(o.outputDir);
     predictions = std::fopen(predictionsPath.c_str(), "w");
     if (!predictions)
-      fail() << "cannot write '" << predictionsPath
-             << "': " << std::strerror(errno);
+      fail("cannot write '", predictionsPath, "': ", std::strerror(errno));
     sink = [&](const Tensor &prediction, const Tensor *label,
                const std::vector<char> &present) {
       writePredictions(predictions, prediction, label, present);
@@ -288,8 +285,7 @@ int runInference(const Options &o, Program &program) {
   auto start = std::chrono::steady_clock::now();
   Metrics m = trainer.evaluate(*source, sink);
   if (predictions && std::fclose(predictions) != 0)
-    fail() << "cannot write '" << predictionsPath
-           << "': " << std::strerror(errno);
+    fail("cannot write '", predictionsPath, "': ", std::strerror(errno));
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
@@ -416,7 +412,7 @@ int runTraining(const Options &o, Session &session, StepExecutor &stepper,
       evalSource =
           openDataSource(dataOptions(o, trainer.binder(), o.evalData, false));
   } else if (!o.steps) {
-    fail() << "training on --input tensors needs --steps";
+    fail("training on --input tensors needs --steps");
   }
   if (reporter) {
     std::string processes =
@@ -503,18 +499,18 @@ int main(int argc, char **argv) {
   try {
     if (job) {
       if (o.psClient.servers.empty())
-        fail() << "a job of " << job->size()
-               << " processes keeps its tables in a PS service: give its "
-                  "servers with --ps (start them with heterps-run serve, or "
-                  "run the job with heterps-run launch)";
+        fail("a job of ", job->size(),
+             " processes keeps its tables in a PS service: give its "
+             "servers with --ps (start them with heterps-run serve, or "
+             "run the job with heterps-run launch)");
       if (o.pipeline == "off")
-        fail() << "--pipeline=off runs one worker; a job of " << job->size()
-               << " processes runs a worker per process";
+        fail("--pipeline=off runs one worker; a job of ", job->size(),
+             " processes runs a worker per process");
       if (o.maxWorkers)
-        fail() << "--max-workers caps the workers of one process; in a job "
-                  "of several processes mpirun's -np sets them";
+        fail("--max-workers caps the workers of one process; in a job "
+             "of several processes mpirun's -np sets them");
       if (o.infer)
-        fail() << "--infer runs in one process; run it without mpirun";
+        fail("--infer runs in one process; run it without mpirun");
     }
     plan::Plan p = loadPlan(o.plan);
     std::vector<int> jobReplicas;
@@ -565,10 +561,9 @@ int main(int argc, char **argv) {
         job->barrier();
       int64_t written = checkpointCount(loaded, "data-lanes", 1);
       if (written != lanes)
-        fail() << "checkpoint '" << o.load << "' was written reading "
-               << written << " data lane" << (written == 1 ? "" : "s")
-               << ", this run reads " << lanes
-               << "; resume with --data-lanes=" << written;
+        fail("checkpoint '", o.load, "' was written reading ", written,
+             " data lane", (written == 1 ? "" : "s"), ", this run reads ",
+             lanes, "; resume with --data-lanes=", written);
       if (reporter)
         console.info("loaded checkpoint %s at step %lld\n", o.load.c_str(),
                      static_cast<long long>(loaded.step));
@@ -577,8 +572,8 @@ int main(int argc, char **argv) {
       return runInference(o, program);
     if (session.isPipelined() && !o.psPullAhead.empty() &&
         o.psPullAhead != "off")
-      fail() << "--ps-pull-ahead applies to one worker; this run uses the "
-                "pipelined executor (--pipeline=off runs one worker)";
+      fail("--ps-pull-ahead applies to one worker; this run uses the "
+           "pipelined executor (--pipeline=off runs one worker)");
     StepExecutor &stepper = session.stepper();
     PipelineExecutor *pipeline = session.pipeline();
     if (pipeline && reporter)

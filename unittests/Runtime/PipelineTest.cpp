@@ -264,7 +264,7 @@ public:
       : LocalEmbeddingStore(plan, 1), left(pullsBeforeFailing) {}
   void pull(int table, const int64_t *keys, int64_t n, float *rows) override {
     if (left-- <= 0)
-      fail() << "pulling table " << table << ": UNAVAILABLE";
+      fail("pulling table ", table, ": UNAVAILABLE");
     LocalEmbeddingStore::pull(table, keys, n, rows);
   }
 

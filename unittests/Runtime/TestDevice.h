@@ -142,10 +142,10 @@ public:
            const std::vector<Tensor *> &out, ExecContext &ctx) override {
     for (const Tensor *t : in)
       if (t->space() != MemorySpace::Device)
-        fail() << info.describe() << " read a host operand on the GPU";
+        fail(info.describe(), " read a host operand on the GPU");
     for (const Tensor *t : out)
       if (t->space() != MemorySpace::Device)
-        fail() << info.describe() << " wrote a host result on the GPU";
+        fail(info.describe(), " wrote a host result on the GPU");
     inner->run(in, out, ctx);
     ++runs();
   }

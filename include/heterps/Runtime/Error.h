@@ -21,23 +21,15 @@ public:
       : std::runtime_error(message) {}
 };
 
-/// Builds a message with operator<< and throws it:
-///   fail() << "table " << id << ": expected dim " << d;
-class ErrorBuilder {
-public:
-  template <typename T> ErrorBuilder &operator<<(const T &v) {
-    stream << v;
-    return *this;
-  }
-  [[noreturn]] ~ErrorBuilder() noexcept(false) {
-    throw RuntimeError(stream.str());
-  }
-
-private:
-  std::ostringstream stream;
-};
-
-inline ErrorBuilder fail() { return ErrorBuilder(); }
+/// Throws a RuntimeError whose message is `parts` written one after the
+/// other with operator<<:
+///   fail("table ", id, ": expected dim ", d);
+/// The message is complete before anything is thrown.
+template <typename... Parts> [[noreturn]] void fail(const Parts &...parts) {
+  std::ostringstream message;
+  (message << ... << parts);
+  throw RuntimeError(message.str());
+}
 
 } // namespace heterps::runtime
 

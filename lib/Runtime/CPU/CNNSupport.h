@@ -185,8 +185,8 @@ public:
     try {
       build(inputShapes, *e);
     } catch (const dnnl::error &err) {
-      fail() << info.describe() << ": oneDNN rejects the input shapes "
-             << shapesString(inputShapes) << ": " << err.what();
+      fail(info.describe(), ": oneDNN rejects the input shapes ",
+           shapesString(inputShapes), ": ", err.what());
     }
     entries.emplace_back(inputShapes, std::move(e));
     last = entries.size() - 1;
@@ -210,21 +210,20 @@ public:
     }
     for (size_t i = 0; i < inputs.size(); ++i)
       if (inputs[i]->dtype() != DType::F32)
-        fail() << info.describe() << ": input " << i << " is "
-               << inputs[i]->typeString() << ", expected f32";
+        fail(info.describe(), ": input ", i, " is ", inputs[i]->typeString(),
+             ", expected f32");
     if (outputs.size() != e->outputShapes.size())
-      fail() << info.describe() << ": got " << outputs.size()
-             << " outputs, expected " << e->outputShapes.size();
+      fail(info.describe(), ": got ", outputs.size(), " outputs, expected ",
+           e->outputShapes.size());
     for (size_t i = 0; i < outputs.size(); ++i)
       if (outputs[i]->shape() != e->outputShapes[i] ||
           outputs[i]->dtype() != DType::F32)
-        fail() << info.describe() << ": output " << i << " is "
-               << outputs[i]->typeString() << ", expected f32 of shape "
-               << shapeString(e->outputShapes[i]);
+        fail(info.describe(), ": output ", i, " is ", outputs[i]->typeString(),
+             ", expected f32 of shape ", shapeString(e->outputShapes[i]));
     try {
       execute(*e, inputs, outputs, context);
     } catch (const dnnl::error &err) {
-      fail() << info.describe() << ": oneDNN failed: " << err.what();
+      fail(info.describe(), ": oneDNN failed: ", err.what());
     }
   }
 
@@ -239,10 +238,10 @@ protected:
                     size_t most) const {
     if (shapes.size() < least || shapes.size() > most) {
       if (least == most)
-        fail() << info.describe() << ": got " << shapes.size()
-               << " inputs, expected " << least;
-      fail() << info.describe() << ": got " << shapes.size()
-             << " inputs, expected " << least << " to " << most;
+        fail(info.describe(), ": got ", shapes.size(), " inputs, expected ",
+             least);
+      fail(info.describe(), ": got ", shapes.size(), " inputs, expected ",
+           least, " to ", most);
     }
   }
 

@@ -104,8 +104,8 @@ protected:
     ConvGeometry g = convGeometry(info, in[0], in[1]);
     bool withBias = in.size() == 3;
     if (withBias && in[2] != Shape{in[1][0]})
-      fail() << info.describe() << ": bias has shape " << shapeString(in[2])
-             << ", expected " << shapeString({in[1][0]});
+      fail(info.describe(), ": bias has shape ", shapeString(in[2]),
+           ", expected ", shapeString({in[1][0]}));
     e.outputShapes = {g.output};
 
     auto pd = forwardDesc(g, in[0], withBias);
@@ -138,8 +138,8 @@ protected:
     expectInputs(in, 3, 3);
     ConvGeometry g = convGeometry(info, in[0], in[1]);
     if (in[2] != g.output)
-      fail() << info.describe() << ": dy has shape " << shapeString(in[2])
-             << ", expected the output shape " << shapeString(g.output);
+      fail(info.describe(), ": dy has shape ", shapeString(in[2]),
+           ", expected the output shape ", shapeString(g.output));
     e.outputShapes = {in[0], in[1], {in[1][0]}};
 
     CPUDevice &device = cpuDevice();
@@ -190,9 +190,8 @@ ConvGeometry transposedGeometry(const OpInfo &info, const Shape &x,
                                 const Shape &w, const Shape &y) {
   ConvGeometry g = convGeometry(info, y, w);
   if (g.output != x)
-    fail() << info.describe() << ": the convolution of the output "
-           << shapeString(y) << " is " << shapeString(g.output)
-           << ", not the input " << shapeString(x);
+    fail(info.describe(), ": the convolution of the output ", shapeString(y),
+         " is ", shapeString(g.output), ", not the input ", shapeString(x));
   return g;
 }
 
@@ -208,8 +207,8 @@ protected:
     Shape y = convTransposeOutput(info, in[0], in[1]);
     ConvGeometry g = transposedGeometry(info, in[0], in[1], y);
     if (in.size() == 3 && in[2] != Shape{y[1]})
-      fail() << info.describe() << ": bias has shape " << shapeString(in[2])
-             << ", expected " << shapeString({y[1]});
+      fail(info.describe(), ": bias has shape ", shapeString(in[2]),
+           ", expected ", shapeString({y[1]}));
     e.outputShapes = {y};
 
     auto hint = forwardDesc(g, y, false);
@@ -257,8 +256,8 @@ protected:
     expectInputs(in, 3, 3);
     Shape y = convTransposeOutput(info, in[0], in[1]);
     if (in[2] != y)
-      fail() << info.describe() << ": dy has shape " << shapeString(in[2])
-             << ", expected the output shape " << shapeString(y);
+      fail(info.describe(), ": dy has shape ", shapeString(in[2]),
+           ", expected the output shape ", shapeString(y));
     ConvGeometry g = transposedGeometry(info, in[0], in[1], y);
     e.outputShapes = {in[0], in[1], {y[1]}};
 

@@ -81,9 +81,8 @@ public:
   void run(const std::vector<const Tensor *> &in,
            const std::vector<Tensor *> &res, ExecContext &) override {
     if (in[0]->dtype() != in[1]->dtype())
-      fail() << info.describe() << ": operand element types differ ("
-             << dtypeName(in[0]->dtype()) << ", " << dtypeName(in[1]->dtype())
-             << ")";
+      fail(info.describe(), ": operand element types differ (",
+           dtypeName(in[0]->dtype()), ", ", dtypeName(in[1]->dtype()), ")");
     if (prim && allF32(in, res)) {
       prim->execute(info, in, res);
       return;
@@ -91,7 +90,7 @@ public:
     dispatchNumeric(in[0]->dtype(), info, [&](auto tag) {
       using T = decltype(tag);
       if constexpr (std::is_same_v<T, bool>) {
-        fail() << info.describe() << ": no arithmetic on booleans";
+        fail(info.describe(), ": no arithmetic on booleans");
       } else {
         const T *a = in[0]->as<T>(), *b = in[1]->as<T>();
         T *y = res[0]->as<T>();
@@ -365,7 +364,7 @@ public:
                      ? x[i] * scale
                      : T(0);
       } else {
-        fail() << info.describe() << ": no CPU kernel";
+        fail(info.describe(), ": no CPU kernel");
       }
     });
   }
@@ -431,7 +430,7 @@ public:
                       ? dy[i] * scale
                       : T(0);
       } else {
-        fail() << info.describe() << ": unknown kind '" << kind << "'";
+        fail(info.describe(), ": unknown kind '", kind, "'");
       }
     });
   }

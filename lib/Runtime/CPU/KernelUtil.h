@@ -42,8 +42,7 @@ template <typename F> void dispatchNumeric(DType t, const OpInfo &op, F &&f) {
   case DType::Bool:
     return f(bool{});
   default:
-    fail() << op.describe() << ": no CPU kernel for element type "
-           << dtypeName(t);
+    fail(op.describe(), ": no CPU kernel for element type ", dtypeName(t));
   }
 }
 
@@ -54,8 +53,7 @@ template <typename F> void dispatchFloat(DType t, const OpInfo &op, F &&f) {
   case DType::F64:
     return f(double{});
   default:
-    fail() << op.describe() << ": expected f32 or f64 elements, got "
-           << dtypeName(t);
+    fail(op.describe(), ": expected f32 or f64 elements, got ", dtypeName(t));
   }
 }
 
@@ -138,8 +136,8 @@ struct SliceIndex {
                const std::vector<int64_t> &steps, const OpInfo &info) {
     if (starts.size() != s.size() || ends.size() != s.size() ||
         steps.size() != s.size())
-      fail() << info.describe() << ": bounds for " << starts.size()
-             << " dimensions on a rank-" << s.size() << " input";
+      fail(info.describe(), ": bounds for ", starts.size(),
+           " dimensions on a rank-", s.size(), " input");
     out.assign(s.size(), 0);
     std::vector<int64_t> inStrides = stridesOf(s);
     offset = 0;
@@ -147,7 +145,7 @@ struct SliceIndex {
     for (size_t d = 0; d < s.size(); ++d) {
       int64_t dim = s[d], step = steps[d];
       if (step == 0)
-        fail() << info.describe() << ": step 0 in dimension " << d;
+        fail(info.describe(), ": step 0 in dimension ", d);
       int64_t b, e, count;
       if (step > 0) {
         b = std::clamp<int64_t>(starts[d], 0, dim);
@@ -167,9 +165,9 @@ struct SliceIndex {
   /// Throws naming the op unless `resultGradient` has the slice's shape.
   void checkGradient(const Shape &resultGradient, const OpInfo &info) const {
     if (resultGradient != out)
-      fail() << info.describe() << ": the result gradient has shape "
-             << shapeString(resultGradient) << ", the slice's result "
-             << shapeString(out);
+      fail(info.describe(), ": the result gradient has shape ",
+           shapeString(resultGradient), ", the slice's result ",
+           shapeString(out));
   }
 };
 
@@ -369,25 +367,24 @@ inline Window readWindow(const OpInfo &info, const Shape &kernel,
       withDilations ? info.getInts("dilations", Shape(n, 1)) : Shape(n, 1);
   Shape pads = info.getInts("pads", Shape(2 * n, 0));
   if (w.strides.size() != n)
-    fail() << info.describe() << ": strides has " << w.strides.size()
-           << " entries for " << n << " spatial dimensions";
+    fail(info.describe(), ": strides has ", w.strides.size(), " entries for ",
+         n, " spatial dimensions");
   if (w.dilations.size() != n)
-    fail() << info.describe() << ": dilations has " << w.dilations.size()
-           << " entries for " << n << " spatial dimensions";
+    fail(info.describe(), ": dilations has ", w.dilations.size(),
+         " entries for ", n, " spatial dimensions");
   if (pads.size() != 2 * n)
-    fail() << info.describe() << ": pads has " << pads.size()
-           << " entries, expected " << 2 * n << " (begins then ends)";
+    fail(info.describe(), ": pads has ", pads.size(), " entries, expected ",
+         2 * n, " (begins then ends)");
   w.padBegin.assign(pads.begin(), pads.begin() + n);
   w.padEnd.assign(pads.begin() + n, pads.end());
   for (size_t i = 0; i < n; ++i)
     if (w.kernel[i] < 1 || w.strides[i] < 1 || w.dilations[i] < 1 ||
         w.padBegin[i] < 0 || w.padEnd[i] < 0)
-      fail() << info.describe() << ": spatial dimension " << i << " has kernel "
-             << w.kernel[i] << ", stride " << w.strides[i] << ", dilation "
-             << w.dilations[i] << ", pads " << w.padBegin[i] << "/"
-             << w.padEnd[i]
-             << ": kernels, strides and dilations must be positive, pads "
-                "non-negative";
+      fail(info.describe(), ": spatial dimension ", i, " has kernel ",
+           w.kernel[i], ", stride ", w.strides[i], ", dilation ",
+           w.dilations[i], ", pads ", w.padBegin[i], "/", w.padEnd[i],
+           ": kernels, strides and dilations must be positive, pads "
+           "non-negative");
   return w;
 }
 
@@ -396,10 +393,10 @@ inline Window readWindow(const OpInfo &info, const Shape &kernel,
 inline void expectSpatial(const OpInfo &info, const char *what,
                           const Shape &shape) {
   if (shape.size() < 3 || shape.size() > 5)
-    fail() << info.describe() << ": " << what
-           << " must be N x C x spatial... with 1 to 3 spatial dimensions, "
-              "got shape "
-           << shapeString(shape);
+    fail(info.describe(), ": ", what,
+         " must be N x C x spatial... with 1 to 3 spatial dimensions, "
+         "got shape ",
+         shapeString(shape));
 }
 
 /// heterps.max_pool, avg_pool and pool_grad of input `x`: the window (its

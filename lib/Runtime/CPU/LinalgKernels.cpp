@@ -137,8 +137,8 @@ public:
       Shape out{m, n};
       broadcastShapes(c, out, info);
       if (broadcastShapes(c, out, info) != out)
-        fail() << info.describe() << ": C of shape " << shapeString(c)
-               << " does not broadcast to " << m << "x" << n;
+        fail(info.describe(), ": C of shape ", shapeString(c),
+             " does not broadcast to ", m, "x", n);
       cShape = c;
       // A row vector, a column or a full matrix is oneDNN's bias. The
       // output scale applies to the bias too (alpha * (A B + bias)), so the
@@ -155,8 +155,8 @@ public:
   void run(const std::vector<const Tensor *> &in,
            const std::vector<Tensor *> &res, ExecContext &) override {
     if (in[0]->dtype() != DType::F32)
-      fail() << info.describe() << ": the CPU GEMM takes f32, got "
-             << dtypeName(in[0]->dtype());
+      fail(info.describe(), ": the CPU GEMM takes f32, got ",
+           dtypeName(in[0]->dtype()));
     MatmulCache::run(*prim, in[0]->data(), in[1]->data(),
                      biasFused ? in[2]->data() : nullptr, res[0]->data());
     if (hasC && !biasFused) {
@@ -206,8 +206,8 @@ public:
       return;
     }
     if (in[0]->dtype() != DType::F32)
-      fail() << info.describe() << ": the CPU MatMul takes f32 or f64, got "
-             << dtypeName(in[0]->dtype());
+      fail(info.describe(), ": the CPU MatMul takes f32 or f64, got ",
+           dtypeName(in[0]->dtype()));
     MatmulCache::run(*prim, in[0]->data(), in[1]->data(), nullptr,
                      res[0]->data());
   }

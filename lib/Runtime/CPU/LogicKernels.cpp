@@ -37,7 +37,7 @@ public:
       : BroadcastKernel(op), kind(op.getString("kind")) {
     if (kind != "eq" && kind != "lt" && kind != "gt" && kind != "le" &&
         kind != "ge")
-      fail() << info.describe() << ": unknown kind '" << kind << "'";
+      fail(info.describe(), ": unknown kind '", kind, "'");
   }
   void run(const std::vector<const Tensor *> &in,
            const std::vector<Tensor *> &res, ExecContext &) override {
@@ -78,7 +78,7 @@ public:
     else if (kind == "xor")
       which = Xor;
     else
-      fail() << info.describe() << ": unknown kind '" << kind << "'";
+      fail(info.describe(), ": unknown kind '", kind, "'");
   }
   void run(const std::vector<const Tensor *> &in,
            const std::vector<Tensor *> &res, ExecContext &) override {

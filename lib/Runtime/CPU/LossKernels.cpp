@@ -59,8 +59,8 @@ protected:
   /// Splits the prediction of a class loss into N x C x inner.
   void classSplit(const Shape &p, int64_t &n, int64_t &c, int64_t &inner) {
     if (p.size() < 2)
-      fail() << info.describe() << ": class scores must have rank >= 2, got "
-             << shapeString(p);
+      fail(info.describe(), ": class scores must have rank >= 2, got ",
+           shapeString(p));
     n = p[0];
     c = p[1];
     inner = numElements(Shape(p.begin() + 2, p.end()));
@@ -71,11 +71,11 @@ protected:
       Shape expected = p;
       expected.erase(expected.begin() + 1);
       if (label != expected)
-        fail() << info.describe() << ": labels of shape " << shapeString(label)
-               << ", expected " << shapeString(expected);
+        fail(info.describe(), ": labels of shape ", shapeString(label),
+             ", expected ", shapeString(expected));
     } else if (label != p) {
-      fail() << info.describe() << ": labels of shape " << shapeString(label)
-             << " do not match predictions " << shapeString(p);
+      fail(info.describe(), ": labels of shape ", shapeString(label),
+           " do not match predictions ", shapeString(p));
     }
   }
 
@@ -108,13 +108,13 @@ public:
            const std::vector<Tensor *> &res, ExecContext &) override {
     const Tensor &p = *in[0];
     if (p.dtype() != DType::F32)
-      fail() << info.describe() << ": the CPU loss takes f32 predictions";
+      fail(info.describe(), ": the CPU loss takes f32 predictions");
     const float *x = p.as<float>();
     float *out = res[0]->as<float>();
     if (!spec.isClassLoss()) {
       if (in[1]->dtype() != DType::F32)
-        fail() << info.describe() << ": labels must be f32, got "
-               << dtypeName(in[1]->dtype());
+        fail(info.describe(), ": labels must be f32, got ",
+             dtypeName(in[1]->dtype()));
       const float *y = in[1]->as<float>();
       int64_t n = p.numElements();
       loss.resize(n);
@@ -147,8 +147,8 @@ public:
           if (spec.hasIgnore && label == spec.ignoreIndex)
             continue;
           if (label < 0 || label >= c)
-            fail() << info.describe() << ": label " << label << " of sample "
-                   << s << " is outside [0, " << c << ")";
+            fail(info.describe(), ": label ", label, " of sample ", s,
+                 " is outside [0, ", c, ")");
           const float *row = x + s * c * inner + j;
           double value;
           if (softmax) {
@@ -226,8 +226,7 @@ public:
       if (spec.hasIgnore && label == spec.ignoreIndex)
         continue;
       if (label < 0 || label >= c)
-        fail() << info.describe() << ": label " << label << " is outside [0, "
-               << c << ")";
+        fail(info.describe(), ": label ", label, " is outside [0, ", c, ")");
       wsum += w ? w[label] : 1.0;
     }
     std::fill(dx, dx + p.numElements(), 0.0f);

@@ -146,8 +146,8 @@ protected:
     memory::desc data = batchNormData(info, x);
     BatchNormShape(info, x).expectChannels(info, "scale", in[1]);
     if (in[2] != x)
-      fail() << info.describe() << ": dy has shape " << shapeString(in[2])
-             << ", expected the input shape " << shapeString(x);
+      fail(info.describe(), ": dy has shape ", shapeString(in[2]),
+           ", expected the input shape ", shapeString(x));
     e.outputShapes = {x, in[1], in[1]};
 
     using BN = dnnl::batch_normalization_forward;
@@ -227,8 +227,8 @@ protected:
     LayerNormGeometry g = layerNormGeometry(info, in[0], in[1]);
     bool withBias = in.size() == 3;
     if (withBias && in[2] != in[1])
-      fail() << info.describe() << ": bias has shape " << shapeString(in[2])
-             << ", expected the scale's " << shapeString(in[1]);
+      fail(info.describe(), ": bias has shape ", shapeString(in[2]),
+           ", expected the scale's ", shapeString(in[1]));
     e.outputShapes = {in[0]};
 
     using LN = dnnl::layer_normalization_forward;
@@ -270,8 +270,8 @@ protected:
     expectInputs(in, 3, 3);
     LayerNormGeometry g = layerNormGeometry(info, in[0], in[1]);
     if (in[2] != in[0])
-      fail() << info.describe() << ": dy has shape " << shapeString(in[2])
-             << ", expected the input shape " << shapeString(in[0]);
+      fail(info.describe(), ": dy has shape ", shapeString(in[2]),
+           ", expected the input shape ", shapeString(in[0]));
     e.outputShapes = {in[0], in[1], in[1]};
 
     using LN = dnnl::layer_normalization_forward;

@@ -147,16 +147,16 @@ protected:
     expectInputs(in, 1, 1);
     const Shape &x = in[0];
     if (x.size() < 3)
-      fail() << info.describe() << ": input must be N x C x spatial..., got "
-             << shapeString(x);
+      fail(info.describe(), ": input must be N x C x spatial..., got ",
+           shapeString(x));
     Shape out(x.size(), 1);
     out[0] = x[0];
     out[1] = x[1];
     e.outputShapes = {out};
     int64_t positions = numElements(Shape(x.begin() + 2, x.end()));
     if (positions == 0)
-      fail() << info.describe() << ": input " << shapeString(x)
-             << " has no spatial positions to average";
+      fail(info.describe(), ": input ", shapeString(x),
+           " has no spatial positions to average");
     memory::desc src = plainDesc({x[0], x[1], positions});
     memory::desc dst = plainDesc({x[0], x[1], 1});
     dnnl::pooling_forward::primitive_desc pd(
@@ -190,16 +190,15 @@ protected:
     expectInputs(in, 3, 3);
     std::string kind = info.getString("kind");
     if (kind != "max" && kind != "avg")
-      fail() << info.describe() << ": kind is '" << kind
-             << "', expected 'max' or 'avg'";
+      fail(info.describe(), ": kind is '", kind, "', expected 'max' or 'avg'");
     bool max = kind == "max";
     bool countIncludePad = !max && info.getBool("count_include_pad", false);
     PoolGeometry g = poolGeometry(info, in[0], countIncludePad);
     for (size_t i : {1, 2})
       if (in[i] != g.output)
-        fail() << info.describe() << ": " << (i == 1 ? "output" : "dy")
-               << " has shape " << shapeString(in[i])
-               << ", expected the pooled shape " << shapeString(g.output);
+        fail(info.describe(), ": ", (i == 1 ? "output" : "dy"), " has shape ",
+             shapeString(in[i]), ", expected the pooled shape ",
+             shapeString(g.output));
     e.outputShapes = {in[0]};
     e.divisorFix = g.divisorFix;
 

@@ -87,7 +87,7 @@ public:
       primitive.execute(stream, args);
       stream.wait();
     } catch (const dnnl::error &err) {
-      fail() << op.describe() << ": oneDNN failed: " << err.what();
+      fail(op.describe(), ": oneDNN failed: ", err.what());
     }
   }
 

@@ -67,8 +67,8 @@ void gemm(const OpInfo &op, char ta, char tb, int64_t m, int64_t n, int64_t k,
   SerialScope serial(double(m) * n * k < kSerialWork);
   if (dnnl_sgemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc) !=
       dnnl_success)
-    fail() << op.describe() << ": oneDNN's GEMM failed for " << m << "x" << k
-           << " by " << k << "x" << n;
+    fail(op.describe(), ": oneDNN's GEMM failed for ", m, "x", k, " by ", k,
+         "x", n);
 }
 
 /// The forward pass of one layer, and what its gradient needs of it.
@@ -289,8 +289,8 @@ const float *floats(const OpInfo &op, const Tensor *t) {
   if (!t)
     return nullptr;
   if (t->dtype() != DType::F32)
-    fail() << op.describe() << ": the CPU recurrent kernels take f32, got "
-           << dtypeName(t->dtype());
+    fail(op.describe(), ": the CPU recurrent kernels take f32, got ",
+         dtypeName(t->dtype()));
   return t->as<float>();
 }
 

@@ -21,14 +21,13 @@ RecurrentShape::RecurrentShape(const OpInfo &op, RecurrentCell cell)
   else if (direction == "reverse")
     reverseOnly = true;
   else if (direction != "forward")
-    fail() << op.describe() << ": direction '" << direction
-           << "' is not forward, reverse or bidirectional";
+    fail(op.describe(), ": direction '", direction,
+         "' is not forward, reverse or bidirectional");
   if (hidden <= 0)
-    fail() << op.describe() << ": hidden_size must be positive, got " << hidden;
+    fail(op.describe(), ": hidden_size must be positive, got ", hidden);
   std::string activation = op.getString("activation", "tanh");
   if (activation != "tanh" && activation != "relu")
-    fail() << op.describe() << ": activation '" << activation
-           << "' is not tanh or relu";
+    fail(op.describe(), ": activation '", activation, "' is not tanh or relu");
   relu = activation == "relu";
 }
 
@@ -51,20 +50,20 @@ RecurrentOperandSlots cpu::readRecurrentOperands(const OpInfo &op,
   }
   std::vector<int64_t> sizes = op.getInts("operandSegmentSizes");
   if (sizes.size() != slots.size())
-    fail() << op.describe() << ": operandSegmentSizes has " << sizes.size()
-           << " entries, expected " << slots.size();
+    fail(op.describe(), ": operandSegmentSizes has ", sizes.size(),
+         " entries, expected ", slots.size());
   int next = 0;
   for (size_t i = 0; i < slots.size(); ++i) {
     if (sizes[i] != 0 && sizes[i] != 1)
-      fail() << op.describe() << ": operandSegmentSizes[" << i << "] is "
-             << sizes[i] << ", expected 0 or 1";
+      fail(op.describe(), ": operandSegmentSizes[", i, "] is ", sizes[i],
+           ", expected 0 or 1");
     if (i < 4 && sizes[i] != 1)
-      fail() << op.describe() << ": operand " << i << " is required";
+      fail(op.describe(), ": operand ", i, " is required");
     *slots[i] = sizes[i] ? next++ : -1;
   }
   if (static_cast<size_t>(next) != op.numInputs())
-    fail() << op.describe() << ": operandSegmentSizes count " << next
-           << " operands, the op has " << op.numInputs();
+    fail(op.describe(), ": operandSegmentSizes count ", next,
+         " operands, the op has ", op.numInputs());
   return o;
 }
 
@@ -74,13 +73,12 @@ void cpu::checkRecurrentOperands(const OpInfo &op, RecurrentShape &s,
   auto expect = [&](const Shape &actual, const Shape &expected,
                     const char *what) {
     if (actual != expected)
-      fail() << op.describe() << ": " << what << " has shape "
-             << shapeString(actual) << ", expected " << shapeString(expected);
+      fail(op.describe(), ": ", what, " has shape ", shapeString(actual),
+           ", expected ", shapeString(expected));
   };
   const Shape &x = in[0];
   if (x.size() != 3)
-    fail() << op.describe() << ": input must be T x B x I, got "
-           << shapeString(x);
+    fail(op.describe(), ": input must be T x B x I, got ", shapeString(x));
   s.steps = x[0];
   s.batch = x[1];
   s.inputs = x[2];
@@ -127,14 +125,14 @@ void cpu::readSequenceLengths(const OpInfo &op, const RecurrentShape &s,
   if (!values)
     return;
   if (dtype != DType::I32 && dtype != DType::I64)
-    fail() << op.describe() << ": sequence_lens must be int32 or int64, got "
-           << dtypeName(dtype);
+    fail(op.describe(), ": sequence_lens must be int32 or int64, got ",
+         dtypeName(dtype));
   for (int64_t b = 0; b < s.batch; ++b) {
     int64_t len = dtype == DType::I32 ? static_cast<const int32_t *>(values)[b]
                                       : static_cast<const int64_t *>(values)[b];
     if (len < 0 || len > s.steps)
-      fail() << op.describe() << ": sequence_lens[" << b << "] is " << len
-             << ", expected 0.." << s.steps;
+      fail(op.describe(), ": sequence_lens[", b, "] is ", len, ", expected 0..",
+           s.steps);
     lengths[b] = len;
   }
 }

@@ -29,8 +29,7 @@ ResizeConfig::ResizeConfig(const OpInfo &op) {
     for (const char *o : ok)
       if (v == o)
         return;
-    fail() << op.describe() << ": " << what << " '" << v
-           << "' is not supported";
+    fail(op.describe(), ": ", what, " '", v, "' is not supported");
   };
   oneOf(c.mode, {"nearest", "linear", "cubic"}, "mode");
   oneOf(c.coords,
@@ -161,24 +160,24 @@ void ResizeAxes::prepare(const OpInfo &info, const ResizeConfig &c,
   int64_t rank = static_cast<int64_t>(in.size());
   if (static_cast<int64_t>(c.scales.size()) != rank ||
       static_cast<int64_t>(out.size()) != rank)
-    fail() << info.describe() << ": scales has " << c.scales.size()
-           << " entries and the output rank " << out.size() << " for input "
-           << shapeString(in);
+    fail(info.describe(), ": scales has ", c.scales.size(),
+         " entries and the output rank ", out.size(), " for input ",
+         shapeString(in));
   if (c.coords == "tf_crop_and_resize" &&
       static_cast<int64_t>(c.roi.size()) != 2 * rank)
-    fail() << info.describe() << ": tf_crop_and_resize needs roi of "
-           << 2 * rank << " entries, got " << c.roi.size();
+    fail(info.describe(), ": tf_crop_and_resize needs roi of ", 2 * rank,
+         " entries, got ", c.roi.size());
   for (double s : c.scales)
     if (!std::isfinite(s) || s <= 0)
-      fail() << info.describe() << ": scales must be positive, got " << s;
+      fail(info.describe(), ": scales must be positive, got ", s);
   axes.clear();
   shapes = {in};
   Shape current = in;
   largest = numElements(in);
   for (int64_t d = rank - 1; d >= 0; --d) {
     if (in[d] < 1 || out[d] < 1)
-      fail() << info.describe() << ": cannot resize dimension " << d << " from "
-             << in[d] << " to " << out[d];
+      fail(info.describe(), ": cannot resize dimension ", d, " from ", in[d],
+           " to ", out[d]);
     AxisTaps taps = axisTaps(c, d, rank, in[d], out[d]);
     if (taps.identity)
       continue;
@@ -193,8 +192,8 @@ void ResizeAxes::prepare(const OpInfo &info, const ResizeConfig &c,
 Shape cpu::resizedShape(const OpInfo &info, const Shape &in,
                         const TensorType &type) {
   if (type.dims.size() != in.size())
-    fail() << info.describe() << ": the result has rank " << type.dims.size()
-           << ", the input " << shapeString(in);
+    fail(info.describe(), ": the result has rank ", type.dims.size(),
+         ", the input ", shapeString(in));
   Shape out = type.dims;
   for (size_t d = 0; d < out.size(); ++d)
     if (out[d] < 0)
@@ -295,8 +294,8 @@ private:
 
 const float *f32(const OpInfo &info, const Tensor &t) {
   if (t.dtype() != DType::F32)
-    fail() << info.describe() << ": the CPU resize takes f32, got "
-           << dtypeName(t.dtype());
+    fail(info.describe(), ": the CPU resize takes f32, got ",
+         dtypeName(t.dtype()));
   return t.as<float>();
 }
 
@@ -326,8 +325,8 @@ public:
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
     Shape out = resizedShape(info, in[0], info.inputTypes()[1]);
     if (in[1] != out)
-      fail() << info.describe() << ": result_grad has shape "
-             << shapeString(in[1]) << ", expected " << shapeString(out);
+      fail(info.describe(), ": result_grad has shape ", shapeString(in[1]),
+           ", expected ", shapeString(out));
     plan.prepare(info, config, in[0], out);
     return {in[0]};
   }

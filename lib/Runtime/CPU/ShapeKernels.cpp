@@ -45,8 +45,7 @@ public:
     for (size_t i = 0; i < out.size(); ++i) {
       if (out[i] < 0) {
         if (dynamic >= 0)
-          fail() << info.describe()
-                 << ": the result has two dynamic dimensions";
+          fail(info.describe(), ": the result has two dynamic dimensions");
         dynamic = static_cast<int64_t>(i);
       } else {
         known *= out[i];
@@ -56,9 +55,8 @@ public:
     if (dynamic >= 0)
       out[dynamic] = known ? total / known : 0;
     if (numElements(out) != total)
-      fail() << info.describe() << ": cannot reshape " << shapeString(in[0])
-             << " (" << total << " elements) to "
-             << shapeString(info.outputTypes()[0].dims);
+      fail(info.describe(), ": cannot reshape ", shapeString(in[0]), " (",
+           total, " elements) to ", shapeString(info.outputTypes()[0].dims));
     shape = out;
     return {out};
   }
@@ -246,8 +244,7 @@ void readIndices(const Tensor &indices, int64_t dimSize, const OpInfo &info,
     if (i < 0)
       i += dimSize;
     if (i < 0 || i >= dimSize)
-      fail() << info.describe() << ": index out of range [0, " << dimSize
-             << ")";
+      fail(info.describe(), ": index out of range [0, ", dimSize, ")");
   }
 }
 
@@ -392,9 +389,9 @@ public:
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
     index.compute(in[0], mode, pads, info);
     if (in[1] != index.shape.out)
-      fail() << info.describe() << ": the result gradient has shape "
-             << shapeString(in[1]) << ", the pad's result "
-             << shapeString(index.shape.out);
+      fail(info.describe(), ": the result gradient has shape ",
+           shapeString(in[1]), ", the pad's result ",
+           shapeString(index.shape.out));
     return {in[0]};
   }
   void run(const std::vector<const Tensor *> &in,
@@ -439,9 +436,8 @@ public:
         if (at < 0)
           at += shape.dimSize;
         if (at < 0 || at >= shape.dimSize)
-          fail() << info.describe() << ": index "
-                 << static_cast<int64_t>(idx[p]) << " out of range [0, "
-                 << shape.dimSize << ")";
+          fail(info.describe(), ": index ", static_cast<int64_t>(idx[p]),
+               " out of range [0, ", shape.dimSize, ")");
         int64_t src = 0, rem = p;
         for (size_t d = 0; d < shape.indexStrides.size(); ++d) {
           int64_t c = rem / shape.indexStrides[d];
@@ -470,8 +466,8 @@ public:
     const Shape &data = in[0], &idx = in[1];
     index.prepare(info, axisAttr, data, idx);
     if (backward && in[2] != idx)
-      fail() << info.describe() << ": the result gradient has shape "
-             << shapeString(in[2]) << ", the indices " << shapeString(idx);
+      fail(info.describe(), ": the result gradient has shape ",
+           shapeString(in[2]), ", the indices ", shapeString(idx));
     return {backward ? data : idx};
   }
   void run(const std::vector<const Tensor *> &in,
@@ -512,8 +508,8 @@ public:
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
     index.prepare(info, axisAttr, in[0], in[1]);
     if (in[2] != in[1])
-      fail() << info.describe() << ": updates " << shapeString(in[2])
-             << " for indices " << shapeString(in[1]);
+      fail(info.describe(), ": updates ", shapeString(in[2]), " for indices ",
+           shapeString(in[1]));
     return {in[0]};
   }
   void run(const std::vector<const Tensor *> &in,
@@ -591,10 +587,9 @@ public:
           if (at < 0)
             at += shape.dims[d];
           if (at < 0 || at >= shape.dims[d])
-            fail() << info.describe() << ": index tuple " << p << " has "
-                   << static_cast<int64_t>(idx[p * shape.k + d])
-                   << " in dimension " << d << ", out of range [0, "
-                   << shape.dims[d] << ")";
+            fail(info.describe(), ": index tuple ", p, " has ",
+                 static_cast<int64_t>(idx[p * shape.k + d]), " in dimension ",
+                 d, ", out of range [0, ", shape.dims[d], ")");
           offset += at * shape.strides[d];
         }
         flat[p] = offset;
@@ -710,8 +705,8 @@ public:
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
     valueShape = in[0];
     if (broadcastShapes(in[1], in[0], info) != in[0])
-      fail() << info.describe() << ": " << shapeString(in[1])
-             << " does not broadcast to " << shapeString(in[0]);
+      fail(info.describe(), ": ", shapeString(in[1]), " does not broadcast to ",
+           shapeString(in[0]));
     dst = broadcastStrides(in[1], in[0]);
     own = stridesOf(in[0]);
     // The sum has `like`'s shape with the leading unit dimensions that
@@ -736,7 +731,7 @@ public:
     dispatchNumeric(in[0]->dtype(), info, [&](auto tag) {
       using T = decltype(tag);
       if constexpr (std::is_same_v<T, bool>) {
-        fail() << info.describe() << ": cannot sum booleans";
+        fail(info.describe(), ": cannot sum booleans");
       } else {
         const T *x = in[0]->as<T>();
         T *y = res[0]->as<T>();

@@ -93,8 +93,8 @@ public:
 private:
   static void requireSame(const Tensor &from, const Tensor &to) {
     if (from.dtype() != to.dtype() || from.shape() != to.shape())
-      fail() << "copy between host and device of " << from.typeString()
-             << " into " << to.typeString();
+      fail("copy between host and device of ", from.typeString(), " into ",
+           to.typeString());
   }
 
   std::string name;

@@ -142,9 +142,9 @@ protected:
     Shape y = cpu::convTransposeOutput(info, x, w);
     cpu::ConvShape shape = plan(y, w, filterGradients);
     if (shape.output != x)
-      fail() << info.describe() << ": the convolution of the output "
-             << shapeString(y) << " is " << shapeString(shape.output)
-             << ", not the input " << shapeString(x);
+      fail(info.describe(), ": the convolution of the output ", shapeString(y),
+           " is ", shapeString(shape.output), ", not the input ",
+           shapeString(x));
     return y;
   }
 
@@ -208,11 +208,11 @@ public:
 
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
     if (in.size() < 2 || in.size() > 3)
-      fail() << info.describe() << ": takes 2 or 3 operands, got " << in.size();
+      fail(info.describe(), ": takes 2 or 3 operands, got ", in.size());
     cpu::ConvShape shape = plan(in[0], in[1], false);
     if (in.size() == 3 && in[2] != Shape{in[1][0]})
-      fail() << info.describe() << ": bias has shape " << shapeString(in[2])
-             << ", expected " << shapeString({in[1][0]});
+      fail(info.describe(), ": bias has shape ", shapeString(in[2]),
+           ", expected ", shapeString({in[1][0]}));
     return {shape.output};
   }
 
@@ -246,11 +246,11 @@ public:
 
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
     if (in.size() != 3)
-      fail() << info.describe() << ": takes 3 operands, got " << in.size();
+      fail(info.describe(), ": takes 3 operands, got ", in.size());
     cpu::ConvShape shape = plan(in[0], in[1], true);
     if (in[2] != shape.output)
-      fail() << info.describe() << ": dy has shape " << shapeString(in[2])
-             << ", expected the output shape " << shapeString(shape.output);
+      fail(info.describe(), ": dy has shape ", shapeString(in[2]),
+           ", expected the output shape ", shapeString(shape.output));
     return {in[0], in[1], {in[1][0]}};
   }
 
@@ -292,11 +292,11 @@ public:
 
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
     if (in.size() < 2 || in.size() > 3)
-      fail() << info.describe() << ": takes 2 or 3 operands, got " << in.size();
+      fail(info.describe(), ": takes 2 or 3 operands, got ", in.size());
     Shape y = planTransposed(in[0], in[1], false);
     if (in.size() == 3 && in[2] != Shape{y[1]})
-      fail() << info.describe() << ": bias has shape " << shapeString(in[2])
-             << ", expected " << shapeString({y[1]});
+      fail(info.describe(), ": bias has shape ", shapeString(in[2]),
+           ", expected ", shapeString({y[1]}));
     return {y};
   }
 
@@ -333,11 +333,11 @@ public:
 
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
     if (in.size() != 3)
-      fail() << info.describe() << ": takes 3 operands, got " << in.size();
+      fail(info.describe(), ": takes 3 operands, got ", in.size());
     Shape y = cpu::convTransposeOutput(info, in[0], in[1]);
     if (in[2] != y)
-      fail() << info.describe() << ": dy has shape " << shapeString(in[2])
-             << ", expected the output shape " << shapeString(y);
+      fail(info.describe(), ": dy has shape ", shapeString(in[2]),
+           ", expected the output shape ", shapeString(y));
     planTransposed(in[0], in[1], true);
     return {in[0], in[1], {y[1]}};
   }

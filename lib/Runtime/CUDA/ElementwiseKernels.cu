@@ -129,8 +129,7 @@ public:
         gradient ? op.getString("kind") : op.name().substr(strlen("heterps."));
     kind = unaryKindOf(name);
     if (kind == UnaryKind::Invalid)
-      fail() << op.describe() << ": the GPU column has no unary kind '" << name
-             << "'";
+      fail(op.describe(), ": the GPU column has no unary kind '", name, "'");
   }
 
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {

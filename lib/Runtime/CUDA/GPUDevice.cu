@@ -11,14 +11,14 @@ using namespace heterps::runtime::cuda;
 
 void cuda::check(cudaError_t status, const char *what) {
   if (status != cudaSuccess)
-    fail() << what << ": " << cudaGetErrorString(status) << " (CUDA error "
-           << static_cast<int>(status) << ")";
+    fail(what, ": ", cudaGetErrorString(status), " (CUDA error ",
+         static_cast<int>(status), ")");
 }
 
 void cuda::check(cublasStatus_t status, const char *what) {
   if (status != CUBLAS_STATUS_SUCCESS)
-    fail() << what << ": " << cublasGetStatusString(status)
-           << " (cuBLAS status " << static_cast<int>(status) << ")";
+    fail(what, ": ", cublasGetStatusString(status), " (cuBLAS status ",
+         static_cast<int>(status), ")");
 }
 
 namespace {
@@ -62,16 +62,16 @@ GpuMath cuda::productMath() { return mathSetting().load(); }
 void cuda::checkLaunch(const OpInfo &op) {
   cudaError_t status = cudaGetLastError();
   if (status != cudaSuccess)
-    fail() << op.describe()
-           << ": the GPU kernel did not launch: " << cudaGetErrorString(status);
+    fail(op.describe(),
+         ": the GPU kernel did not launch: ", cudaGetErrorString(status));
 }
 
 void cuda::requireF32(const OpInfo &op) {
   auto check = [&](const std::vector<TensorType> &types) {
     for (const TensorType &t : types)
       if (isFloat(t.dtype) && t.dtype != DType::F32)
-        fail() << op.describe() << ": the GPU column computes in f32, the op "
-               << "has " << dtypeName(t.dtype) << " values";
+        fail(op.describe(), ": the GPU column computes in f32, the op ", "has ",
+             dtypeName(t.dtype), " values");
   };
   check(op.inputTypes());
   check(op.outputTypes());
@@ -80,15 +80,15 @@ void cuda::requireF32(const OpInfo &op) {
 void cuda::requireF32OrInteger(const OpInfo &op, size_t operand) {
   DType t = op.inputTypes().at(operand).dtype;
   if (t != DType::F32 && t != DType::I32 && t != DType::I64)
-    fail() << op.describe() << ": the GPU column takes f32, i32 or i64 values "
-           << "here, got " << dtypeName(t);
+    fail(op.describe(), ": the GPU column takes f32, i32 or i64 values ",
+         "here, got ", dtypeName(t));
 }
 
 bool cuda::wideIndexOperand(const OpInfo &op, size_t operand) {
   DType index = op.inputTypes().at(operand).dtype;
   if (index != DType::I32 && index != DType::I64)
-    fail() << op.describe() << ": the GPU column takes i32 or i64 indices, "
-           << "got " << dtypeName(index);
+    fail(op.describe(), ": the GPU column takes i32 or i64 indices, ", "got ",
+         dtypeName(index));
   return index == DType::I64;
 }
 

@@ -88,8 +88,8 @@ protected:
     int64_t value = 0;
     int64_t j = bad.launchChecked(info, indices, wideIndices, launch, value);
     if (j >= 0)
-      fail() << info.describe() << ": index " << value << " at position " << j
-             << " is out of range [0, " << shape.dimSize << ")";
+      fail(info.describe(), ": index ", value, " at position ", j,
+           " is out of range [0, ", shape.dimSize, ")");
   }
 
   /// The indices of a gather with an empty result, checked all the same.
@@ -126,8 +126,8 @@ public:
     }
     size_t es = dtypeSize(in[0]->dtype());
     if (es != 4 && es != 8)
-      fail() << info.describe() << ": the GPU gather moves 4- and 8-byte "
-             << "elements, got " << dtypeName(in[0]->dtype());
+      fail(info.describe(), ": the GPU gather moves 4- and 8-byte ",
+           "elements, got ", dtypeName(in[0]->dtype()));
     cudaStream_t stream = gpuDevice().stream;
     withIndices(*in[1], [&](auto *idx) {
       if (es == 4)

@@ -40,8 +40,8 @@ struct Indexing {
 inline Indexing makeIndexing(const Shape &out, const std::vector<int64_t> &sa,
                              const std::vector<int64_t> &sb, const OpInfo &op) {
   if (out.size() > static_cast<size_t>(kMaxRank))
-    fail() << op.describe() << ": the GPU kernels take rank up to " << kMaxRank
-           << ", got " << shapeString(out);
+    fail(op.describe(), ": the GPU kernels take rank up to ", kMaxRank,
+         ", got ", shapeString(out));
   Indexing ix;
   ix.rank = static_cast<int>(out.size());
   for (size_t d = 0; d < out.size(); ++d) {
@@ -180,8 +180,8 @@ struct TupleAddressing {
 inline TupleAddressing makeTupleAddressing(const cpu::TupleShape &shape,
                                            const OpInfo &op) {
   if (shape.k > kMaxRank)
-    fail() << op.describe() << ": the GPU kernels take index tuples of up to "
-           << kMaxRank << " entries, got " << shape.k;
+    fail(op.describe(), ": the GPU kernels take index tuples of up to ",
+         kMaxRank, " entries, got ", shape.k);
   TupleAddressing a;
   a.k = static_cast<int>(shape.k);
   a.slice = shape.slice;

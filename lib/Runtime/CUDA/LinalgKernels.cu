@@ -41,8 +41,8 @@ void cuda::gemm(const OpInfo &op, bool ta, bool tb, int64_t m, int64_t n,
   if (m == 0 || n == 0)
     return;
   if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX || batch > INT32_MAX)
-    fail() << op.describe() << ": " << batch << " products of " << m << "x" << k
-           << "x" << n << " are beyond cuBLAS's 32-bit dimensions";
+    fail(op.describe(), ": ", batch, " products of ", m, "x", k, "x", n,
+         " are beyond cuBLAS's 32-bit dimensions");
   int lda = static_cast<int>(ta ? m : k), ldb = static_cast<int>(tb ? k : n);
   cublasOperation_t opA = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t opB = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -72,8 +72,8 @@ void cuda::gemmBatched(const OpInfo &op, bool ta, bool tb, int64_t m, int64_t n,
     return;
   for (int64_t v : {m, n, k, lda, ldb, ldc, batch})
     if (v > INT32_MAX)
-      fail() << op.describe() << ": " << batch << " products of " << m << "x"
-             << k << "x" << n << " are beyond cuBLAS's 32-bit dimensions";
+      fail(op.describe(), ": ", batch, " products of ", m, "x", k, "x", n,
+           " are beyond cuBLAS's 32-bit dimensions");
   float alpha = 1.0f;
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T.
   cublasOperation_t opA = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -134,8 +134,8 @@ public:
     Shape out{m, n};
     if (hasC) {
       if (cpu::broadcastShapes(in[2], out, info) != out)
-        fail() << info.describe() << ": C of shape " << shapeString(in[2])
-               << " does not broadcast to " << m << "x" << n;
+        fail(info.describe(), ": C of shape ", shapeString(in[2]),
+             " does not broadcast to ", m, "x", n);
       cIndex = makeIndexing(out, cpu::broadcastStrides(in[2], out), {}, info);
     }
     return {out};

@@ -67,11 +67,11 @@ public:
                          : Comparison::Ge;
     if (kind != "eq" && kind != "lt" && kind != "gt" && kind != "le" &&
         kind != "ge")
-      fail() << op.describe() << ": unknown kind '" << kind << "'";
+      fail(op.describe(), ": unknown kind '", kind, "'");
     for (const TensorType &t : op.inputTypes())
       if (t.dtype != DType::F32)
-        fail() << op.describe() << ": the GPU compare takes f32 operands, "
-               << "got " << dtypeName(t.dtype);
+        fail(op.describe(), ": the GPU compare takes f32 operands, ", "got ",
+             dtypeName(t.dtype));
   }
 
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
@@ -102,8 +102,8 @@ public:
     const std::vector<TensorType> &t = op.inputTypes();
     if (t.size() != 3 || t[0].dtype != DType::Bool ||
         t[1].dtype != DType::F32 || t[2].dtype != DType::F32)
-      fail() << op.describe() << ": the GPU where takes a bool condition "
-             << "and two f32 operands";
+      fail(op.describe(), ": the GPU where takes a bool condition ",
+           "and two f32 operands");
   }
 
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
@@ -142,9 +142,8 @@ public:
     };
     if (!supported(from) || !supported(to) ||
         (from != DType::F32 && to != DType::F32))
-      fail() << op.describe() << ": the GPU cast goes between f32 and f32, "
-             << "i32, i64 or bool, not " << dtypeName(from) << " to "
-             << dtypeName(to);
+      fail(op.describe(), ": the GPU cast goes between f32 and f32, ",
+           "i32, i64 or bool, not ", dtypeName(from), " to ", dtypeName(to));
   }
 
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {

@@ -244,11 +244,10 @@ public:
     labels.ignoreIndex = op.getInt("ignore_index", -100);
     DType labelType = op.inputTypes()[1].dtype;
     if (isClassLoss(kind) && labelType != DType::I64 && labelType != DType::I32)
-      fail() << op.describe() << ": the GPU column takes i64 or i32 labels, "
-             << "got " << dtypeName(labelType);
+      fail(op.describe(), ": the GPU column takes i64 or i32 labels, ", "got ",
+           dtypeName(labelType));
     if (!isClassLoss(kind) && labelType != DType::F32)
-      fail() << op.describe() << ": labels must be f32, got "
-             << dtypeName(labelType);
+      fail(op.describe(), ": labels must be f32, got ", dtypeName(labelType));
   }
 
 protected:
@@ -256,24 +255,23 @@ protected:
     const Shape &p = in[0];
     if (isClassLoss(kind)) {
       if (p.size() < 2)
-        fail() << info.describe() << ": class scores must have rank >= 2, got "
-               << shapeString(p);
+        fail(info.describe(), ": class scores must have rank >= 2, got ",
+             shapeString(p));
       Shape expected = p;
       expected.erase(expected.begin() + 1);
       if (in[1] != expected)
-        fail() << info.describe() << ": labels of shape " << shapeString(in[1])
-               << ", expected " << shapeString(expected);
+        fail(info.describe(), ": labels of shape ", shapeString(in[1]),
+             ", expected ", shapeString(expected));
       c = p[1];
       inner = numElements(Shape(p.begin() + 2, p.end()));
       positions = p[0] * inner;
       if (in.size() > weightOperand && in[weightOperand] != Shape{c})
-        fail() << info.describe() << ": class weights of shape "
-               << shapeString(in[weightOperand]) << ", expected "
-               << shapeString({c});
+        fail(info.describe(), ": class weights of shape ",
+             shapeString(in[weightOperand]), ", expected ", shapeString({c}));
     } else {
       if (in[1] != p)
-        fail() << info.describe() << ": labels of shape " << shapeString(in[1])
-               << " do not match predictions " << shapeString(p);
+        fail(info.describe(), ": labels of shape ", shapeString(in[1]),
+             " do not match predictions ", shapeString(p));
       c = 1;
       inner = 1;
       positions = numElements(p);
@@ -332,9 +330,8 @@ protected:
           "reading a bad label");
     if (labelTensor.dtype() == DType::I32)
       label = static_cast<int32_t>(label);
-    fail() << info.describe() << ": label " << label << " of sample "
-           << static_cast<int64_t>(first) / inner << " is outside [0, " << c
-           << ")";
+    fail(info.describe(), ": label ", label, " of sample ",
+         static_cast<int64_t>(first) / inner, " is outside [0, ", c, ")");
   }
 
   LossKind kind;

@@ -294,7 +294,7 @@ public:
 
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
     if (in.size() != 5)
-      fail() << info.describe() << ": takes 5 operands, got " << in.size();
+      fail(info.describe(), ": takes 5 operands, got ", in.size());
     shape = cpu::BatchNormShape(info, in[0]);
     const char *names[] = {"", "scale", "bias", "mean", "variance"};
     for (size_t i = 1; i < 5; ++i)
@@ -355,12 +355,12 @@ public:
 
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
     if (in.size() != 3)
-      fail() << info.describe() << ": takes 3 operands, got " << in.size();
+      fail(info.describe(), ": takes 3 operands, got ", in.size());
     shape = cpu::BatchNormShape(info, in[0]);
     shape.expectChannels(info, "scale", in[1]);
     if (in[2] != in[0])
-      fail() << info.describe() << ": dy has shape " << shapeString(in[2])
-             << ", expected the input shape " << shapeString(in[0]);
+      fail(info.describe(), ": dy has shape ", shapeString(in[2]),
+           ", expected the input shape ", shapeString(in[0]));
     statistics.reserve(2 * shape.channels, "allocating batch statistics");
     return {in[0], in[1], in[1]};
   }
@@ -402,11 +402,11 @@ public:
 
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
     if (in.size() < 2 || in.size() > 3)
-      fail() << info.describe() << ": takes 2 or 3 operands, got " << in.size();
+      fail(info.describe(), ": takes 2 or 3 operands, got ", in.size());
     cpu::LayerNormShape shape(in[0], in[1], info);
     if (in.size() == 3 && in[2] != in[1])
-      fail() << info.describe() << ": bias has shape " << shapeString(in[2])
-             << ", expected the scale's " << shapeString(in[1]);
+      fail(info.describe(), ": bias has shape ", shapeString(in[2]),
+           ", expected the scale's ", shapeString(in[1]));
     rows = shape.outer;
     n = shape.inner;
     return {in[0]};
@@ -438,11 +438,11 @@ public:
 
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
     if (in.size() != 3)
-      fail() << info.describe() << ": takes 3 operands, got " << in.size();
+      fail(info.describe(), ": takes 3 operands, got ", in.size());
     cpu::LayerNormShape shape(in[0], in[1], info);
     if (in[2] != in[0])
-      fail() << info.describe() << ": dy has shape " << shapeString(in[2])
-             << ", expected the input shape " << shapeString(in[0]);
+      fail(info.describe(), ": dy has shape ", shapeString(in[2]),
+           ", expected the input shape ", shapeString(in[0]));
     rows = shape.outer;
     n = shape.inner;
     // The rows' statistics and the chunks' partial sums, kept between the

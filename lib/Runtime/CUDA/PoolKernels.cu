@@ -68,7 +68,7 @@ public:
 
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
     if (in.size() != 1)
-      fail() << info.describe() << ": takes 1 operand, got " << in.size();
+      fail(info.describe(), ": takes 1 operand, got ", in.size());
     cpu::PoolShape shape(info, in[0]);
     g = poolGeometryOf(shape, in[0], includePad);
     planes = in[0][0] * in[0][1];
@@ -99,21 +99,20 @@ public:
       : Kernel(op), max(op.getString("kind") == "max") {
     std::string kind = op.getString("kind");
     if (kind != "max" && kind != "avg")
-      fail() << op.describe() << ": kind is '" << kind
-             << "', expected 'max' or 'avg'";
+      fail(op.describe(), ": kind is '", kind, "', expected 'max' or 'avg'");
     includePad = !max && op.getBool("count_include_pad", false);
     requireF32(op);
   }
 
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
     if (in.size() != 3)
-      fail() << info.describe() << ": takes 3 operands, got " << in.size();
+      fail(info.describe(), ": takes 3 operands, got ", in.size());
     cpu::PoolShape shape(info, in[0]);
     for (size_t i : {1, 2})
       if (in[i] != shape.output)
-        fail() << info.describe() << ": " << (i == 1 ? "output" : "dy")
-               << " has shape " << shapeString(in[i])
-               << ", expected the pooled shape " << shapeString(shape.output);
+        fail(info.describe(), ": ", (i == 1 ? "output" : "dy"), " has shape ",
+             shapeString(in[i]), ", expected the pooled shape ",
+             shapeString(shape.output));
     g = poolGeometryOf(shape, in[0], includePad);
     planes = in[0][0] * in[0][1];
     return {in[0]};
@@ -146,13 +145,13 @@ public:
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
     const Shape &x = in.at(0);
     if (x.size() < 3)
-      fail() << info.describe() << ": input must be N x C x spatial..., got "
-             << shapeString(x);
+      fail(info.describe(), ": input must be N x C x spatial..., got ",
+           shapeString(x));
     planes = x[0] * x[1];
     positions = numElements(Shape(x.begin() + 2, x.end()));
     if (positions == 0)
-      fail() << info.describe() << ": input " << shapeString(x)
-             << " has no spatial positions to average";
+      fail(info.describe(), ": input ", shapeString(x),
+           " has no spatial positions to average");
     Shape out(x.size(), 1);
     out[0] = x[0];
     out[1] = x[1];

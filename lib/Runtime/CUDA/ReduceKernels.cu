@@ -184,8 +184,7 @@ Combine combineOf(const std::string &kind, const OpInfo &op) {
   if (kind == "l2")
     return Combine::L2;
   if (kind != "min")
-    fail() << op.describe() << ": the GPU column has no '" << kind
-           << "' reduction";
+    fail(op.describe(), ": the GPU column has no '", kind, "' reduction");
   return Combine::Min;
 }
 
@@ -232,8 +231,8 @@ public:
 
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
     if (cpu::broadcastShapes(in[1], in[0], info) != in[0])
-      fail() << info.describe() << ": " << shapeString(in[1])
-             << " does not broadcast to " << shapeString(in[0]);
+      fail(info.describe(), ": ", shapeString(in[1]), " does not broadcast to ",
+           shapeString(in[0]));
     Shape kept(in[0].size() - in[1].size(), 1);
     kept.insert(kept.end(), in[1].begin(), in[1].end());
     reduction.init(in[0], kept, info);
@@ -412,8 +411,8 @@ public:
     requireF32(op);
     DType offsetType = op.inputTypes().at(1).dtype;
     if (offsetType != DType::I64 && offsetType != DType::I32)
-      fail() << op.describe() << ": the bag offsets are "
-             << dtypeName(offsetType) << "; expected i64 or i32";
+      fail(op.describe(), ": the bag offsets are ", dtypeName(offsetType),
+           "; expected i64 or i32");
   }
 
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
@@ -462,7 +461,7 @@ public:
                      cudaMemcpyDeviceToHost),
           "reading bag offsets");
     readBagOffsets(offsets, rows, info.describe(), starts);
-    fail() << info.describe() << ": bad bag offsets";
+    fail(info.describe(), ": bad bag offsets");
   }
 
 private:

@@ -181,8 +181,8 @@ public:
     Shape out = cpu::resizedShape(
         info, in[0], backward ? info.inputTypes()[1] : info.outputTypes()[0]);
     if (backward && in[1] != out)
-      fail() << info.describe() << ": result_grad has shape "
-             << shapeString(in[1]) << ", expected " << shapeString(out);
+      fail(info.describe(), ": result_grad has shape ", shapeString(in[1]),
+           ", expected ", shapeString(out));
     if (in[0] != preparedFor || out != preparedOut) {
       plan.prepare(info, config, in[0], out);
       taps.build(plan);

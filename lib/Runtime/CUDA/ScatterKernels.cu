@@ -211,12 +211,12 @@ private:
     if (position < 0)
       return;
     if (!tuples)
-      fail() << info.describe() << ": index " << value << " out of range [0, "
-             << elements.dimSize << ")";
+      fail(info.describe(), ": index ", value, " out of range [0, ",
+           elements.dimSize, ")");
     int64_t entry = position % tuple.k;
-    fail() << info.describe() << ": index tuple " << position / tuple.k
-           << " has " << value << " in dimension " << entry
-           << ", out of range [0, " << tuple.dims[entry] << ")";
+    fail(info.describe(), ": index tuple ", position / tuple.k, " has ", value,
+         " in dimension ", entry, ", out of range [0, ", tuple.dims[entry],
+         ")");
   }
 
   BadIndexFlag bad;
@@ -241,8 +241,8 @@ public:
     shape.compute(info, axisAttr, in[0], in[1]);
     elements = makeElementAddressing(in[0], shape, info);
     if (backward && in[2] != in[1])
-      fail() << info.describe() << ": the result gradient has shape "
-             << shapeString(in[2]) << ", the indices " << shapeString(in[1]);
+      fail(info.describe(), ": the result gradient has shape ",
+           shapeString(in[2]), ", the indices ", shapeString(in[1]));
     return {backward ? in[0] : in[1]};
   }
   void run(const std::vector<const Tensor *> &in,
@@ -343,8 +343,8 @@ public:
     shape.compute(info, axisAttr, in[0], in[1]);
     elements = makeElementAddressing(in[0], shape, info);
     if (in[2] != in[1])
-      fail() << info.describe() << ": updates " << shapeString(in[2])
-             << " for indices " << shapeString(in[1]);
+      fail(info.describe(), ": updates ", shapeString(in[2]), " for indices ",
+           shapeString(in[1]));
     return {in[0]};
   }
   void run(const std::vector<const Tensor *> &in,

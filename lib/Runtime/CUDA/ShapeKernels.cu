@@ -118,8 +118,8 @@ void launchCopyStrided(const void *x, void *y, size_t elementSize, int64_t n,
     copyStrided<Scatter><<<blocksFor(n), kBlock, 0, stream>>>(
         static_cast<const uint64_t *>(x), static_cast<uint64_t *>(y), n, ix);
   else
-    fail() << info.describe() << ": the GPU column moves 4- and 8-byte "
-           << "elements, got " << elementSize << "-byte ones";
+    fail(info.describe(), ": the GPU column moves 4- and 8-byte ",
+         "elements, got ", elementSize, "-byte ones");
   checkLaunch(info);
 }
 
@@ -271,9 +271,8 @@ public:
     shape.compute(in[0], mode, pads, info);
     addressing = makePadAddressing(in[0], shape, info);
     if (backward && in[1] != shape.out)
-      fail() << info.describe() << ": the result gradient has shape "
-             << shapeString(in[1]) << ", the pad's result "
-             << shapeString(shape.out);
+      fail(info.describe(), ": the result gradient has shape ",
+           shapeString(in[1]), ", the pad's result ", shapeString(shape.out));
     return {backward ? in[0] : shape.out};
   }
   void run(const std::vector<const Tensor *> &in,

@@ -48,9 +48,9 @@ __global__ void updateKernel(UpdateCoefficients k, float *w, const float *g,
 
 void requireDeviceF32(const Tensor &t, const char *what) {
   if (t.space() != MemorySpace::Device || t.dtype() != DType::F32)
-    fail() << what << " is " << t.typeString() << " in "
-           << (t.space() == MemorySpace::Device ? "device" : "host")
-           << " memory; expected f32 in device memory";
+    fail(what, " is ", t.typeString(), " in ",
+         (t.space() == MemorySpace::Device ? "device" : "host"),
+         " memory; expected f32 in device memory");
 }
 
 } // namespace
@@ -59,7 +59,7 @@ void cuda::scaleAdd(float alpha, const Tensor &x, float beta, Tensor &y) {
   requireDeviceF32(x, "the addend");
   requireDeviceF32(y, "the sum");
   if (x.shape() != y.shape())
-    fail() << "adding " << x.typeString() << " into " << y.typeString();
+    fail("adding ", x.typeString(), " into ", y.typeString());
   int64_t n = y.numElements();
   if (n == 0)
     return;
@@ -73,14 +73,14 @@ void cuda::applyUpdate(const OptimizerConfig &config, Tensor &w,
   requireDeviceF32(w, "the parameter");
   requireDeviceF32(g, "its gradient");
   if (g.shape() != w.shape())
-    fail() << "a gradient of " << g.typeString() << " for a parameter of "
-           << w.typeString();
+    fail("a gradient of ", g.typeString(), " for a parameter of ",
+         w.typeString());
   int64_t n = w.numElements(), slots = config.stateSlots();
   if (slots) {
     requireDeviceF32(state, "the optimizer state");
     if (state.numElements() != slots * n)
-      fail() << "the optimizer state is " << state.typeString() << ", " << slots
-             << " x " << n << " elements expected";
+      fail("the optimizer state is ", state.typeString(), ", ", slots, " x ", n,
+           " elements expected");
   }
   if (n == 0)
     return;

@@ -68,6 +68,6 @@ void heterps::runtime::initializeValues(float *p, int64_t n, const Shape &s,
   } else if (kind == "kaiming_normal") {
     normal(0, std::sqrt(2.0 / fanIn), false);
   } else {
-    fail() << "unknown initializer '" << kind << "'";
+    fail("unknown initializer '", kind, "'");
   }
 }

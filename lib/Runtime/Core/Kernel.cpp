@@ -31,17 +31,16 @@ Kernel::prepareChecked(const std::vector<Shape> &inputShapes) {
   std::vector<Shape> shapes = prepare(inputShapes);
   const std::vector<TensorType> &declared = info.outputTypes();
   if (shapes.size() != declared.size())
-    fail() << info.describe() << ": the kernel gives " << shapes.size()
-           << " results, the plan " << declared.size();
+    fail(info.describe(), ": the kernel gives ", shapes.size(),
+         " results, the plan ", declared.size());
   for (size_t r = 0; r < shapes.size(); ++r) {
     const Shape &want = declared[r].dims;
     bool same = shapes[r].size() == want.size();
     for (size_t d = 0; same && d < want.size(); ++d)
       same = shapes[r][d] >= 0 && (want[d] < 0 || want[d] == shapes[r][d]);
     if (!same)
-      fail() << info.describe() << ": result " << r << " has shape "
-             << shapeString(shapes[r]) << ", the plan's type is "
-             << shapeString(want);
+      fail(info.describe(), ": result ", r, " has shape ",
+           shapeString(shapes[r]), ", the plan's type is ", shapeString(want));
   }
   return shapes;
 }
@@ -59,8 +58,8 @@ std::unique_ptr<Kernel> KernelRegistry::create(const OpInfo &op,
                                                DeviceKind kind) const {
   auto it = factories.find({op.name(), kind});
   if (it == factories.end())
-    fail() << op.describe() << ": no " << deviceKindName(kind)
-           << " kernel for op '" << op.name() << "'";
+    fail(op.describe(), ": no ", deviceKindName(kind), " kernel for op '",
+         op.name(), "'");
   return it->second(op);
 }
 

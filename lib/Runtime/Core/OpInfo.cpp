@@ -56,8 +56,8 @@ static const char *kindName(const plan::Attribute &a) {
 [[noreturn]] static void wrongKind(const OpInfo &info, const std::string &key,
                                    const plan::Attribute &a,
                                    const char *expected) {
-  fail() << info.describe() << ": attribute '" << key << "' is " << kindName(a)
-         << ", expected " << expected;
+  fail(info.describe(), ": attribute '", key, "' is ", kindName(a),
+       ", expected ", expected);
 }
 
 int64_t OpInfo::getInt(const std::string &key, int64_t dflt) const {
@@ -73,7 +73,7 @@ int64_t OpInfo::getInt(const std::string &key, int64_t dflt) const {
 
 int64_t OpInfo::getInt(const std::string &key) const {
   if (!has(key))
-    fail() << describe() << ": missing integer attribute '" << key << "'";
+    fail(describe(), ": missing integer attribute '", key, "'");
   return getInt(key, 0);
 }
 
@@ -90,7 +90,7 @@ double OpInfo::getFloat(const std::string &key, double dflt) const {
 
 double OpInfo::getFloat(const std::string &key) const {
   if (!has(key))
-    fail() << describe() << ": missing float attribute '" << key << "'";
+    fail(describe(), ": missing float attribute '", key, "'");
   return getFloat(key, 0);
 }
 
@@ -117,7 +117,7 @@ std::string OpInfo::getString(const std::string &key,
 
 std::string OpInfo::getString(const std::string &key) const {
   if (!has(key))
-    fail() << describe() << ": missing string attribute '" << key << "'";
+    fail(describe(), ": missing string attribute '", key, "'");
   return getString(key, "");
 }
 
@@ -144,7 +144,7 @@ std::vector<double> OpInfo::getFloats(const std::string &key,
 Tensor OpInfo::getTensor(const std::string &key) const {
   const plan::Attribute *a = lookup(*op, key);
   if (!a)
-    fail() << describe() << ": missing tensor attribute '" << key << "'";
+    fail(describe(), ": missing tensor attribute '", key, "'");
   if (a->kind_case() != plan::Attribute::kTensor)
     wrongKind(*this, key, *a, "a tensor");
   return tensorFromData(a->tensor(), describe());

@@ -21,8 +21,8 @@ OptimizerConfig::Kind OptimizerConfig::parseKind(const std::string &kind,
     return Kind::Adam;
   if (kind == "adagrad")
     return Kind::Adagrad;
-  fail() << what << ": unknown optimizer '" << kind
-         << "'; expected sgd, momentum, adam or adagrad";
+  fail(what, ": unknown optimizer '", kind,
+       "'; expected sgd, momentum, adam or adagrad");
 }
 
 int OptimizerConfig::stateSlots() const {

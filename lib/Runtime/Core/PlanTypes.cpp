@@ -90,21 +90,20 @@ Tensor runtime::viewOfData(const plan::TensorData &data,
                            const std::string &what) {
   TensorType type = fromPlanType(data.type());
   if (type.dtype == DType::Invalid)
-    fail() << what << ": tensor of unknown element type "
-           << data.type().dtype();
+    fail(what, ": tensor of unknown element type ", data.type().dtype());
   for (int64_t d : type.dims)
     if (d < 0)
-      fail() << what << ": tensor data with a dynamic dimension";
+      fail(what, ": tensor data with a dynamic dimension");
   Tensor view = Tensor::view(type.dtype, type.dims,
                              const_cast<char *>(data.raw().data()));
   if (data.raw().size() != view.byteSize())
-    fail() << what << ": " << view.typeString() << " needs " << view.byteSize()
-           << " bytes, the plan holds " << data.raw().size();
+    fail(what, ": ", view.typeString(), " needs ", view.byteSize(),
+         " bytes, the plan holds ", data.raw().size());
   if (reinterpret_cast<uintptr_t>(data.raw().data()) %
           std::max<size_t>(dtypeSize(type.dtype), 1) !=
       0)
-    fail() << what << ": the plan's bytes are not aligned for "
-           << dtypeName(type.dtype);
+    fail(what, ": the plan's bytes are not aligned for ",
+         dtypeName(type.dtype));
   return view;
 }
 
@@ -125,6 +124,6 @@ plan::Plan runtime::loadPlan(const std::string &path) {
   plan::Plan p;
   std::string error;
   if (!plan::readPlanFile(path, p, error))
-    fail() << error;
+    fail(error);
   return p;
 }

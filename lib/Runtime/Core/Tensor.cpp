@@ -81,8 +81,8 @@ int64_t heterps::runtime::numElements(const Shape &shape) {
   for (int64_t d : shape) {
     std::optional<int64_t> next = checkedMul(n, d);
     if (!next)
-      fail() << "a tensor of shape " << shapeString(shape)
-             << " has more elements than 64 bits count";
+      fail("a tensor of shape ", shapeString(shape),
+           " has more elements than 64 bits count");
     n = *next;
   }
   return n;
@@ -105,7 +105,7 @@ static std::shared_ptr<void> allocateAligned(size_t bytes) {
   size_t rounded = ((bytes + 63) / 64) * 64;
   void *p = std::aligned_alloc(64, rounded ? rounded : 64);
   if (!p)
-    fail() << "out of memory allocating " << bytes << " bytes";
+    fail("out of memory allocating ", bytes, " bytes");
   std::memset(p, 0, rounded ? rounded : 64);
   return std::shared_ptr<void>(p, std::free);
 }
@@ -125,8 +125,7 @@ Tensor Tensor::adopt(DType dtype, Shape shape, std::shared_ptr<void> buffer,
   t.type = dtype;
   t.dims = std::move(shape);
   if (t.byteSize() > capacity)
-    fail() << "a buffer of " << capacity << " bytes cannot hold "
-           << t.typeString();
+    fail("a buffer of ", capacity, " bytes cannot hold ", t.typeString());
   t.owned = std::move(buffer);
   t.ptr = t.owned.get();
   t.capacity = capacity;
@@ -147,8 +146,8 @@ void Tensor::resize(DType dtype, const Shape &shape) {
     dims = shape;
   size_t bytes = byteSize();
   if (memorySpace == MemorySpace::Device && bytes > capacity)
-    fail() << "device tensor " << typeString() << " needs " << bytes
-           << " bytes, its buffer has " << capacity;
+    fail("device tensor ", typeString(), " needs ", bytes,
+         " bytes, its buffer has ", capacity);
   if (!owned || bytes > capacity) {
     owned = allocateAligned(bytes);
     capacity = bytes;
@@ -158,8 +157,8 @@ void Tensor::resize(DType dtype, const Shape &shape) {
 
 Tensor Tensor::clone() const {
   if (memorySpace == MemorySpace::Device)
-    fail() << "clone() of device tensor " << typeString()
-           << ": copy it to the host through the GPU column";
+    fail("clone() of device tensor ", typeString(),
+         ": copy it to the host through the GPU column");
   Tensor t(type, dims);
   if (byteSize())
     std::memcpy(t.data(), ptr, byteSize());

@@ -9,8 +9,8 @@ using namespace heterps::runtime::data;
 
 void data::checkNoSparse(const DataOptions &options, const char *format) {
   if (options.sparseFeatures != 0)
-    fail() << format << " " << options.path << ": the model expects "
-           << options.sparseFeatures << " sparse features, the format has none";
+    fail(format, " ", options.path, ": the model expects ",
+         options.sparseFeatures, " sparse features, the format has none");
 }
 
 void data::resizeLabel(Batch &batch, const DataOptions &options, int64_t rows) {

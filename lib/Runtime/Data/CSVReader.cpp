@@ -25,7 +25,7 @@ public:
         break;
       }
     if (!found)
-      fail() << "csv " << options.path << ": the file has no lines";
+      fail("csv ", options.path, ": the file has no lines");
     columns = 1;
     for (char c : line)
       columns += c == ',';
@@ -39,17 +39,16 @@ public:
     labelColumn = options.labelColumn < 0 ? columns + options.labelColumn
                                           : options.labelColumn;
     if (labelColumn < 0 || labelColumn >= columns)
-      fail() << "csv " << options.path << ": label column "
-             << options.labelColumn << " is outside the " << columns
-             << " columns of the file";
+      fail("csv ", options.path, ": label column ", options.labelColumn,
+           " is outside the ", columns, " columns of the file");
     if (columns < 2)
-      fail() << "csv " << options.path
-             << ": expected a label and at least one feature column, found "
-             << columns << " column";
+      fail("csv ", options.path,
+           ": expected a label and at least one feature column, found ",
+           columns, " column");
     if (options.denseFeatures != 0 && options.denseFeatures != columns - 1)
-      fail() << "csv " << options.path << ": the model expects "
-             << options.denseFeatures << " dense features, the file has "
-             << columns - 1 << " (" << columns << " columns less the label)";
+      fail("csv ", options.path, ": the model expects ", options.denseFeatures,
+           " dense features, the file has ", columns - 1, " (", columns,
+           " columns less the label)");
   }
 
   void rewind() override {
@@ -85,8 +84,8 @@ protected:
         } else {
           double v;
           if (!parseDouble(field, v))
-            fail() << where() << "csv: column " << column + 1
-                   << ": expected a number, found " << quote(field);
+            fail(where(), "csv: column ", column + 1,
+                 ": expected a number, found ", quote(field));
           dense[column < labelColumn ? column : column - 1] =
               static_cast<float>(v);
         }
@@ -97,8 +96,8 @@ protected:
       start = comma + 1;
     }
     if (column != columns)
-      fail() << where() << "csv: expected " << columns
-             << " comma-separated columns, found " << column;
+      fail(where(), "csv: expected ", columns,
+           " comma-separated columns, found ", column);
   }
 
 private:

@@ -37,17 +37,16 @@ public:
   explicit CriteoReader(const DataOptions &options)
       : TextSource(options, "criteo") {
     if (options.denseFeatures != 0 && options.denseFeatures != kDense)
-      fail() << "criteo " << options.path << ": the model expects "
-             << options.denseFeatures
-             << " dense features, the Criteo format has " << kDense;
+      fail("criteo ", options.path, ": the model expects ",
+           options.denseFeatures, " dense features, the Criteo format has ",
+           kDense);
     if (options.sparseFeatures != 0 && options.sparseFeatures != kSparse)
-      fail() << "criteo " << options.path << ": the model expects "
-             << options.sparseFeatures
-             << " sparse features, the Criteo format has " << kSparse;
+      fail("criteo ", options.path, ": the model expects ",
+           options.sparseFeatures, " sparse features, the Criteo format has ",
+           kSparse);
     if (options.classLabels && options.numClasses < 2)
-      fail() << "criteo " << options.path
-             << ": labels are 0/1, but the model has " << options.numClasses
-             << " classes";
+      fail("criteo ", options.path, ": labels are 0/1, but the model has ",
+           options.numClasses, " classes");
   }
 
 protected:
@@ -74,15 +73,14 @@ protected:
       start = tab + 1;
     }
     if (count != kColumns)
-      fail() << where() << "criteo: expected " << kColumns
-             << " tab-separated columns (label, 13 integer, 26 categorical), "
-                "found "
-             << count;
+      fail(where(), "criteo: expected ", kColumns,
+           " tab-separated columns (label, 13 integer, 26 categorical), "
+           "found ",
+           count);
 
     int64_t label;
     if (!parseInt64(fields[0], label) || (label != 0 && label != 1))
-      fail() << where() << "criteo: expected label 0 or 1, found "
-             << quote(fields[0]);
+      fail(where(), "criteo: expected label 0 or 1, found ", quote(fields[0]));
     if (options.classLabels)
       batch.label.as<int64_t>()[row] = label;
     else
@@ -93,8 +91,8 @@ protected:
       std::string_view f = fields[1 + i];
       int64_t x = 0;
       if (!f.empty() && !parseInt64(f, x))
-        fail() << where() << "criteo: column I" << i + 1
-               << ": expected an integer or nothing, found " << quote(f);
+        fail(where(), "criteo: column I", i + 1,
+             ": expected an integer or nothing, found ", quote(f));
       dense[i] =
           static_cast<float>(std::log1p(static_cast<double>(x > 0 ? x : 0)));
     }
@@ -109,9 +107,8 @@ protected:
       uint32_t value = 0;
       auto [p, ec] = std::from_chars(f.data(), f.data() + f.size(), value, 16);
       if (f.size() > 8 || ec != std::errc() || p != f.data() + f.size())
-        fail() << where() << "criteo: column C" << j + 1
-               << ": expected up to 8 hex digits or nothing, found "
-               << quote(f);
+        fail(where(), "criteo: column C", j + 1,
+             ": expected up to 8 hex digits or nothing, found ", quote(f));
       sparse[j] = criteoCategoricalId(j, value);
     }
   }

@@ -44,32 +44,32 @@ static std::unique_ptr<DataSource> openReader(const DataOptions &options) {
     return openIDX(options);
   if (options.format == "synthetic")
     return openSynthetic(options);
-  fail() << "unknown data format '" << options.format
-         << "' (expected criteo, libsvm, csv, idx or synthetic)";
+  fail("unknown data format '", options.format,
+       "' (expected criteo, libsvm, csv, idx or synthetic)");
 }
 
 std::unique_ptr<DataSource>
 heterps::runtime::openDataSource(const DataOptions &options) {
   int64_t index = options.shardIndex, count = options.shardCount;
   if (count < 1 || index < 0 || index >= count)
-    fail() << "data shard " << index << " of " << count << " does not exist";
+    fail("data shard ", index, " of ", count, " does not exist");
   std::unique_ptr<DataSource> source;
   // Shards of whole files when there are enough files, else of examples.
   bool byExample = count > 1;
   if (options.format != "criteo" && options.format != "libsvm" &&
       options.format != "csv" && options.format != "idx" &&
       options.format != "synthetic")
-    fail() << "unknown data format '" << options.format
-           << "' (expected criteo, libsvm, csv, idx or synthetic)";
+    fail("unknown data format '", options.format,
+         "' (expected criteo, libsvm, csv, idx or synthetic)");
   if (options.format != "synthetic" && options.path.empty())
-    fail() << options.format << " data needs a file";
+    fail(options.format, " data needs a file");
   if (options.format == "synthetic") {
     source = openReader(options);
   } else {
     std::vector<std::string> paths = expandDataPaths(options.path);
     if (options.format == "idx" && paths.size() != 1)
-      fail() << "idx data is one images file; '" << options.path << "' names "
-             << paths.size();
+      fail("idx data is one images file; '", options.path, "' names ",
+           paths.size());
     std::vector<std::string> mine;
     if (count > 1 && paths.size() >= static_cast<size_t>(count)) {
       for (size_t i = index; i < paths.size(); i += count)
@@ -102,8 +102,8 @@ heterps::runtime::openDataSource(const DataOptions &options) {
   if (byExample)
     source = wrapShard(std::move(source), index, count);
   if (options.shuffleBuffer < 0)
-    fail() << source->describe() << ": shuffle buffer must be >= 0, got "
-           << options.shuffleBuffer;
+    fail(source->describe(), ": shuffle buffer must be >= 0, got ",
+         options.shuffleBuffer);
   // The shuffle runs inside the background thread, so it costs the training
   // loop nothing. Each shard shuffles in its own order.
   if (options.shuffleBuffer > 0)

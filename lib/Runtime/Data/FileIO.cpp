@@ -26,21 +26,20 @@ static constexpr size_t kBufferBytes = 1 << 20;
 static gzFile openGz(const std::string &path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0)
-    fail() << path << ": cannot open: " << std::strerror(errno);
+    fail(path, ": cannot open: ", std::strerror(errno));
   struct stat st;
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    fail() << path
-           << ": not a regular file (a device, FIFO or directory); data "
-              "must be read from files";
+    fail(path, ": not a regular file (a device, FIFO or directory); data "
+               "must be read from files");
   }
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   errno = 0;
   gzFile f = gzdopen(fd, "rb");
   if (!f) {
     ::close(fd);
-    fail() << path << ": cannot open: "
-           << (errno ? std::strerror(errno) : "out of memory");
+    fail(path,
+         ": cannot open: ", (errno ? std::strerror(errno) : "out of memory"));
   }
   gzbuffer(f, kBufferBytes);
   return f;
@@ -52,8 +51,8 @@ static size_t readGz(gzFile f, const std::string &path, char *dst,
   if (got < 0) {
     int code = 0;
     const char *msg = gzerror(f, &code);
-    fail() << path << ": read error: "
-           << (code == Z_ERRNO ? std::strerror(errno) : msg);
+    fail(path,
+         ": read error: ", (code == Z_ERRNO ? std::strerror(errno) : msg));
   }
   return static_cast<size_t>(got);
 }
@@ -115,7 +114,7 @@ bool LineReader::next(std::string_view &out) {
 
 void LineReader::rewind() {
   if (gzrewind(file) != 0)
-    fail() << filePath << ": cannot rewind";
+    fail(filePath, ": cannot rewind");
   pos = end = 0;
   atEof = false;
   carry.clear();

@@ -26,7 +26,7 @@ heterps::runtime::expandDataPaths(const std::string &spec) {
     std::string part = spec.substr(begin, end - begin);
     begin = end + 1;
     if (part.empty())
-      fail() << "data '" << spec << "' has an empty entry";
+      fail("data '", spec, "' has an empty entry");
     if (part.find_first_of("*?[") == std::string::npos) {
       paths.push_back(part);
       continue;
@@ -35,11 +35,11 @@ heterps::runtime::expandDataPaths(const std::string &spec) {
     int status = glob(part.c_str(), 0, nullptr, &matches);
     if (status == GLOB_NOMATCH || (status == 0 && matches.gl_pathc == 0)) {
       globfree(&matches);
-      fail() << "data pattern '" << part << "' matches no file";
+      fail("data pattern '", part, "' matches no file");
     }
     if (status != 0) {
       globfree(&matches);
-      fail() << "data pattern '" << part << "' cannot be read";
+      fail("data pattern '", part, "' cannot be read");
     }
     // glob sorts its matches.
     for (size_t i = 0; i < matches.gl_pathc; ++i)
@@ -58,8 +58,7 @@ public:
 
   bool next(Batch &batch, int64_t batchSize) override {
     if (batchSize <= 0)
-      fail() << describe() << ": batch size must be positive, got "
-             << batchSize;
+      fail(describe(), ": batch size must be positive, got ", batchSize);
     int64_t n = 0;
     while (n < batchSize && current < files.size()) {
       if (!files[current]->next(part, batchSize - n)) {

@@ -39,27 +39,27 @@ IDXFile loadIDX(const std::string &path, int64_t minDims, int64_t maxDims,
            uint32_t(b[at + 2]) << 8 | uint32_t(b[at + 3]);
   };
   if (b.size() < 4)
-    fail() << path << ": idx: expected a 4-byte magic number, found a "
-           << b.size() << "-byte file";
+    fail(path, ": idx: expected a 4-byte magic number, found a ", b.size(),
+         "-byte file");
   uint32_t magic = be32(0);
   int64_t ndims = b[3];
   if (b[0] != 0 || b[1] != 0 || b[2] != 0x08 || ndims < minDims ||
       ndims > maxDims)
-    fail() << path << ": idx: expected the magic number of " << what << " ("
-           << hex32(0x0800 | minDims) << ": unsigned bytes, " << minDims
-           << " dimensions), found " << hex32(magic);
+    fail(path, ": idx: expected the magic number of ", what, " (",
+         hex32(0x0800 | minDims), ": unsigned bytes, ", minDims,
+         " dimensions), found ", hex32(magic));
   f.offset = 4 + 4 * ndims;
   if (b.size() < f.offset)
-    fail() << path << ": idx: expected a " << f.offset
-           << "-byte header, found a " << b.size() << "-byte file";
+    fail(path, ": idx: expected a ", f.offset, "-byte header, found a ",
+         b.size(), "-byte file");
   uint64_t total = 1;
   for (int64_t i = 0; i < ndims; ++i) {
     f.dims.push_back(be32(4 + 4 * i));
     total *= f.dims.back();
   }
   if (b.size() - f.offset != total)
-    fail() << path << ": idx: expected " << total << " bytes of data ("
-           << shapeString(f.dims) << "), found " << b.size() - f.offset;
+    fail(path, ": idx: expected ", total, " bytes of data (",
+         shapeString(f.dims), "), found ", b.size() - f.offset);
   return f;
 }
 
@@ -70,9 +70,9 @@ public:
     const std::string key = "images-idx3";
     size_t at = options.path.rfind(key);
     if (at == std::string::npos)
-      fail() << "idx " << options.path
-             << ": expected an images file whose name contains '" << key
-             << "' (its labels file has 'labels-idx1' there)";
+      fail("idx ", options.path,
+           ": expected an images file whose name contains '", key,
+           "' (its labels file has 'labels-idx1' there)");
     std::string labelsPath = options.path;
     labelsPath.replace(at, key.size(), "labels-idx1");
 
@@ -81,26 +81,23 @@ public:
     count = images.dims[0];
     width = images.dims[1] * images.dims[2];
     if (labels.dims[0] != count)
-      fail() << "idx " << labelsPath << ": expected " << count
-             << " labels (the count of " << options.path << "), found "
-             << labels.dims[0];
+      fail("idx ", labelsPath, ": expected ", count, " labels (the count of ",
+           options.path, "), found ", labels.dims[0]);
     if (options.denseFeatures != 0 && options.denseFeatures != width)
-      fail() << "idx " << options.path << ": the model expects "
-             << options.denseFeatures << " dense features, the images have "
-             << images.dims[1] << "x" << images.dims[2] << " = " << width
-             << " pixels";
+      fail("idx ", options.path, ": the model expects ", options.denseFeatures,
+           " dense features, the images have ", images.dims[1], "x",
+           images.dims[2], " = ", width, " pixels");
     if (options.classLabels)
       for (int64_t i = 0; i < count; ++i)
         if (labels.bytes[labels.offset + i] >= options.numClasses)
-          fail() << "idx " << labelsPath << ": label "
-                 << int(labels.bytes[labels.offset + i]) << " of example " << i
-                 << " is outside [0, numClasses=" << options.numClasses << ")";
+          fail("idx ", labelsPath, ": label ",
+               int(labels.bytes[labels.offset + i]), " of example ", i,
+               " is outside [0, numClasses=", options.numClasses, ")");
   }
 
   bool next(Batch &batch, int64_t batchSize) override {
     if (batchSize <= 0)
-      fail() << describe() << ": batch size must be positive, got "
-             << batchSize;
+      fail(describe(), ": batch size must be positive, got ", batchSize);
     int64_t n = std::min(batchSize, count - cursor);
     resizeLabel(batch, options, n);
     batch.dense.resize(DType::F32, {n, width});

@@ -33,12 +33,11 @@ public:
     int64_t lanes = this->layout.lanes;
     if (lanes < 1 || this->layout.microBatches < 1 ||
         this->layout.microBatches % lanes != 0)
-      fail() << "data lanes: " << this->layout.microBatches
-             << " micro-batches per step do not divide into " << lanes
-             << " lanes";
+      fail("data lanes: ", this->layout.microBatches,
+           " micro-batches per step do not divide into ", lanes, " lanes");
     if (this->layout.read.size() != static_cast<size_t>(lanes))
-      fail() << "data lanes: " << this->layout.read.size() << " read flags for "
-             << lanes << " lanes";
+      fail("data lanes: ", this->layout.read.size(), " read flags for ", lanes,
+           " lanes");
     sources.resize(lanes);
     parts.resize(lanes);
     std::string read;
@@ -54,7 +53,7 @@ public:
         description = sources[l]->describe();
     }
     if (read.empty())
-      fail() << "data lanes: this process reads none of the " << lanes;
+      fail("data lanes: this process reads none of the ", lanes);
     description += "; lane" +
                    std::string(read.find(',') == read.npos ? " " : "s ") +
                    read + " of " + std::to_string(lanes);
@@ -62,8 +61,7 @@ public:
 
   bool next(Batch &batch, int64_t batchSize) override {
     if (batchSize <= 0)
-      fail() << describe() << ": batch size must be positive, got "
-             << batchSize;
+      fail(describe(), ": batch size must be positive, got ", batchSize);
     int64_t lanes = layout.lanes;
     int64_t count = microBatchCount(batchSize, layout.microBatches);
     // Each lane's rows: the micro-batches that are its own.

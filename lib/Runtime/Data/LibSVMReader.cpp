@@ -30,8 +30,8 @@ public:
         });
       lines.rewind();
       if (width == 0)
-        fail() << "libsvm " << options.path
-               << ": no features in the file and denseFeatures is 0";
+        fail("libsvm ", options.path,
+             ": no features in the file and denseFeatures is 0");
     }
   }
 
@@ -48,8 +48,8 @@ protected:
     std::fill(dense, dense + width, 0.0f);
     std::string_view label = forEachFeature(line, [&](int64_t index, float v) {
       if (index > width)
-        fail() << where() << "libsvm: feature index " << index
-               << " exceeds the " << width << " dense features";
+        fail(where(), "libsvm: feature index ", index, " exceeds the ", width,
+             " dense features");
       dense[index - 1] = v;
     });
     storeLabel(batch, row, label, /*minusOneIsZero=*/true);
@@ -81,8 +81,7 @@ private:
       }
       size_t colon = token.find(':');
       if (colon == std::string_view::npos)
-        fail() << where() << "libsvm: expected index:value, found "
-               << quote(token);
+        fail(where(), "libsvm: expected index:value, found ", quote(token));
       std::string_view key = token.substr(0, colon);
       // Ranking files carry a query id; it is not a feature.
       if (key == "qid")
@@ -90,15 +89,13 @@ private:
       int64_t index;
       double value;
       if (!parseInt64(key, index))
-        fail() << where() << "libsvm: expected an integer feature index, found "
-               << quote(key);
+        fail(where(), "libsvm: expected an integer feature index, found ",
+             quote(key));
       if (index < 1)
-        fail() << where() << "libsvm: feature index " << index
-               << ": indices are 1-based";
+        fail(where(), "libsvm: feature index ", index, ": indices are 1-based");
       if (!parseDouble(token.substr(colon + 1), value))
-        fail() << where() << "libsvm: feature " << index
-               << ": expected a number, found "
-               << quote(token.substr(colon + 1));
+        fail(where(), "libsvm: feature ", index, ": expected a number, found ",
+             quote(token.substr(colon + 1)));
       fn(index, static_cast<float>(value));
     }
     return label;

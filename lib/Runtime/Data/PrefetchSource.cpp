@@ -36,8 +36,7 @@ public:
 
   bool next(Batch &out, int64_t batchSize) override {
     if (batchSize <= 0)
-      fail() << describe() << ": batch size must be positive, got "
-             << batchSize;
+      fail(describe(), ": batch size must be positive, got ", batchSize);
     int64_t n = 0;
     bool shaped = false;
     while (!epochDone && n < batchSize) {

@@ -19,8 +19,7 @@ public:
 
   bool next(Batch &batch, int64_t batchSize) override {
     if (batchSize <= 0)
-      fail() << describe() << ": batch size must be positive, got "
-             << batchSize;
+      fail(describe(), ": batch size must be positive, got ", batchSize);
     int64_t n = 0;
     while (n < batchSize) {
       if (inputPos >= input.size) {

@@ -30,8 +30,7 @@ public:
 
   bool next(Batch &out, int64_t batchSize) override {
     if (batchSize <= 0)
-      fail() << describe() << ": batch size must be positive, got "
-             << batchSize;
+      fail(describe(), ": batch size must be positive, got ", batchSize);
     while (filled < capacity && pull()) {
       int64_t k = std::min(capacity - filled, input.size - inputPos);
       copyRows(input, inputPos, reservoir, filled, k);

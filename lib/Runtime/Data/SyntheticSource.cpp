@@ -49,17 +49,17 @@ public:
       : options(options), dense(options.denseFeatures),
         sparse(options.sparseFeatures) {
     if (dense < 0 || sparse < 0 || dense + sparse == 0)
-      fail() << "synthetic: expected dense or sparse features, found " << dense
-             << " dense and " << sparse << " sparse";
+      fail("synthetic: expected dense or sparse features, found ", dense,
+           " dense and ", sparse, " sparse");
     if (sparse > 0 && options.syntheticVocab < 1)
-      fail() << "synthetic: expected a positive vocabulary, found "
-             << options.syntheticVocab;
+      fail("synthetic: expected a positive vocabulary, found ",
+           options.syntheticVocab);
     if (options.syntheticExamples < 0)
-      fail() << "synthetic: expected a non-negative example count, found "
-             << options.syntheticExamples;
+      fail("synthetic: expected a non-negative example count, found ",
+           options.syntheticExamples);
     if (options.classLabels && options.numClasses < 2)
-      fail() << "synthetic: expected at least 2 classes, found "
-             << options.numClasses;
+      fail("synthetic: expected at least 2 classes, found ",
+           options.numClasses);
     multiclass = options.classLabels && options.numClasses > 2;
     scores = multiclass ? options.numClasses : 1;
     weights.resize(scores * dense);
@@ -78,8 +78,7 @@ public:
 
   bool next(Batch &batch, int64_t batchSize) override {
     if (batchSize <= 0)
-      fail() << describe() << ": batch size must be positive, got "
-             << batchSize;
+      fail(describe(), ": batch size must be positive, got ", batchSize);
     int64_t n = std::min(batchSize, options.syntheticExamples - cursor);
     resizeLabel(batch, options, n);
     // A batch reused from another source must not keep a column this one

@@ -91,21 +91,20 @@ Tensor heterps::runtime::readTensorProto(const std::string &path,
                                          std::string *name) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    fail() << path << ": cannot open";
+    fail(path, ": cannot open");
   std::ostringstream bytes;
   bytes << in.rdbuf();
   TensorProto proto;
   if (!proto.ParseFromString(bytes.str()))
-    fail() << path << ": not an ONNX TensorProto";
+    fail(path, ": not an ONNX TensorProto");
   onnx_tensor::DecodedTensor decoded;
   std::string error;
   if (!onnx_tensor::decodeTensor(proto, /*external=*/nullptr, decoded, error))
-    fail() << path << ": " << error;
+    fail(path, ": ", error);
   DType dtype = fromOnnx(proto.data_type());
   if (dtype == DType::Invalid)
-    fail() << path << ": TensorProto '" << proto.name()
-           << "': unsupported data type "
-           << onnx_tensor::dataTypeName(proto.data_type());
+    fail(path, ": TensorProto '", proto.name(), "': unsupported data type ",
+         onnx_tensor::dataTypeName(proto.data_type()));
   Tensor t(dtype, Shape(decoded.dims.begin(), decoded.dims.end()));
   std::string_view data = decoded.bytes();
   if (!data.empty())
@@ -120,8 +119,8 @@ void heterps::runtime::writeTensorProto(const std::string &path,
                                         const Tensor &tensor) {
   int type = toOnnx(tensor.dtype());
   if (type == TensorProto::UNDEFINED)
-    fail() << path << ": cannot write a tensor of type "
-           << dtypeName(tensor.dtype()) << " as a TensorProto";
+    fail(path, ": cannot write a tensor of type ", dtypeName(tensor.dtype()),
+         " as a TensorProto");
   TensorProto proto;
   proto.set_name(name);
   proto.set_data_type(type);
@@ -130,7 +129,7 @@ void heterps::runtime::writeTensorProto(const std::string &path,
   proto.set_raw_data(tensor.data(), tensor.byteSize());
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out)
-    fail() << path << ": cannot open for writing";
+    fail(path, ": cannot open for writing");
   if (!proto.SerializeToOstream(&out) || !out.flush())
-    fail() << path << ": write failed";
+    fail(path, ": write failed");
 }

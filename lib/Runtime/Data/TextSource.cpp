@@ -61,8 +61,7 @@ void TextSource::storeLabel(Batch &batch, int64_t row, std::string_view text,
                             bool minusOneIsZero) {
   double v;
   if (!parseDouble(text, v))
-    fail() << where() << format << ": expected a numeric label, found "
-           << quote(text);
+    fail(where(), format, ": expected a numeric label, found ", quote(text));
   if (minusOneIsZero && v == -1.0)
     v = 0.0;
   if (!options.classLabels) {
@@ -70,14 +69,14 @@ void TextSource::storeLabel(Batch &batch, int64_t row, std::string_view text,
     return;
   }
   if (v != std::floor(v) || v < 0 || v >= options.numClasses)
-    fail() << where() << format << ": expected a class label in [0, "
-           << options.numClasses << "), found " << quote(text);
+    fail(where(), format, ": expected a class label in [0, ",
+         options.numClasses, "), found ", quote(text));
   batch.label.as<int64_t>()[row] = static_cast<int64_t>(v);
 }
 
 bool TextSource::next(Batch &batch, int64_t batchSize) {
   if (batchSize <= 0)
-    fail() << describe() << ": batch size must be positive, got " << batchSize;
+    fail(describe(), ": batch size must be positive, got ", batchSize);
   resizeBatch(batch, batchSize);
   int64_t n = 0;
   std::string_view line;

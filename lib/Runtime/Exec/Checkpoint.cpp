@@ -43,8 +43,7 @@ static uint64_t checksum(const std::string &path) {
 static void fsyncPath(const std::string &path) {
   int fd = ::open(path.c_str(), O_RDONLY);
   if (fd < 0)
-    fail() << "cannot open '" << path
-           << "' to sync it: " << std::strerror(errno);
+    fail("cannot open '", path, "' to sync it: ", std::strerror(errno));
   ::fsync(fd);
   ::close(fd);
 }
@@ -59,8 +58,8 @@ void heterps::runtime::saveCheckpoint(
   fs::remove_all(tmp, ec);
   fs::create_directories(tmp, ec);
   if (ec)
-    fail() << "cannot create checkpoint directory '" << tmp.string()
-           << "': " << ec.message();
+    fail("cannot create checkpoint directory '", tmp.string(),
+         "': ", ec.message());
   std::ostringstream manifest;
   manifest << kFormat << "\nstep " << info.step << "\n";
   auto write = [&](const std::string &file, const std::string &name,
@@ -89,7 +88,7 @@ void heterps::runtime::saveCheckpoint(
     std::ofstream out(manifestPath);
     out << manifest.str();
     if (!out)
-      fail() << "cannot write '" << manifestPath << "'";
+      fail("cannot write '", manifestPath, "'");
   }
   fsyncPath(manifestPath);
   fsyncPath(tmp.string());
@@ -99,8 +98,7 @@ void heterps::runtime::saveCheckpoint(
     fs::rename(target, old, ec);
   fs::rename(tmp, target, ec);
   if (ec)
-    fail() << "cannot rename '" << tmp.string() << "' to '" << dir
-           << "': " << ec.message();
+    fail("cannot rename '", tmp.string(), "' to '", dir, "': ", ec.message());
   fs::remove_all(old, ec);
   fsyncPath(target.parent_path().empty() ? "." : target.parent_path().string());
 }
@@ -110,12 +108,12 @@ CheckpointInfo heterps::runtime::loadCheckpoint(const std::string &dir,
   std::string manifestPath = (fs::path(dir) / "MANIFEST").string();
   std::ifstream in(manifestPath);
   if (!in)
-    fail() << "cannot open checkpoint manifest '" << manifestPath << "'";
+    fail("cannot open checkpoint manifest '", manifestPath, "'");
   std::string line;
   std::getline(in, line);
   if (line != kFormat)
-    fail() << manifestPath << ": not a checkpoint of this format (first line '"
-           << line << "', expected '" << kFormat << "')";
+    fail(manifestPath, ": not a checkpoint of this format (first line '", line,
+         "', expected '", kFormat, "')");
   CheckpointInfo info;
   std::map<std::string, std::pair<uint64_t, uint64_t>> files;
   int lineNo = 1;
@@ -129,38 +127,37 @@ CheckpointInfo heterps::runtime::loadCheckpoint(const std::string &dir,
     } else if (word == "entry") {
       std::string key, value;
       if (!(is >> key) || !std::getline(is >> std::ws, value))
-        fail() << manifestPath << ":" << lineNo << ": malformed entry line";
+        fail(manifestPath, ":", lineNo, ": malformed entry line");
       info.entries[key] = value;
     } else if (word == "file") {
       std::string name;
       uint64_t size, sum;
       if (!(is >> name >> size >> sum))
-        fail() << manifestPath << ":" << lineNo << ": malformed file line";
+        fail(manifestPath, ":", lineNo, ": malformed file line");
       files[name] = {size, sum};
     } else if (!word.empty()) {
-      fail() << manifestPath << ":" << lineNo << ": unknown entry '" << word
-             << "'";
+      fail(manifestPath, ":", lineNo, ": unknown entry '", word, "'");
     }
   }
   auto read = [&](const std::string &file, bool required) -> Tensor {
     auto it = files.find(file);
     if (it == files.end()) {
       if (required)
-        fail() << "checkpoint '" << dir << "' has no " << file;
+        fail("checkpoint '", dir, "' has no ", file);
       return Tensor();
     }
     std::string path = (fs::path(dir) / file).string();
     if (!fs::exists(path) || fs::file_size(path) != it->second.first ||
         checksum(path) != it->second.second)
-      fail() << "checkpoint file '" << path
-             << "' is missing or does not match its checksum in MANIFEST";
+      fail("checkpoint file '", path,
+           "' is missing or does not match its checksum in MANIFEST");
     return readTensorProto(path);
   };
   for (auto &[name, p] : params.all()) {
     Tensor v = read(fileName("param.", name), true);
     if (v.shape() != p.value.shape() || v.dtype() != p.value.dtype())
-      fail() << "checkpoint parameter '" << name << "' is " << v.typeString()
-             << ", the plan's is " << p.value.typeString();
+      fail("checkpoint parameter '", name, "' is ", v.typeString(),
+           ", the plan's is ", p.value.typeString());
     p.value = std::move(v);
     p.state = read(fileName("param-state.", name), false);
     Tensor steps = read(fileName("param-steps.", name), false);

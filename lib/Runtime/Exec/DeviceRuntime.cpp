@@ -67,10 +67,9 @@ heterps::runtime::createKernelFor(const KernelRegistry &registry,
     return registry.create(op, DeviceKind::CPU);
   if (!registry.has(op.name(), DeviceKind::GPU)) {
     if (!fallbackToCPU)
-      fail() << op.describe() << ": the GPU column has no kernel for '"
-             << op.name()
-             << "'; run with --fallback=cpu to execute it on the CPU, its "
-                "operands copied to the host and its results back";
+      fail(op.describe(), ": the GPU column has no kernel for '", op.name(),
+           "'; run with --fallback=cpu to execute it on the CPU, its "
+           "operands copied to the host and its results back");
     return registry.create(op, DeviceKind::CPU);
   }
   try {
@@ -102,9 +101,9 @@ public:
     MemorySpace from =
         to == MemorySpace::Device ? MemorySpace::Host : MemorySpace::Device;
     if (in[0]->space() != from || out[0]->space() != to)
-      fail() << info.describe() << ": a copy to the "
-             << (to == MemorySpace::Device ? "device" : "host")
-             << " was given tensors in the wrong memory spaces";
+      fail(info.describe(), ": a copy to the ",
+           (to == MemorySpace::Device ? "device" : "host"),
+           " was given tensors in the wrong memory spaces");
     if (to == MemorySpace::Device)
       device.copyToDevice(*in[0], *out[0]);
     else

@@ -33,17 +33,17 @@ void EmbeddingStore::pushManyThenPull(const std::vector<TablePush> &pushes,
 
 bool EmbeddingStore::createDense(const std::string &name, const Tensor &,
                                  const OptimizerConfig &) {
-  fail() << "dense tensor '" << name
-         << "': these tables keep no dense tensors; asynchronous training "
-            "keeps them in a PS service";
+  fail("dense tensor '", name,
+       "': these tables keep no dense tensors; asynchronous training "
+       "keeps them in a PS service");
 }
 
 void EmbeddingStore::pullDense(const std::string &name, Tensor &) {
-  fail() << "dense tensor '" << name << "': these tables keep none";
+  fail("dense tensor '", name, "': these tables keep none");
 }
 
 void EmbeddingStore::pushDense(const std::string &name, const Tensor &) {
-  fail() << "dense tensor '" << name << "': these tables keep none";
+  fail("dense tensor '", name, "': these tables keep none");
 }
 
 static OptimizerConfig configOf(const plan::Optimizer &o,
@@ -70,9 +70,8 @@ LocalEmbeddingStore::LocalEmbeddingStore(const plan::Plan &plan,
     if (t.has_value()) {
       table->rows = tensorFromData(t.value(), what);
       if (table->rows.shape() != Shape{t.vocab(), t.dim()})
-        fail() << what << ": initial rows of shape "
-               << shapeString(table->rows.shape()) << ", expected " << t.vocab()
-               << "x" << t.dim();
+        fail(what, ": initial rows of shape ", shapeString(table->rows.shape()),
+             ", expected ", t.vocab(), "x", t.dim());
     } else {
       table->rows = Tensor(DType::F32, {t.vocab(), t.dim()});
       std::vector<double> args(t.init().args().begin(), t.init().args().end());
@@ -85,8 +84,8 @@ LocalEmbeddingStore::LocalEmbeddingStore(const plan::Plan &plan,
 
 LocalEmbeddingStore::Table &LocalEmbeddingStore::get(int id) {
   if (id < 0 || id >= static_cast<int>(tables.size()))
-    fail() << "unknown embedding table id " << id << " (the plan has "
-           << tables.size() << ")";
+    fail("unknown embedding table id ", id, " (the plan has ", tables.size(),
+         ")");
   return *tables[id];
 }
 
@@ -98,7 +97,7 @@ int LocalEmbeddingStore::tableId(const std::string &name) const {
   for (const auto &t : tables)
     if (t->info.name == name)
       return t->info.id;
-  fail() << "no embedding table '" << name << "' in the plan";
+  fail("no embedding table '", name, "' in the plan");
 }
 
 static int64_t rowOf(int64_t key, int64_t vocab) {
@@ -123,8 +122,8 @@ void LocalEmbeddingStore::push(int id, const int64_t *keys, int64_t n,
   int64_t dim = t.info.dim;
   for (int64_t i = 0; i < n * dim; ++i)
     if (!std::isfinite(grads[i]))
-      fail() << "table " << id << " '" << t.info.name
-             << "': non-finite gradient for key " << keys[i / dim];
+      fail("table ", id, " '", t.info.name, "': non-finite gradient for key ",
+           keys[i / dim]);
   std::lock_guard<std::mutex> lock(t.mutex);
   // Duplicates are merged so that one push is one optimizer step per row.
   // A row-indexed slot array finds a row's merged gradient in O(1); only the

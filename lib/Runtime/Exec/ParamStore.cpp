@@ -21,14 +21,14 @@ ParamStore::ParamStore(const plan::Plan &plan, uint64_t seed) {
     param.frozen = p.frozen();
     TensorType type = fromPlanType(p.type());
     if (type.dtype != DType::F32)
-      fail() << "parameter '" << p.name() << "' has element type "
-             << dtypeName(type.dtype) << "; the runtime trains f32 parameters";
+      fail("parameter '", p.name(), "' has element type ",
+           dtypeName(type.dtype), "; the runtime trains f32 parameters");
     if (p.has_value()) {
       param.value = tensorFromData(p.value(), "parameter '" + p.name() + "'");
       if (param.value.dtype() != type.dtype || param.value.shape() != type.dims)
-        fail() << "parameter '" << p.name() << "': its value is "
-               << param.value.typeString() << ", its type "
-               << Tensor::view(type.dtype, type.dims, nullptr).typeString();
+        fail("parameter '", p.name(), "': its value is ",
+             param.value.typeString(), ", its type ",
+             Tensor::view(type.dtype, type.dims, nullptr).typeString());
     } else {
       param.value = Tensor(DType::F32, type.dims);
       std::vector<double> args(p.init().args().begin(), p.init().args().end());
@@ -42,7 +42,7 @@ ParamStore::ParamStore(const plan::Plan &plan, uint64_t seed) {
 DenseParameter &ParamStore::find(const std::string &name) {
   auto it = params.find(name);
   if (it == params.end())
-    fail() << "no dense parameter '" << name << "' in the plan";
+    fail("no dense parameter '", name, "' in the plan");
   return it->second;
 }
 
@@ -110,9 +110,8 @@ void ParamStore::update(const std::string &name, const Tensor &grad,
                         const OptimizerConfig &config) {
   DenseParameter &p = get(name);
   if (grad.shape() != p.value.shape())
-    fail() << "gradient of '" << name << "' has shape "
-           << shapeString(grad.shape()) << ", the parameter "
-           << shapeString(p.value.shape());
+    fail("gradient of '", name, "' has shape ", shapeString(grad.shape()),
+         ", the parameter ", shapeString(p.value.shape()));
   int slots = config.stateSlots();
   int64_t n = p.value.numElements();
   if (slots && (p.state.empty() || p.state.numElements() != slots * n))

@@ -57,7 +57,7 @@ ProfileSummary runtime::writeProfileTable(const std::string &path,
                                           int64_t batchSize,
                                           const ProfileOptions &options) {
   if (steps <= 0)
-    fail() << "--profile: no training step was profiled";
+    fail("--profile: no training step was profiled");
   // Every op's layer leader: its layer's first op (the forward op), or
   // itself. A load or constant whose results only one other layer uses
   // belongs to that layer, as in the scheduler's problem.

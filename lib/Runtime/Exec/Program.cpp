@@ -86,12 +86,11 @@ DeviceKind runtime::resolveStageDevice(const plan::Stage &stage,
   if (gpuStatus->empty() && anyGpuKernel)
     return DeviceKind::GPU;
   if (!options.fallbackToCPU)
-    fail() << "stage " << stage.index() << " is placed on GPU resource '"
-           << stage.resource() << "', but "
-           << (gpuStatus->empty()
-                   ? std::string("this build has no CUDA kernels")
-                   : "no GPU is usable here (" + *gpuStatus + ")")
-           << "; run with --fallback=cpu to execute it on the CPU";
+    fail("stage ", stage.index(), " is placed on GPU resource '",
+         stage.resource(), "', but ",
+         (gpuStatus->empty() ? std::string("this build has no CUDA kernels")
+                             : "no GPU is usable here (" + *gpuStatus + ")"),
+         "; run with --fallback=cpu to execute it on the CPU");
   return DeviceKind::CPU;
 }
 
@@ -118,8 +117,8 @@ Program::Program(const plan::Plan &plan, ParamStore &params,
       if (op.name() != "heterps.send")
         continue;
       if (channel == op.attrs().end() || op.inputs_size() != 1)
-        fail() << op.name() << " at " << op.location()
-               << " needs a channel and one value";
+        fail(op.name(), " at ", op.location(),
+             " needs a channel and one value");
       sent[channel->second.i()] = op.inputs(0);
     }
 
@@ -148,17 +147,16 @@ Program::Program(const plan::Plan &plan, ParamStore &params,
           if (channel == op.attrs().end() ||
               (op.name() == "heterps.recv" ? op.outputs_size()
                                            : op.inputs_size()) != 1)
-            fail() << op.name() << " at " << op.location()
-                   << " needs a channel and one value";
+            fail(op.name(), " at ", op.location(),
+                 " needs a channel and one value");
           int64_t id = channel->second.i();
           if (op.name() == "heterps.send") {
             sentSoFar.insert(id);
             continue;
           }
           if (!sent.count(id))
-            fail() << op.name() << " at " << op.location()
-                   << " receives from channel " << id
-                   << ", which no stage sends on";
+            fail(op.name(), " at ", op.location(), " receives from channel ",
+                 id, ", which no stage sends on");
           if (!sentSoFar.count(id))
             break;
           aliasOf[op.outputs(0)] = sent.at(id);
@@ -172,10 +170,9 @@ Program::Program(const plan::Plan &plan, ParamStore &params,
   }
   for (int s = 0; s < plan.stages_size(); ++s)
     if (cursor[s] < plan.stages(s).ops_size())
-      fail() << "stage " << s << " waits on "
-             << plan.stages(s).ops(cursor[s]).location()
-             << " for a channel that is sent only after it: the plan's "
-                "stages wait on each other";
+      fail("stage ", s, " waits on ", plan.stages(s).ops(cursor[s]).location(),
+           " for a channel that is sent only after it: the plan's "
+           "stages wait on each other");
   order.insert(order.end(), updates.begin(), updates.end());
   for (auto [op, kind] : order) {
     auto node = std::make_unique<Node>();
@@ -203,8 +200,8 @@ Program::Program(const plan::Plan &plan, ParamStore &params,
     if (node->kind == DeviceKind::GPU) {
       gpu = options.gpu ? options.gpu : gpuRuntime();
       if (!gpu)
-        fail() << node->kernel->op().describe()
-               << " runs on the GPU column, but no GPU is usable here";
+        fail(node->kernel->op().describe(),
+             " runs on the GPU column, but no GPU is usable here");
       gpu->setMath(options.gpuMath);
       context.gpu = gpu;
       placeValues();
@@ -383,19 +380,18 @@ Program::MemoryPlan &Program::planFor(const std::vector<const Tensor *> &inputs,
     if (!needed[id])
       continue;
     if (!inputs[i])
-      fail() << "input '" << inputName(i) << "' is needed but not given";
+      fail("input '", inputName(i), "' is needed but not given");
     TensorType type = inputType(i);
     const Tensor &t = *inputs[i];
     if (t.dtype() != type.dtype ||
         t.rank() != static_cast<int64_t>(type.dims.size()))
-      fail() << "input '" << inputName(i) << "' is " << t.typeString()
-             << ", the plan expects "
-             << Tensor::view(type.dtype, type.dims, nullptr).typeString();
+      fail("input '", inputName(i), "' is ", t.typeString(),
+           ", the plan expects ",
+           Tensor::view(type.dtype, type.dims, nullptr).typeString());
     for (size_t d = 0; d < type.dims.size(); ++d)
       if (type.dims[d] >= 0 && type.dims[d] != t.dim(d))
-        fail() << "input '" << inputName(i) << "' has dimension " << d
-               << " of size " << t.dim(d) << ", the plan expects "
-               << type.dims[d];
+        fail("input '", inputName(i), "' has dimension ", d, " of size ",
+             t.dim(d), ", the plan expects ", type.dims[d]);
     mp->values[id] = Tensor::view(t.dtype(), mp->inputShapes[i], nullptr);
     defined[id] = true;
   }
@@ -439,8 +435,8 @@ Program::MemoryPlan &Program::planFor(const std::vector<const Tensor *> &inputs,
     shapes.clear();
     for (int id : node->inputs) {
       if (!defined[id])
-        fail() << node->kernel->op().describe() << ": operand value " << id
-               << " is not computed before it";
+        fail(node->kernel->op().describe(), ": operand value ", id,
+             " is not computed before it");
       shapes.push_back(mp->values[id].shape());
     }
     std::vector<Shape> outShapes = node->kernel->prepareChecked(shapes);
@@ -621,11 +617,11 @@ const std::vector<const Tensor *> &
 Program::run(const std::vector<const Tensor *> &inputs, bool training,
              const std::vector<int> &outputs) {
   if (inputs.size() != static_cast<size_t>(planRef.inputs_size()))
-    fail() << "the plan has " << planRef.inputs_size() << " inputs, "
-           << inputs.size() << " were given";
+    fail("the plan has ", planRef.inputs_size(), " inputs, ", inputs.size(),
+         " were given");
   if (training && !isTraining())
-    fail() << "the plan is not a training step; compile it with "
-              "--heterps-autodiff";
+    fail("the plan is not a training step; compile it with "
+         "--heterps-autodiff");
   // A batch of no rows runs no kernel (oneDNN divides by the rows):
   // inference answers outputs of no rows, a training step is an error.
   for (int i = 0; i < planRef.inputs_size(); ++i) {
@@ -635,8 +631,8 @@ Program::run(const std::vector<const Tensor *> &inputs, bool training,
         type.dims(0) >= 0 || inputs[i]->rank() == 0 || inputs[i]->dim(0) != 0)
       continue;
     if (training)
-      fail() << "input '" << inputName(i)
-             << "' has no rows; a training step needs at least one example";
+      fail("input '", inputName(i),
+           "' has no rows; a training step needs at least one example");
     emptyResults.resize(outputs.size());
     results.clear();
     for (size_t k = 0; k < outputs.size(); ++k) {
@@ -644,9 +640,9 @@ Program::run(const std::vector<const Tensor *> &inputs, bool training,
           fromPlanType(planRef.values(planRef.outputs(outputs[k])).type());
       for (size_t d = 0; d < out.dims.size(); ++d)
         if (out.dims[d] < 0 && d > 0)
-          fail() << "output '" << outputName(outputs[k])
-                 << "' has a dynamic dimension besides the batch; an empty "
-                    "batch gives it no shape";
+          fail("output '", outputName(outputs[k]),
+               "' has a dynamic dimension besides the batch; an empty "
+               "batch gives it no shape");
       if (!out.dims.empty())
         out.dims[0] = 0;
       emptyResults[k].resize(out.dtype, out.dims);

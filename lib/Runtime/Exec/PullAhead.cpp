@@ -23,8 +23,8 @@ runtime::parsePullAheadMode(std::string_view text) {
 PullAhead::PullAhead(EmbeddingStore &store, PullAheadMode mode)
     : store(store), pullMode(mode), next(std::make_unique<TableBatch>()) {
   if (!store.takesConcurrentCalls())
-    fail() << "pulling rows ahead needs an embedding store that takes calls "
-              "from two threads at once (the PS client)";
+    fail("pulling rows ahead needs an embedding store that takes calls "
+         "from two threads at once (the PS client)");
 }
 
 PullAhead::~PullAhead() {

@@ -73,7 +73,7 @@ public:
 
   static DeviceRuntime &deviceOf(const OpInfo &op, ExecContext &ctx) {
     if (!ctx.gpu)
-      fail() << op.describe() << " runs on the GPU column without a GPU";
+      fail(op.describe(), " runs on the GPU column without a GPU");
     return *ctx.gpu;
   }
 
@@ -94,9 +94,8 @@ public:
     DenseParameter &p = ctx.params->onDevice(name, device);
     const Tensor &grad = *in[0];
     if (grad.shape() != p.deviceValue.shape())
-      fail() << "gradient of '" << name << "' has shape "
-             << shapeString(grad.shape()) << ", the parameter "
-             << shapeString(p.deviceValue.shape());
+      fail("gradient of '", name, "' has shape ", shapeString(grad.shape()),
+           ", the parameter ", shapeString(p.deviceValue.shape()));
     int64_t slots = config.stateSlots(), n = p.deviceValue.numElements();
     if (slots &&
         (p.deviceState.empty() || p.deviceState.shape() != Shape{slots, n}))
@@ -116,8 +115,8 @@ const int64_t *keysOf(const Tensor &ids, std::vector<int64_t> &scratch) {
   if (ids.dtype() == DType::I64 || ids.dtype() == DType::U64)
     return ids.as<int64_t>();
   if (ids.dtype() != DType::I32)
-    fail() << "embedding ids of element type " << dtypeName(ids.dtype())
-           << "; expected i64 or i32";
+    fail("embedding ids of element type ", dtypeName(ids.dtype()),
+         "; expected i64 or i32");
   scratch.resize(ids.numElements());
   for (size_t i = 0; i < scratch.size(); ++i)
     scratch[i] = ids.as<int32_t>()[i];
@@ -133,7 +132,7 @@ Combiner combinerOf(const OpInfo &op) {
     return Combiner::Mean;
   if (c == "none")
     return Combiner::None;
-  fail() << op.describe() << ": unknown combiner '" << c << "'";
+  fail(op.describe(), ": unknown combiner '", c, "'");
 }
 
 /// Resolves the table name to the store's id on first use.
@@ -151,15 +150,15 @@ protected:
     // The rows the op's types promise must be the table's: the kernels
     // copy `dim` floats per row into buffers planned from the types.
     if (rowDim != dim)
-      fail() << info.describe() << ": table '" << tableName << "' has dim "
-             << dim << ", the op's rows have " << rowDim;
+      fail(info.describe(), ": table '", tableName, "' has dim ", dim,
+           ", the op's rows have ", rowDim);
     return tableId;
   }
   /// The row width of the op's result type (lookups, pulls).
   int64_t resultRowDim() const {
     const Shape &dims = info.outputTypes()[0].dims;
     if (dims.empty())
-      fail() << info.describe() << ": the result is a scalar";
+      fail(info.describe(), ": the result is a scalar");
     return dims.back();
   }
   std::string tableName;
@@ -178,7 +177,7 @@ public:
       out.push_back(d);
     } else {
       if (out.empty())
-        fail() << info.describe() << ": a bag combiner needs ids of rank >= 1";
+        fail(info.describe(), ": a bag combiner needs ids of rank >= 1");
       bag = out.back();
       out.back() = d;
     }
@@ -235,7 +234,7 @@ public:
       : Kernel(op), combiner(combinerOf(op)) {}
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
     if (in[1].empty())
-      fail() << info.describe() << ": the gradient is a scalar";
+      fail(info.describe(), ": the gradient is a scalar");
     n = numElements(in[0]);
     dim = in[1].back();
     bool pooled = combiner != Combiner::None && !in[0].empty();
@@ -244,9 +243,9 @@ public:
     Shape expected(in[0].begin(), in[0].end() - (pooled ? 1 : 0));
     expected.push_back(dim);
     if (in[1] != expected)
-      fail() << info.describe() << ": the gradient is " << shapeString(in[1])
-             << ", ids of shape " << shapeString(in[0]) << " need "
-             << shapeString(expected);
+      fail(info.describe(), ": the gradient is ", shapeString(in[1]),
+           ", ids of shape ", shapeString(in[0]), " need ",
+           shapeString(expected));
     return {{n}, {n, dim}};
   }
   void run(const std::vector<const Tensor *> &in,
@@ -297,8 +296,8 @@ public:
   using TableKernel::TableKernel;
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
     if (in[1].size() != 2 || in[1][0] != numElements(in[0]))
-      fail() << info.describe() << ": " << numElements(in[0])
-             << " keys but gradients of shape " << shapeString(in[1]);
+      fail(info.describe(), ": ", numElements(in[0]),
+           " keys but gradients of shape ", shapeString(in[1]));
     rowDim = in[1][1];
     return {};
   }
@@ -336,7 +335,7 @@ OptimizerConfig updateOptimizerOf(const OpInfo &op) {
   config.epsilon = op.getFloat("epsilon", 1e-8);
   config.weightDecay = op.getFloat("weight_decay", 0.0);
   if (std::string problem = config.problem(); !problem.empty())
-    fail() << op.describe() << ": " << problem;
+    fail(op.describe(), ": ", problem);
   return config;
 }
 

@@ -32,8 +32,8 @@ void TableBatch::addPull(const plan::Op *op, int table, const Tensor &ids) {
   else if (ids.dtype() == DType::I32)
     std::copy(ids.as<int32_t>(), ids.as<int32_t>() + n, pull.keys.begin());
   else
-    fail() << "ids of table " << table << " are " << ids.typeString()
-           << "; expected i64 or i32";
+    fail("ids of table ", table, " are ", ids.typeString(),
+         "; expected i64 or i32");
   order.push_back(op);
 }
 

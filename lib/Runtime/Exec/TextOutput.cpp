@@ -41,14 +41,12 @@ void runtime::writeTextFileAtomically(const std::string &path,
     if (!out) {
       int err = errno;
       std::remove(tmp.c_str());
-      fail() << "cannot write " << what << " '" << tmp
-             << "': " << std::strerror(err);
+      fail("cannot write ", what, " '", tmp, "': ", std::strerror(err));
     }
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     int err = errno;
     std::remove(tmp.c_str());
-    fail() << "cannot rename '" << tmp << "' to '" << path
-           << "': " << std::strerror(err);
+    fail("cannot rename '", tmp, "' to '", path, "': ", std::strerror(err));
   }
 }

@@ -34,9 +34,8 @@ namespace {
 
 int checkedCount(size_t count, const char *what) {
   if (count > static_cast<size_t>(INT_MAX))
-    fail() << what << " of " << count
-           << " elements is larger than one MPI message takes (" << INT_MAX
-           << ")";
+    fail(what, " of ", count,
+         " elements is larger than one MPI message takes (", INT_MAX, ")");
   return static_cast<int>(count);
 }
 
@@ -165,9 +164,9 @@ std::unique_ptr<Communicator> runtime::initMPI(int *argc, char ***argv) {
   int provided = 0;
   if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) !=
       MPI_SUCCESS)
-    fail() << "MPI did not start";
+    fail("MPI did not start");
   if (provided < MPI_THREAD_FUNNELED)
-    fail() << "this MPI library offers no thread support (level " << provided
-           << "); heterps-run needs MPI_THREAD_FUNNELED";
+    fail("this MPI library offers no thread support (level ", provided,
+         "); heterps-run needs MPI_THREAD_FUNNELED");
   return std::make_unique<MPICommunicator>(MPI_COMM_WORLD, true);
 }

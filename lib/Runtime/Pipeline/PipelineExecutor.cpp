@@ -49,7 +49,7 @@ SyncMode runtime::parseSyncMode(const std::string &name) {
     return SyncMode::Sync;
   if (name == "async")
     return SyncMode::Async;
-  fail() << "unknown sync mode '" << name << "'; expected sync or async";
+  fail("unknown sync mode '", name, "'; expected sync or async");
 }
 
 const char *runtime::syncModeName(SyncMode mode) {
@@ -61,8 +61,7 @@ PipelineSchedule runtime::parsePipelineSchedule(const std::string &name) {
     return PipelineSchedule::OneForwardOneBackward;
   if (name == "gpipe")
     return PipelineSchedule::GPipe;
-  fail() << "unknown pipeline schedule '" << name
-         << "'; expected 1f1b or gpipe";
+  fail("unknown pipeline schedule '", name, "'; expected 1f1b or gpipe");
 }
 
 const char *runtime::pipelineScheduleName(PipelineSchedule schedule) {
@@ -364,40 +363,40 @@ void PipelineExecutor::Impl::receiveRemote() {
     int64_t position = tag / tagStride, microBatch = tag % tagStride;
     if (tag < 0 || position >= static_cast<int64_t>(channelList.size()) ||
         microBatch >= static_cast<int64_t>(microBatches.size()))
-      fail() << "process " << from << " sent a message with tag " << tag
-             << ", which names no channel and micro-batch of this step";
+      fail("process ", from, " sent a message with tag ", tag,
+           ", which names no channel and micro-batch of this step");
     const plan::Channel &channel = *channelList[position];
     int32_t header[2];
     if (message.size() < sizeof(header))
-      fail() << "channel " << channel.id() << ": a message of "
-             << message.size() << " bytes from process " << from;
+      fail("channel ", channel.id(), ": a message of ", message.size(),
+           " bytes from process ", from);
     std::memcpy(header, message.data(), sizeof(header));
     int32_t rank = header[1];
     size_t headerBytes = sizeof(header) + std::max(rank, 0) * sizeof(int64_t);
     if (rank < 0 || rank > 8 || message.size() < headerBytes)
-      fail() << "channel " << channel.id() << ": a message from process "
-             << from << " has a tensor of rank " << rank;
+      fail("channel ", channel.id(), ": a message from process ", from,
+           " has a tensor of rank ", rank);
     Shape shape(rank);
     std::memcpy(shape.data(), message.data() + sizeof(header),
                 rank * sizeof(int64_t));
     std::optional<int64_t> product = checkedProduct(shape);
     if (!product)
-      fail() << "channel " << channel.id() << ": a message from process "
-             << from << " has a bad shape";
+      fail("channel ", channel.id(), ": a message from process ", from,
+           " has a bad shape");
     int64_t elements = *product;
     DType dtype = static_cast<DType>(header[0]);
     TensorType expected = fromPlanType(channel.type());
     if (dtype != expected.dtype ||
         message.size() != headerBytes + elements * dtypeSize(dtype))
-      fail() << "channel " << channel.id() << ": process " << from << " sent "
-             << message.size() << " bytes, not a " << dtypeName(expected.dtype)
-             << " tensor of " << shapeString(shape);
+      fail("channel ", channel.id(), ": process ", from, " sent ",
+           message.size(), " bytes, not a ", dtypeName(expected.dtype),
+           " tensor of ", shapeString(shape));
     Tensor tensor(dtype, shape);
     std::memcpy(tensor.data(), message.data() + headerBytes, tensor.byteSize());
     auto &replicas = stages[channel.to_stage()];
     if (!replicas[microBatch % replicas.size()]->local)
-      fail() << "process " << from << " sent micro-batch " << microBatch
-             << " of channel " << channel.id() << " to the wrong process";
+      fail("process ", from, " sent micro-batch ", microBatch, " of channel ",
+           channel.id(), " to the wrong process");
     deliver(static_cast<int>(channel.to_stage()), microBatch, channel.id(),
             std::move(tensor));
   }
@@ -439,10 +438,10 @@ void PipelineExecutor::Impl::collect(const StageSegment &segment,
       if (value.rank() == 0 || value.dim(0) != mb.rows ||
           value.numElements() / mb.rows !=
               result.numElements() / std::max<int64_t>(result.dim(0), 1))
-        fail() << "output '" << plan.values(plan.outputs(point.position)).name()
-               << "' of micro-batch " << microBatch << " is "
-               << value.typeString() << "; the pipeline joins outputs of "
-               << mb.rows << " rows into the batch's";
+        fail("output '", plan.values(plan.outputs(point.position)).name(),
+             "' of micro-batch ", microBatch, " is ", value.typeString(),
+             "; the pipeline joins outputs of ", mb.rows,
+             " rows into the batch's");
       size_t rowBytes = value.byteSize() / mb.rows;
       std::memcpy(static_cast<char *>(result.data()) + mb.firstRow * rowBytes,
                   value.data(), value.byteSize());
@@ -547,8 +546,8 @@ void PipelineExecutor::Impl::runStep(Worker &worker) {
       slot.values.resize(program.valueCount());
     for (const ProgramPoint &input : seg.inputs) {
       if (!mb.given[input.position])
-        fail() << "input '" << plan.values(input.value).name()
-               << "' is needed but not given";
+        fail("input '", plan.values(input.value).name(),
+             "' is needed but not given");
       const Tensor &t = mb.inputs[input.position];
       slot.values[input.value].reset(t.dtype(), t.shape(), t.data());
     }
@@ -661,15 +660,15 @@ PipelineExecutor::PipelineExecutor(const plan::Plan &plan, ParamStore &params,
   impl->options = pipeline;
   impl->bagOffsetsOf = bagOffsetsInputs(plan);
   if (!plan.has_training())
-    fail() << "the pipelined executor runs training steps; the plan is not "
-              "a training step (compile it with --heterps-autodiff)";
+    fail("the pipelined executor runs training steps; the plan is not "
+         "a training step (compile it with --heterps-autodiff)");
   int numStages = plan.stages_size();
   if (numStages == 0)
-    fail() << "the plan has no stages";
+    fail("the plan has no stages");
   for (int s = 0; s < numStages; ++s)
     if (plan.stages(s).index() != s)
-      fail() << "stage " << s << " of the plan has index "
-             << plan.stages(s).index() << "; stages are numbered in order";
+      fail("stage ", s, " of the plan has index ", plan.stages(s).index(),
+           "; stages are numbered in order");
 
   // Workers: one per stage, then more replicas for the stages with the
   // most units per replica, up to the cap.
@@ -681,9 +680,9 @@ PipelineExecutor::PipelineExecutor(const plan::Plan &plan, ParamStore &params,
           ? pipeline.maxWorkers
           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (processes && processes->size() < numStages)
-    fail() << "the job has " << processes->size() << " process"
-           << (processes->size() == 1 ? "" : "es") << " and the plan "
-           << numStages << " stages; every stage needs a process of its own";
+    fail("the job has ", processes->size(), " process",
+         (processes->size() == 1 ? "" : "es"), " and the plan ", numStages,
+         " stages; every stage needs a process of its own");
   std::vector<int> replicas = mapStageReplicas(plan, cap);
   int workers = 0;
   for (int r : replicas)
@@ -692,17 +691,16 @@ PipelineExecutor::PipelineExecutor(const plan::Plan &plan, ParamStore &params,
     int64_t units = 0;
     for (const plan::Stage &stage : plan.stages())
       units += std::max<int64_t>(stage.units(), 1);
-    fail() << "the job has " << processes->size()
-           << " processes, the plan's stages " << units
-           << " units in all; run at most one process per unit (mpirun -np "
-           << workers << ")";
+    fail("the job has ", processes->size(), " processes, the plan's stages ",
+         units, " units in all; run at most one process per unit (mpirun -np ",
+         workers, ")");
   }
   // A process runs one worker with all its threads.
   impl->threadsPerWorker = processes ? std::max(1, options.threads)
                                      : std::max(1, options.threads / workers);
   if (pipeline.microBatchMultiple < 1)
-    fail() << "micro-batches must come in multiples of a positive count, got "
-           << pipeline.microBatchMultiple;
+    fail("micro-batches must come in multiples of a positive count, got ",
+         pipeline.microBatchMultiple);
   microBatchCount = pipelineMicroBatches(plan, replicas, pipeline.microBatches,
                                          pipeline.microBatchMultiple);
 
@@ -787,9 +785,9 @@ PipelineExecutor::PipelineExecutor(const plan::Plan &plan, ParamStore &params,
     impl->tagStride = microBatchCount;
     if (static_cast<int64_t>(impl->channelList.size()) * microBatchCount >
         processes->maxTag())
-      fail() << "the plan's " << impl->channelList.size() << " channels x "
-             << microBatchCount << " micro-batches need more message tags "
-             << "than MPI offers (" << processes->maxTag() << ")";
+      fail("the plan's ", impl->channelList.size(), " channels x ",
+           microBatchCount, " micro-batches need more message tags ",
+           "than MPI offers (", processes->maxTag(), ")");
     Worker *local = nullptr;
     for (auto &stageWorkers : impl->stages)
       for (auto &worker : stageWorkers)
@@ -805,8 +803,8 @@ PipelineExecutor::PipelineExecutor(const plan::Plan &plan, ParamStore &params,
   impl->mainTables = &tables;
   if (pipeline.sync == SyncMode::Async) {
     if (pipeline.maxStaleness < 0)
-      fail() << "the staleness bound must be non-negative, got "
-             << pipeline.maxStaleness;
+      fail("the staleness bound must be non-negative, got ",
+           pipeline.maxStaleness);
     // The store holds the parameters the stages update; a checkpoint's
     // (restored into the store) are kept, and every replica starts from
     // the store's.
@@ -1010,13 +1008,13 @@ PipelineExecutor::run(const std::vector<const Tensor *> &inputs, bool training,
   Impl &s = *impl;
   const plan::Plan &plan = s.plan;
   if (!training)
-    fail() << "the pipelined executor runs training steps; forward passes "
-              "run on one worker";
+    fail("the pipelined executor runs training steps; forward passes "
+         "run on one worker");
   if (s.aborted)
-    fail() << "the pipeline stopped after an error: " << s.error;
+    fail("the pipeline stopped after an error: ", s.error);
   if (inputs.size() != static_cast<size_t>(plan.inputs_size()))
-    fail() << "the plan has " << plan.inputs_size() << " inputs, "
-           << inputs.size() << " were given";
+    fail("the plan has ", plan.inputs_size(), " inputs, ", inputs.size(),
+         " were given");
 
   // The batch: dimension 0 of the inputs whose plan type has a dynamic one.
   int64_t rows = -1;
@@ -1028,27 +1026,26 @@ PipelineExecutor::run(const std::vector<const Tensor *> &inputs, bool training,
     const Tensor &t = *inputs[i];
     if (t.dtype() != type.dtype ||
         t.rank() != static_cast<int64_t>(type.dims.size()))
-      fail() << "input '" << value.name() << "' is " << t.typeString()
-             << ", the plan expects "
-             << Tensor::view(type.dtype, type.dims, nullptr).typeString();
+      fail("input '", value.name(), "' is ", t.typeString(),
+           ", the plan expects ",
+           Tensor::view(type.dtype, type.dims, nullptr).typeString());
     for (size_t d = 0; d < type.dims.size(); ++d)
       if (type.dims[d] >= 0 && type.dims[d] != t.dim(d))
-        fail() << "input '" << value.name() << "' has dimension " << d
-               << " of size " << t.dim(d) << ", the plan expects "
-               << type.dims[d];
+        fail("input '", value.name(), "' has dimension ", d, " of size ",
+             t.dim(d), ", the plan expects ", type.dims[d]);
     // A bag input's rows are ids; the batch is its offsets'.
     if (type.dims.empty() || type.dims[0] >= 0 || s.bagOffsetsOf[i] >= 0)
       continue;
     if (rows >= 0 && t.dim(0) != rows)
-      fail() << "input '" << value.name() << "' has " << t.dim(0)
-             << " rows, the other inputs " << rows;
+      fail("input '", value.name(), "' has ", t.dim(0),
+           " rows, the other inputs ", rows);
     rows = t.dim(0);
   }
   if (rows < 0)
-    fail() << "no input of the plan has a dynamic batch dimension; the "
-              "pipeline splits the batch into micro-batches";
+    fail("no input of the plan has a dynamic batch dimension; the "
+         "pipeline splits the batch into micro-batches");
   if (rows == 0)
-    fail() << "the batch is empty";
+    fail("the batch is empty");
   // A micro-batch of bags takes the ids from its first bag's start to the
   // next micro-batch's, with its offsets counted from there.
   s.bagStarts.resize(inputs.size());
@@ -1060,12 +1057,12 @@ PipelineExecutor::run(const std::vector<const Tensor *> &inputs, bool training,
       continue;
     const std::string &name = plan.values(plan.inputs(i)).name();
     if (!inputs[j])
-      fail() << "input '" << name << "' is given without its bag offsets '"
-             << plan.values(plan.inputs(j)).name() << "'";
+      fail("input '", name, "' is given without its bag offsets '",
+           plan.values(plan.inputs(j)).name(), "'");
     if (inputs[j]->rank() != 1 || inputs[j]->dim(0) != rows)
-      fail() << "the bag offsets '" << plan.values(plan.inputs(j)).name()
-             << "' of input '" << name << "' are " << inputs[j]->typeString()
-             << ", expected one per example (" << rows << ")";
+      fail("the bag offsets '", plan.values(plan.inputs(j)).name(),
+           "' of input '", name, "' are ", inputs[j]->typeString(),
+           ", expected one per example (", rows, ")");
     readBagOffsets(*inputs[j], inputs[i]->dim(0), "input '" + name + "'",
                    s.bagStarts[j]);
   }
@@ -1134,25 +1131,24 @@ PipelineExecutor::run(const std::vector<const Tensor *> &inputs, bool training,
   s.scalarParts.resize(outputs.size());
   for (size_t w = 0; w < outputs.size(); ++w) {
     if (outputs[w] < 0 || outputs[w] >= plan.outputs_size())
-      fail() << "output " << outputs[w] << " is not one of the plan's "
-             << plan.outputs_size();
+      fail("output ", outputs[w], " is not one of the plan's ",
+           plan.outputs_size());
     const plan::Value &value = plan.values(plan.outputs(outputs[w]));
     TensorType type = fromPlanType(value.type());
     if (!type.dims.empty()) {
       type.dims[0] = rows;
       for (int64_t d : type.dims)
         if (d < 0)
-          fail() << "output '" << value.name()
-                 << "' has a dynamic dimension besides the batch; the "
-                    "pipeline cannot join its micro-batches";
+          fail("output '", value.name(),
+               "' has a dynamic dimension besides the batch; the "
+               "pipeline cannot join its micro-batches");
     } else if (type.dtype != DType::F32) {
-      fail() << "output '" << value.name() << "' is a 0-D "
-             << dtypeName(type.dtype)
-             << "; the pipeline averages 0-D outputs, which must be f32";
+      fail("output '", value.name(), "' is a 0-D ", dtypeName(type.dtype),
+           "; the pipeline averages 0-D outputs, which must be f32");
     }
     if (s.processes && type.dtype != DType::F32)
-      fail() << "output '" << value.name() << "' is " << dtypeName(type.dtype)
-             << "; a job of several processes gathers f32 outputs only";
+      fail("output '", value.name(), "' is ", dtypeName(type.dtype),
+           "; a job of several processes gathers f32 outputs only");
     if (s.results[w].empty() || s.results[w].dtype() != type.dtype ||
         s.results[w].shape() != type.dims)
       s.results[w].resize(type.dtype, type.dims);
@@ -1191,7 +1187,7 @@ PipelineExecutor::run(const std::vector<const Tensor *> &inputs, bool training,
     // job ends.
     if (s.processes)
       s.processes->abort(s.error);
-    fail() << s.error;
+    fail(s.error);
   }
   if (s.processes) {
     s.processes->flushSends();

@@ -95,11 +95,11 @@ StageProgram::StageProgram(const plan::Plan &plan, const plan::Stage &stage,
   auto channelOf = [&](const plan::Op &op) -> const plan::Channel & {
     auto attr = op.attrs().find("channel");
     if (attr == op.attrs().end())
-      fail() << op.name() << " at " << op.location() << " has no channel";
+      fail(op.name(), " at ", op.location(), " has no channel");
     auto it = channels.find(attr->second.i());
     if (it == channels.end())
-      fail() << op.name() << " at " << op.location() << " names channel "
-             << attr->second.i() << ", which the plan does not declare";
+      fail(op.name(), " at ", op.location(), " names channel ",
+           attr->second.i(), ", which the plan does not declare");
     return *it->second;
   };
   // A channel inside the stage is the sent value itself.
@@ -204,8 +204,8 @@ StageProgram::StageProgram(const plan::Plan &plan, const plan::Stage &stage,
   for (const auto &node : nodes)
     if (node->kind == DeviceKind::GPU) {
       if (!this->gpu)
-        fail() << node->kernel->op().describe()
-               << " runs on the GPU column, but no GPU is usable here";
+        fail(node->kernel->op().describe(),
+             " runs on the GPU column, but no GPU is usable here");
       placeValues();
       break;
     }
@@ -322,8 +322,8 @@ void StageProgram::run(int segment, Slot &slot, double weight) {
   for (size_t n : seg.prefetch) {
     const Tensor &ids = slot.values[nodes[n]->inputs[0]];
     if (ids.dtype() == DType::Invalid)
-      fail() << nodes[n]->kernel->op().describe() << ": operand value "
-             << nodes[n]->inputs[0] << " is not computed before it";
+      fail(nodes[n]->kernel->op().describe(), ": operand value ",
+           nodes[n]->inputs[0], " is not computed before it");
     if (tableIds[n] < 0)
       tableIds[n] = ctx.tables->tableId(nodes[n]->op->attrs().at("table").s());
     batch.addPull(nodes[n]->op, tableIds[n], ids);
@@ -337,8 +337,8 @@ void StageProgram::run(int segment, Slot &slot, double weight) {
     for (size_t i = 0; i < node.inputs.size(); ++i) {
       const Tensor &t = slot.values[node.inputs[i]];
       if (t.dtype() == DType::Invalid)
-        fail() << node.kernel->op().describe() << ": operand value "
-               << node.inputs[i] << " is not computed before it";
+        fail(node.kernel->op().describe(), ": operand value ", node.inputs[i],
+             " is not computed before it");
       same = same && t.shape() == node.preparedShapes[i];
       in.push_back(&t);
     }
@@ -588,8 +588,8 @@ void StageProgram::applyStep(Communicator &replicas) {
       const std::vector<char> &m = all[r];
       int64_t header[2];
       if (m.size() < sizeof(header))
-        fail() << node.kernel->op().describe() << ": the push of replica " << r
-               << " is " << m.size() << " bytes, shorter than its header";
+        fail(node.kernel->op().describe(), ": the push of replica ", r, " is ",
+             m.size(), " bytes, shorter than its header");
       std::memcpy(header, m.data(), sizeof(header));
       int64_t count = header[0], dim = header[1];
       if (count < 0 || dim < 0 ||
@@ -597,14 +597,13 @@ void StageProgram::applyStep(Communicator &replicas) {
               sizeof(header) + static_cast<size_t>(count) *
                                    (sizeof(int64_t) +
                                     static_cast<size_t>(dim) * sizeof(float)))
-        fail() << node.kernel->op().describe() << ": the push of replica " << r
-               << " is " << m.size() << " bytes, not " << count
-               << " keys of rows of " << dim;
+        fail(node.kernel->op().describe(), ": the push of replica ", r, " is ",
+             m.size(), " bytes, not ", count, " keys of rows of ", dim);
       if (count == 0)
         continue;
       if (node.pushDim && dim != node.pushDim && !node.pushKeys.empty())
-        fail() << node.kernel->op().describe() << ": replica " << r
-               << " pushes rows of " << dim << ", another of " << node.pushDim;
+        fail(node.kernel->op().describe(), ": replica ", r, " pushes rows of ",
+             dim, ", another of ", node.pushDim);
       node.pushDim = dim;
       const char *p = m.data() + sizeof(header);
       size_t keysAt = node.pushKeys.size(), rowsAt = node.pushRows.size();

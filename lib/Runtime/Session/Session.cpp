@@ -14,8 +14,8 @@ Session::Session(plan::Plan plan, SessionOptions opts)
       theParams(thePlan, options.program.seed) {
   if (options.pipeline != "auto" && options.pipeline != "on" &&
       options.pipeline != "off")
-    fail() << "unknown pipeline mode '" << options.pipeline
-           << "' (expected auto, on or off)";
+    fail("unknown pipeline mode '", options.pipeline,
+         "' (expected auto, on or off)");
   if (options.ps.empty()) {
     ps::ShardOptions shard;
     shard.absoluteCheckpointPaths = true;
@@ -87,8 +87,8 @@ void Session::save(const std::string &dir, CheckpointInfo info) {
 CheckpointInfo Session::load(const std::string &dir, bool restoreTables) {
   // Asynchronous replicas copy the parameters when the executor starts.
   if (thePipeline && options.pipelineOptions.sync == SyncMode::Async)
-    fail() << "checkpoint '" << dir << "': an asynchronous run loads its "
-           << "checkpoint before its first step";
+    fail("checkpoint '", dir, "': an asynchronous run loads its ",
+         "checkpoint before its first step");
   CheckpointInfo info = loadCheckpoint(dir, theParams);
   theProgram->setSteps(info.step);
   if (thePipeline)
@@ -98,16 +98,16 @@ CheckpointInfo Session::load(const std::string &dir, bool restoreTables) {
   auto named = info.entries.find("ps-checkpoint");
   if (named != info.entries.end()) {
     if (embeddedShard)
-      fail() << "checkpoint '" << dir << "' holds its tables in PS "
-             << "checkpoint '" << named->second
-             << "' of a PS service; give its servers (heterps-run --ps, "
-                "Trainer(ps=...))";
+      fail("checkpoint '", dir, "' holds its tables in PS ", "checkpoint '",
+           named->second,
+           "' of a PS service; give its servers (heterps-run --ps, "
+           "Trainer(ps=...))");
     theTables->restore(named->second);
   } else {
     if (!embeddedShard)
-      fail() << "checkpoint '" << dir << "' was written with embedded "
-             << "tables; load it with the embedded server (without "
-                "heterps-run --ps or Trainer(ps=...))";
+      fail("checkpoint '", dir, "' was written with embedded ",
+           "tables; load it with the embedded server (without "
+           "heterps-run --ps or Trainer(ps=...))");
     theTables->restore(std::filesystem::absolute(dir).string() + "/ps");
   }
   return info;

@@ -41,16 +41,15 @@ InputBinder::InputBinder(const Program &program) : program(program) {
 
 void InputBinder::requireDataFileInputs() const {
   if (bagInput >= 0)
-    fail() << "input '" << program.inputName(bagInput)
-           << "' holds bags of ids of different sizes (nn.EmbeddingBag with "
-              "offsets); data files and synthetic data give each example "
-              "fixed-width features: give the bags and their offsets as "
-              "tensors (--input, or from Python)";
+    fail("input '", program.inputName(bagInput),
+         "' holds bags of ids of different sizes (nn.EmbeddingBag with "
+         "offsets); data files and synthetic data give each example "
+         "fixed-width features: give the bags and their offsets as "
+         "tensors (--input, or from Python)");
   if (secondFloatInput >= 0)
-    fail() << "the plan has two float inputs ('"
-           << program.inputName(denseInput) << "', '"
-           << program.inputName(secondFloatInput)
-           << "'); data files feed one; give tensors with --input";
+    fail("the plan has two float inputs ('", program.inputName(denseInput),
+         "', '", program.inputName(secondFloatInput),
+         "'); data files feed one; give tensors with --input");
 }
 
 void InputBinder::configure(DataOptions &data) const {
@@ -74,9 +73,9 @@ std::vector<const Tensor *> InputBinder::bind(Batch &batch) {
     Shape s = t.dims;
     s[0] = n;
     if (batch.dense.numElements() != numElements(s))
-      fail() << "input '" << program.inputName(denseInput) << "' needs "
-             << denseWidth << " dense features per example, the data has "
-             << (n ? batch.dense.numElements() / n : 0);
+      fail("input '", program.inputName(denseInput), "' needs ", denseWidth,
+           " dense features per example, the data has ",
+           (n ? batch.dense.numElements() / n : 0));
     views[denseInput].reset(DType::F32, s, batch.dense.data());
     inputs[denseInput] = &views[denseInput];
   }
@@ -112,9 +111,8 @@ std::vector<const Tensor *> InputBinder::bind(Batch &batch) {
       Tensor &dst = tensors[labelInput];
       dst.resize(t.dtype, s);
       if (dst.numElements() != batch.label.numElements())
-        fail() << "label input '" << program.inputName(labelInput) << "' is "
-               << dst.typeString() << ", the data has "
-               << batch.label.typeString();
+        fail("label input '", program.inputName(labelInput), "' is ",
+             dst.typeString(), ", the data has ", batch.label.typeString());
       for (int64_t r = 0; r < dst.numElements(); ++r) {
         double v = batch.label.dtype() == DType::F32
                        ? batch.label.as<float>()[r]

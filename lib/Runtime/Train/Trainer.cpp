@@ -22,8 +22,8 @@ int64_t runtime::checkpointCount(const CheckpointInfo &info,
   char *end = nullptr;
   long long v = std::strtoll(it->second.c_str(), &end, 10);
   if (it->second.empty() || *end || v < 0)
-    fail() << "checkpoint MANIFEST entry '" << key << "' is '" << it->second
-           << "', expected a count";
+    fail("checkpoint MANIFEST entry '", key, "' is '", it->second,
+         "', expected a count");
   return v;
 }
 
@@ -32,8 +32,7 @@ Trainer::Trainer(Program &program, StepExecutor &stepper,
     : program(program), stepper(stepper), options(std::move(options)),
       inputs(program) {
   if (this->options.batchSize < 1)
-    fail() << "the batch size must be positive, got "
-           << this->options.batchSize;
+    fail("the batch size must be positive, got ", this->options.batchSize);
   // A model trained with from-logits bce predicts logits: the metrics take
   // their sigmoid.
   for (const plan::Stage &stage : program.plan().stages())
@@ -97,7 +96,7 @@ TrainingSummary Trainer::fit(DataSource &train, DataSource *eval,
 
 TrainingSummary Trainer::fitOn(const std::vector<const Tensor *> &fixed) {
   if (!options.steps)
-    fail() << "training on fixed input tensors needs a step count";
+    fail("training on fixed input tensors needs a step count");
   return loop(nullptr, nullptr, &fixed, {});
 }
 
@@ -139,9 +138,8 @@ TrainingSummary Trainer::loop(DataSource *source, DataSource *eval,
     for (int64_t b = checkpointCount(resume, "epoch-batches", 0); b > 0;
          --b, ++epochBatches)
       if (!source->next(batches[0], batchSize))
-        fail() << "the checkpoint is " << epochBatches
-               << "+ batches into epoch " << firstEpoch + 1
-               << ", the data has fewer";
+        fail("the checkpoint is ", epochBatches, "+ batches into epoch ",
+             firstEpoch + 1, ", the data has fewer");
     resumedBatches = epochBatches;
   }
   auto checkpointNow = [&](int64_t epoch) {
