@@ -99,59 +99,68 @@ inline std::vector<BatchedProduct> batchedProducts(BatchedProduct shape,
   return products;
 }
 
+/// The sizes the products of a convolution's chunk are made of: the
+/// group's features F (M/g) and reduced rows R (C/g * taps), the output
+/// positions O, the features M, and the patch matrix's floats P per image.
+struct ConvProductSizes {
+  int64_t F, R, O, M, P;
+  explicit ConvProductSizes(const ConvGeometry &g)
+      : F(g.features / g.group), R(g.channels / g.group * g.taps), O(g.outputs),
+        M(g.features), P(g.channels * g.taps * g.outputs) {}
+};
+
 /// The forward's products for `count` images: y (M x O per image) = w_g
-/// (M/g x R) col_g (R x O), with R = C/g * taps. Operands: w, the patches,
-/// y.
+/// (F x R) col_g (R x O). Operands: w, the patches, y.
 inline std::vector<BatchedProduct> patchProducts(const ConvGeometry &g,
                                                  int64_t count) {
-  int64_t F = g.features / g.group, R = g.channels / g.group * g.taps,
-          O = g.outputs, M = g.features, P = g.channels * g.taps * O;
+  ConvProductSizes z(g);
   BatchedProduct shape;
-  shape.m = F;
-  shape.n = O;
-  shape.k = R;
-  shape.lda = R;
-  shape.ldb = O;
-  shape.ldc = O;
-  return batchedProducts(shape, {0, F * R, P, R * O, M * O, F * O}, count,
-                         g.group);
+  shape.m = z.F;
+  shape.n = z.O;
+  shape.k = z.R;
+  shape.lda = z.R;
+  shape.ldb = z.O;
+  shape.ldc = z.O;
+  return batchedProducts(shape,
+                         {0, z.F * z.R, z.P, z.R * z.O, z.M * z.O, z.F * z.O},
+                         count, g.group);
 }
 
-/// The input gradient's products: dcol_g (R x O) = w_g^T dy_g (M/g x O).
+/// The input gradient's products: dcol_g (R x O) = w_g^T dy_g (F x O).
 /// Operands: w, dy, the patches' gradient.
 inline std::vector<BatchedProduct> foldProducts(const ConvGeometry &g,
                                                 int64_t count) {
-  int64_t F = g.features / g.group, R = g.channels / g.group * g.taps,
-          O = g.outputs, M = g.features, P = g.channels * g.taps * O;
+  ConvProductSizes z(g);
   BatchedProduct shape;
   shape.ta = true;
-  shape.m = R;
-  shape.n = O;
-  shape.k = F;
-  shape.lda = R;
-  shape.ldb = O;
-  shape.ldc = O;
-  return batchedProducts(shape, {0, F * R, M * O, F * O, P, R * O}, count,
-                         g.group);
+  shape.m = z.R;
+  shape.n = z.O;
+  shape.k = z.F;
+  shape.lda = z.R;
+  shape.ldb = z.O;
+  shape.ldc = z.O;
+  return batchedProducts(shape,
+                         {0, z.F * z.R, z.M * z.O, z.F * z.O, z.P, z.R * z.O},
+                         count, g.group);
 }
 
 /// The filter gradient's products, one partial filter per image: dw_g
-/// (M/g x R) = dy_g (M/g x O) col_g^T. Operands: dy, the patches, the
-/// partial filters (M * R per image).
+/// (F x R) = dy_g (F x O) col_g^T. Operands: dy, the patches, the partial
+/// filters (M * R per image).
 inline std::vector<BatchedProduct> filterProducts(const ConvGeometry &g,
                                                   int64_t count) {
-  int64_t F = g.features / g.group, R = g.channels / g.group * g.taps,
-          O = g.outputs, M = g.features, P = g.channels * g.taps * O;
+  ConvProductSizes z(g);
   BatchedProduct shape;
   shape.tb = true;
-  shape.m = F;
-  shape.n = R;
-  shape.k = O;
-  shape.lda = O;
-  shape.ldb = O;
-  shape.ldc = R;
-  return batchedProducts(shape, {M * O, F * O, P, R * O, M * R, F * R}, count,
-                         g.group);
+  shape.m = z.F;
+  shape.n = z.R;
+  shape.k = z.O;
+  shape.lda = z.O;
+  shape.ldb = z.O;
+  shape.ldc = z.R;
+  return batchedProducts(
+      shape, {z.M * z.O, z.F * z.O, z.P, z.R * z.O, z.M * z.R, z.F * z.R},
+      count, g.group);
 }
 
 } // namespace heterps::runtime::cuda

@@ -132,6 +132,12 @@ protected:
     if (filterGradients)
       partial.reserve(chunk * filterFloats,
                       "allocating a convolution's partial filter gradients");
+    imageIn = g.channels * g.inputs;
+    imageOut = g.features * g.outputs;
+    // The products of a whole chunk and of the last, shorter one, laid out
+    // here rather than at every step.
+    full = chunkProducts(chunk);
+    last = chunkProducts(images % chunk);
     return shape;
   }
 
@@ -161,6 +167,39 @@ protected:
     checkLaunch(info);
   }
 
+  /// The products of a chunk of `count` images.
+  struct ChunkProducts {
+    std::vector<BatchedProduct> patch, fold, filter;
+  };
+  ChunkProducts chunkProducts(int64_t count) const {
+    if (count == 0)
+      return {};
+    return {patchProducts(g, count), foldProducts(g, count),
+            filterProducts(g, count)};
+  }
+  const ChunkProducts &productsFor(int64_t count) const {
+    return count == chunk ? full : last;
+  }
+
+  /// The bias's gradient, dy summed per channel (`channels` of `positions`
+  /// each, per image); when the products have no terms, clears dx and dw
+  /// and returns false.
+  bool startGradient(const float *dy, float *db, int64_t channels,
+                     int64_t positions, Tensor &dx, Tensor &dw) {
+    cudaStream_t stream = gpuDevice().stream;
+    if (channels > 0) {
+      biasGradient<<<static_cast<unsigned>(channels), kBlock, 0, stream>>>(
+          dy, db, images, channels, positions);
+      checkLaunch(info);
+    }
+    if (images > 0 && g.outputs > 0 && reduce > 0 && groupFeatures > 0)
+      return true;
+    for (Tensor *t : {&dx, &dw})
+      check(cudaMemsetAsync(t->data(), 0, t->byteSize(), stream),
+            "clearing a convolution's gradient");
+    return false;
+  }
+
   /// Runs `products` over operands a, b and c.
   void multiply(const std::vector<BatchedProduct> &products, const float *a,
                 const float *b, float *c) {
@@ -172,14 +211,14 @@ protected:
 
   /// y (`count` images of M x O) = w_g col_g per group.
   void multiplyPatches(const float *w, int64_t count, float *y) {
-    multiply(patchProducts(g, count), w, col.get(), y);
+    multiply(productsFor(count).patch, w, col.get(), y);
   }
 
   /// dcol = w_g^T dy_g per group for `count` images of dy (M x O each),
   /// folded back onto dx (`count` images of C x inputs).
   void foldTransposed(const float *w, const float *dy, int64_t count,
                       float *dx) {
-    multiply(foldProducts(g, count), w, dy, col.get());
+    multiply(productsFor(count).fold, w, dy, col.get());
     col2im<<<blocksFor(count * g.channels * g.inputs), kBlock, 0,
              gpuDevice().stream>>>(col.get(), dx, g, count);
     checkLaunch(info);
@@ -189,7 +228,7 @@ protected:
   /// M x O per image): each image's into the partial buffer, then summed.
   void filterGradient(const float *dy, int64_t count, float *dw,
                       bool accumulate) {
-    multiply(filterProducts(g, count), dy, col.get(), partial.get());
+    multiply(productsFor(count).filter, dy, col.get(), partial.get());
     sumPartials<<<blocksFor(filterFloats), kBlock, 0, gpuDevice().stream>>>(
         partial.get(), dw, filterFloats, count, accumulate);
     checkLaunch(info);
@@ -197,7 +236,8 @@ protected:
 
   ConvGeometry g;
   int64_t images = 0, chunk = 1, groupFeatures = 0, reduce = 0;
-  int64_t patchFloats = 0, filterFloats = 0;
+  int64_t patchFloats = 0, filterFloats = 0, imageIn = 0, imageOut = 0;
+  ChunkProducts full, last;
   DeviceScratch<float> col, partial;
 };
 
@@ -222,13 +262,12 @@ public:
     float *y = res[0]->as<float>();
     if (res[0]->numElements() == 0)
       return;
-    int64_t imageOut = g.features * g.outputs;
     if (reduce == 0)
       check(cudaMemsetAsync(y, 0, res[0]->byteSize(), stream),
             "clearing a convolution's output");
     else
       forChunks([&](int64_t n, int64_t count) {
-        patches(in[0]->as<float>() + n * g.channels * g.inputs, count);
+        patches(in[0]->as<float>() + n * imageIn, count);
         multiplyPatches(in[1]->as<float>(), count, y + n * imageOut);
       });
     if (in.size() == 3) {
@@ -256,23 +295,12 @@ public:
 
   void run(const std::vector<const Tensor *> &in,
            const std::vector<Tensor *> &res, ExecContext &) override {
-    cudaStream_t stream = gpuDevice().stream;
     const float *x = in[0]->as<float>(), *w = in[1]->as<float>(),
                 *dy = in[2]->as<float>();
     float *dx = res[0]->as<float>(), *dw = res[1]->as<float>(),
           *db = res[2]->as<float>();
-    if (g.features > 0) {
-      biasGradient<<<static_cast<unsigned>(g.features), kBlock, 0, stream>>>(
-          dy, db, images, g.features, g.outputs);
-      checkLaunch(info);
-    }
-    if (images == 0 || g.outputs == 0 || reduce == 0 || groupFeatures == 0) {
-      for (Tensor *t : {res[0], res[1]})
-        check(cudaMemsetAsync(t->data(), 0, t->byteSize(), stream),
-              "clearing a convolution's gradient");
+    if (!startGradient(dy, db, g.features, g.outputs, *res[0], *res[1]))
       return;
-    }
-    int64_t imageIn = g.channels * g.inputs, imageOut = g.features * g.outputs;
     forChunks([&](int64_t n, int64_t count) {
       // dw_g += dy_g (M/g x O) col_g^T (O x C/g*taps).
       patches(x + n * imageIn, count);
@@ -306,7 +334,6 @@ public:
     float *y = res[0]->as<float>();
     if (res[0]->numElements() == 0)
       return;
-    int64_t imageIn = g.channels * g.inputs, imageOut = g.features * g.outputs;
     if (groupFeatures == 0 || g.outputs == 0)
       check(cudaMemsetAsync(y, 0, res[0]->byteSize(), stream),
             "clearing a transposed convolution's output");
@@ -344,23 +371,12 @@ public:
 
   void run(const std::vector<const Tensor *> &in,
            const std::vector<Tensor *> &res, ExecContext &) override {
-    cudaStream_t stream = gpuDevice().stream;
     const float *x = in[0]->as<float>(), *w = in[1]->as<float>(),
                 *dy = in[2]->as<float>();
     float *dx = res[0]->as<float>(), *dw = res[1]->as<float>(),
           *db = res[2]->as<float>();
-    if (g.channels > 0) {
-      biasGradient<<<static_cast<unsigned>(g.channels), kBlock, 0, stream>>>(
-          dy, db, images, g.channels, g.inputs);
-      checkLaunch(info);
-    }
-    if (images == 0 || g.outputs == 0 || reduce == 0 || groupFeatures == 0) {
-      for (Tensor *t : {res[0], res[1]})
-        check(cudaMemsetAsync(t->data(), 0, t->byteSize(), stream),
-              "clearing a transposed convolution's gradient");
+    if (!startGradient(dy, db, g.channels, g.inputs, *res[0], *res[1]))
       return;
-    }
-    int64_t imageIn = g.channels * g.inputs, imageOut = g.features * g.outputs;
     forChunks([&](int64_t n, int64_t count) {
       patches(dy + n * imageIn, count);
       // dx_g (M/g x O) = w_g col(dy)_g: the convolution of dy.
