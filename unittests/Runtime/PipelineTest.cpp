@@ -301,11 +301,14 @@ TEST(Pipeline, AFailingWorkerNamesItsStage) {
   }
 }
 
-/// The two-stage model's stage 1 (the MLP, two replicas) on a GPU resource, the
-/// lookup stage on the CPU: the heterogeneous plan of the paper.
-plan::Plan withGpuMlp(const std::string &optimizer) {
+/// The two-stage model with stage 1 (the MLP, two replicas) on a GPU
+/// resource, the lookup stage on the CPU: the heterogeneous plan of the
+/// paper; with `allGpu`, stage 0 (the lookup and the concat) too.
+plan::Plan withGpuMlp(const std::string &optimizer, bool allGpu = false) {
   plan::Plan p = compile(twoStageModel().c_str(), optimizer.c_str());
   p.mutable_stages(1)->set_kind("gpu");
+  if (allGpu)
+    p.mutable_stages(0)->set_kind("gpu");
   return p;
 }
 
@@ -323,10 +326,12 @@ void expectEqualSteps(PipelineExecutor &a, PipelineExecutor &b,
 }
 
 TEST(Pipeline, AGpuStageTrainsAsTheCpuWithCopiesAtItsBoundaries) {
-  for (const char *optimizer : {"sgd", "adam"}) {
-    SCOPED_TRACE(optimizer);
+  for (auto [optimizer, allGpu] :
+       {std::pair("sgd", false), std::pair("adam", false),
+        std::pair("adam", true)}) {
+    SCOPED_TRACE(std::string(optimizer) + (allGpu ? ", all on the GPU" : ""));
     plan::Plan cpu = compile(twoStageModel().c_str(), optimizer),
-               gpu = withGpuMlp(optimizer);
+               gpu = withGpuMlp(optimizer, allGpu);
     ParamStore cpuParams(cpu, 7), gpuParams(gpu, 7);
     LocalEmbeddingStore cpuTables(cpu, 7), gpuTables(gpu, 7);
     PipelineOptions options;
@@ -377,8 +382,23 @@ TEST(Pipeline, AGpuStageTrainsAsTheCpuWithCopiesAtItsBoundaries) {
     EXPECT_GT(device.sums, 0);
     EXPECT_EQ(device.updates, 9 * mlpUpdates);
     // The gradients sent back to stage 0 and the outputs leave the device
-    // into page-locked slot buffers.
+    // into page-locked slot buffers, on the copy stream: the test device
+    // makes those copies only when a worker waits for them, so results
+    // equal to the CPU's mean every hand-on waited, and no kernel wrote a
+    // slot that was still being copied.
     EXPECT_GT(device.stagedCopies(), 0);
+    EXPECT_GT(device.copyStarts, 0);
+    // The rows from stage 0 and the gradient from stage 1 went over on the
+    // stream of uploads, before the kernels that read them.
+    EXPECT_GT(device.uploads, 0);
+    // A slot's fence is made once (at most two slots per replica).
+    EXPECT_LE(device.fences, allGpu ? 8 : 4);
+    // Stage 0's replicas have their next forward at hand (its inputs):
+    // each queued its kernels before it waited for the copies of the one
+    // before. (Stage 1's next micro-batch comes when stage 0 sends it.)
+    if (allGpu) {
+      EXPECT_GT(device.overlappedStarts, 0);
+    }
   }
 }
 

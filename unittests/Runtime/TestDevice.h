@@ -21,15 +21,76 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
+#include <tuple>
 #include <vector>
 
 namespace heterps::fixtures {
 
 using namespace heterps::runtime;
+
+/// Fences recorded and not waited for yet, per thread that recorded them.
+class UnwaitedFences {
+public:
+  void add(std::thread::id thread, int delta) {
+    std::lock_guard<std::mutex> lock(mutex);
+    count[thread] += delta;
+  }
+  int of(std::thread::id thread) {
+    std::lock_guard<std::mutex> lock(mutex);
+    return count[thread];
+  }
+
+private:
+  std::mutex mutex;
+  std::map<std::thread::id, int> count;
+};
+
+/// The fence of HostMemoryDevice: the copies started before it are made
+/// only when the host waits for it, the latest a GPU's copy stream may make
+/// them. An executor that reads a host end before waiting reads what was
+/// there before; one that lets a kernel overwrite a device end before
+/// waiting copies the new contents: either way its results differ from the
+/// CPU's.
+class LazyCopyFence : public DeviceFence {
+public:
+  explicit LazyCopyFence(UnwaitedFences &unwaited) : unwaited(unwaited) {}
+  ~LazyCopyFence() override {
+    if (recorded)
+      unwaited.add(recorder, -1);
+  }
+  /// Never before the host waits.
+  bool reached() override { return !recorded; }
+  void wait() override {
+    if (!recorded)
+      return;
+    for (const auto &[to, from, bytes] : copies)
+      std::memcpy(to, from, bytes);
+    copies.clear();
+    recorded = false;
+    unwaited.add(recorder, -1);
+  }
+  void record(const std::vector<Transfer> &started) {
+    if (recorded)
+      ADD_FAILURE() << "a fence recorded again before it was reached";
+    for (const Transfer &c : started)
+      copies.push_back({c.to->data(), c.from->data(), c.to->byteSize()});
+    recorded = true;
+    recorder = std::this_thread::get_id();
+    unwaited.add(recorder, 1);
+  }
+
+private:
+  UnwaitedFences &unwaited;
+  bool recorded = false;
+  std::thread::id recorder;
+  std::vector<std::tuple<void *, const void *, size_t>> copies;
+};
 
 /// Device memory that is host memory marked as the device's; counts the
 /// copies.
@@ -65,6 +126,41 @@ public:
     staged += hostBuffers.count(host.data());
   }
   void synchronize() override { ++synchronizations; }
+  std::unique_ptr<DeviceFence> createFence() override {
+    ++fences;
+    return std::make_unique<LazyCopyFence>(unwaited);
+  }
+  void startCopiesToHost(const std::vector<Transfer> &copies,
+                         DeviceFence &done) override {
+    auto *fence = dynamic_cast<LazyCopyFence *>(&done);
+    ASSERT_NE(fence, nullptr);
+    for (const Transfer &c : copies) {
+      ASSERT_EQ(c.from->space(), MemorySpace::Device);
+      ASSERT_EQ(c.to->space(), MemorySpace::Host);
+      ASSERT_EQ(c.from->shape(), c.to->shape());
+      ASSERT_EQ(c.from->dtype(), c.to->dtype());
+    }
+    // Another fence of this thread still unwaited: the thread queued more
+    // work before waiting for its earlier copies.
+    overlappedStarts += unwaited.of(std::this_thread::get_id()) > 0;
+    fence->record(copies);
+    toHost += static_cast<int>(copies.size());
+    ++copyStarts;
+    std::lock_guard<std::mutex> lock(mutex);
+    for (const Transfer &c : copies)
+      staged += hostBuffers.count(c.to->data());
+  }
+  /// Copies at once: the kernels, which run when they are queued, follow.
+  void startCopiesToDevice(const std::vector<Transfer> &copies) override {
+    for (const Transfer &c : copies) {
+      copy(*c.from, MemorySpace::Host, *c.to, MemorySpace::Device);
+      ++toDevice;
+      std::lock_guard<std::mutex> lock(mutex);
+      sources.push_back(c.from->data());
+      staged += hostBuffers.count(c.from->data());
+    }
+    uploads += static_cast<int>(copies.size());
+  }
   void setMath(GpuMath m) override { math = m; }
   void scaleAdd(float alpha, const Tensor &x, float beta, Tensor &y) override {
     requireDevice(x);
@@ -91,6 +187,12 @@ public:
   // Atomic: the pipelined executor's workers share one device.
   std::atomic<int> allocations{0}, toDevice{0}, toHost{0}, synchronizations{0},
       sums{0}, updates{0};
+  /// Fences made; startCopiesToHost() calls, and those made while the
+  /// thread's earlier copies were not waited for yet.
+  std::atomic<int> fences{0}, copyStarts{0}, overlappedStarts{0};
+  /// Copies made by startCopiesToDevice().
+  std::atomic<int> uploads{0};
+  UnwaitedFences unwaited;
 
   /// Copies whose host end came from allocateHost().
   int stagedCopies() {

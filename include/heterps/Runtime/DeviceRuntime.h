@@ -24,6 +24,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace heterps::runtime {
 
@@ -34,6 +35,27 @@ enum class GpuMath { F32, TF32, BF16 };
 /// "f32", "tf32", "bf16"; nullopt for any other name.
 std::optional<GpuMath> parseGpuMath(const std::string &name);
 const char *gpuMathName(GpuMath math);
+
+/// A point in a device's queued work that the host can ask about or wait
+/// for. Made once (DeviceRuntime::createFence) and recorded again at every
+/// use, so that a steady-state step creates none.
+class DeviceFence {
+public:
+  virtual ~DeviceFence();
+  /// Whether the device has done the work before the fence's last
+  /// recording (true for a fence never recorded). Does not wait.
+  virtual bool reached() = 0;
+  /// Returns once reached(); throws naming the device's error when the
+  /// work before the fence failed.
+  virtual void wait() = 0;
+};
+
+/// One copy of startCopiesToHost() or startCopiesToDevice(): `from` into
+/// `to`, of the same type and shape, one in host and one in device memory.
+struct Transfer {
+  const Tensor *from = nullptr;
+  Tensor *to = nullptr;
+};
 
 class DeviceRuntime {
 public:
@@ -60,6 +82,27 @@ public:
   virtual void copyToHost(const Tensor &device, Tensor &host) = 0;
   /// Waits for the work queued on the calling thread's stream.
   virtual void synchronize() = 0;
+  /// A fence for startCopiesToHost(), never recorded.
+  virtual std::unique_ptr<DeviceFence> createFence() = 0;
+  /// Queues `copies` (device tensors into page-locked host tensors, from
+  /// allocateHost) on the calling thread's stream of copies to the host,
+  /// after the work queued so far on its stream, records `done` after them
+  /// and returns: the kernels queued next run while the copies transfer.
+  /// Neither end of a copy may change or be released, and no host end
+  /// read, until `done` is reached; reaching it also means that the work
+  /// queued before this call is done. With no copies, `done` marks that
+  /// work alone.
+  virtual void startCopiesToHost(const std::vector<Transfer> &copies,
+                                 DeviceFence &done) = 0;
+  /// Queues `copies` (host tensors into device tensors) on the calling
+  /// thread's stream of copies to the device and makes the work queued
+  /// next on its stream wait for them: they transfer while the kernels
+  /// queued before still run. No queued work may use a device end (a
+  /// device end freshly allocated is cleared by queued work:
+  /// synchronize() first). A host end must stay as it is until the work
+  /// queued after this call is done; from page-locked memory the call
+  /// returns before the transfers end.
+  virtual void startCopiesToDevice(const std::vector<Transfer> &copies) = 0;
   /// Sets how the products of every GPU kernel of this process compute,
   /// from their next run on.
   virtual void setMath(GpuMath math) = 0;

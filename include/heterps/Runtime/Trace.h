@@ -27,6 +27,9 @@ enum class SpanKind : uint8_t {
   Forward,
   Backward,
   Step,
+  /// Waiting for the copies of a GPU segment's sends and outputs to the
+  /// host (the device's work before them included).
+  CopyOut,
   Send,
   Wait,
   Update
@@ -35,7 +38,7 @@ enum class SpanKind : uint8_t {
 struct TraceSpan {
   SpanKind kind = SpanKind::Op;
   /// The op of an Op span; the channel of a Send span; the segment of a
-  /// Forward or Backward span.
+  /// Forward, Backward or CopyOut span.
   const plan::Op *op = nullptr;
   int64_t index = -1;
   int64_t step = 0, microBatch = -1;

@@ -24,6 +24,28 @@ using namespace heterps::runtime::cuda;
 
 namespace {
 
+/// A CUDA event; reached when the stream it was last recorded on passes it.
+class CUDAFence : public DeviceFence {
+public:
+  CUDAFence() {
+    check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming),
+          "creating a CUDA event");
+  }
+  ~CUDAFence() override { cudaEventDestroy(event); }
+  bool reached() override {
+    cudaError_t status = cudaEventQuery(event);
+    if (status == cudaErrorNotReady)
+      return false;
+    check(status, "copying to the host");
+    return true;
+  }
+  void wait() override {
+    check(cudaEventSynchronize(event), "copying to the host");
+  }
+
+  cudaEvent_t event = nullptr;
+};
+
 class CUDARuntime : public DeviceRuntime {
 public:
   explicit CUDARuntime(std::string name) : name(std::move(name)) {}
@@ -77,6 +99,48 @@ public:
 
   void synchronize() override {
     check(cudaStreamSynchronize(gpuDevice().stream), "waiting for the device");
+  }
+
+  std::unique_ptr<DeviceFence> createFence() override {
+    return std::make_unique<CUDAFence>();
+  }
+
+  void startCopiesToHost(const std::vector<Transfer> &copies,
+                         DeviceFence &done) override {
+    auto *fence = dynamic_cast<CUDAFence *>(&done);
+    if (!fence)
+      fail("a fence of another device given to ", describe());
+    GPUDevice &device = gpuDevice();
+    check(cudaEventRecord(device.queuedWork, device.stream),
+          "marking the queued kernels");
+    check(cudaStreamWaitEvent(device.copyStream, device.queuedWork, 0),
+          "ordering copies after kernels");
+    for (const Transfer &copy : copies) {
+      requireSame(*copy.from, *copy.to);
+      check(cudaMemcpyAsync(copy.to->data(), copy.from->data(),
+                            copy.from->byteSize(), cudaMemcpyDeviceToHost,
+                            device.copyStream),
+            "copying to the host");
+    }
+    check(cudaEventRecord(fence->event, device.copyStream),
+          "marking the copies to the host");
+  }
+
+  void startCopiesToDevice(const std::vector<Transfer> &copies) override {
+    if (copies.empty())
+      return;
+    GPUDevice &device = gpuDevice();
+    for (const Transfer &copy : copies) {
+      requireSame(*copy.from, *copy.to);
+      check(cudaMemcpyAsync(copy.to->data(), copy.from->data(),
+                            copy.from->byteSize(), cudaMemcpyHostToDevice,
+                            device.uploadStream),
+            "copying to the device");
+    }
+    check(cudaEventRecord(device.uploaded, device.uploadStream),
+          "marking the copies to the device");
+    check(cudaStreamWaitEvent(device.stream, device.uploaded, 0),
+          "ordering kernels after copies");
   }
 
   void setMath(GpuMath math) override { setProductMath(math); }

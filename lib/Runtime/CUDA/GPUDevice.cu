@@ -22,13 +22,19 @@ void cuda::check(cublasStatus_t status, const char *what) {
 }
 
 namespace {
-/// Owns a thread's stream and handle; destroyed when the thread ends.
+/// Owns a thread's streams, events and handle; destroyed when the thread ends.
 struct ThreadDevice {
   GPUDevice device;
   ThreadDevice() {
     check(cudaSetDevice(0), "cudaSetDevice(0)");
     check(cudaStreamCreateWithFlags(&device.stream, cudaStreamNonBlocking),
           "creating a CUDA stream");
+    for (cudaStream_t *copies : {&device.copyStream, &device.uploadStream})
+      check(cudaStreamCreateWithFlags(copies, cudaStreamNonBlocking),
+            "creating a CUDA stream for copies");
+    for (cudaEvent_t *event : {&device.queuedWork, &device.uploaded})
+      check(cudaEventCreateWithFlags(event, cudaEventDisableTiming),
+            "creating a CUDA event");
     check(cublasCreate(&device.blas), "creating a cuBLAS handle");
     check(cublasSetStream(device.blas, device.stream),
           "binding cuBLAS to the stream");
@@ -39,6 +45,12 @@ struct ThreadDevice {
   ~ThreadDevice() {
     if (device.blas)
       cublasDestroy(device.blas);
+    for (cudaEvent_t event : {device.queuedWork, device.uploaded})
+      if (event)
+        cudaEventDestroy(event);
+    for (cudaStream_t copies : {device.copyStream, device.uploadStream})
+      if (copies)
+        cudaStreamDestroy(copies);
     if (device.stream)
       cudaStreamDestroy(device.stream);
   }

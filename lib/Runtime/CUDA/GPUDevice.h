@@ -4,7 +4,9 @@
 // its own stream and cuBLAS handle on GPU 0 (a handle is not safe to share
 // between threads), and every kernel of the thread queues its work on that
 // stream. Kernels do not wait for the device: the copies to the host and
-// the end of a step do (DeviceRuntime.h).
+// the end of a step do (DeviceRuntime.h). Two more streams per thread
+// carry the copies that the pipelined executor overlaps with kernels: to
+// the host after a segment, to the device before one.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,9 +34,19 @@ void check(cublasStatus_t status, const char *what);
 struct GPUDevice {
   cudaStream_t stream = nullptr;
   cublasHandle_t blas = nullptr;
+  /// Where the thread's copies to the host run beside its kernels
+  /// (DeviceRuntime::startCopiesToHost), and the event that makes them
+  /// wait for the kernels queued before them.
+  cudaStream_t copyStream = nullptr;
+  cudaEvent_t queuedWork = nullptr;
+  /// Where its copies to the device run beside the kernels queued before
+  /// them (DeviceRuntime::startCopiesToDevice), and the event that makes
+  /// the kernels queued after them wait.
+  cudaStream_t uploadStream = nullptr;
+  cudaEvent_t uploaded = nullptr;
 };
 
-/// This thread's stream and cuBLAS handle on GPU 0, created on first use.
+/// This thread's streams and cuBLAS handle on GPU 0, created on first use.
 GPUDevice &gpuDevice();
 
 /// How products compute (DeviceRuntime::setMath), for every thread.

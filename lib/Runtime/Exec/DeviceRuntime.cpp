@@ -9,6 +9,7 @@
 using namespace heterps::runtime;
 
 DeviceRuntime::~DeviceRuntime() = default;
+DeviceFence::~DeviceFence() = default;
 
 std::optional<GpuMath> heterps::runtime::parseGpuMath(const std::string &name) {
   if (name == "f32")

@@ -23,6 +23,8 @@ const char *categoryOf(SpanKind kind) {
     return "backward";
   case SpanKind::Step:
     return "forward+backward";
+  case SpanKind::CopyOut:
+    return "copy";
   case SpanKind::Send:
     return "send";
   case SpanKind::Wait:
@@ -47,6 +49,8 @@ std::string spanName(const TraceSpan &span) {
   case SpanKind::Step:
     return std::string(categoryOf(span.kind)) + " mb" +
            std::to_string(span.microBatch);
+  case SpanKind::CopyOut:
+    return "copies to host mb" + std::to_string(span.microBatch);
   case SpanKind::Send:
     return "send channel " + std::to_string(span.index) + " mb" +
            std::to_string(span.microBatch);

@@ -229,6 +229,9 @@ struct Worker {
   std::vector<int64_t> mine;
   std::vector<int> progress;
   std::vector<StageProgram::Slot *> slotOf;
+  /// Segments run whose copies to the host may still be under way, oldest
+  /// first, as (index into `mine`, segment).
+  std::vector<std::pair<size_t, int>> copying;
   /// Where the worker's time went, in nanoseconds over all steps.
   WorkerTimes times;
   std::unique_ptr<TraceThread> trace;
@@ -480,6 +483,41 @@ void PipelineExecutor::Impl::runStep(Worker &worker) {
         return false;
     return true;
   };
+  // A GPU stage's segment returns once its work is queued, and its sends
+  // and outputs are handed on once its copies to the host are done. The
+  // worker queues its next segment first, so that the device computes
+  // while the copies run and the host hands on; at most one segment waits
+  // so (its slot stays taken until then), and none while the worker waits
+  // for messages, so that no stage waits for what this one holds back.
+  std::vector<std::pair<size_t, int>> &copying = worker.copying;
+  copying.clear();
+  auto handOn = [&](size_t task, int segment) {
+    int64_t m = mine[task];
+    const StageSegment &seg = segments[segment];
+    StageProgram::Slot &slot = *slotOf[task];
+    if (slot.copying) {
+      SpanTimer timer(worker.times.busy, worker.trace.get(),
+                      spanOf(SpanKind::CopyOut, stepNumber, m, segment));
+      program.finishCopies(slot);
+    }
+    collect(seg, slot, m);
+    for (const ChannelPoint &send : seg.sends) {
+      SpanTimer timer(worker.times.sending, worker.trace.get(),
+                      spanOf(SpanKind::Send, stepNumber, m, send.channel));
+      deliver(send.peerStage, m, send.channel, slot.values[send.value].clone());
+    }
+    if (segment + 1 == numSegments) {
+      worker.freeSlots.push_back(slotOf[task]);
+      slotOf[task] = nullptr;
+      --inFlight;
+      ++done;
+    }
+  };
+  auto handOnOldest = [&] {
+    auto [task, segment] = copying.front();
+    copying.erase(copying.begin());
+    handOn(task, segment);
+  };
   while (done < mine.size()) {
     int64_t task = -1;
     int segment = -1;
@@ -520,6 +558,14 @@ void PipelineExecutor::Impl::runStep(Worker &worker) {
         if (task >= 0)
           break;
         lock.unlock();
+        if (!copying.empty()) {
+          while (!copying.empty())
+            handOnOldest();
+          lock.lock();
+          if (done == mine.size())
+            break;
+          continue;
+        }
         {
           SpanTimer timer(worker.times.waiting, worker.trace.get(),
                           spanOf(SpanKind::Wait, stepNumber, -1));
@@ -528,6 +574,8 @@ void PipelineExecutor::Impl::runStep(Worker &worker) {
         lock.lock();
       }
     }
+    if (task < 0)
+      break;
     int64_t m = mine[task];
     const MicroBatch &mb = microBatches[m];
     const StageSegment &seg = segments[segment];
@@ -542,6 +590,12 @@ void PipelineExecutor::Impl::runStep(Worker &worker) {
       ++nextForward;
     }
     StageProgram::Slot &slot = *slotOf[task];
+    // A slot's values stay as they are until its copies are done.
+    bool slotCopying = false;
+    for (const auto &queued : copying)
+      slotCopying |= slotOf[queued.first] == &slot;
+    while (slotCopying && !copying.empty())
+      handOnOldest();
     if (slot.values.size() != program.valueCount())
       slot.values.resize(program.valueCount());
     for (const ProgramPoint &input : seg.inputs) {
@@ -567,19 +621,14 @@ void PipelineExecutor::Impl::runStep(Worker &worker) {
                       spanOf(kind, stepNumber, m, segment));
       program.setTraceContext(stepNumber, m);
       program.run(segment, slot, mb.weight);
-      collect(seg, slot, m);
     }
-    for (const ChannelPoint &send : seg.sends) {
-      SpanTimer timer(worker.times.sending, worker.trace.get(),
-                      spanOf(SpanKind::Send, stepNumber, m, send.channel));
-      deliver(send.peerStage, m, send.channel, slot.values[send.value].clone());
-    }
-    if (++progress[task] == numSegments) {
-      worker.freeSlots.push_back(slotOf[task]);
-      slotOf[task] = nullptr;
-      --inFlight;
-      ++done;
-    }
+    ++progress[task];
+    copying.push_back({static_cast<size_t>(task), segment});
+    // The older segment's copies ran beside this one's kernels.
+    while (!copying.empty() &&
+           (copying.size() > 1 ||
+            program.copiesReached(*slotOf[copying.front().first])))
+      handOnOldest();
   }
 }
 

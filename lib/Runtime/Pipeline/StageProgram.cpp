@@ -229,56 +229,72 @@ StageProgram::StageProgram(const plan::Plan &plan, const plan::Stage &stage,
 
 void StageProgram::placeValues() {
   std::vector<MemorySpace> spaceOf(values, MemorySpace::Host);
-  std::vector<const Node *> producer(values, nullptr);
   std::map<std::pair<int, MemorySpace>, int> copies;
   std::vector<std::unique_ptr<Node>> placed;
-  auto copyOf = [&](int id, MemorySpace to, const plan::Op &user) {
+  // Whether a value is there when the current segment starts.
+  std::vector<bool> before(values, true);
+  // A copy of `id` into memory `to`, made by a node before `user`, or with
+  // no `user` by the segment's copies out, after its kernels; a copy to the
+  // device of a value there from the segment's start is one of its copies
+  // in, before its kernels.
+  auto copyOf = [&](int id, MemorySpace to, const plan::Op *user,
+                    StageSegment &segment) {
     auto [it, fresh] = copies.try_emplace({id, to}, static_cast<int>(values));
     if (!fresh)
       return it->second;
     // Copies are made of plan values only: ops, sends and outputs read
     // those.
     TensorType type = fromPlanType(planRef.values(id).type());
+    staged.resize(values + 1, false);
+    staged[to == MemorySpace::Device ? id : values] = true;
+    spaceOf.push_back(to);
+    before.push_back(to == MemorySpace::Device && before[id]);
+    if (!user) {
+      segment.copiesOut.push_back({id, static_cast<int>(values)});
+      return static_cast<int>(values++);
+    }
+    if (before.back()) {
+      segment.copiesIn.push_back({id, static_cast<int>(values)});
+      return static_cast<int>(values++);
+    }
     auto node = std::make_unique<Node>();
-    node->op = &user;
-    node->kernel = makeTransferKernel(OpInfo(user, {type}, {type}), *gpu, to);
+    node->op = user;
+    node->kernel = makeTransferKernel(OpInfo(*user, {type}, {type}), *gpu, to);
     node->kind = to == MemorySpace::Device ? DeviceKind::GPU : DeviceKind::CPU;
     node->inputs = {id};
     node->outputs = {static_cast<int>(values)};
-    staged.resize(values + 1, false);
-    staged[to == MemorySpace::Device ? id : values] = true;
     node->outputTypes = {type.dtype};
-    spaceOf.push_back(to);
-    producer.push_back(node.get());
     placed.push_back(std::move(node));
     return static_cast<int>(values++);
   };
   for (StageSegment &segment : segmentList) {
     size_t first = placed.size();
+    for (size_t n = segment.firstNode; n < segment.endNode; ++n)
+      for (int id : nodes[n]->outputs)
+        before[id] = false;
     for (size_t n = segment.firstNode; n < segment.endNode; ++n) {
       std::unique_ptr<Node> &node = nodes[n];
       MemorySpace want = node->kind == DeviceKind::GPU ? MemorySpace::Device
                                                        : MemorySpace::Host;
       for (int &id : node->inputs)
         if (spaceOf[id] != want)
-          id = copyOf(id, want, *node->op);
-      for (int id : node->outputs) {
+          id = copyOf(id, want, node->op, segment);
+      for (int id : node->outputs)
         spaceOf[id] = want;
-        producer[id] = node.get();
-      }
       placed.push_back(std::move(node));
     }
     // What leaves the segment leaves from host memory.
     for (ChannelPoint &send : segment.sends)
       if (spaceOf[send.value] == MemorySpace::Device)
-        send.value =
-            copyOf(send.value, MemorySpace::Host, *producer[send.value]->op);
+        send.value = copyOf(send.value, MemorySpace::Host, nullptr, segment);
     for (ProgramPoint &output : segment.outputs)
       if (spaceOf[output.value] == MemorySpace::Device)
-        output.value = copyOf(output.value, MemorySpace::Host,
-                              *producer[output.value]->op);
+        output.value =
+            copyOf(output.value, MemorySpace::Host, nullptr, segment);
     segment.firstNode = first;
     segment.endNode = placed.size();
+    // What the segment computed is there when later ones start.
+    before.assign(before.size(), true);
   }
   nodes = std::move(placed);
 }
@@ -315,9 +331,12 @@ int runtime::countStageSegments(const plan::Plan &plan,
 
 void StageProgram::run(int segment, Slot &slot, double weight) {
   const StageSegment &seg = segmentList[segment];
+  finishCopies(slot);
   if (slot.values.size() != values)
     slot.values.resize(values);
   float w = static_cast<float>(weight);
+  if (!seg.copiesIn.empty())
+    startCopiesIn(seg, slot);
   batch.clearPulls();
   for (size_t n : seg.prefetch) {
     const Tensor &ids = slot.values[nodes[n]->inputs[0]];
@@ -376,11 +395,68 @@ void StageProgram::run(int segment, Slot &slot, double weight) {
     node.kernel->run(in, out, ctx);
     ranOnGpu |= node.kind == DeviceKind::GPU;
   }
-  // What the segment sends or outputs is on the host already (copies to the
-  // host wait for the device); the inputs and received values it copied to
-  // the device may be released once the device has read them.
-  if (ranOnGpu)
+  // What the segment sends or outputs leaves the device once its kernels
+  // are done; the fence also tells when the device has read the inputs and
+  // received values the segment copied to it (the slot holds them).
+  if (!ranOnGpu && seg.copiesIn.empty() && seg.copiesOut.empty())
+    return;
+  copies.clear();
+  for (auto [from, to] : seg.copiesOut) {
+    const Tensor &device = slot.values[from];
+    copies.push_back(
+        {&device, &hostResult(slot, to, device.dtype(), device.shape())});
+  }
+  if (!slot.copiesDone)
+    slot.copiesDone = gpu->createFence();
+  gpu->startCopiesToHost(copies, *slot.copiesDone);
+  slot.copying = true;
+}
+
+void StageProgram::startCopiesIn(const StageSegment &seg, Slot &slot) {
+  copies.clear();
+  bool allocated = false;
+  for (auto [from, to] : seg.copiesIn) {
+    const Tensor &host = slot.values[from];
+    if (host.dtype() == DType::Invalid)
+      fail("value ", from, " ('", planRef.values(from).name(),
+           "') is read on the GPU before it is computed");
+    copies.push_back({&host, &deviceResult(slot, to, host.dtype(), host.shape(),
+                                           allocated)});
+  }
+  // A fresh device buffer is cleared by work on the stream that the
+  // uploads do not follow.
+  if (allocated)
     gpu->synchronize();
+  gpu->startCopiesToDevice(copies);
+}
+
+bool StageProgram::copiesReached(Slot &slot) {
+  if (slot.copying && slot.copiesDone->reached())
+    slot.copying = false;
+  return !slot.copying;
+}
+
+void StageProgram::finishCopies(Slot &slot) {
+  if (!slot.copying)
+    return;
+  slot.copiesDone->wait();
+  slot.copying = false;
+}
+
+Tensor &StageProgram::hostResult(Slot &slot, int id, DType dtype,
+                                 const Shape &shape) {
+  Tensor &t = slot.values[id];
+  if (t.space() != MemorySpace::Host)
+    t = Tensor();
+  if (!t.empty() && t.dtype() == dtype && t.shape() == shape)
+    return t;
+  // The host end of a copy to or from the device is page-locked.
+  size_t bytes = numElements(shape) * dtypeSize(dtype);
+  if (staged[id] && (t.empty() || bytes > t.capacityBytes()))
+    t = gpu->allocateHost(dtype, shape);
+  else
+    t.resize(dtype, shape);
+  return t;
 }
 
 Tensor &StageProgram::resultSlot(Node &node, size_t r, Slot &slot) {
@@ -396,19 +472,15 @@ Tensor &StageProgram::resultSlot(Node &node, size_t r, Slot &slot) {
       t = Tensor::view(dtype, shape, nullptr, space);
     return t;
   }
-  if (space == MemorySpace::Host) {
-    if (t.space() != MemorySpace::Host)
-      t = Tensor();
-    if (!t.empty() && t.dtype() == dtype && t.shape() == shape)
-      return t;
-    // The host end of a copy to or from the device is page-locked.
-    size_t bytes = numElements(shape) * dtypeSize(dtype);
-    if (staged[node.outputs[r]] && (t.empty() || bytes > t.capacityBytes()))
-      t = gpu->allocateHost(dtype, shape);
-    else
-      t.resize(dtype, shape);
-    return t;
-  }
+  if (space == MemorySpace::Host)
+    return hostResult(slot, node.outputs[r], dtype, shape);
+  bool allocated = false;
+  return deviceResult(slot, node.outputs[r], dtype, shape, allocated);
+}
+
+Tensor &StageProgram::deviceResult(Slot &slot, int id, DType dtype,
+                                   const Shape &shape, bool &allocated) {
+  Tensor &t = slot.values[id];
   // A device buffer is reused while the result fits in it (a last, smaller
   // micro-batch does), so that steady-state steps allocate nothing.
   size_t bytes = numElements(shape) * dtypeSize(dtype);
@@ -418,6 +490,7 @@ Tensor &StageProgram::resultSlot(Node &node, size_t r, Slot &slot) {
     return t;
   }
   t = gpu->allocate(dtype, shape);
+  allocated = true;
   return t;
 }
 

@@ -10,8 +10,14 @@
 // An op of a GPU stage runs on the GPU column unless it is a host op, and
 // its results live in device memory; the values that cross between the two
 // spaces (a stage's inputs and received values, gradients the host's updates
-// read, values sent on or output) are copied once, by nodes the program
-// inserts before the op that needs them.
+// read) are copied once. What a segment's GPU ops read and the segment
+// has when it starts (its inputs, received values) goes to the device
+// before its kernels, on a stream of uploads, beside the kernels queued
+// before; what a host op of the segment computes goes by a node the
+// program inserts before the op that needs it. The values a segment sends
+// on or outputs leave the device after its kernels, on a stream of
+// downloads: the executor queues the next segment's kernels meanwhile,
+// and hands the sends on when the copies are done (copiesReached).
 //
 // Parameter updates and table pushes are not applied when their segment
 // runs: their gradients are summed into the replica's step accumulators,
@@ -60,6 +66,16 @@ struct StageSegment {
   /// The table lookups whose ids the segment does not compute: their rows
   /// are pulled together before it runs.
   std::vector<size_t> prefetch;
+  /// The host values that the segment's GPU ops read and that are there
+  /// when it starts (its inputs, received values, earlier segments' host
+  /// results), each with the value of its device end: copied on the
+  /// device's stream of uploads beside the kernels queued before.
+  std::vector<std::pair<int, int>> copiesIn;
+  /// The device values the segment sends or outputs, each with the value
+  /// of its page-locked host end: copied once the segment's kernels are
+  /// done, on the device's stream of downloads, beside the kernels queued
+  /// next.
+  std::vector<std::pair<int, int>> copiesOut;
 };
 
 /// The segments StageProgram splits `stage` into, without building it.
@@ -82,6 +98,11 @@ public:
     std::vector<Tensor> values;
     /// Tensors received from channels, owned until the slot is reused.
     std::vector<Tensor> received;
+    /// Reached when the device is done with the last segment run on the
+    /// slot, its copies to the host included; `copying` until the host has
+    /// seen it reached.
+    std::unique_ptr<DeviceFence> copiesDone;
+    bool copying = false;
   };
 
   const std::vector<StageSegment> &segments() const { return segmentList; }
@@ -90,8 +111,17 @@ public:
   ExecContext &context() { return ctx; }
 
   /// Runs segment `segment` on `slot`, whose inputs and received values are
-  /// bound; updates and pushes are accumulated with weight `weight`.
+  /// bound; updates and pushes are accumulated with weight `weight`. On a
+  /// GPU stage it returns once the segment's work is queued: what the
+  /// segment sends or outputs is in the slot once copiesReached(slot), and
+  /// until then the slot's values must stay as they are (the device still
+  /// reads its inputs and received values, and writes its host ends).
   void run(int segment, Slot &slot, double weight);
+  /// Whether the last segment run on `slot` is done, its copies to the
+  /// host included; does not wait.
+  bool copiesReached(Slot &slot);
+  /// Waits until copiesReached(slot).
+  void finishCopies(Slot &slot);
 
   /// Clears the step accumulators (before a step's first micro-batch).
   void beginStep();
@@ -149,6 +179,15 @@ private:
   /// The tensor for result `r` of `node` in `slot`, of its column's memory
   /// space, reallocated only when it does not fit.
   Tensor &resultSlot(Node &node, size_t r, Slot &slot);
+  /// Host value `id` of `slot` shaped for a result, page-locked when it is
+  /// the host end of a copy, reallocated only when it does not fit.
+  Tensor &hostResult(Slot &slot, int id, DType dtype, const Shape &shape);
+  /// Queues the copies of `seg`'s copiesIn.
+  void startCopiesIn(const StageSegment &seg, Slot &slot);
+  /// Device value `id` of `slot` shaped for a result, reallocated only when
+  /// it does not fit; sets `allocated` when it was.
+  Tensor &deviceResult(Slot &slot, int id, DType dtype, const Shape &shape,
+                       bool &allocated);
   const plan::Plan &planRef;
   ExecContext ctx;
   /// The device of the GPU ops (null: every op runs on the CPU).
@@ -172,6 +211,7 @@ private:
   std::vector<const Tensor *> in;
   std::vector<Tensor *> out;
   std::vector<Shape> shapes;
+  std::vector<Transfer> copies;
 };
 
 } // namespace heterps::runtime
