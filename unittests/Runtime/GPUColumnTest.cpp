@@ -1523,6 +1523,35 @@ TEST(GpuColumn, EveryCpuOpReadingFloatsHasAGpuKernel) {
     }
 }
 
+/// The GPU kernels that only move elements (slices, transposes, gathers)
+/// take 4- and 8-byte ones: made for 2-byte ones they fail naming the op,
+/// so that --fallback=cpu runs the CPU's kernel, which moves any size.
+TEST(GpuColumn, MovesOfTwoByteElementsFallBackToTheCpu) {
+  plan::Op transpose;
+  transpose.set_name("heterps.transpose");
+  setInts(transpose, "perm", {1, 0});
+  for (DType half : {DType::F16, DType::BF16}) {
+    OpInfo info(transpose, {{half, {2, 3}}}, {{half, {3, 2}}});
+    DeviceKind column = DeviceKind::GPU;
+    std::unique_ptr<Kernel> kernel = createKernelFor(
+        KernelRegistry::global(), info, DeviceKind::GPU, true, column);
+    EXPECT_EQ(column, DeviceKind::CPU) << dtypeName(half);
+    try {
+      createKernelFor(KernelRegistry::global(), info, DeviceKind::GPU, false,
+                      column);
+      ADD_FAILURE() << dtypeName(half) << " taken without the fallback";
+    } catch (const RuntimeError &e) {
+      std::string message = e.what();
+      EXPECT_NE(message.find("heterps.transpose"), std::string::npos)
+          << message;
+      EXPECT_NE(message.find(std::string("got ") + dtypeName(half)),
+                std::string::npos)
+          << message;
+      EXPECT_NE(message.find("--fallback=cpu"), std::string::npos) << message;
+    }
+  }
+}
+
 /// A GPU that is present but does not run this build's kernels (a build for
 /// another architecture, a broken driver) fails here instead of turning
 /// every other GPU test into a skip.

@@ -63,9 +63,9 @@ public:
           "allocating device memory");
     check(cudaMemsetAsync(p, 0, rounded, device.stream),
           "clearing device memory");
-    // cudaFree waits for the device and may run on any thread (the last
-    // reference can go at exit, after a worker's stream is gone).
-    std::shared_ptr<void> buffer(p, [](void *q) { cudaFree(q); });
+    // The last reference can go on any thread, at exit after a worker's
+    // stream is gone, and while work queued on a copy stream reads it.
+    std::shared_ptr<void> buffer(p, releaseDeviceMemory);
     return Tensor::adopt(dtype, shape, std::move(buffer), rounded,
                          MemorySpace::Device);
   }

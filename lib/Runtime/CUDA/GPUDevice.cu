@@ -96,6 +96,19 @@ void cuda::requireF32OrInteger(const OpInfo &op, size_t operand) {
          "here, got ", dtypeName(t));
 }
 
+void cuda::requireWordElements(const OpInfo &op, DType dtype) {
+  size_t bytes = dtypeSize(dtype);
+  if (bytes != 4 && bytes != 8)
+    fail(op.describe(), ": the GPU column moves 4- and 8-byte elements ",
+         "here, got ", dtypeName(dtype));
+}
+
+void cuda::releaseDeviceMemory(void *p) {
+  // Errors are ignored: at exit the device may be gone already.
+  cudaDeviceSynchronize();
+  cudaFree(p);
+}
+
 bool cuda::wideIndexOperand(const OpInfo &op, size_t operand) {
   DType index = op.inputTypes().at(operand).dtype;
   if (index != DType::I32 && index != DType::I64)
@@ -109,7 +122,7 @@ void BadIndexFlag::arm() {
     void *word = nullptr;
     check(cudaMalloc(&word, sizeof(unsigned long long)),
           "allocating an index check");
-    flag.reset(static_cast<unsigned long long *>(word), cudaFree);
+    flag.reset(static_cast<unsigned long long *>(word), releaseDeviceMemory);
   }
   check(cudaMemsetAsync(flag.get(), 0xff, sizeof(unsigned long long),
                         gpuDevice().stream),

@@ -31,6 +31,13 @@ namespace heterps::runtime::cuda {
 void check(cudaError_t status, const char *what);
 void check(cublasStatus_t status, const char *what);
 
+/// Frees device memory once the device is done with it. cudaFree does not
+/// wait for queued work reading memory from cudaMallocAsync, and is only
+/// said to "may" wait for cudaMalloc's: this waits for every stream of the
+/// device first (buffers go when they grow or when their owner does, not
+/// in steady-state steps). Any thread may call it.
+void releaseDeviceMemory(void *p);
+
 struct GPUDevice {
   cudaStream_t stream = nullptr;
   cublasHandle_t blas = nullptr;
@@ -102,7 +109,7 @@ public:
       return;
     void *p = nullptr;
     check(cudaMalloc(&p, count * sizeof(T)), what);
-    buffer.reset(static_cast<T *>(p), cudaFree);
+    buffer.reset(static_cast<T *>(p), releaseDeviceMemory);
     size = count;
   }
   T *get() const { return buffer.get(); }
@@ -190,6 +197,12 @@ void requireF32(const OpInfo &op);
 /// or i64: the types of the GPU kernels that move and compare values
 /// (pads, scatters, walks along an axis).
 void requireF32OrInteger(const OpInfo &op, size_t operand);
+
+/// Fails naming the op unless elements of `dtype` are 4 or 8 bytes, the
+/// words that the GPU kernels which only move elements (slices, transposes,
+/// gathers) copy. Called when the kernel is made, so that --fallback=cpu
+/// takes the CPU's kernel for the others.
+void requireWordElements(const OpInfo &op, DType dtype);
 
 /// Calls f(T{}) with the C++ type of an element type that
 /// requireF32OrInteger accepted.

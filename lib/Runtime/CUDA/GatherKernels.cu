@@ -110,7 +110,9 @@ protected:
 
 class GatherKernel : public GatherKernelBase {
 public:
-  using GatherKernelBase::GatherKernelBase;
+  explicit GatherKernel(const OpInfo &op) : GatherKernelBase(op) {
+    requireWordElements(op, op.inputTypes().at(0).dtype);
+  }
 
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
     shape.compute(in[0], in[1], axisAttr, info);

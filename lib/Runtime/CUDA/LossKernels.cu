@@ -280,7 +280,7 @@ protected:
       void *word = nullptr;
       check(cudaMalloc(&word, 2 * sizeof(unsigned long long)),
             "allocating a loss's label check");
-      bad.reset(static_cast<unsigned long long *>(word), cudaFree);
+      bad.reset(static_cast<unsigned long long *>(word), releaseDeviceMemory);
     }
     // Pairs of partial sums per position, then the mean's norm.
     if (!partial || partialCount < positions) {
@@ -288,7 +288,7 @@ protected:
       check(cudaMalloc(&p, (2 * std::max<int64_t>(positions, 1) + 1) *
                                sizeof(double)),
             "allocating a loss's partial sums");
-      partial.reset(static_cast<double *>(p), cudaFree);
+      partial.reset(static_cast<double *>(p), releaseDeviceMemory);
       partialCount = positions;
     }
   }

@@ -38,7 +38,7 @@ public:
       void *p = nullptr;
       size_t bytes = std::max<size_t>(value.byteSize(), 1);
       check(cudaMalloc(&p, bytes), "allocating a constant on the device");
-      copied.reset(p, cudaFree);
+      copied.reset(p, releaseDeviceMemory);
       // On the thread's stream, so that the kernels that read the constant
       // wait for it (the stream does not wait for the legacy one).
       check(cudaMemcpyAsync(p, value.data(), value.byteSize(),
@@ -73,14 +73,28 @@ public:
            const std::vector<Tensor *> &res, ExecContext &) override {
     size_t es = dtypeSize(res[0]->dtype());
     char *y = static_cast<char *>(res[0]->data());
+    cudaStream_t stream = gpuDevice().stream;
+    // CUDA refuses pitches above 2^31 - 1 bytes (cudaDevAttrMaxPitch on
+    // every GPU so far): rows that wide, few by the device's memory, and a
+    // single row go as plain copies.
+    constexpr size_t kMaxPitch = (size_t(1) << 31) - 1;
+    bool byRow = outer == 1 || size_t(total) * es > kMaxPitch;
     int64_t column = 0;
-    for (size_t i = 0; i < in.size(); ++i) {
-      if (outer && inner[i])
-        check(cudaMemcpy2DAsync(y + column * es, total * es, in[i]->data(),
-                                inner[i] * es, inner[i] * es, outer,
-                                cudaMemcpyDeviceToDevice, gpuDevice().stream),
+    for (size_t i = 0; i < in.size(); column += inner[i++]) {
+      const char *x = static_cast<const char *>(in[i]->data());
+      size_t width = inner[i] * es;
+      if (outer == 0 || width == 0)
+        continue;
+      if (byRow) {
+        for (int64_t r = 0; r < outer; ++r)
+          check(cudaMemcpyAsync(y + (r * total + column) * es, x + r * width,
+                                width, cudaMemcpyDeviceToDevice, stream),
+                "copying a concat's operand");
+      } else {
+        check(cudaMemcpy2DAsync(y + column * es, total * es, x, width, width,
+                                outer, cudaMemcpyDeviceToDevice, stream),
               "copying a concat's operand");
-      column += inner[i];
+      }
     }
   }
 
@@ -127,7 +141,9 @@ void launchCopyStrided(const void *x, void *y, size_t elementSize, int64_t n,
 /// slice, transpose, expand. `plan` computes them for the operand's shape.
 class StridedReadKernel : public Kernel {
 public:
-  using Kernel::Kernel;
+  explicit StridedReadKernel(const OpInfo &op) : Kernel(op) {
+    requireWordElements(op, op.inputTypes().at(0).dtype);
+  }
 
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
     Shape out = plan(in[0]);
@@ -208,7 +224,9 @@ class SliceGradKernel : public Kernel {
 public:
   explicit SliceGradKernel(const OpInfo &op)
       : Kernel(op), starts(op.getInts("starts")), ends(op.getInts("ends")),
-        steps(op.getInts("steps")) {}
+        steps(op.getInts("steps")) {
+    requireWordElements(op, op.outputTypes().at(0).dtype);
+  }
 
   std::vector<Shape> prepare(const std::vector<Shape> &in) override {
     index.compute(in[0], starts, ends, steps, info);
