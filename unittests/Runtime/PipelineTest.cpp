@@ -25,6 +25,7 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 
+#include "../../lib/Runtime/Pipeline/PinnedBuffers.h"
 #include "CtrTraining.h"
 #include "TestDevice.h"
 
@@ -357,8 +358,27 @@ TEST(Pipeline, AGpuStageTrainsAsTheCpuWithCopiesAtItsBoundaries) {
       // first steps; later steps of the same size allocate nothing.
       if (step == 3)
         allocated = device.allocations;
+      // The GPU stage uploads from ordinary memory only the caller's
+      // inputs; the messages from stage 0 come page-locked.
+      for (const void *source : device.takePageableUploads()) {
+        bool input = false;
+        for (const Tensor *t : batch.inputs()) {
+          auto *first = static_cast<const char *>(t->data());
+          input |= source >= first && source < first + t->byteSize();
+        }
+        EXPECT_TRUE(input) << "step " << step << " uploaded " << source;
+      }
     }
     EXPECT_EQ(device.allocations, allocated);
+    // The messages to the GPU stages (4 micro-batches a step on each
+    // channel into one) reuse their page-locked buffers: fewer buffers
+    // than messages, slot buffers included.
+    int messagesToGpu = 0;
+    for (const plan::Channel &channel : gpu.channels())
+      messagesToGpu += gpu.stages(channel.to_stage()).kind() == "gpu" &&
+                       channel.from_stage() != channel.to_stage();
+    EXPECT_GT(messagesToGpu, 0);
+    EXPECT_LT(device.hostAllocations(), 8 * 4 * messagesToGpu);
     // A last, smaller batch: micro-batches of 10, 9, 9 and 9 rows.
     Batch uneven(37, 400);
     expectEqualSteps(onCpu, onGpu, uneven.inputs(), outputs, 8);
@@ -509,6 +529,37 @@ TEST(Pipeline, RefusesWhatItCannotSplit) {
   EXPECT_THROW(pipeline.run(inputs, true, {0}), RuntimeError);
   EXPECT_THROW(pipeline.run(batch.inputs(), false, {0}), RuntimeError);
   EXPECT_THROW(parsePipelineSchedule("zigzag"), RuntimeError);
+}
+
+/// A message's page-locked buffer, given back, carries the next message of
+/// its size; one still held does not; the buffers outlive their pool while
+/// a message holds one.
+TEST(PinnedBuffers, CarryTheNextMessageOnceGivenBack) {
+  fixtures::HostMemoryDevice device;
+  std::shared_ptr<PinnedBuffers> buffers = PinnedBuffers::create(device);
+  Tensor value(DType::F32, {4, 3});
+  for (int64_t i = 0; i < value.numElements(); ++i)
+    value.as<float>()[i] = 0.5f * i;
+  Tensor first = buffers->copyOf(value);
+  ASSERT_EQ(first.space(), MemorySpace::Host);
+  ASSERT_EQ(first.shape(), value.shape());
+  EXPECT_EQ(relativeError(first, value), 0);
+  const void *firstBuffer = first.data();
+  EXPECT_EQ(device.hostAllocations(), 1);
+
+  first = Tensor();
+  Tensor second = buffers->copyOf(value);
+  EXPECT_EQ(second.data(), firstBuffer);
+  EXPECT_EQ(relativeError(second, value), 0);
+  Tensor third = buffers->copyOf(value);
+  EXPECT_NE(third.data(), firstBuffer);
+  Tensor other = buffers->copyOf(Tensor(DType::I64, {5}));
+  EXPECT_EQ(other.dtype(), DType::I64);
+  EXPECT_EQ(buffers->allocated(), 3u);
+  EXPECT_EQ(device.hostAllocations(), 3);
+
+  buffers.reset();
+  EXPECT_EQ(relativeError(third, value), 0);
 }
 
 } // namespace

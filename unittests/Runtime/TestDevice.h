@@ -157,7 +157,10 @@ public:
       ++toDevice;
       std::lock_guard<std::mutex> lock(mutex);
       sources.push_back(c.from->data());
-      staged += hostBuffers.count(c.from->data());
+      if (hostBuffers.count(c.from->data()))
+        ++staged;
+      else
+        pageable.push_back(c.from->data());
     }
     uploads += static_cast<int>(copies.size());
   }
@@ -204,6 +207,13 @@ public:
     return static_cast<int>(hostBuffers.size());
   }
 
+  /// The host memory that startCopiesToDevice() read and allocateHost()
+  /// did not give, since the last call.
+  std::vector<const void *> takePageableUploads() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return std::move(pageable);
+  }
+
   /// The host memory every copy to the device read, in order.
   std::vector<const void *> copiedToDevice() {
     std::lock_guard<std::mutex> lock(mutex);
@@ -213,7 +223,7 @@ public:
 
 private:
   std::mutex mutex;
-  std::vector<const void *> sources;
+  std::vector<const void *> sources, pageable;
   std::set<const void *> hostBuffers;
   int staged = 0;
 

@@ -19,6 +19,7 @@
 
 #include "heterps/Runtime/Pipeline.h"
 
+#include "PinnedBuffers.h"
 #include "StageProgram.h"
 
 #include "heterps/Runtime/BagOffsets.h"
@@ -210,6 +211,8 @@ struct Worker {
   int stage = 0, replica = 0;
   /// Whether this process runs the worker, and the process that does.
   bool local = true;
+  /// Whether its stage runs on the GPU: messages to it are page-locked.
+  bool onGpu = false;
   int rank = 0;
   /// The worker's own tables client, when the executor was given a factory.
   std::unique_ptr<EmbeddingStore> tables;
@@ -296,6 +299,8 @@ struct PipelineExecutor::Impl {
   std::map<std::string, int> parameterStage;
   /// The worker run() runs on its own thread.
   Worker *driver = nullptr;
+  /// The buffers of the messages to GPU stages (null: no GPU stage here).
+  std::shared_ptr<PinnedBuffers> pinned;
   /// The parameters and tables the executor was given.
   ParamStore *mainParams = nullptr;
   EmbeddingStore *mainTables = nullptr;
@@ -308,7 +313,14 @@ struct PipelineExecutor::Impl {
   void runStep(Worker &worker);
   void runStepCatching(Worker &worker);
   void abort(const std::string &message);
-  void deliver(int stage, int64_t microBatch, int64_t channel, Tensor tensor);
+  /// Sends a copy of `value` to the worker of `stage` that runs
+  /// `microBatch`, in this process or another.
+  void deliver(int stage, int64_t microBatch, int64_t channel,
+               const Tensor &value);
+  /// Puts `value` into the inbox of `to`, a local worker, as the message of
+  /// `microBatch` on `channel`: a page-locked copy for a GPU stage.
+  void deliverLocal(Worker &to, int64_t microBatch, int64_t channel,
+                    const Tensor &value);
   void collect(const StageSegment &segment, StageProgram::Slot &slot,
                int64_t microBatch);
 };
@@ -334,26 +346,33 @@ void PipelineExecutor::Impl::abort(const std::string &message) {
 }
 
 void PipelineExecutor::Impl::deliver(int stage, int64_t microBatch,
-                                     int64_t channel, Tensor tensor) {
+                                     int64_t channel, const Tensor &value) {
   auto &replicas = stages[stage];
   Worker &to = *replicas[microBatch % replicas.size()];
-  if (!to.local) {
-    const Shape &shape = tensor.shape();
-    int32_t header[2] = {static_cast<int32_t>(tensor.dtype()),
-                         static_cast<int32_t>(shape.size())};
-    size_t headerBytes = sizeof(header) + shape.size() * sizeof(int64_t);
-    std::vector<char> message(headerBytes + tensor.byteSize());
-    std::memcpy(message.data(), header, sizeof(header));
-    std::memcpy(message.data() + sizeof(header), shape.data(),
-                shape.size() * sizeof(int64_t));
-    std::memcpy(message.data() + headerBytes, tensor.data(), tensor.byteSize());
-    int64_t tag = channelPosition.at(channel) * tagStride + microBatch;
-    processes->send(to.rank, static_cast<int>(tag), std::move(message));
+  if (to.local) {
+    deliverLocal(to, microBatch, channel, value);
     return;
   }
+  const Shape &shape = value.shape();
+  int32_t header[2] = {static_cast<int32_t>(value.dtype()),
+                       static_cast<int32_t>(shape.size())};
+  size_t headerBytes = sizeof(header) + shape.size() * sizeof(int64_t);
+  std::vector<char> message(headerBytes + value.byteSize());
+  std::memcpy(message.data(), header, sizeof(header));
+  std::memcpy(message.data() + sizeof(header), shape.data(),
+              shape.size() * sizeof(int64_t));
+  std::memcpy(message.data() + headerBytes, value.data(), value.byteSize());
+  int64_t tag = channelPosition.at(channel) * tagStride + microBatch;
+  processes->send(to.rank, static_cast<int>(tag), std::move(message));
+}
+
+void PipelineExecutor::Impl::deliverLocal(Worker &to, int64_t microBatch,
+                                          int64_t channel,
+                                          const Tensor &value) {
+  Tensor message = to.onGpu && pinned ? pinned->copyOf(value) : value.clone();
   {
     std::lock_guard<std::mutex> lock(to.inbox.arrived.mutex);
-    to.inbox.messages[{microBatch, channel}] = std::move(tensor);
+    to.inbox.messages[{microBatch, channel}] = std::move(message);
     ++to.inbox.deliveries;
   }
   to.inbox.arrived.wake();
@@ -394,14 +413,13 @@ void PipelineExecutor::Impl::receiveRemote() {
       fail("channel ", channel.id(), ": process ", from, " sent ",
            message.size(), " bytes, not a ", dtypeName(expected.dtype),
            " tensor of ", shapeString(shape));
-    Tensor tensor(dtype, shape);
-    std::memcpy(tensor.data(), message.data() + headerBytes, tensor.byteSize());
     auto &replicas = stages[channel.to_stage()];
-    if (!replicas[microBatch % replicas.size()]->local)
+    Worker &to = *replicas[microBatch % replicas.size()];
+    if (!to.local)
       fail("process ", from, " sent micro-batch ", microBatch, " of channel ",
            channel.id(), " to the wrong process");
-    deliver(static_cast<int>(channel.to_stage()), microBatch, channel.id(),
-            std::move(tensor));
+    deliverLocal(to, microBatch, channel.id(),
+                 Tensor::view(dtype, shape, message.data() + headerBytes));
   }
 }
 
@@ -504,7 +522,7 @@ void PipelineExecutor::Impl::runStep(Worker &worker) {
     for (const ChannelPoint &send : seg.sends) {
       SpanTimer timer(worker.times.sending, worker.trace.get(),
                       spanOf(SpanKind::Send, stepNumber, m, send.channel));
-      deliver(send.peerStage, m, send.channel, slot.values[send.value].clone());
+      deliver(send.peerStage, m, send.channel, slot.values[send.value]);
     }
     if (segment + 1 == numSegments) {
       worker.freeSlots.push_back(slotOf[task]);
@@ -780,9 +798,12 @@ PipelineExecutor::PipelineExecutor(const plan::Plan &plan, ParamStore &params,
       DeviceKind kind = resolveStageDevice(stage, options, gpuStatus);
       if (kind == DeviceKind::GPU && !gpu) {
         gpu = options.gpu ? options.gpu : gpuRuntime();
-        if (gpu)
+        if (gpu) {
           gpu->setMath(options.gpuMath);
+          impl->pinned = PinnedBuffers::create(*gpu);
+        }
       }
+      worker->onGpu = kind == DeviceKind::GPU;
       ExecContext workerContext = context;
       if (pipeline.tablesPerWorker) {
         worker->tables = pipeline.tablesPerWorker();
