@@ -3,7 +3,9 @@
 // The update of one parameter element by SGD, momentum, Adagrad and Adam, as
 // functions that the CPU's update loop and the GPU column's update kernel
 // both call, so that a parameter kept in device memory follows the rule the
-// host applies, operation for operation.
+// host applies, operation for operation. (nvcc may fuse a multiply and an
+// add into one rounding, which the host's x86-64 build does not: the two
+// agree within a few units in the last place per step, not bit for bit.)
 //
 //===----------------------------------------------------------------------===//
 

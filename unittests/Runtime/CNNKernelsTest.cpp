@@ -536,8 +536,9 @@ TEST(CNNKernelsTest, ScalarsAreRefusedOrOneRow) {
   EXPECT_FLOAT_EQ(y[0].as<float>()[0], 1.0f);
 }
 
-/// A pad as wide as the window would make windows of padding alone: it is
-/// refused, as an input without spatial positions is for a global average.
+/// A pad as wide as the window, or a dilation that steps over the input,
+/// would make windows of padding alone: they are refused, as an input
+/// without spatial positions is for a global average.
 TEST(CNNKernelsTest, PoolingRefusesWindowsOfPaddingAlone) {
   Tensor x(DType::F32, {1, 1, 5, 5});
   TestOp pool("heterps.max_pool");
@@ -550,6 +551,31 @@ TEST(CNNKernelsTest, PoolingRefusesWindowsOfPaddingAlone) {
               std::string::npos)
         << e.what();
   }
+  // Narrower pads, but a dilation wider than the input: the first window's
+  // taps (-2 and 1) both miss the input of one element; the second
+  // window's (-1 and 2) too.
+  for (const char *kind : {"heterps.max_pool", "heterps.avg_pool"}) {
+    TestOp dilated(kind);
+    dilated.ints("kernel_shape", {2})
+        .ints("dilations", {3})
+        .ints("pads", {2, 2});
+    try {
+      dilated.run({Tensor(DType::F32, {1, 1, 1})});
+      ADD_FAILURE() << kind << ": windows of padding alone were accepted";
+    } catch (const RuntimeError &e) {
+      EXPECT_NE(std::string(e.what()).find("window 0 of dimension 2 reads "
+                                           "only padding"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  // Pads of 1: the first window's taps (-1 and 2) miss an input of two
+  // elements, refused; an input of three has element 2, accepted.
+  TestOp edge("heterps.max_pool");
+  edge.ints("kernel_shape", {2}).ints("dilations", {3}).ints("pads", {1, 1});
+  EXPECT_THROW(edge.run({Tensor(DType::F32, {1, 1, 2})}), RuntimeError);
+  EXPECT_EQ(edge.run({Tensor(DType::F32, {1, 1, 3})})[0].shape(),
+            (Shape{1, 1, 2}));
   TestOp global("heterps.global_avg_pool");
   Tensor empty(DType::F32, {1, 2, 0});
   EXPECT_THROW(global.run({empty}), RuntimeError);

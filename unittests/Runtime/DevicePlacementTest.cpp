@@ -348,6 +348,13 @@ TEST(DevicePlacement, UnaryFormulasOfTheGpuColumnAreTheCpuColumns) {
       x.as<float>()[i] = positive ? std::abs(v) + 0.05f : v;
       dy.as<float>()[i] = std::uniform_real_distribution<float>(-1, 1)(rng);
     }
+    // The kinks, where the gradients pick a subgradient: 0, and clip's
+    // bounds.
+    if (!positive) {
+      x.as<float>()[0] = 0.0f;
+      x.as<float>()[1] = -1.0f;
+      x.as<float>()[2] = 1.5f;
+    }
     plan::Op forward, backward;
     forward.set_name(std::string("heterps.") + kind);
     backward.set_name("heterps.unary_grad");

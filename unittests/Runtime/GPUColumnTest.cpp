@@ -1939,13 +1939,20 @@ TEST(GpuColumnTraining, ATwoStagePlanWithItsMlpOnTheGpuMatchesTheCpu) {
       pipeline.run(batch.inputs(), true, {});
     }
   };
-  for (const char *optimizer : {"sgd", "adam"}) {
-    SCOPED_TRACE(optimizer);
+  // The MLP's stage on the GPU (the paper's plan), then both: stage 0's
+  // replicas queue their next forward before their copies to the host end,
+  // and receive the gradients in page-locked buffers.
+  for (auto [optimizer, allGpu] :
+       {std::pair("sgd", false), std::pair("adam", false),
+        std::pair("adam", true)}) {
+    SCOPED_TRACE(std::string(optimizer) + (allGpu ? ", all on the GPU" : ""));
     plan::Plan cpu =
         loadPlan(planDirectory() + "/ctr-two-stages-" + optimizer + ".plan");
     ASSERT_EQ(cpu.stages_size(), 2);
     plan::Plan gpu = cpu;
     gpu.mutable_stages(1)->set_kind("gpu");
+    if (allGpu)
+      gpu.mutable_stages(0)->set_kind("gpu");
     PipelineOptions options;
     options.maxWorkers = 4;
     ParamStore cpuParams(cpu, 7), gpuParams(gpu, 7);

@@ -242,6 +242,20 @@ PoolShape::PoolShape(const OpInfo &info, const Shape &x) {
     // must start inside the input or the leading padding.
     if (ceilMode && steps > 0 && steps * s >= size + padBegin)
       --steps;
+    // A window that starts inside the input reads it. One that starts in
+    // the leading padding reads its first tap at or after 0 (the pad is
+    // narrower than the window), at the start's distance from the next
+    // multiple of the dilation: with a dilation wider than the input that
+    // tap can miss it. The distances repeat every d windows.
+    int64_t leading = std::min((padBegin + s - 1) / s, steps + 1);
+    for (int64_t o = 0; d > size && o < std::min(leading, d); ++o) {
+      int64_t before = padBegin - o * s;
+      int64_t firstTap = (d - before % d) % d;
+      if (firstTap >= size)
+        fail(info.describe(), ": window ", o, " of dimension ", i + 2,
+             " reads only padding (input ", size, ", pads ", padBegin, "/",
+             padEnd, ", kernel ", k, ", dilation ", d, ")");
+    }
     output.push_back(steps + 1);
     padEndCeil.push_back(
         std::max(padEnd, steps * s + extent - size - padBegin));

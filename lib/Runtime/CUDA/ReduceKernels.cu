@@ -431,13 +431,26 @@ public:
               "clearing a bag reduction's gradient");
       return;
     }
+    // The offsets are checked, and the check read back, before any kernel
+    // reads rows through them: a bad one would read and write beyond the
+    // buffers.
+    auto withOffsets = [&](auto &&f) {
+      if (in[1]->dtype() == DType::I32)
+        f(in[1]->as<int32_t>());
+      else
+        f(in[1]->as<int64_t>());
+    };
     bad.arm();
-    auto launch = [&](auto *offsets) {
+    withOffsets([&](auto *offsets) {
       checkOffsets<<<blocksFor(bags), kBlock, 0, stream>>>(offsets, bags, rows,
                                                            bad.word());
       checkLaunch(info);
-      if (width == 0)
-        return;
+    });
+    if (bad.first() >= 0)
+      reportBadOffsets(*in[1], rows);
+    if (width == 0)
+      return;
+    withOffsets([&](auto *offsets) {
       unsigned blocks = blocksFor(bags * width);
       if (gradient)
         segmentBackward<<<blocks, kBlock, 0, stream>>>(
@@ -448,23 +461,21 @@ public:
             in[0]->as<float>(), offsets, bags, rows, width, kind,
             res[0]->as<float>());
       checkLaunch(info);
-    };
-    if (in[1]->dtype() == DType::I32)
-      launch(in[1]->as<int32_t>());
-    else
-      launch(in[1]->as<int64_t>());
-    if (bad.first() < 0)
-      return;
-    // The CPU's check of a host copy names the bad entry.
-    Tensor offsets(in[1]->dtype(), in[1]->shape());
-    check(cudaMemcpy(offsets.data(), in[1]->data(), offsets.byteSize(),
+    });
+  }
+
+private:
+  /// Throws naming the bad entry of `device` offsets, as the CPU's check of
+  /// a host copy does.
+  [[noreturn]] void reportBadOffsets(const Tensor &device, int64_t rows) {
+    Tensor offsets(device.dtype(), device.shape());
+    check(cudaMemcpy(offsets.data(), device.data(), offsets.byteSize(),
                      cudaMemcpyDeviceToHost),
           "reading bag offsets");
     readBagOffsets(offsets, rows, info.describe(), starts);
     fail(info.describe(), ": bad bag offsets");
   }
 
-private:
   bool gradient;
   cpu::SegmentShape shape;
   SegmentKind kind = SegmentKind::Sum;

@@ -102,10 +102,12 @@ HETERPS_HD inline float unaryBackward(UnaryKind kind, float x, float y,
     return -dy;
   case UnaryKind::Abs:
     return x > 0.0f ? dy : (x < 0.0f ? -dy : 0.0f);
+  // At the kinks, the CPU column's f32 gradients (oneDNN's): leaky_relu
+  // takes alpha * dy at 0, clip passes dy for lo < x <= hi.
   case UnaryKind::LeakyRelu:
-    return x >= 0.0f ? dy : p.alpha * dy;
+    return x > 0.0f ? dy : p.alpha * dy;
   case UnaryKind::Clip:
-    return x >= p.lo && x <= p.hi ? dy : 0.0f;
+    return x > p.lo && x <= p.hi ? dy : 0.0f;
   default:
     return NAN;
   }
