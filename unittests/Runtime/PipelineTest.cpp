@@ -531,9 +531,9 @@ TEST(Pipeline, RefusesWhatItCannotSplit) {
   EXPECT_THROW(parsePipelineSchedule("zigzag"), RuntimeError);
 }
 
-/// A message's page-locked buffer, given back, carries the next message of
-/// its size; one still held does not; the buffers outlive their pool while
-/// a message holds one.
+/// A message's page-locked buffer, given back, carries a later message that
+/// fits; one still held does not; the buffers outlive their pool while a
+/// message holds one.
 TEST(PinnedBuffers, CarryTheNextMessageOnceGivenBack) {
   fixtures::HostMemoryDevice device;
   std::shared_ptr<PinnedBuffers> buffers = PinnedBuffers::create(device);
@@ -555,8 +555,19 @@ TEST(PinnedBuffers, CarryTheNextMessageOnceGivenBack) {
   EXPECT_NE(third.data(), firstBuffer);
   Tensor other = buffers->copyOf(Tensor(DType::I64, {5}));
   EXPECT_EQ(other.dtype(), DType::I64);
+  const void *otherBuffer = other.data();
   EXPECT_EQ(buffers->allocated(), 3u);
   EXPECT_EQ(device.hostAllocations(), 3);
+
+  // A smaller message takes the smallest idle buffer that holds it; a
+  // larger one than any idle replaces the largest idle buffer.
+  other = Tensor();
+  second = Tensor();
+  Tensor small = buffers->copyOf(Tensor(DType::F32, {3}));
+  EXPECT_EQ(small.data(), otherBuffer) << "the 40-byte buffer, not the 48";
+  Tensor large = buffers->copyOf(Tensor(DType::F32, {100}));
+  EXPECT_EQ(buffers->allocated(), 3u);
+  EXPECT_EQ(device.hostAllocations(), 4);
 
   buffers.reset();
   EXPECT_EQ(relativeError(third, value), 0);

@@ -7,9 +7,8 @@
 // first copies the value through buffers of its own, on the thread that
 // queues it. So a message to a GPU stage is written into a page-locked
 // buffer, and the buffer comes back here when the message's last user
-// lets it go, to carry the same channel's next micro-batch: page-locking
-// memory costs milliseconds, so steady-state steps take only buffers given
-// back.
+// lets it go, to carry a later message: page-locking memory costs
+// milliseconds, so steady-state steps take only buffers given back.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,8 +30,10 @@ public:
   /// Buffers from `device`, which must outlive every tensor taken.
   static std::shared_ptr<PinnedBuffers> create(DeviceRuntime &device);
 
-  /// A copy of `value` (in host memory) in a page-locked buffer: one of
-  /// its size given back, or a new one. Any thread may call it.
+  /// A copy of `value` (in host memory) in a page-locked buffer: the
+  /// smallest given back that holds it, or a new one, which replaces the
+  /// largest given back (so the buffers number at most the messages ever
+  /// in flight at once). Any thread may call it.
   Tensor copyOf(const Tensor &value);
   /// The buffers page-locked so far.
   size_t allocated();
