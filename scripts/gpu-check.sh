@@ -18,12 +18,15 @@
 # GPU stage; `run` trains them with heterps-run on the GPU, in one worker and
 # pipelined in micro-batches, and holds the parameters against PyTorch's
 # (scripts/compare-tensors.py, 1e-5; python3 with numpy and onnx there).
-# `run` writes gpu-tests.log, gpu-tests.xml, gpu-bench.txt and
-# torch-steps.txt into $OUT (default: ./gpu-check-out); a test run that
+# `run` writes gpu-tests.log, gpu-tests.xml, gpu-bench.txt, torch-steps.txt
+# and torch-checks.log into $OUT (default: ./gpu-check-out); a test run that
 # fails is run again test by test under compute-sanitizer's memcheck where
-# the machine has it (gpu-memcheck.log). GPU_CHECK_FALLBACK=cpu runs the
-# PyTorch checks with --fallback=cpu: a check of this script on a machine
-# without a GPU.
+# the machine has it (gpu-memcheck.log): six files at most, as the device
+# tool brings back eight. The phases share GPU_CHECK_SECONDS (default 540,
+# inside the device tool's 600 s a command): tests, benchmark, PyTorch
+# checks, then memcheck; a phase that would start past the deadline is
+# skipped and said so. GPU_CHECK_FALLBACK=cpu runs the PyTorch checks with
+# --fallback=cpu: a check of this script on a machine without a GPU.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bundle_name=heterps-gpu-check.tar.gz
@@ -59,6 +62,18 @@ torch_checks=(
 die() {
   echo "gpu-check: $*" >&2
   exit 1
+}
+
+# Seconds left before GPU_CHECK_SECONDS from the start of `run`.
+deadline=0
+seconds_left() { echo $((deadline - SECONDS)); }
+# A phase's time limit: CAP seconds, or what is left less a margin for the
+# phases' reports; 0 when too little is left to start it.
+limit() {
+  local cap="$1" left
+  left=$(($(seconds_left) - 15))
+  ((left >= 20)) || { echo 0; return; }
+  echo $((cap < left ? cap : left))
 }
 
 pack() {
@@ -130,6 +145,7 @@ run_torch_checks() {
   local fallback=()
   [[ "${GPU_CHECK_FALLBACK:-}" == cpu ]] && fallback=(--fallback=cpu)
   : >"$out/torch-steps.txt"
+  : >"$out/torch-checks.log"
   for work in "$dir"/torch/*/; do
     work="${work%/}"
     name="$(basename "$work")"
@@ -139,33 +155,47 @@ run_torch_checks() {
       [[ "$(basename "$file" .pb)" == label ]] ||
         inputs+=(--input "$(basename "$file" .pb)=$file")
     done
-    local log="$out/torch-$name.log"
-    : >"$log"
+    local log="$out/torch-checks.log" seconds
+    echo "=== $name" >>"$log"
+    # Each run gets 30 s at most (a run takes a few); the checks stop at
+    # the deadline.
+    seconds=$(limit 30)
+    if ((seconds == 0)); then
+      echo "SKIPPED $name and the models after it: out of time" >>"$out/torch-steps.txt"
+      status=1
+      break
+    fi
     if [[ -d "$work/ref/output" && "$steps" == 1 ]]; then
-      if timeout 120 "$dir/bin/heterps-run" "$work/model.plan" --infer \
+      if timeout "$seconds" "$dir/bin/heterps-run" "$work/model.plan" --infer \
         "${inputs[@]}" "${fallback[@]}" --output-dir="$work/out" >>"$log" 2>&1 &&
-        python3 "$dir/torch/compare-tensors.py" "$work/out" "$work/ref/output" \
+        host_python "$dir/torch/compare-tensors.py" "$work/out" "$work/ref/output" \
           >>"$log" 2>&1; then
         echo "PASS $name inference" >>"$out/torch-steps.txt"
       else
-        echo "FAIL $name inference (see torch-$name.log)" >>"$out/torch-steps.txt"
+        echo "FAIL $name inference (see torch-checks.log)" >>"$out/torch-steps.txt"
         status=1
       fi
     fi
     for mode in off on; do
       local extra=()
       [[ "$mode" == on ]] && extra=(--micro-batches=4)
-      if timeout 120 "$dir/bin/heterps-run" "$work/model.plan" "${inputs[@]}" \
+      seconds=$(limit 30)
+      if ((seconds == 0)); then
+        echo "SKIPPED $name --pipeline=$mode: out of time" >>"$out/torch-steps.txt"
+        status=1
+        continue
+      fi
+      if timeout "$seconds" "$dir/bin/heterps-run" "$work/model.plan" "${inputs[@]}" \
         --input label="$work/ref/inputs/label.pb" --steps="$steps" --batch=16 \
         --log-every=0 --pipeline="$mode" "${extra[@]}" "${fallback[@]}" \
         --save="$work/ckpt-$mode" --export-tables="$work/ckpt-$mode/tables" \
         >>"$log" 2>&1 &&
-        python3 "$dir/torch/compare-tensors.py" "$work/ckpt-$mode" \
+        host_python "$dir/torch/compare-tensors.py" "$work/ckpt-$mode" \
           "$work/ref/expected" --initial "$work/ref/initial" \
           --tolerance "$tolerance" >>"$log" 2>&1; then
         echo "PASS $name $steps step(s), --pipeline=$mode" >>"$out/torch-steps.txt"
       else
-        echo "FAIL $name $steps step(s), --pipeline=$mode (see torch-$name.log)" \
+        echo "FAIL $name $steps step(s), --pipeline=$mode (see torch-checks.log)" \
           >>"$out/torch-steps.txt"
         status=1
       fi
@@ -174,6 +204,10 @@ run_torch_checks() {
   cat "$out/torch-steps.txt"
   return $status
 }
+
+# python3 with the library path the machine gave this script.
+host_library_path=""
+host_python() { LD_LIBRARY_PATH="$host_library_path" python3 "$@"; }
 
 # Prints the folder holding CUDA 13's libcublas.so.13 on this machine.
 find_cublas() {
@@ -190,6 +224,7 @@ find_cublas() {
 
 run() {
   local bundle="$1" out="${OUT:-$PWD/gpu-check-out}"
+  deadline=$((SECONDS + ${GPU_CHECK_SECONDS:-540}))
   [[ -f "$bundle" ]] || die "no bundle at '$bundle' (make one with: scripts/gpu-check.sh pack)"
   local dir
   dir="$(mktemp -d)"
@@ -198,6 +233,8 @@ run() {
   local cublas
   cublas="$(find_cublas)" || true
   [[ -n "$cublas" ]] || die "no libcublas.so.13 (CUDA 13's cuBLAS) on this machine"
+  # The bundle's libraries are for its programs, not for Python's.
+  host_library_path="${LD_LIBRARY_PATH-}"
   export LD_LIBRARY_PATH="$dir/lib:$cublas${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   echo "gpu-check: cuBLAS from $cublas"
   if ldd "$dir"/bin/* | grep 'not found'; then
@@ -205,9 +242,9 @@ run() {
   fi
   nvidia-smi -L || echo "gpu-check: nvidia-smi did not answer"
 
-  local status=0 tests_status=0
+  local status=0 tests_status=0 seconds
   export HETERPS_GPU_TEST_PLANS="$dir/plans/tests"
-  timeout 300 "$dir/bin/HeterPSRuntimeGPUTests" \
+  timeout "$(limit 240)" "$dir/bin/HeterPSRuntimeGPUTests" \
     --gtest_output="xml:$out/gpu-tests.xml" 2>&1 | tee "$out/gpu-tests.log" ||
     tests_status=1
   local skipped
@@ -216,10 +253,17 @@ run() {
     echo "gpu-check: $skipped GPU tests were skipped: this machine has no usable GPU" >&2
     tests_status=1
   fi
-  ((tests_status == 0)) || { status=1; memcheck_failures "$dir" "$out"; }
+  ((tests_status == 0)) || status=1
+  seconds=$(limit 150)
+  if ((seconds > 0)); then
+    timeout "$seconds" "$dir/bin/heterps-gpu-bench" --plans="$dir/plans/bench" 2>&1 |
+      tee "$out/gpu-bench.txt" || status=1
+  else
+    echo "gpu-check: benchmark skipped: out of time" | tee "$out/gpu-bench.txt" >&2
+    status=1
+  fi
   run_torch_checks "$dir" "$out" || status=1
-  timeout 240 "$dir/bin/heterps-gpu-bench" --plans="$dir/plans/bench" 2>&1 |
-    tee "$out/gpu-bench.txt" || status=1
+  ((tests_status == 0)) || memcheck_failures "$dir" "$out"
   rm -rf "$dir"
   if ((status == 0)); then
     echo "gpu-check: every GPU test passed; results in $out"
@@ -239,22 +283,27 @@ memcheck_failures() {
   [[ -z "$sanitizer" && -x /usr/local/cuda/bin/compute-sanitizer ]] &&
     sanitizer=/usr/local/cuda/bin/compute-sanitizer
   local passed
-  passed="$(grep -o 'OK \] [^ ]*' "$out/gpu-tests.log" | awk '{print $3}' | sort -u)"
+  passed="$(grep -o 'OK \] [^ ]*' "$out/gpu-tests.log" | awk '{print $3}' | sort -u || true)"
   local all
   all="$("$dir/bin/HeterPSRuntimeGPUTests" --gtest_list_tests |
-    awk '/^[^ ]/ {suite=$1} /^  / {print suite $1}')"
-  local count=0
+    awk '/^[^ ]/ {suite=$1} /^  / {print suite $1}' || true)"
+  local count=0 seconds
   : >"$out/gpu-memcheck.log"
   for name in $all; do
     grep -qxF "$name" <<<"$passed" && continue
     ((count++ < 12)) || break
+    seconds=$(limit 60)
+    if ((seconds == 0)); then
+      echo "=== out of time: the tests from $name on were not run again" >>"$out/gpu-memcheck.log"
+      break
+    fi
     echo "=== $name" >>"$out/gpu-memcheck.log"
     if [[ -n "$sanitizer" ]]; then
-      timeout 60 "$sanitizer" --tool memcheck --print-limit 5 \
+      timeout "$seconds" "$sanitizer" --tool memcheck --print-limit 5 \
         "$dir/bin/HeterPSRuntimeGPUTests" --gtest_filter="$name" \
         >>"$out/gpu-memcheck.log" 2>&1 || true
     else
-      timeout 60 "$dir/bin/HeterPSRuntimeGPUTests" --gtest_filter="$name" \
+      timeout "$seconds" "$dir/bin/HeterPSRuntimeGPUTests" --gtest_filter="$name" \
         >>"$out/gpu-memcheck.log" 2>&1 || true
     fi
   done
