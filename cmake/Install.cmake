@@ -5,7 +5,7 @@ include(CMakePackageConfigHelpers)
 include(GNUInstallDirs)
 
 set(HETERPS_INSTALLED_LIBRARIES
-  HeterPSFlags HeterPSONNXTensor HeterPSPlan HeterPSSchedule
+  HeterPSAtomicFile HeterPSFlags HeterPSONNXTensor HeterPSPlan HeterPSSchedule
   HeterPSRuntimeDevices HeterPSRuntimeCore HeterPSRuntimeData
   HeterPSRuntimeCPU HeterPSRuntimeExec HeterPSRuntimePipeline
   HeterPSRuntimeMPI HeterPSRuntimeTrain HeterPSRuntimeSession

@@ -15,6 +15,7 @@
 #include "heterps/Runtime/Hash.h"
 #include "heterps/Runtime/Initializer.h"
 #include "heterps/Runtime/Optimizer.h"
+#include "heterps/Support/AtomicFile.h"
 #include "heterps/Support/CheckedMath.h"
 
 #include <rocksdb/db.h>
@@ -969,49 +970,12 @@ Status Shard::resolvePath(const std::string &name, std::string *path) {
 
 namespace {
 
-Status ioError(const std::string &what, const std::string &path) {
-  return Status::error(Code::Internal,
-                       what + " '" + path + "': " + std::strerror(errno));
-}
-
-/// Writes `data` to `path` through a temporary file, fsync and rename; a
-/// failed write leaves no temporary file behind.
-Status writeFileAtomically(const std::string &path, const std::string &data) {
-  std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0644);
-  if (fd < 0)
-    return ioError("cannot create", tmp);
-  auto failed = [&](const char *what) {
-    Status s = ioError(what, tmp);
-    ::unlink(tmp.c_str());
-    return s;
-  };
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t w = ::write(fd, data.data() + done, data.size() - done);
-    if (w < 0) {
-      ::close(fd);
-      return failed("cannot write");
-    }
-    done += static_cast<size_t>(w);
-  }
-  if (::fsync(fd) != 0) {
-    ::close(fd);
-    return failed("cannot sync");
-  }
-  if (::close(fd) != 0)
-    return failed("cannot sync");
-  if (::rename(tmp.c_str(), path.c_str()) != 0)
-    return failed("cannot rename into place");
+/// heterps::writeFileAtomically, as a Status.
+Status writeAtomically(const std::string &path, const std::string &data) {
+  std::string error = heterps::writeFileAtomically(path, data);
+  if (!error.empty())
+    return Status::error(Code::Internal, error);
   return {};
-}
-
-void syncDirectory(const std::string &dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
-  if (fd >= 0) {
-    ::fsync(fd);
-    ::close(fd);
-  }
 }
 
 template <typename T> void append(std::string &s, const T &v) {
@@ -1079,8 +1043,8 @@ Status completeManifests(const std::string &dir,
   std::map<uint32_t, std::map<uint32_t, v1::ShardManifest>> byCount;
   for (const fs::directory_entry &e : fs::directory_iterator(dir, ec)) {
     std::string f = e.path().filename().string();
-    if (f.rfind("MANIFEST.", 0) != 0 || f.size() < 4 ||
-        f.substr(f.size() - 4) == ".tmp")
+    if (f.rfind("MANIFEST.", 0) != 0 || isAtomicFileTemporary(f) ||
+        (f.size() >= 4 && f.substr(f.size() - 4) == ".tmp"))
       continue;
     v1::ShardManifest m;
     if (Status s = readManifest(e.path().string(), &m); !s.ok())
@@ -1202,7 +1166,7 @@ Status Shard::writeCheckpoint(const std::string &dir, int64_t step,
       f->set_bytes(data.size() - offset);
       f->set_fnv1a(fnv1a(data.data() + offset, data.size() - offset));
     }
-    if (Status s = writeFileAtomically(dir + "/" + file, data); !s.ok())
+    if (Status s = writeAtomically(dir + "/" + file, data); !s.ok())
       return s;
     bytes += data.size();
     if (crash)
@@ -1229,11 +1193,10 @@ Status Shard::writeCheckpoint(const std::string &dir, int64_t step,
   std::string data(kManifestMagic, 8);
   append(data, kFileVersion);
   data += manifest.SerializeAsString();
-  if (Status s = writeFileAtomically(
+  if (Status s = writeAtomically(
           dir + "/" + manifestName(opts.index, opts.count), data);
       !s.ok())
     return s;
-  syncDirectory(dir);
   response->set_bytes(bytes + data.size());
   response->set_files(static_cast<uint32_t>(manifest.files_size() + 1));
   return {};

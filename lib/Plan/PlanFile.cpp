@@ -2,6 +2,7 @@
 
 #include "heterps/Plan/PlanFile.h"
 #include "heterps/Plan/OpSignatures.h"
+#include "heterps/Support/AtomicFile.h"
 #include "heterps/Support/CheckedMath.h"
 
 #include <google/protobuf/io/coded_stream.h>
@@ -115,35 +116,22 @@ std::string heterps::plan::serializePlan(const Plan &plan) {
 
 bool heterps::plan::writePlanFile(const Plan &plan, const std::string &path,
                                   std::string &error) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) {
-      error = "cannot write plan file '" + tmp + "': " + std::strerror(errno);
-      return false;
-    }
-    // Streamed: a plan with a 640 MB table is not built in memory twice.
+  error = writeFileAtomically(path, [&](int fd) {
     std::string header = planHeader();
-    out.write(header.data(), static_cast<std::streamsize>(header.size()));
-    bool written;
-    {
-      google::protobuf::io::OstreamOutputStream stream(&out);
-      written = serializeTo(plan, stream);
-    }
-    out.flush();
-    if (!out || !written) {
-      error = "cannot write plan file '" + tmp + "': " + std::strerror(errno);
-      std::remove(tmp.c_str());
+    if (!writeAll(fd, header.data(), header.size()))
+      return false;
+    // Streamed: a plan with a 640 MB table is not built in memory twice.
+    google::protobuf::io::FileOutputStream stream(fd);
+    bool written = serializeTo(plan, stream);
+    if (!stream.Flush() || !written) {
+      errno = stream.GetErrno();
       return false;
     }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    error = "cannot rename '" + tmp + "' to '" + path +
-            "': " + std::strerror(errno);
-    std::remove(tmp.c_str());
-    return false;
-  }
-  return true;
+    return true;
+  });
+  if (!error.empty())
+    error = "cannot write plan file: " + error;
+  return error.empty();
 }
 
 std::string heterps::plan::verifyPlan(const Plan &plan) {

@@ -11,6 +11,7 @@
 #include "heterps/PS/Log.h"
 #include "heterps/PS/Server.h"
 #include "heterps/Runtime/Error.h"
+#include "heterps/Support/AtomicFile.h"
 #include "heterps/Support/Flags.h"
 
 #include <climits>
@@ -18,7 +19,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <pthread.h>
 #include <unistd.h>
@@ -195,14 +195,10 @@ int heterps::run::runServe(int argc, char **argv) {
                                     " serving on port " +
                                     std::to_string(server->port()));
     if (!portFile.empty()) {
-      std::string tmp = portFile + ".tmp";
-      {
-        std::ofstream out(tmp);
-        out << server->port() << "\n";
-        if (!out)
-          runtime::fail("cannot write '", tmp, "'");
-      }
-      std::filesystem::rename(tmp, portFile);
+      std::string error =
+          writeFileAtomically(portFile, std::to_string(server->port()) + "\n");
+      if (!error.empty())
+        runtime::fail("writing the port file: ", error);
     }
     int sig = 0;
     sigwait(&signals, &sig);

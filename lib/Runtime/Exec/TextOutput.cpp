@@ -3,12 +3,10 @@
 #include "TextOutput.h"
 
 #include "heterps/Runtime/Error.h"
+#include "heterps/Support/AtomicFile.h"
 
 #include <cerrno>
 #include <cstdio>
-#include <cstring>
-#include <fstream>
-#include <unistd.h>
 
 using namespace heterps;
 using namespace heterps::runtime;
@@ -33,20 +31,7 @@ std::string runtime::jsonString(const std::string &s) {
 void runtime::writeTextFileAtomically(const std::string &path,
                                       const std::string &text,
                                       const char *what) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) {
-      int err = errno;
-      std::remove(tmp.c_str());
-      fail("cannot write ", what, " '", tmp, "': ", std::strerror(err));
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    std::remove(tmp.c_str());
-    fail("cannot rename '", tmp, "' to '", path, "': ", std::strerror(err));
-  }
+  std::string error = writeFileAtomically(path, text);
+  if (!error.empty())
+    fail("writing ", what, ": ", error);
 }

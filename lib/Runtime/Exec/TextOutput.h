@@ -16,8 +16,9 @@ namespace heterps::runtime {
 /// `s` as a JSON string literal, quotes included.
 std::string jsonString(const std::string &s);
 
-/// Writes `text` to `path` through a temporary file and a rename; throws
-/// naming `what` and the file when it cannot.
+/// Writes `text` to `path` whole or not at all
+/// (heterps/Support/AtomicFile.h); throws naming `what` and the file when
+/// it cannot.
 void writeTextFileAtomically(const std::string &path, const std::string &text,
                              const char *what);
 
