@@ -81,7 +81,7 @@ template <typename... Args> std::string str(const Args &...args) {
   return s.str();
 }
 
-double nowSeconds() {
+double steadySeconds() {
   return std::chrono::duration<double>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
@@ -186,6 +186,8 @@ struct Shard::Disk {
 Shard::Shard(ShardOptions options) : opts(std::move(options)) {
   if (opts.count == 0)
     opts.count = 1;
+  if (!opts.clock)
+    opts.clock = steadySeconds;
 }
 
 Shard::~Shard() = default;
@@ -539,7 +541,7 @@ Status Shard::pull(uint32_t table, const uint64_t *keys, size_t n,
   const uint32_t dim = t->dim;
   const bool ttl = t->config.ttl_seconds() > 0;
   const uint32_t admit = t->config.admit_min_count();
-  double now = ttl ? nowSeconds() : 0;
+  double now = ttl ? opts.clock() : 0;
   uint64_t created = 0;
   Status result;
   for (uint32_t v = 0; v < kVirtualShards && result.ok(); ++v) {
@@ -681,7 +683,7 @@ Status Shard::applyPush(Table &t, const Grouping &g, const uint64_t *keys,
                 "); the push was rejected and changed nothing"));
   const bool ttl = t.config.ttl_seconds() > 0;
   const uint32_t admit = t.config.admit_min_count();
-  double now = ttl ? nowSeconds() : 0;
+  double now = ttl ? opts.clock() : 0;
   uint64_t created = 0, skipped = 0, notAdmitted = 0;
   thread_local std::vector<float> merged;
   thread_local std::vector<uint32_t> mergedSlots;
@@ -771,7 +773,7 @@ Status Shard::applyPush(Table &t, const Grouping &g, const uint64_t *keys,
 uint64_t Shard::evictExpired() {
   std::lock_guard<std::mutex> m(maintenanceMutex);
   std::shared_lock<std::shared_mutex> lock(tablesMutex);
-  double now = nowSeconds();
+  double now = opts.clock();
   uint64_t total = 0;
   for (auto &[id, t] : tables) {
     double ttl = t->config.ttl_seconds();
@@ -1372,7 +1374,7 @@ Status Shard::restore(const std::string &name, v1::RestoreResponse *response) {
         p.index.insert(key, slot);
         p.keys.push_back(key);
         p.steps.push_back(step);
-        p.touched.push_back(nowSeconds());
+        p.touched.push_back(opts.clock());
         p.data.insert(p.data.end(), reinterpret_cast<const float *>(r + 16),
                       reinterpret_cast<const float *>(r + 16) + t->stride);
       }

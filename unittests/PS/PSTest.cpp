@@ -292,7 +292,10 @@ TEST(PSShardTest, NonFiniteRowsCanBeSkipped) {
 }
 
 TEST(PSShardTest, FeatureAdmissionAndTTL) {
-  Shard s(ShardOptions{});
+  double seconds = 1000;
+  ShardOptions options;
+  options.clock = [&] { return seconds; };
+  Shard s(options);
   bool created;
   v1::TableConfig c = tableConfig(0, 1, "sgd", 1.0, 5.0);
   c.set_admit_min_count(3);
@@ -316,8 +319,9 @@ TEST(PSShardTest, FeatureAdmissionAndTTL) {
   ASSERT_TRUE(s.push(0, &key, 1, &grad, 0, 0, false, &r).ok());
   ASSERT_TRUE(s.pull(0, &key, 1, &row).ok());
   EXPECT_EQ(row, 4.0f);
+  seconds += 0.15;
   EXPECT_EQ(s.evictExpired(), 0u);
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  seconds += 0.1;
   uint64_t memory = s.memoryBytes();
   EXPECT_EQ(s.evictExpired(), 1u);
   EXPECT_LT(s.memoryBytes(), memory);

@@ -21,6 +21,7 @@
 #include <mutex>
 #include <shared_mutex>
 #include <string>
+#include <functional>
 #include <unordered_map>
 #include <vector>
 
@@ -85,6 +86,10 @@ struct ShardOptions {
   /// Fault injection for tests: the process kills itself (SIGKILL) in its
   /// N-th checkpoint, after the first file (0: never).
   int crashInCheckpoint = 0;
+  /// Seconds on a clock that never goes back, for the rows' time to live
+  /// (null: std::chrono::steady_clock); tests set their own instead of
+  /// sleeping.
+  std::function<double()> clock;
 };
 
 class Shard {
