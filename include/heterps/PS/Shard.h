@@ -16,12 +16,12 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
 #include <string>
-#include <functional>
 #include <unordered_map>
 #include <vector>
 
