@@ -1,0 +1,459 @@
+//===- ShardRows.cpp - A PS shard's rows: memory and the RocksDB tier -----===//
+//
+// Pulls and pushes of rows, feature admission, the rows' time to live, and
+// the RocksDB tier of tables larger than their cache.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ShardState.h"
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+
+using namespace heterps;
+using namespace heterps::ps;
+using namespace heterps::ps::detail;
+namespace fs = std::filesystem;
+
+using runtime::fnv1a;
+using runtime::splitmix64;
+
+//===----------------------------------------------------------------------===//
+// Rows: memory, and the RocksDB tier
+//===----------------------------------------------------------------------===//
+
+namespace {
+void putBigEndian(std::string &s, uint64_t v, int bytes) {
+  for (int i = bytes - 1; i >= 0; --i)
+    s.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+} // namespace
+
+std::string detail::diskPrefix(uint32_t table, uint32_t generation,
+                               int64_t virtualShard) {
+  std::string s;
+  putBigEndian(s, table, 4);
+  putBigEndian(s, generation, 4);
+  if (virtualShard >= 0)
+    putBigEndian(s, static_cast<uint64_t>(virtualShard), 4);
+  return s;
+}
+
+std::string detail::diskKey(uint32_t table, uint32_t generation,
+                            uint32_t virtualShard, uint64_t key) {
+  std::string s = diskPrefix(table, generation, virtualShard);
+  putBigEndian(s, key, 8);
+  return s;
+}
+
+uint64_t detail::keyOfDiskKey(const rocksdb::Slice &k) {
+  uint64_t v = 0;
+  for (size_t i = 12; i < 20; ++i)
+    v = (v << 8) | static_cast<unsigned char>(k[i]);
+  return v;
+}
+
+Status Shard::openDisk() {
+  if (disk)
+    return {};
+  if (opts.rocksdbDir.empty())
+    return Status::error(Code::FailedPrecondition,
+                         str("PS server ", opts.index,
+                             " has no --rocksdb-dir for STORAGE_ROCKSDB "
+                             "tables"));
+  auto d = std::make_shared<Disk>();
+  std::string path = opts.rocksdbDir + "/shard-" + std::to_string(opts.index) +
+                     "-of-" + std::to_string(opts.count);
+  rocksdb::Options o;
+  o.create_if_missing = true;
+  o.IncreaseParallelism(2);
+  rocksdb::DestroyDB(path, o);
+  std::error_code ec;
+  fs::create_directories(opts.rocksdbDir, ec);
+  rocksdb::DB *db = nullptr;
+  rocksdb::Status st = rocksdb::DB::Open(o, path, &db);
+  if (!st.ok())
+    return Status::error(Code::Internal, "cannot open RocksDB '" + path +
+                                             "': " + st.ToString());
+  d->db.reset(db);
+  disk = std::move(d);
+  return {};
+}
+
+/// A free slot of part `v`, growing it, or for a RocksDB table whose cache
+/// is full, moving a row that the current push does not use to RocksDB
+/// (`moved`: the rows in memory did not grow).
+Status Shard::allocateSlot(Table &t, uint32_t v, uint32_t *slot, bool *moved) {
+  Table::Part &p = *t.parts[v];
+  *moved = false;
+  if (!p.freeSlots.empty()) {
+    *slot = p.freeSlots.back();
+    p.freeSlots.pop_back();
+    return {};
+  }
+  if (t.onDisk && p.index.size() >= t.cachePerPart && !p.keys.empty()) {
+    for (size_t tries = 0; tries < p.keys.size(); ++tries) {
+      uint32_t victim = p.hand++ % static_cast<uint32_t>(p.keys.size());
+      if (victim < p.merged.size() && p.merged[victim] >= 0)
+        continue; // holds a gradient of the push being applied
+      std::string value(reinterpret_cast<const char *>(&p.steps[victim]), 8);
+      value.append(
+          reinterpret_cast<const char *>(p.data.data() + victim * t.stride),
+          t.stride * sizeof(float));
+      rocksdb::Status st = disk->db->Put(
+          disk->write,
+          diskKey(t.config.table_id(), t.generation, v, p.keys[victim]), value);
+      if (!st.ok())
+        return Status::error(Code::Internal,
+                             "RocksDB write failed: " + st.ToString());
+      p.index.erase(p.keys[victim]);
+      ++p.diskRows;
+      *slot = victim;
+      *moved = true;
+      return {};
+    }
+  }
+  *slot = static_cast<uint32_t>(p.keys.size());
+  p.keys.push_back(0);
+  p.steps.push_back(0);
+  p.touched.push_back(0);
+  p.data.resize(p.data.size() + t.stride);
+  return {};
+}
+
+Status Shard::rowSlot(Table &t, uint32_t v, uint64_t key, bool countAdmission,
+                      int32_t *slot, uint64_t *created, bool assigning) {
+  Table::Part &p = *t.parts[v];
+  if (uint32_t found = p.index.find(key); found != KeyIndex::kNone) {
+    *slot = static_cast<int32_t>(found);
+    return {};
+  }
+  std::string value;
+  if (t.onDisk && p.diskRows &&
+      disk->db
+          ->Get(disk->read, diskKey(t.config.table_id(), t.generation, v, key),
+                &value)
+          .ok()) {
+    if (value.size() != 8 + t.stride * sizeof(float))
+      return Status::error(Code::Internal, "a RocksDB row of the wrong size");
+    uint32_t s;
+    bool moved;
+    if (Status st = allocateSlot(t, v, &s, &moved); !st.ok())
+      return st;
+    std::memcpy(&p.steps[s], value.data(), 8);
+    std::memcpy(p.data.data() + s * t.stride, value.data() + 8,
+                t.stride * sizeof(float));
+    p.keys[s] = key;
+    disk->db->Delete(disk->write,
+                     diskKey(t.config.table_id(), t.generation, v, key));
+    --p.diskRows;
+    p.index.insert(key, s);
+    if (!moved)
+      ++*created;
+    *slot = static_cast<int32_t>(s);
+    return {};
+  }
+  if (countAdmission && ++p.pending[key] < t.config.admit_min_count()) {
+    *slot = -1;
+    return {};
+  }
+  bool cacheFull = t.onDisk && p.index.size() >= t.cachePerPart;
+  if (opts.maxMemoryBytes && !cacheFull &&
+      memory + (*created + 1) * t.rowBytes() > opts.maxMemoryBytes)
+    return Status::error(Code::ResourceExhausted,
+                         str("table ", t.config.table_id(),
+                             ": a new row would take PS server ", opts.index,
+                             " past its memory limit of ", opts.maxMemoryBytes,
+                             " bytes"));
+  p.pending.erase(key);
+  uint32_t s;
+  bool moved;
+  if (Status st = allocateSlot(t, v, &s, &moved); !st.ok())
+    return st;
+  p.keys[s] = key;
+  p.steps[s] = 0;
+  // A row that an assign creates gets its value from it: drawing the
+  // initializer's values first was a fifth of loading a 10M-row table.
+  if (assigning)
+    std::fill_n(p.data.data() + s * t.stride, t.stride, 0.0f);
+  else
+    t.initRow(key, p.data.data() + s * t.stride);
+  p.index.insert(key, s);
+  if (!moved)
+    ++*created;
+  *slot = static_cast<int32_t>(s);
+  return {};
+}
+
+Status Shard::pull(uint32_t table, const uint64_t *keys, size_t n,
+                   float *rows) {
+  std::shared_lock<std::shared_mutex> lock(tablesMutex);
+  Table *t;
+  Grouping *grouping;
+  if (Status s = checkRequest(table, keys, n, &t, &grouping); !s.ok())
+    return s;
+  const Grouping &g = *grouping;
+  const uint32_t dim = t->dim;
+  const bool ttl = t->config.ttl_seconds() > 0;
+  const uint32_t admit = t->config.admit_min_count();
+  double now = ttl ? opts.clock() : 0;
+  uint64_t created = 0;
+  Status result;
+  for (uint32_t v = 0; v < kVirtualShards && result.ok(); ++v) {
+    if (g.begin[v] == g.begin[v + 1])
+      continue;
+    Table::Part &p = *t->parts[v];
+    std::lock_guard<std::mutex> l(p.mutex);
+    for (uint32_t j = g.begin[v]; j < g.begin[v + 1]; ++j) {
+      uint32_t i = g.order[j];
+      uint64_t key = t->normalize(keys[i]);
+      float *out = rows + static_cast<size_t>(i) * dim;
+      int32_t slot;
+      result = rowSlot(*t, v, key, admit > 1, &slot, &created);
+      if (!result.ok())
+        break;
+      if (slot < 0) {
+        std::fill(out, out + dim, 0.0f);
+        continue;
+      }
+      if (ttl)
+        p.touched[slot] = now;
+      std::memcpy(out, p.data.data() + slot * t->stride, dim * sizeof(float));
+    }
+  }
+  memory += created * t->rowBytes();
+  return result;
+}
+
+Shard::ClientSeq &Shard::clientSeq(uint64_t client) {
+  std::lock_guard<std::mutex> lock(clientsMutex);
+  std::unique_ptr<ClientSeq> &c = clients[client];
+  if (!c)
+    c = std::make_unique<ClientSeq>();
+  return *c;
+}
+
+/// A known client's sequence numbers grow one request at a time (retries
+/// repeat one); a request that jumps far ahead is refused, so that one
+/// forged sequence number cannot make the client's later pushes look like
+/// repeats. A client the server has not seen (a restarted server) may
+/// start anywhere.
+Status detail::checkSequence(uint64_t client, uint64_t last, uint64_t seq) {
+  constexpr uint64_t kMaxStep = uint64_t(1) << 20;
+  if (last && seq > last && seq - last > kMaxStep)
+    return Status::error(Code::InvalidArgument,
+                         str("client ", client, ": sequence number ", seq,
+                             " jumps ", seq - last, " past its last, ", last,
+                             " (at most ", kMaxStep, ")"));
+  return {};
+}
+
+Status Shard::push(uint32_t table, const uint64_t *keys, size_t n,
+                   const float *values, uint64_t client, uint64_t seq,
+                   bool assign, v1::PushResponse *response) {
+  std::shared_lock<std::shared_mutex> lock(tablesMutex);
+  Table *t;
+  Grouping *g;
+  if (Status s = checkRequest(table, keys, n, &t, &g); !s.ok())
+    return s;
+  if (client == 0)
+    return applyPush(*t, *g, keys, n, values, assign, response);
+  // The client's lock is held while the push is applied, so a retry that
+  // arrives while the original is still running waits for it and is then
+  // recognised as a repeat.
+  ClientSeq &c = clientSeq(client);
+  std::lock_guard<std::mutex> l(c.mutex);
+  if (seq <= c.last) {
+    response->set_duplicate(true);
+    ++t->duplicatePushes;
+    return {};
+  }
+  if (Status s = checkSequence(client, c.last, seq); !s.ok())
+    return s;
+  Status s = applyPush(*t, *g, keys, n, values, assign, response);
+  if (s.ok())
+    c.last = seq;
+  return s;
+}
+
+Status Shard::pushMany(const std::vector<PushPart> &parts, uint64_t client,
+                       uint64_t seq, v1::PushResponse *response) {
+  std::shared_lock<std::shared_mutex> lock(tablesMutex);
+  Table *t;
+  Grouping *g;
+  // Every part is checked before any is applied.
+  for (const PushPart &p : parts)
+    if (Status s = checkRequest(p.table, p.keys, p.n, &t, &g); !s.ok())
+      return s;
+  std::unique_lock<std::mutex> sequence;
+  ClientSeq *c = nullptr;
+  if (client) {
+    c = &clientSeq(client);
+    sequence = std::unique_lock<std::mutex>(c->mutex);
+    if (seq <= c->last) {
+      response->set_duplicate(true);
+      for (const PushPart &p : parts)
+        if (checkRequest(p.table, p.keys, p.n, &t, &g).ok())
+          ++t->duplicatePushes;
+      return {};
+    }
+    if (Status s = checkSequence(client, c->last, seq); !s.ok())
+      return s;
+  }
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const PushPart &p = parts[i];
+    Status s = checkRequest(p.table, p.keys, p.n, &t, &g);
+    if (s.ok())
+      s = applyPush(*t, *g, p.keys, p.n, p.values, p.assign, response);
+    if (!s.ok()) {
+      // Parts before this one are applied: a retry of the request must
+      // not apply them again.
+      if (c && i > 0)
+        c->last = seq;
+      if (i > 0)
+        s.message += str(" (the push's first ", i, " of ", parts.size(),
+                         " tables were applied)");
+      return s;
+    }
+  }
+  if (c)
+    c->last = seq;
+  return {};
+}
+
+Status Shard::applyPush(Table &t, const Grouping &g, const uint64_t *keys,
+                        size_t n, const float *values, bool assign,
+                        v1::PushResponse *response) {
+  const uint32_t dim = t.dim;
+  const bool skipNonFinite =
+      t.config.non_finite() == v1::NON_FINITE_SKIP && !assign;
+  if (!skipNonFinite)
+    for (size_t i = 0; i < n * dim; ++i)
+      if (!std::isfinite(values[i]))
+        return Status::error(
+            Code::InvalidArgument,
+            str("table ", t.config.table_id(), " '", t.config.name(),
+                "': ", assign ? "value" : "gradient", " ", values[i],
+                " for key ", keys[i / dim], " (element ", i % dim,
+                "); the push was rejected and changed nothing"));
+  const bool ttl = t.config.ttl_seconds() > 0;
+  const uint32_t admit = t.config.admit_min_count();
+  double now = ttl ? opts.clock() : 0;
+  uint64_t created = 0, skipped = 0, notAdmitted = 0;
+  thread_local std::vector<float> merged;
+  thread_local std::vector<uint32_t> mergedSlots;
+  thread_local std::vector<const float *> sources;
+  Status result;
+  for (uint32_t v = 0; v < kVirtualShards && result.ok(); ++v) {
+    if (g.begin[v] == g.begin[v + 1])
+      continue;
+    Table::Part &p = *t.parts[v];
+    std::lock_guard<std::mutex> l(p.mutex);
+    mergedSlots.clear();
+    sources.clear();
+    merged.resize(static_cast<size_t>(g.begin[v + 1] - g.begin[v]) * dim);
+    for (uint32_t j = g.begin[v]; j < g.begin[v + 1]; ++j) {
+      uint32_t i = g.order[j];
+      const float *gi = values + static_cast<size_t>(i) * dim;
+      if (skipNonFinite && !std::all_of(gi, gi + dim, [](float x) {
+            return std::isfinite(x);
+          })) {
+        ++skipped;
+        continue;
+      }
+      uint64_t key = t.normalize(keys[i]);
+      int32_t found;
+      result =
+          rowSlot(t, v, key, !assign && admit > 1, &found, &created, assign);
+      if (!result.ok())
+        break;
+      if (found < 0) {
+        ++notAdmitted;
+        continue;
+      }
+      uint32_t slot = static_cast<uint32_t>(found);
+      if (ttl)
+        p.touched[slot] = now;
+      if (p.merged.size() <= slot)
+        p.merged.resize(p.keys.size(), -1);
+      // A key's gradient is read where it is, and copied only when the
+      // key repeats (the client has usually merged repeats already).
+      int32_t &m = p.merged[slot];
+      if (m < 0) {
+        m = static_cast<int32_t>(mergedSlots.size());
+        mergedSlots.push_back(slot);
+        sources.push_back(gi);
+        continue;
+      }
+      float *dst = merged.data() + static_cast<size_t>(m) * dim;
+      if (sources[m] != dst) {
+        std::copy(sources[m], sources[m] + dim, dst);
+        sources[m] = dst;
+      }
+      if (assign) {
+        // The last value of a key wins, as in a sequence of writes.
+        std::copy(gi, gi + dim, dst);
+      } else {
+        for (uint32_t k = 0; k < dim; ++k)
+          dst[k] += gi[k];
+      }
+    }
+    for (size_t m = 0; m < mergedSlots.size(); ++m) {
+      uint32_t slot = mergedSlots[m];
+      p.merged[slot] = -1;
+      if (!result.ok())
+        continue;
+      float *row = p.data.data() + slot * t.stride;
+      const float *gm = sources[m];
+      if (assign) {
+        std::copy(gm, gm + dim, row);
+        std::fill(row + dim, row + t.stride, 0.0f);
+        p.steps[slot] = 0;
+      } else {
+        runtime::applyUpdate(t.optimizer, row, gm,
+                             t.slots ? row + dim : nullptr, dim,
+                             ++p.steps[slot]);
+      }
+    }
+  }
+  memory += created * t.rowBytes();
+  t.skippedNonFinite += skipped;
+  if (result.ok())
+    ++t.pushesApplied;
+  response->set_skipped_non_finite(skipped);
+  response->set_not_admitted(notAdmitted);
+  return result;
+}
+
+uint64_t Shard::evictExpired() {
+  std::lock_guard<std::mutex> m(maintenanceMutex);
+  std::shared_lock<std::shared_mutex> lock(tablesMutex);
+  double now = opts.clock();
+  uint64_t total = 0;
+  for (auto &[id, t] : tables) {
+    double ttl = t->config.ttl_seconds();
+    if (ttl <= 0)
+      continue;
+    uint64_t dropped = 0;
+    for (auto &p : t->parts) {
+      if (!p)
+        continue;
+      std::lock_guard<std::mutex> l(p->mutex);
+      std::vector<uint64_t> expired;
+      p->index.forEach([&](uint64_t key, uint32_t slot) {
+        if (now - p->touched[slot] > ttl) {
+          p->freeSlots.push_back(slot);
+          expired.push_back(key);
+        }
+      });
+      for (uint64_t key : expired)
+        p->index.erase(key);
+      dropped += expired.size();
+    }
+    t->evicted += dropped;
+    memory -= dropped * t->rowBytes();
+    total += dropped;
+  }
+  return total;
+}
