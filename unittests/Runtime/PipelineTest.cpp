@@ -531,6 +531,112 @@ TEST(Pipeline, RefusesWhatItCannotSplit) {
   EXPECT_THROW(parsePipelineSchedule("zigzag"), RuntimeError);
 }
 
+/// The two-stage model with a batch norm in stage 1 (two replicas): it
+/// normalises the dense features, beside the rows, in training with the
+/// micro-batch's statistics, and updates its running statistics in place.
+std::string modelWithBatchNorm() {
+  std::string text = twoStageModel();
+  auto replace = [&](const std::string &from, const std::string &to) {
+    size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at != std::string::npos)
+      text.replace(at, from.size(), to);
+  };
+  const std::string stage1 =
+      "heterps.device = #heterps.device<\"b\", cpu>, heterps.stage = "
+      "#heterps.stage_assignment<index = 1, units = 2>";
+  replace("heterps.param @w1 : tensor<12x16xf32>",
+          "heterps.param @gamma : tensor<4xf32> = #heterps.init<ones>\n"
+          "heterps.param @beta : tensor<4xf32> = #heterps.init<zeros>\n"
+          "heterps.param frozen @mean : tensor<4xf32> = #heterps.init<zeros>\n"
+          "heterps.param frozen @var : tensor<4xf32> = #heterps.init<ones>\n"
+          "heterps.param @w1 : tensor<16x16xf32>");
+  replace("  %w1 = heterps.load_param @w1",
+          "  %gamma = heterps.load_param @gamma {" + stage1 +
+              "} : tensor<4xf32>\n"
+              "  %beta = heterps.load_param @beta {" +
+              stage1 +
+              "} : tensor<4xf32>\n"
+              "  %mean = heterps.load_param @mean {" +
+              stage1 +
+              "} : tensor<4xf32>\n"
+              "  %var = heterps.load_param @var {" +
+              stage1 +
+              "} : tensor<4xf32>\n"
+              "  %dn = heterps.batch_norm %dense, %gamma, %beta, %mean, %var "
+              "{" +
+              stage1 +
+              "} : (tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, "
+              "tensor<4xf32>, tensor<4xf32>) -> tensor<?x4xf32>\n"
+              "  %x2 = heterps.concat %x, %dn {axis = 1 : i64, " +
+              stage1 +
+              "} : (tensor<?x12xf32>, tensor<?x4xf32>) -> "
+              "tensor<?x16xf32>\n"
+              "  %w1 = heterps.load_param @w1");
+  replace("} : tensor<12x16xf32>", "} : tensor<16x16xf32>");
+  replace("%h = heterps.gemm %x, %w1, %b1", "%h = heterps.gemm %x2, %w1, %b1");
+  replace("(tensor<?x12xf32>, tensor<12x16xf32>, tensor<16xf32>)",
+          "(tensor<?x16xf32>, tensor<16x16xf32>, tensor<16xf32>)");
+  return text;
+}
+
+/// The replicas of a stage in one process share its parameters, but batch
+/// norm writes its running statistics in place: the first replica writes
+/// them, the others their own copies, refreshed from the first's before
+/// each step (as DistributedDataParallel broadcasts rank 0's buffers). So
+/// the statistics are the first replica's micro-batches' (0 and 2 of each
+/// step's 4), in order, whatever the timing, on the CPU and on the GPU.
+TEST(Pipeline, ReplicatedBatchNormKeepsTheFirstReplicasRunningStatistics) {
+  std::string model = modelWithBatchNorm();
+  for (bool onGpu : {false, true}) {
+    SCOPED_TRACE(onGpu ? "stage 1 on the test GPU" : "on the CPU");
+    plan::Plan p = compile(model.c_str(), "sgd");
+    if (onGpu)
+      p.mutable_stages(1)->set_kind("gpu");
+    ParamStore params(p, 7);
+    LocalEmbeddingStore tables(p, 7);
+    PipelineOptions options;
+    options.maxWorkers = 4;
+    KernelRegistry registry = fixtures::testRegistry({});
+    fixtures::HostMemoryDevice device;
+    ProgramOptions programOptions;
+    if (onGpu) {
+      programOptions.registry = &registry;
+      programOptions.gpu = &device;
+    }
+    PipelineExecutor pipeline(p, params, tables, programOptions, options);
+    ASSERT_EQ(pipeline.mapping()[1].replicas, 2);
+    ASSERT_EQ(pipeline.microBatches(), 4);
+    std::vector<double> mean(4, 0.0), var(4, 1.0);
+    int loss = p.training().loss_output();
+    for (int step = 0; step < 6; ++step) {
+      Batch batch(64, 900 + step);
+      pipeline.run(batch.inputs(), true, {loss});
+      for (int64_t microBatch : {0, 2}) {
+        const float *x = batch.dense.as<float>() + microBatch * 16 * 4;
+        for (int c = 0; c < 4; ++c) {
+          double sum = 0, squares = 0;
+          for (int r = 0; r < 16; ++r)
+            sum += x[r * 4 + c];
+          double m = sum / 16;
+          for (int r = 0; r < 16; ++r)
+            squares += (x[r * 4 + c] - m) * (x[r * 4 + c] - m);
+          mean[c] = 0.9 * mean[c] + 0.1 * m;
+          var[c] = 0.9 * var[c] + 0.1 * squares / 15;
+        }
+      }
+      const Tensor &gotMean = params.get("mean").value,
+                   &gotVar = params.get("var").value;
+      for (int c = 0; c < 4; ++c) {
+        EXPECT_NEAR(gotMean.as<float>()[c], mean[c], 1e-5)
+            << "step " << step << ", channel " << c;
+        EXPECT_NEAR(gotVar.as<float>()[c], var[c], 1e-5 * var[c])
+            << "step " << step << ", channel " << c;
+      }
+    }
+  }
+}
+
 /// A message's page-locked buffer, given back, carries a later message that
 /// fits; one still held does not; the buffers outlive their pool while a
 /// message holds one.

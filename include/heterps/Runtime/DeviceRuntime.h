@@ -138,6 +138,10 @@ void registerGPUKernels(KernelRegistry &registry);
 /// them: registerDeviceStateKernels.)
 bool runsOnHost(const std::string &opName);
 
+/// Whether op `opName` writes its operand `operand` in place when training:
+/// batch norm's running statistics (operands 3 and 4).
+bool writesOperandInPlace(const std::string &opName, size_t operand);
+
 /// Creates the kernel of `op` for a stage of kind `stageKind` and sets
 /// `column` to the column it came from: the stage's own; the CPU for a host
 /// op and for an op on integers alone (ids and shapes, which host ops

@@ -48,6 +48,11 @@ bool heterps::runtime::runsOnHost(const std::string &opName) {
   return hostOps.count(opName) != 0;
 }
 
+bool heterps::runtime::writesOperandInPlace(const std::string &opName,
+                                            size_t operand) {
+  return opName == "heterps.batch_norm" && (operand == 3 || operand == 4);
+}
+
 static bool onIntegersAlone(const OpInfo &op) {
   for (const TensorType &t : op.inputTypes())
     if (isFloat(t.dtype))

@@ -219,6 +219,10 @@ PipelineExecutor::PipelineExecutor(const plan::Plan &plan, ParamStore &params,
             impl->origin);
         worker->program->setTrace(worker->trace.get());
       }
+      // The replicas of a stage in this process share its parameters: the
+      // first writes the running statistics, the others their own copies.
+      if (r > 0 && !processes && pipeline.sync == SyncMode::Sync)
+        worker->program->keepWrittenParametersPrivate();
       if (pipeline.schedule == PipelineSchedule::OneForwardOneBackward)
         worker->inFlightLimit = numStages - s;
       impl->stages.back().push_back(std::move(worker));

@@ -42,6 +42,9 @@ struct StageProgram::Node {
   int64_t pushDim = 0;
   /// Kernel seconds over the profiled steps.
   double seconds = 0;
+  /// A heterps.load_param of a parameter written in place: the index of
+  /// the replica's own copy (keepWrittenParametersPrivate), or -1.
+  int privateParameter = -1;
 };
 
 namespace {
@@ -369,6 +372,12 @@ void StageProgram::run(int segment, Slot &slot, double weight) {
       node.preparedShapes = shapes;
       node.prepared = true;
     }
+    if (node.privateParameter >= 0) {
+      const Tensor &own = privateParameters[node.privateParameter].value;
+      slot.values[node.outputs[0]] =
+          Tensor::view(own.dtype(), own.shape(), own.data(), own.space());
+      continue;
+    }
     if (node.deferred == Deferred::Update) {
       accumulate(node, *in[0], w);
       ranOnGpu |= node.kind == DeviceKind::GPU;
@@ -495,6 +504,7 @@ Tensor &StageProgram::deviceResult(Slot &slot, int id, DType dtype,
 }
 
 void StageProgram::beginStep() {
+  refreshPrivateParameters();
   for (auto &node : nodes) {
     node->accumulated = false;
     node->pushKeys.clear();
@@ -726,6 +736,44 @@ std::vector<std::string> StageProgram::updatedParameters() const {
 void StageProgram::pullParameters() {
   for (const std::string &name : updatedParameters())
     ctx.tables->pullDense(name, ctx.params->get(name).value);
+}
+
+void StageProgram::keepWrittenParametersPrivate() {
+  for (auto &load : nodes) {
+    if (load->op->name() != "heterps.load_param" || load->privateParameter >= 0)
+      continue;
+    bool written = false;
+    for (const auto &reader : nodes)
+      for (size_t i = 0; i < reader->inputs.size(); ++i)
+        written |= reader->inputs[i] == load->outputs[0] &&
+                   writesOperandInPlace(reader->op->name(), i);
+    if (!written)
+      continue;
+    load->privateParameter = static_cast<int>(privateParameters.size());
+    privateParameters.push_back({load->kernel->op().getString("name"),
+                                 load->kind == DeviceKind::GPU, Tensor()});
+  }
+}
+
+void StageProgram::refreshPrivateParameters() {
+  bool onDevice = false;
+  for (PrivateParameter &own : privateParameters) {
+    if (!own.onDevice) {
+      const Tensor &shared = ctx.params->get(own.name).value;
+      if (own.value.shape() != shared.shape())
+        own.value = shared.clone();
+      else
+        std::memcpy(own.value.data(), shared.data(), shared.byteSize());
+      continue;
+    }
+    const Tensor &shared = ctx.params->onDevice(own.name, *gpu).deviceValue;
+    if (own.value.shape() != shared.shape())
+      own.value = gpu->allocate(DType::F32, shared.shape());
+    gpu->scaleAdd(1.0f, shared, 0.0f, own.value);
+    onDevice = true;
+  }
+  if (onDevice)
+    gpu->synchronize();
 }
 
 void StageProgram::addOpTimes(std::map<const plan::Op *, double> &times) const {

@@ -123,7 +123,8 @@ public:
   /// Waits until copiesReached(slot).
   void finishCopies(Slot &slot);
 
-  /// Clears the step accumulators (before a step's first micro-batch).
+  /// Clears the step accumulators (before a step's first micro-batch) and
+  /// refreshes the replica's own parameters; called when no worker runs.
   void beginStep();
   /// Sums the accumulators of `replicas` (all of this stage's, this one
   /// included) and applies the updates and pushes of share `share` of
@@ -146,6 +147,16 @@ public:
   /// Copies the current value of every parameter this stage updates from
   /// the store into this replica's parameters.
   void pullParameters();
+  /// Makes this replica load its own copy of each parameter that an op of
+  /// the stage writes in place (batch norm's running statistics), so that
+  /// it does not write the copy that another replica of the stage, sharing
+  /// the store, writes. Called for every replica of a stage but its first.
+  void keepWrittenParametersPrivate();
+  /// Sets this replica's own copies to the store's values, which the
+  /// stage's first replica wrote (as PyTorch's DistributedDataParallel
+  /// broadcasts the first rank's buffers). Called between steps, when no
+  /// worker runs.
+  void refreshPrivateParameters();
   /// The names of the parameters this stage updates.
   std::vector<std::string> updatedParameters() const;
 
@@ -212,6 +223,14 @@ private:
   std::vector<Tensor *> out;
   std::vector<Shape> shapes;
   std::vector<Transfer> copies;
+  /// The replica's own copies of the parameters written in place, in the
+  /// memory of the loads' column.
+  struct PrivateParameter {
+    std::string name;
+    bool onDevice = false;
+    Tensor value;
+  };
+  std::vector<PrivateParameter> privateParameters;
 };
 
 } // namespace heterps::runtime
