@@ -12,12 +12,10 @@
 
 #include <chrono>
 #include <cmath>
-#include <filesystem>
 
 using namespace heterps;
 using namespace heterps::ps;
 using namespace heterps::ps::detail;
-namespace fs = std::filesystem;
 
 using runtime::fnv1a;
 using runtime::splitmix64;

@@ -25,7 +25,6 @@ using namespace heterps::ps::detail;
 namespace fs = std::filesystem;
 
 using runtime::fnv1a;
-using runtime::splitmix64;
 
 //===----------------------------------------------------------------------===//
 // Checkpoints

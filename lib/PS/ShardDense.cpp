@@ -10,16 +10,11 @@
 #include "heterps/Support/CheckedMath.h"
 
 #include <cmath>
-#include <filesystem>
 #include <optional>
 
 using namespace heterps;
 using namespace heterps::ps;
 using namespace heterps::ps::detail;
-namespace fs = std::filesystem;
-
-using runtime::fnv1a;
-using runtime::splitmix64;
 
 //===----------------------------------------------------------------------===//
 // Dense tensors

@@ -16,9 +16,6 @@ using namespace heterps::ps;
 using namespace heterps::ps::detail;
 namespace fs = std::filesystem;
 
-using runtime::fnv1a;
-using runtime::splitmix64;
-
 //===----------------------------------------------------------------------===//
 // Rows: memory, and the RocksDB tier
 //===----------------------------------------------------------------------===//
