@@ -201,8 +201,29 @@ run_torch_checks() {
       fi
     done
   done
-  cat "$out/torch-steps.txt"
+  grep -vE '^PASS' "$out/torch-steps.txt" || true
   return $status
+}
+
+# The counts of every phase, last, where the device tool's output shows them.
+summary() {
+  local out="$1" tests failures skipped
+  echo "=== gpu-check summary"
+  tests=$(grep -o 'tests="[0-9]*"' "$out/gpu-tests.xml" 2>/dev/null | head -1 | tr -dc 0-9)
+  failures=$(grep -o 'failures="[0-9]*"' "$out/gpu-tests.xml" 2>/dev/null | head -1 | tr -dc 0-9)
+  skipped=$(grep -c 'result="skipped"' "$out/gpu-tests.xml" 2>/dev/null || true)
+  if [[ -f "$out/gpu-tests.xml" ]]; then
+    echo "GPU tests: ${tests:-?} run, ${failures:-?} failed, ${skipped:-0} skipped"
+  else
+    echo "GPU tests: no gpu-tests.xml (the run crashed or timed out; the end of gpu-tests.log:)"
+    tail -5 "$out/gpu-tests.log" 2>/dev/null || true
+  fi
+  grep -E '^\[  FAILED  \] [A-Za-z]' "$out/gpu-tests.log" 2>/dev/null | sort -u | head -20 || true
+  echo "PyTorch checks: $(grep -c '^PASS' "$out/torch-steps.txt" 2>/dev/null || true) passed," \
+    "$(grep -c '^FAIL' "$out/torch-steps.txt" 2>/dev/null || true) failed," \
+    "$(grep -c '^SKIPPED' "$out/torch-steps.txt" 2>/dev/null || true) skipped"
+  echo "benchmark: the end of gpu-bench.txt:"
+  tail -12 "$out/gpu-bench.txt" 2>/dev/null || true
 }
 
 # python3 with the library path the machine gave this script.
@@ -244,9 +265,14 @@ run() {
 
   local status=0 tests_status=0 seconds
   export HETERPS_GPU_TEST_PLANS="$dir/plans/tests"
+  # The whole log into the file; here only what failed and the counts, so
+  # that the end of this script's output (all the device tool shows) holds
+  # the summary.
   timeout "$(limit 240)" "$dir/bin/HeterPSRuntimeGPUTests" \
-    --gtest_output="xml:$out/gpu-tests.xml" 2>&1 | tee "$out/gpu-tests.log" ||
+    --gtest_output="xml:$out/gpu-tests.xml" >"$out/gpu-tests.log" 2>&1 ||
     tests_status=1
+  grep -E '^\[  FAILED  \]|^\[  PASSED  \]|tests? from .* ran' "$out/gpu-tests.log" |
+    sort -u | head -40 || true
   local skipped
   skipped=$(grep -c 'result="skipped"' "$out/gpu-tests.xml" 2>/dev/null || true)
   if ((skipped > 0)); then
@@ -265,6 +291,7 @@ run() {
   run_torch_checks "$dir" "$out" || status=1
   ((tests_status == 0)) || memcheck_failures "$dir" "$out"
   rm -rf "$dir"
+  summary "$out"
   if ((status == 0)); then
     echo "gpu-check: every GPU test passed; results in $out"
   else
