@@ -411,8 +411,9 @@ TEST(Pipeline, AGpuStageTrainsAsTheCpuWithCopiesAtItsBoundaries) {
     // The rows from stage 0 and the gradient from stage 1 went over on the
     // stream of uploads, before the kernels that read them.
     EXPECT_GT(device.uploads, 0);
-    // A slot's fence is made once (at most two slots per replica).
-    EXPECT_LE(device.fences, allGpu ? 8 : 4);
+    // A slot's fence is made once: the 1F1B bound's slots per replica (2
+    // in stage 0, 1 in stage 1) and one more for a micro-batch leaving.
+    EXPECT_LE(device.fences, allGpu ? 10 : 4);
     // Stage 0's replicas have their next forward at hand (its inputs):
     // each queued its kernels before it waited for the copies of the one
     // before. (Stage 1's next micro-batch comes when stage 0 sends it.)
@@ -420,6 +421,52 @@ TEST(Pipeline, AGpuStageTrainsAsTheCpuWithCopiesAtItsBoundaries) {
       EXPECT_GT(device.overlappedStarts, 0);
     }
   }
+}
+
+/// The CTR model as one stage (the last one, bound to one micro-batch in
+/// flight by 1F1B) on the test GPU, in 4 micro-batches: the worker queues
+/// each micro-batch's kernels while the one before leaves the device, and
+/// trains as the CPU does.
+TEST(Pipeline, TheLastGpuStageQueuesAMicroBatchWhileTheOneBeforeLeaves) {
+  std::string model = twoStageModel();
+  for (const std::string &from :
+       {std::string("index = 1, units = 2"),
+        std::string("heterps.device = #heterps.device<\"b\", cpu>")}) {
+    std::string to = from[0] == 'i'
+                         ? "index = 0, units = 2"
+                         : "heterps.device = #heterps.device<\"a\", cpu>";
+    for (size_t at = model.find(from); at != std::string::npos;
+         at = model.find(from, at + to.size()))
+      model.replace(at, from.size(), to);
+  }
+  plan::Plan cpu = compile(model.c_str(), "adam");
+  ASSERT_EQ(cpu.stages_size(), 1);
+  plan::Plan gpu = cpu;
+  gpu.mutable_stages(0)->set_kind("gpu");
+  ParamStore cpuParams(cpu, 7), gpuParams(gpu, 7);
+  LocalEmbeddingStore cpuTables(cpu, 7), gpuTables(gpu, 7);
+  PipelineOptions options;
+  options.maxWorkers = 1;
+  options.microBatches = 4;
+  PipelineExecutor onCpu(cpu, cpuParams, cpuTables, ProgramOptions{}, options);
+  KernelRegistry registry = fixtures::testRegistry({});
+  fixtures::HostMemoryDevice device;
+  ProgramOptions gpuOptions;
+  gpuOptions.registry = &registry;
+  gpuOptions.gpu = &device;
+  PipelineExecutor onGpu(gpu, gpuParams, gpuTables, gpuOptions, options);
+  ASSERT_EQ(onGpu.mapping()[0].replicas, 1);
+  ASSERT_EQ(onGpu.microBatches(), 4);
+  int loss = cpu.training().loss_output();
+  for (int step = 0; step < 3; ++step) {
+    Batch batch(64, 500 + step);
+    expectEqualSteps(onCpu, onGpu, batch.inputs(), {loss, loss == 0 ? 1 : 0},
+                     step);
+  }
+  // Three of each step's four micro-batches started while the one before
+  // was still leaving; two slots (two fences) serve them.
+  EXPECT_EQ(device.overlappedStarts, 3 * 3);
+  EXPECT_EQ(device.fences, 2);
 }
 
 /// A client of `shard` with the plan's tables.

@@ -107,8 +107,12 @@ void PipelineExecutor::Impl::runStep(Worker &worker) {
   // while the copies run and the host hands on; at most one segment waits
   // so (its slot stays taken until then), and none while the worker waits
   // for messages, so that no stage waits for what this one holds back.
+  // A micro-batch whose last segment is held back so does not count
+  // against the 1F1B bound: its slot is the one extra that lets the last
+  // stage queue a micro-batch while the one before leaves the device.
   std::vector<std::pair<size_t, int>> &copying = worker.copying;
   copying.clear();
+  int64_t leaving = 0;
   auto handOn = [&](size_t task, int segment) {
     int64_t m = mine[task];
     const StageSegment &seg = segments[segment];
@@ -128,6 +132,7 @@ void PipelineExecutor::Impl::runStep(Worker &worker) {
       worker.freeSlots.push_back(slotOf[task]);
       slotOf[task] = nullptr;
       --inFlight;
+      --leaving;
       ++done;
     }
   };
@@ -147,7 +152,8 @@ void PipelineExecutor::Impl::runStep(Worker &worker) {
         uint64_t seen = worker.inbox.deliveries;
         auto tryForward = [&] {
           if (nextForward < mine.size() &&
-              (worker.inFlightLimit == 0 || inFlight < worker.inFlightLimit) &&
+              (worker.inFlightLimit == 0 ||
+               inFlight - leaving < worker.inFlightLimit) &&
               delivered(0, nextForward)) {
             task = static_cast<int64_t>(nextForward);
             segment = 0;
@@ -242,6 +248,7 @@ void PipelineExecutor::Impl::runStep(Worker &worker) {
     }
     ++progress[task];
     copying.push_back({static_cast<size_t>(task), segment});
+    leaving += segment + 1 == numSegments;
     // The older segment's copies ran beside this one's kernels.
     while (!copying.empty() &&
            (copying.size() > 1 ||
