@@ -350,14 +350,17 @@ TEST(Pipeline, AGpuStageTrainsAsTheCpuWithCopiesAtItsBoundaries) {
 
     int loss = cpu.training().loss_output();
     std::vector<int> outputs{loss, loss == 0 ? 1 : 0};
-    int allocated = 0;
     for (int step = 0; step < 8; ++step) {
       Batch batch(64, 300 + step);
+      int allocated = device.allocations, slots = device.fences;
       expectEqualSteps(onCpu, onGpu, batch.inputs(), outputs, step);
-      // Every slot of both replicas has its device buffers after the
-      // first steps; later steps of the same size allocate nothing.
-      if (step == 3)
-        allocated = device.allocations;
+      // A step of the same size allocates device memory only for a slot
+      // it uses for the first time (a slot makes its fence then): when a
+      // micro-batch may overlap the one leaving the device depends on the
+      // threads' timing, so the last slot can come in any step.
+      if (step > 0 && device.fences == slots) {
+        EXPECT_EQ(device.allocations, allocated) << "step " << step;
+      }
       // The GPU stage uploads from ordinary memory only the caller's
       // inputs; the messages from stage 0 come page-locked.
       for (const void *source : device.takePageableUploads()) {
@@ -369,7 +372,6 @@ TEST(Pipeline, AGpuStageTrainsAsTheCpuWithCopiesAtItsBoundaries) {
         EXPECT_TRUE(input) << "step " << step << " uploaded " << source;
       }
     }
-    EXPECT_EQ(device.allocations, allocated);
     // The messages to the GPU stages (4 micro-batches a step on each
     // channel into one) reuse their page-locked buffers: fewer buffers
     // than messages, slot buffers included.
