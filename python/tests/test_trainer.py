@@ -2,6 +2,7 @@
 
 import re
 import subprocess
+import sys
 
 import numpy as np
 import onnx
@@ -276,3 +277,24 @@ def test_bags_given_by_offsets(tmp_path):
         trainer.step(bad)
     with pytest.raises(heterps.Error, match="input 'ids' holds bags"):
         trainer.fit("synthetic", steps=1, verbose=False)
+
+
+def test_import_and_cpu_training_do_not_load_cublas():
+    """`import heterps`, compiling and CPU training load no cuBLAS: a CUDA
+    build loads it when a thread first runs GPU kernels (loading costs
+    about a second)."""
+    script = (
+        "import sys\n"
+        "sys.path.insert(0, %r)\n"
+        "from conftest import ONNX_INPUTS, ctr_batch\n"
+        "import heterps\n"
+        "plan = heterps.compile(ONNX_INPUTS / 'torch-ctr.onnx', loss='bce',"
+        " optimizer='sgd', batch=16)\n"
+        "trainer = heterps.Trainer(plan)\n"
+        "trainer.step(ctr_batch(16, seed=1))\n"
+        "maps = open('/proc/self/maps').read()\n"
+        "print('libstdc++' in maps, 'libcublas' in maps)\n"
+        % str(ROOT / "python" / "tests"))
+    out = subprocess.run([sys.executable, "-c", script], check=True,
+                         capture_output=True, text=True).stdout
+    assert out.strip() == "True False"

@@ -25,6 +25,7 @@
 #include "heterps/Runtime/Program.h"
 #include "heterps/plan.pb.h"
 
+#include "../../lib/Runtime/CUDA/CublasLibrary.h"
 #include "CtrTraining.h"
 
 #include <gtest/gtest.h>
@@ -1830,6 +1831,50 @@ std::string planDirectory() {
 plan::Plan ctrPlan(const std::string &kind, const std::string &optimizer) {
   return fixtures::placeStages(
       loadPlan(planDirectory() + "/ctr-" + optimizer + ".plan"), kind);
+}
+
+/// A process that runs no GPU kernel never loads cuBLAS (CublasLibrary.h):
+/// not when it asks for the devices, trains a CPU stage, or (without a
+/// usable GPU) trains a GPU stage with the CPU fallback. Checked in a fresh
+/// process (the death test runs this binary again for this test alone),
+/// since an earlier test of this one may have loaded it.
+TEST(GpuColumnLibraries, RunsWithoutGpuKernelsDoNotLoadCublas) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        int failures = cuda::cublasLoaded();
+        queryDevices();
+        fixtures::trainCtr(ctrPlan("cpu", "adam"), {}, 2);
+        if (!gpuRuntime()) {
+          ProgramOptions fallback;
+          fallback.fallbackToCPU = true;
+          fixtures::trainCtr(ctrPlan("gpu", "sgd"), fallback, 2);
+        }
+        failures += cuda::cublasLoaded();
+        std::exit(failures);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+/// cuBLAS loads, with every function the GPU column calls, from the
+/// toolkit this build was compiled against; loading it needs no GPU.
+TEST(GpuColumnLibraries, CublasLoadsWithEveryFunctionTheColumnCalls) {
+  const cuda::CublasLibrary &blas = cuda::cublas();
+  EXPECT_TRUE(cuda::cublasLoaded());
+  EXPECT_FALSE(blas.file.empty());
+  for (const void *function :
+       {reinterpret_cast<const void *>(blas.create),
+        reinterpret_cast<const void *>(blas.destroy),
+        reinterpret_cast<const void *>(blas.setStream),
+        reinterpret_cast<const void *>(blas.setMathMode),
+        reinterpret_cast<const void *>(blas.statusString),
+        reinterpret_cast<const void *>(blas.gemmEx),
+        reinterpret_cast<const void *>(blas.gemmStridedBatchedEx)})
+    EXPECT_NE(function, nullptr);
+  // A function that needs no GPU answers.
+  const char *reason = blas.statusString(CUBLAS_STATUS_NOT_SUPPORTED);
+  ASSERT_NE(reason, nullptr);
+  EXPECT_NE(std::string(reason), "");
 }
 
 /// The plans load everywhere; the GPU half needs a GPU.

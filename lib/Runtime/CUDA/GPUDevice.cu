@@ -1,5 +1,6 @@
 //===- GPUDevice.cu - CUDA state shared by the GPU kernels ----------------===//
 
+#include "CublasLibrary.h"
 #include "GPUDevice.h"
 
 #include "heterps/Runtime/Error.h"
@@ -17,7 +18,7 @@ void cuda::check(cudaError_t status, const char *what) {
 
 void cuda::check(cublasStatus_t status, const char *what) {
   if (status != CUBLAS_STATUS_SUCCESS)
-    fail(what, ": ", cublasGetStatusString(status), " (cuBLAS status ",
+    fail(what, ": ", cublas().statusString(status), " (cuBLAS status ",
          static_cast<int>(status), ")");
 }
 
@@ -26,6 +27,8 @@ namespace {
 struct ThreadDevice {
   GPUDevice device;
   ThreadDevice() {
+    // First, so that a missing cuBLAS leaves no stream behind.
+    const CublasLibrary &blas = cublas();
     check(cudaSetDevice(0), "cudaSetDevice(0)");
     check(cudaStreamCreateWithFlags(&device.stream, cudaStreamNonBlocking),
           "creating a CUDA stream");
@@ -35,16 +38,16 @@ struct ThreadDevice {
     for (cudaEvent_t *event : {&device.queuedWork, &device.uploaded})
       check(cudaEventCreateWithFlags(event, cudaEventDisableTiming),
             "creating a CUDA event");
-    check(cublasCreate(&device.blas), "creating a cuBLAS handle");
-    check(cublasSetStream(device.blas, device.stream),
+    check(blas.create(&device.blas), "creating a cuBLAS handle");
+    check(blas.setStream(device.blas, device.stream),
           "binding cuBLAS to the stream");
     // TF32 stays off: f32 GEMMs match the CPU column within 1e-5.
-    check(cublasSetMathMode(device.blas, CUBLAS_DEFAULT_MATH),
+    check(blas.setMathMode(device.blas, CUBLAS_DEFAULT_MATH),
           "setting cuBLAS's math mode");
   }
   ~ThreadDevice() {
     if (device.blas)
-      cublasDestroy(device.blas);
+      cublas().destroy(device.blas);
     for (cudaEvent_t event : {device.queuedWork, device.uploaded})
       if (event)
         cudaEventDestroy(event);

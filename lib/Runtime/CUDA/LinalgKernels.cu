@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CublasLibrary.h"
 #include "GPUDevice.h"
 
 #include "../CPU/KernelUtil.h"
@@ -49,13 +50,13 @@ void cuda::gemm(const OpInfo &op, bool ta, bool tb, int64_t m, int64_t n,
   cublasHandle_t h = gpuDevice().blas;
   cublasComputeType_t compute = computeType(productMath());
   if (batch == 1)
-    check(cublasGemmEx(h, opB, opA, static_cast<int>(n), static_cast<int>(m),
-                       static_cast<int>(k), &alpha, b, CUDA_R_32F, ldb, a,
-                       CUDA_R_32F, lda, &beta, y, CUDA_R_32F,
-                       static_cast<int>(n), compute, CUBLAS_GEMM_DEFAULT),
+    check(cublas().gemmEx(h, opB, opA, static_cast<int>(n), static_cast<int>(m),
+                          static_cast<int>(k), &alpha, b, CUDA_R_32F, ldb, a,
+                          CUDA_R_32F, lda, &beta, y, CUDA_R_32F,
+                          static_cast<int>(n), compute, CUBLAS_GEMM_DEFAULT),
           "cublasGemmEx");
   else
-    check(cublasGemmStridedBatchedEx(
+    check(cublas().gemmStridedBatchedEx(
               h, opB, opA, static_cast<int>(n), static_cast<int>(m),
               static_cast<int>(k), &alpha, b, CUDA_R_32F, ldb, strideB, a,
               CUDA_R_32F, lda, strideA, &beta, y, CUDA_R_32F,
@@ -81,14 +82,14 @@ void cuda::gemmBatched(const OpInfo &op, bool ta, bool tb, int64_t m, int64_t n,
   cublasHandle_t h = gpuDevice().blas;
   cublasComputeType_t compute = computeType(productMath());
   if (batch == 1)
-    check(cublasGemmEx(h, opB, opA, static_cast<int>(n), static_cast<int>(m),
-                       static_cast<int>(k), &alpha, b, CUDA_R_32F,
-                       static_cast<int>(ldb), a, CUDA_R_32F,
-                       static_cast<int>(lda), &beta, c, CUDA_R_32F,
-                       static_cast<int>(ldc), compute, CUBLAS_GEMM_DEFAULT),
+    check(cublas().gemmEx(h, opB, opA, static_cast<int>(n), static_cast<int>(m),
+                          static_cast<int>(k), &alpha, b, CUDA_R_32F,
+                          static_cast<int>(ldb), a, CUDA_R_32F,
+                          static_cast<int>(lda), &beta, c, CUDA_R_32F,
+                          static_cast<int>(ldc), compute, CUBLAS_GEMM_DEFAULT),
           "cublasGemmEx");
   else
-    check(cublasGemmStridedBatchedEx(
+    check(cublas().gemmStridedBatchedEx(
               h, opB, opA, static_cast<int>(n), static_cast<int>(m),
               static_cast<int>(k), &alpha, b, CUDA_R_32F, static_cast<int>(ldb),
               strideB, a, CUDA_R_32F, static_cast<int>(lda), strideA, &beta, c,
