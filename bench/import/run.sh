@@ -12,8 +12,12 @@
 set -euo pipefail
 
 src="$(cd "$(dirname "$0")/../.." && pwd)"
-build="${1:-$src/build}"
-shift || true
+# The build directory is the first argument unless it is an option.
+build="$src/build"
+if [[ $# -gt 0 && "$1" != -* ]]; then
+  build="$1"
+  shift
+fi
 data="$build/bench/import-data"
 bench="$build/bench/import/heterps-bench-import"
 mkdir -p "$data"

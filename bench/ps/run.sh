@@ -9,8 +9,12 @@
 #                    --rows=200000 --modes=inproc,grpc]
 set -euo pipefail
 src="$(cd "$(dirname "$0")/../.." && pwd)"
-build="${1:-$src/build}"
-shift || true
+# The build directory is the first argument unless it is an option.
+build="$src/build"
+if [[ $# -gt 0 && "$1" != -* ]]; then
+  build="$1"
+  shift
+fi
 if [[ ! -x "$build/bin/heterps-ps-bench" ]]; then
   echo "error: $build/bin/heterps-ps-bench is not built" \
     "(ninja -C $build heterps-ps-bench)" >&2

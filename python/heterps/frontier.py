@@ -123,12 +123,14 @@ def plot(rows, path):
 def main(argv=None):
     parser = argparse.ArgumentParser(
         prog="python3 -m heterps.frontier",
-        description=__doc__.split("\n")[0])
+        description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("model", help="an ONNX model or HeterPS IR")
     parser.add_argument("--cluster", required=True)
     parser.add_argument("--throughputs", default="1e4:1e7:10")
     parser.add_argument("--solvers", default="rl,dp,cpu-only,gpu-only")
-    parser.add_argument("--loss", default=None)
+    parser.add_argument("--loss", default=None,
+                        help="bce, softmax-ce or mse (default: the model's "
+                        "own loss)")
     parser.add_argument("--optimizer", default="sgd")
     parser.add_argument("--batch", type=int, default=512)
     parser.add_argument("--samples", type=float, default=1e8)
@@ -149,6 +151,11 @@ def main(argv=None):
     # A model or cluster that does not compile at all fails once, clearly.
     rows = sweep(args.model, args.cluster, throughputs, solvers, **options)
     if not any(r["feasible"] for r in rows):
+        errors = {r["error"] for r in rows}
+        if len(errors) == 1:
+            # The same error at every target: the model or the options,
+            # not the targets.
+            sys.exit(f"frontier: {errors.pop()}")
         print(rows[0]["error"], file=sys.stderr)
         sys.exit("frontier: no target could be met by any solver")
     print(format_table(rows))

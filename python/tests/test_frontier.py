@@ -67,6 +67,10 @@ def test_command_line_mistakes(tmp_path):
     with pytest.raises(SystemExit) as exit_info:
         frontier.main([str(CTR), f"--cluster={CLUSTER}", "--plot=f.gif"])
     assert exit_info.value.code == 2
-    with pytest.raises(SystemExit, match="no target could be met"):
+    # The same error at every target is the model's, and said as such.
+    with pytest.raises(SystemExit, match="frontier: .*cannot open ONNX model"):
         frontier.main([str(tmp_path / "missing.onnx"), f"--cluster={CLUSTER}",
                        "--throughputs=1e4,1e5", "--solvers=dp"])
+    with pytest.raises(SystemExit, match="no target could be met"):
+        frontier.main([str(CTR), f"--cluster={CLUSTER}", "--loss=bce",
+                       "--throughputs=1e11,1e12", "--solvers=dp"])

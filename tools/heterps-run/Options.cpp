@@ -30,8 +30,9 @@ void heterps::run::declareOptions(Flags &flags, Options &o) {
                "'synthetic'), synthetic CTR data");
   flags.choice("--format", o.format,
                {"criteo", "libsvm", "csv", "idx", "synthetic"},
-               "the data's format (default: from the file name: .tsv criteo, "
-               ".svm/.libsvm libsvm, .csv csv, *-idx3-ubyte[.gz] idx)");
+               "the data's format (default: from the file name: .tsv/.txt "
+               "criteo, .svm/.libsvm libsvm, .csv csv, *-idx3-ubyte[.gz] "
+               "idx)");
   flags.option("--eval-data", o.evalData, "FILE",
                "evaluated after every epoch (same format; 'synthetic': "
                "another synthetic stream)");
@@ -77,7 +78,8 @@ void heterps::run::declareOptions(Flags &flags, Options &o) {
                "start from a checkpoint: parameters, tables, step and the "
                "position in the data");
   flags.custom("--fallback", "cpu",
-               "run stages placed on GPUs with the CPU kernels",
+               "run GPU stages on the CPU where no GPU is usable, and the "
+               "ops the GPU column lacks on the CPU",
                [&o](const std::string &v) -> std::string {
                  if (v != "cpu")
                    return "--fallback takes cpu, got '" + v + "'";
