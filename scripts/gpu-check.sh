@@ -94,7 +94,9 @@ pack() {
   pack_torch_checks "$build_dir" "$stage/torch"
   # Every shared library the programs load but the C and C++ runtimes (the
   # GPU machine's own are newer) and cuBLAS (hundreds of MB; CUDA 13's is
-  # there). libcudart travels: it must match the build's CUDA.
+  # there: run puts its folder on LD_LIBRARY_PATH, where the benchmark's
+  # link and the runtime's dlopen find it). libcudart travels: it must
+  # match the build's CUDA.
   ldd "$tests" "$bench" "$run" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u |
     while read -r lib; do
       case "$(basename "$lib")" in

@@ -6,7 +6,8 @@
 // embedding tables are written by their store through a callback (the PS
 // servers write theirs). It is written into a temporary directory, every
 // file fsynced, and renamed into place, so a crash leaves either the old
-// checkpoint or the new one.
+// checkpoint or the new one. Only a checkpoint (or an empty directory) is
+// ever replaced: a path that holds anything else is refused, not deleted.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,16 +28,21 @@ struct CheckpointInfo {
   std::map<std::string, std::string> entries;
 };
 
-/// Writes checkpoint `dir`. `writeTables(tmpDir, info)` writes the tables
-/// while the checkpoint is being assembled in `tmpDir` (an absolute path
-/// that becomes `dir`) and may add entries.
+/// Writes checkpoint `dir`, replacing the checkpoint there. `dir`, and the
+/// `dir.tmp` and `dir.old` it writes and renames through, must not exist or
+/// be empty directories or checkpoints (throws naming the path otherwise).
+/// `writeTables(tmpDir, info)` writes the tables while the checkpoint is
+/// being assembled in `tmpDir` (an absolute path that becomes `dir`) and
+/// may add entries.
 void saveCheckpoint(const std::string &dir, ParamStore &params,
                     CheckpointInfo info,
                     const std::function<void(const std::string &,
                                              CheckpointInfo &)> &writeTables);
 /// Restores the dense parameters of a plan's ParamStore and returns the
-/// step and entries. Throws naming the file when a file is missing, its
-/// checksum or its shape differs.
+/// step and entries. Throws naming the file (and the MANIFEST's line) when
+/// a file is missing, its checksum or its shape differs, or MANIFEST is
+/// malformed: a step that is not one count, a file or entry named twice,
+/// an entry key this runtime does not write.
 CheckpointInfo loadCheckpoint(const std::string &dir, ParamStore &params);
 
 } // namespace heterps::runtime

@@ -6,7 +6,10 @@
 #include "heterps/Runtime/Error.h"
 #include "heterps/Runtime/Hash.h"
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
@@ -40,6 +43,39 @@ static uint64_t checksum(const std::string &path) {
   return h;
 }
 
+/// The MANIFEST entries the runtime writes (the trainer's position in the
+/// data, the job's data lanes, the PS servers' checkpoint).
+static const char *const kEntryKeys[] = {"epoch", "epoch-batches", "data-lanes",
+                                         "ps-checkpoint"};
+
+/// Marks a directory being assembled, so that a later save may remove it
+/// (a crashed save leaves one behind).
+static constexpr const char *kAssembling = ".heterps-checkpoint-partial";
+
+/// Whether `path` may be removed to make room for a checkpoint: it does not
+/// exist, or is an empty directory, a checkpoint (its MANIFEST starts with
+/// the format line) or one being assembled. Anything else is the user's.
+static bool replaceable(const fs::path &path) {
+  std::error_code ec;
+  fs::file_status status = fs::symlink_status(path, ec);
+  if (ec || !fs::exists(status))
+    return true;
+  if (!fs::is_directory(status))
+    return false;
+  if (fs::is_empty(path, ec) || fs::exists(path / kAssembling, ec))
+    return true;
+  std::ifstream manifest(path / "MANIFEST");
+  std::string first;
+  return manifest && std::getline(manifest, first) && first == kFormat;
+}
+
+static void requireReplaceable(const fs::path &path, const std::string &dir) {
+  if (!replaceable(path))
+    fail("cannot write checkpoint '", dir, "': '", path.string(),
+         "' exists and is not a HeterPS checkpoint; it is left as it is "
+         "(give another directory, or remove it)");
+}
+
 static void fsyncPath(const std::string &path) {
   int fd = ::open(path.c_str(), O_RDONLY);
   if (fd < 0)
@@ -54,12 +90,16 @@ void heterps::runtime::saveCheckpoint(
         &writeTables) {
   fs::path target = fs::absolute(dir);
   fs::path tmp = target.string() + ".tmp";
+  fs::path old = target.string() + ".old";
+  for (const fs::path &path : {target, tmp, old})
+    requireReplaceable(path, dir);
   std::error_code ec;
   fs::remove_all(tmp, ec);
   fs::create_directories(tmp, ec);
   if (ec)
     fail("cannot create checkpoint directory '", tmp.string(),
          "': ", ec.message());
+  std::ofstream(tmp / kAssembling).put('\n');
   std::ostringstream manifest;
   manifest << kFormat << "\nstep " << info.step << "\n";
   auto write = [&](const std::string &file, const std::string &name,
@@ -91,8 +131,8 @@ void heterps::runtime::saveCheckpoint(
       fail("cannot write '", manifestPath, "'");
   }
   fsyncPath(manifestPath);
+  fs::remove(tmp / kAssembling, ec);
   fsyncPath(tmp.string());
-  fs::path old = target.string() + ".old";
   fs::remove_all(old, ec);
   if (fs::exists(target))
     fs::rename(target, old, ec);
@@ -109,36 +149,64 @@ CheckpointInfo heterps::runtime::loadCheckpoint(const std::string &dir,
   std::ifstream in(manifestPath);
   if (!in)
     fail("cannot open checkpoint manifest '", manifestPath, "'");
+  // Lines end in \n; a \r before it (a copy through Windows) is dropped.
+  auto next = [&](std::string &line) {
+    if (!std::getline(in, line))
+      return false;
+    if (!line.empty() && line.back() == '\r')
+      line.pop_back();
+    return true;
+  };
   std::string line;
-  std::getline(in, line);
+  next(line);
   if (line != kFormat)
     fail(manifestPath, ": not a checkpoint of this format (first line '", line,
          "', expected '", kFormat, "')");
   CheckpointInfo info;
+  bool haveStep = false;
   std::map<std::string, std::pair<uint64_t, uint64_t>> files;
   int lineNo = 1;
-  while (std::getline(in, line)) {
+  while (next(line)) {
     ++lineNo;
     std::istringstream is(line);
-    std::string word;
+    std::string word, rest;
     is >> word;
     if (word == "step") {
-      is >> info.step;
+      std::string count;
+      is >> count;
+      char *end = nullptr;
+      errno = 0;
+      long long step = std::strtoll(count.c_str(), &end, 10);
+      if (haveStep || count.empty() || *end || errno == ERANGE || step < 0 ||
+          (is >> rest))
+        fail(manifestPath, ":", lineNo, ": '", line, "': expected one line ",
+             "'step N' with N a count below 2^63");
+      info.step = step;
+      haveStep = true;
     } else if (word == "entry") {
       std::string key, value;
       if (!(is >> key) || !std::getline(is >> std::ws, value))
         fail(manifestPath, ":", lineNo, ": malformed entry line");
-      info.entries[key] = value;
+      if (std::find(std::begin(kEntryKeys), std::end(kEntryKeys), key) ==
+          std::end(kEntryKeys))
+        fail(manifestPath, ":", lineNo, ": unknown entry key '", key,
+             "' (this runtime writes epoch, epoch-batches, data-lanes and "
+             "ps-checkpoint)");
+      if (!info.entries.emplace(key, value).second)
+        fail(manifestPath, ":", lineNo, ": entry '", key, "' given twice");
     } else if (word == "file") {
       std::string name;
       uint64_t size, sum;
-      if (!(is >> name >> size >> sum))
+      if (!(is >> name >> size >> sum) || (is >> rest))
         fail(manifestPath, ":", lineNo, ": malformed file line");
-      files[name] = {size, sum};
+      if (!files.emplace(name, std::make_pair(size, sum)).second)
+        fail(manifestPath, ":", lineNo, ": file '", name, "' listed twice");
     } else if (!word.empty()) {
       fail(manifestPath, ":", lineNo, ": unknown entry '", word, "'");
     }
   }
+  if (!haveStep)
+    fail(manifestPath, ": no 'step N' line");
   auto read = [&](const std::string &file, bool required) -> Tensor {
     auto it = files.find(file);
     if (it == files.end()) {
