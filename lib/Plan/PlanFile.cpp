@@ -289,7 +289,11 @@ std::string heterps::plan::verifyPlan(const Plan &plan) {
     tables.insert(t.name());
   }
   std::map<int64_t, int> sends, recvs;
-  for (const Stage &stage : plan.stages()) {
+  // The stage of each channel's send and receive: the executors wire the
+  // channel between the stages it names, so they must agree.
+  std::map<int64_t, int> sendStage, recvStage;
+  for (int s = 0; s < plan.stages_size(); ++s) {
+    const Stage &stage = plan.stages(s);
     for (const Op &op : stage.ops()) {
       const OpSignature *signature = findOpSignature(op.name());
       if (!signature) {
@@ -443,7 +447,9 @@ std::string heterps::plan::verifyPlan(const Plan &plan) {
           err << op.name() << " at " << op.location() << " has no channel";
           return err.str();
         }
-        ++(op.name() == "heterps.send" ? sends : recvs)[channel->i()];
+        bool send = op.name() == "heterps.send";
+        ++(send ? sends : recvs)[channel->i()];
+        (send ? sendStage : recvStage)[channel->i()] = s;
       }
     }
   }
@@ -451,6 +457,13 @@ std::string heterps::plan::verifyPlan(const Plan &plan) {
     if (sends[c.id()] != 1 || recvs[c.id()] != 1) {
       err << "channel " << c.id() << " has " << sends[c.id()] << " senders and "
           << recvs[c.id()] << " receivers; expected one of each";
+      return err.str();
+    } else if (sendStage[c.id()] != c.from_stage() ||
+               recvStage[c.id()] != c.to_stage()) {
+      err << "channel " << c.id() << " goes from stage " << c.from_stage()
+          << " to stage " << c.to_stage() << ", but its send is in stage "
+          << sendStage[c.id()] << " and its receive in stage "
+          << recvStage[c.id()];
       return err.str();
     }
   for (int id : plan.outputs()) {
