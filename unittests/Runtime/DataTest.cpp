@@ -203,6 +203,50 @@ TEST(CriteoReader, GzipAndClassLabels) {
   EXPECT_EQ(b.dense.as<float>()[13], dlrm(2));
 }
 
+/// A gzip file cut short is an error, not a shorter data set: cut at a
+/// flush point (every line before it decodes) and without its 8-byte
+/// trailer alone.
+TEST(CriteoReader, ATruncatedGzipFileIsAnError) {
+  std::string lines;
+  for (int i = 0; i < 200; ++i)
+    lines += criteoLine(i % 2, i);
+  z_stream z{};
+  ASSERT_EQ(deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY),
+            Z_OK);
+  std::string gz(compressBound(lines.size()) + 64, '\0');
+  auto deflateSome = [&](const char *data, size_t n, int flush) {
+    z.next_in = reinterpret_cast<Bytef *>(const_cast<char *>(data));
+    z.avail_in = static_cast<uInt>(n);
+    z.next_out = reinterpret_cast<Bytef *>(gz.data() + z.total_out);
+    z.avail_out = static_cast<uInt>(gz.size() - z.total_out);
+    return deflate(&z, flush);
+  };
+  size_t half = lines.size() / 2;
+  ASSERT_EQ(deflateSome(lines.data(), half, Z_FULL_FLUSH), Z_OK);
+  size_t cut = z.total_out;
+  ASSERT_EQ(deflateSome(lines.data() + half, lines.size() - half, Z_FINISH),
+            Z_STREAM_END);
+  size_t whole = z.total_out;
+  deflateEnd(&z);
+
+  auto read = [](const std::string &path) {
+    auto source = openDataSource(plain("criteo", path));
+    Batch b;
+    int64_t rows = 0;
+    while (source->next(b, 16))
+      rows += b.size;
+    return rows;
+  };
+  EXPECT_EQ(read(writeFile("whole.tsv.gz", gz.substr(0, whole))), 200);
+  for (size_t size : {cut, whole - 8}) {
+    std::string path = writeFile("cut.tsv.gz", gz.substr(0, size));
+    std::string msg = errorOf([&] { read(path); });
+    EXPECT_NE(msg.find(path + ": the gzip stream ends early"),
+              std::string::npos)
+        << msg;
+  }
+}
+
 TEST(CriteoReader, Errors) {
   std::string good = criteoLine(1, 1);
   auto firstError = [](const std::string &path) {

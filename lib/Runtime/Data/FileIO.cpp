@@ -48,12 +48,17 @@ static gzFile openGz(const std::string &path) {
 static size_t readGz(gzFile f, const std::string &path, char *dst,
                      size_t bytes) {
   int got = gzread(f, dst, static_cast<unsigned>(bytes));
-  if (got < 0) {
-    int code = 0;
-    const char *msg = gzerror(f, &code);
+  int code = Z_OK;
+  const char *msg = gzerror(f, &code);
+  if (got < 0)
     fail(path,
          ": read error: ", (code == Z_ERRNO ? std::strerror(errno) : msg));
-  }
+  // A gzip stream cut short (a copy that stopped, a full disk) ends
+  // without its trailer: zlib stops with Z_BUF_ERROR rather than failing
+  // the read, which would pass the data read so far off as the file.
+  if (got == 0 && code == Z_BUF_ERROR)
+    fail(path, ": the gzip stream ends early (", msg,
+         "): the file is truncated");
   return static_cast<size_t>(got);
 }
 
