@@ -4,13 +4,12 @@
 
 #include "heterps/Plan/PlanFile.h"
 #include "heterps/Runtime/PlanTypes.h"
+#include "heterps/Support/AtomicFile.h"
 
 #include <algorithm>
 #include <cctype>
 #include <condition_variable>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <random>
 #include <thread>
 #include <unistd.h>
@@ -929,13 +928,9 @@ v1::TableStatus Client::describe(int table) {
 
 std::string ps::readCredentialFile(const std::string &path,
                                    const std::string &what, bool trim) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    runtime::fail(what, " '", path, "' cannot be read");
-  std::string data((std::istreambuf_iterator<char>(in)),
-                   std::istreambuf_iterator<char>());
-  if (data.size() > (1u << 20))
-    runtime::fail(what, " '", path, "' is larger than 1 MiB");
+  std::string data;
+  if (std::string error = readSmallFile(path, 1u << 20, data); !error.empty())
+    runtime::fail(what, ": ", error);
   if (trim) {
     // A token is the file's first line.
     data = data.substr(0, data.find('\n'));

@@ -6,6 +6,7 @@
 #include "heterps/PS/Wire.h"
 
 #include "heterps/Runtime/Error.h"
+#include "heterps/Support/AtomicFile.h"
 #include "heterps/ps.grpc.pb.h"
 
 #include <grpcpp/grpcpp.h>
@@ -16,8 +17,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -718,13 +717,9 @@ Server::~Server() { shutdown(); }
 
 std::map<std::string, std::string>
 ps::readWorkerTokens(const std::string &path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file)
-    runtime::fail("--worker-tokens-file '", path, "' cannot be read");
-  std::string text((std::istreambuf_iterator<char>(file)),
-                   std::istreambuf_iterator<char>());
-  if (text.size() > (1u << 20))
-    runtime::fail("--worker-tokens-file '", path, "' is larger than 1 MiB");
+  std::string text;
+  if (std::string error = readSmallFile(path, 1u << 20, text); !error.empty())
+    runtime::fail("--worker-tokens-file: ", error);
   std::istringstream in(text);
   std::map<std::string, std::string> tokens;
   std::set<std::string> seen;

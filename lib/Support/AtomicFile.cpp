@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace heterps;
@@ -89,4 +90,43 @@ bool heterps::isAtomicFileTemporary(std::string_view name) {
     if (c < '0' || c > '9')
       return false;
   return true;
+}
+
+std::string heterps::readSmallFile(const std::string &path, size_t maxBytes,
+                                   std::string &data) {
+  // O_NONBLOCK: opening a FIFO without a writer would wait for one.
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
+    return failure("cannot open '" + path + "'", errno);
+  struct stat st;
+  std::string error;
+  if (::fstat(fd, &st) != 0)
+    error = failure("cannot inspect '" + path + "'", errno);
+  else if (!S_ISREG(st.st_mode))
+    error = "'" + path +
+            "' is not a regular file (a FIFO, device or "
+            "directory)";
+  else if (static_cast<uint64_t>(st.st_size) > maxBytes)
+    error =
+        "'" + path + "' is larger than " + std::to_string(maxBytes) + " bytes";
+  data.clear();
+  // Read to the end rather than st_size bytes: the file may grow or
+  // shrink meanwhile; the limit holds either way.
+  char buffer[1 << 14];
+  while (error.empty()) {
+    ssize_t got = ::read(fd, buffer, sizeof(buffer));
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got < 0)
+      error = failure("cannot read '" + path + "'", errno);
+    else if (got == 0)
+      break;
+    else if (data.size() + static_cast<size_t>(got) > maxBytes)
+      error = "'" + path + "' is larger than " + std::to_string(maxBytes) +
+              " bytes";
+    else
+      data.append(buffer, static_cast<size_t>(got));
+  }
+  ::close(fd);
+  return error;
 }

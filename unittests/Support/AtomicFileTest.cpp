@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <sys/stat.h>
 
 using namespace heterps;
 namespace fs = std::filesystem;
@@ -79,4 +80,37 @@ TEST(AtomicFile, KnowsItsTemporaryNames) {
   EXPECT_FALSE(isAtomicFileTemporary("MANIFEST.0-of-2"));
   EXPECT_FALSE(isAtomicFileTemporary("rows.tmp."));
   EXPECT_FALSE(isAtomicFileTemporary("rows.tmp.x1"));
+}
+
+TEST(SmallFile, ReadsARegularFileWithinItsLimit) {
+  fs::path dir = freshDirectory("small-file");
+  std::string text(5000, 'x');
+  ASSERT_EQ(writeFileAtomically((dir / "f").string(), text), "");
+  std::string data;
+  EXPECT_EQ(readSmallFile((dir / "f").string(), 5000, data), "");
+  EXPECT_EQ(data, text);
+  std::string error = readSmallFile((dir / "f").string(), 4999, data);
+  EXPECT_NE(error.find("is larger than 4999 bytes"), std::string::npos)
+      << error;
+}
+
+/// A FIFO is refused without waiting for a writer; so are devices,
+/// directories and missing files, each named.
+TEST(SmallFile, RefusesWhatIsNotARegularFile) {
+  fs::path dir = freshDirectory("small-file-kinds");
+  std::string fifo = (dir / "fifo").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  std::string data;
+  for (const std::string &path :
+       {fifo, std::string("/dev/zero"), dir.string()}) {
+    std::string error = readSmallFile(path, 1 << 20, data);
+    EXPECT_NE(error.find("'" + path + "' is not a regular file"),
+              std::string::npos)
+        << error;
+  }
+  std::string error = readSmallFile((dir / "missing").string(), 10, data);
+  EXPECT_NE(error.find("cannot open '" + (dir / "missing").string() +
+                       "': No such file or directory"),
+            std::string::npos)
+      << error;
 }

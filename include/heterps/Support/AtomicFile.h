@@ -6,7 +6,10 @@
 // written into a temporary file beside it (`PATH.tmp.PID`), flushed to the
 // disk, renamed over PATH and its directory flushed: a reader sees the old
 // file or the new one, never a part, and a failed write leaves no temporary
-// file behind. This module depends on nothing but POSIX.
+// file behind. Small files (tokens, certificates, lists) are read whole
+// here too, refusing what is not a regular file before it can block the
+// reader (a FIFO) or never end (a device). This module depends on nothing
+// but POSIX.
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,6 +39,13 @@ bool writeAll(int fd, const void *data, size_t size);
 /// Whether `name` is the name of one of writeFileAtomically's temporary
 /// files (a directory's readers skip them).
 bool isAtomicFileTemporary(std::string_view name);
+
+/// Reads the whole of `path` into `data`: a regular file (symbolic links
+/// followed) of at most `maxBytes` bytes. Returns an empty string, or what
+/// is wrong: the file and the system's reason, not a regular file, or too
+/// large.
+std::string readSmallFile(const std::string &path, size_t maxBytes,
+                          std::string &data);
 
 } // namespace heterps
 
