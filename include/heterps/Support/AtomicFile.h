@@ -1,5 +1,4 @@
-//===- AtomicFile.h - Files that are replaced whole or not at all -*- C++
-//-*-===//
+//===- AtomicFile.h - Files written and read whole --------------*- C++ -*-===//
 //
 // Plans, checkpoints, text outputs and port files are read by other
 // processes, possibly while they are written or after a crash. Each is
