@@ -184,8 +184,8 @@ struct Eltwise {
 };
 
 /// Null `alg` for dropout, whose mask is a hash of the element index, for
-/// the forward log (below), and for a clip whose bounds cross: there the
-/// loop keeps the lower bound for elements below it, oneDNN would not.
+/// the forward log, relu, exp and clip (below), and for a clip gradient
+/// whose bounds cross.
 ///
 /// At the kinks, where any subgradient is right, the f32 gradients are
 /// oneDNN's: leaky_relu takes alpha * dy at 0 (as PyTorch does), clip
@@ -194,8 +194,11 @@ Eltwise eltwiseFor(const std::string &kind, bool gradient, double alpha,
                    double lo, double hi) {
   using A = dnnl::algorithm;
   auto f = [](double v) { return static_cast<float>(v); };
+  // The forward relu, clip and exp stay loops: oneDNN turns NaN into 0,
+  // the lower bound and inf; PyTorch and ONNX keep it NaN (a NaN weight
+  // behind a relu would otherwise train on unnoticed).
   if (kind == "relu")
-    return {A::eltwise_relu};
+    return gradient ? Eltwise{A::eltwise_relu} : Eltwise{};
   if (kind == "leaky_relu")
     return {A::eltwise_relu, f(alpha)};
   if (kind == "sigmoid")
@@ -206,7 +209,7 @@ Eltwise eltwiseFor(const std::string &kind, bool gradient, double alpha,
                     : Eltwise{A::eltwise_tanh};
   if (kind == "exp")
     return gradient ? Eltwise{A::eltwise_exp_use_dst_for_bwd, 0, 0, true}
-                    : Eltwise{A::eltwise_exp};
+                    : Eltwise{};
   if (kind == "sqrt")
     return gradient ? Eltwise{A::eltwise_sqrt_use_dst_for_bwd, 0, 0, true}
                     : Eltwise{A::eltwise_sqrt};
@@ -220,7 +223,7 @@ Eltwise eltwiseFor(const std::string &kind, bool gradient, double alpha,
     return {A::eltwise_abs};
   if (kind == "neg")
     return {A::eltwise_linear, -1.0f, 0.0f};
-  if (kind == "clip" && lo <= hi)
+  if (kind == "clip" && lo <= hi && gradient)
     return {A::eltwise_clip, f(lo), f(hi)};
   return {};
 }
@@ -322,8 +325,9 @@ public:
       const T *x = in[0]->as<T>();
       T *y = res[0]->as<T>();
       if (kind == "relu") {
+        // NaN is not <= 0: it stays NaN.
         for (int64_t i = 0; i < n; ++i)
-          y[i] = x[i] > T(0) ? x[i] : T(0);
+          y[i] = x[i] <= T(0) ? T(0) : x[i];
       } else if (kind == "sigmoid") {
         for (int64_t i = 0; i < n; ++i)
           y[i] = T(1) / (T(1) + std::exp(-x[i]));
@@ -388,8 +392,9 @@ public:
       const T *x = in[0]->as<T>(), *y = in[1]->as<T>(), *dy = in[2]->as<T>();
       T *dx = res[0]->as<T>();
       if (kind == "relu") {
+        // As oneDNN and PyTorch: dy passes where x is NaN.
         for (int64_t i = 0; i < n; ++i)
-          dx[i] = x[i] > T(0) ? dy[i] : T(0);
+          dx[i] = x[i] <= T(0) ? T(0) : dy[i];
       } else if (kind == "sigmoid") {
         for (int64_t i = 0; i < n; ++i)
           dx[i] = dy[i] * y[i] * (T(1) - y[i]);

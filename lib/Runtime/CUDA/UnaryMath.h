@@ -53,7 +53,7 @@ HETERPS_HD inline float unaryForward(UnaryKind kind, float x,
                                      const UnaryParams &p) {
   switch (kind) {
   case UnaryKind::Relu:
-    return x > 0.0f ? x : 0.0f;
+    return x <= 0.0f ? 0.0f : x; // NaN stays NaN
   case UnaryKind::Sigmoid:
     return 1.0f / (1.0f + expf(-x));
   case UnaryKind::Tanh:
@@ -84,7 +84,7 @@ HETERPS_HD inline float unaryBackward(UnaryKind kind, float x, float y,
                                       float dy, const UnaryParams &p) {
   switch (kind) {
   case UnaryKind::Relu:
-    return x > 0.0f ? dy : 0.0f;
+    return x <= 0.0f ? 0.0f : dy;
   case UnaryKind::Sigmoid:
     return dy * y * (1.0f - y);
   case UnaryKind::Tanh:
