@@ -422,9 +422,7 @@ void Client::partition(const Table &t, const int64_t *keys, int64_t n) {
     s.clear();
   size_t count = servers.size();
   for (int64_t i = 0; i < n; ++i) {
-    uint64_t key = static_cast<uint64_t>(keys[i]);
-    if (t.vocab)
-      key %= t.vocab;
+    uint64_t key = runtime::tableKey(keys[i], t.vocab);
     bool inserted;
     uint32_t u = d.find(key, static_cast<uint32_t>(unique.size()), &inserted);
     position[i] = u;
@@ -619,9 +617,7 @@ struct Client::ManyScratch {
       out.slots[s].clear();
     }
     for (int64_t i = 0; i < n; ++i) {
-      uint64_t key = static_cast<uint64_t>(keys[i]);
-      if (vocab)
-        key %= vocab;
+      uint64_t key = runtime::tableKey(keys[i], vocab);
       bool inserted;
       uint32_t u =
           d.find(key, static_cast<uint32_t>(out.unique.size()), &inserted);

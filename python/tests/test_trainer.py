@@ -298,3 +298,19 @@ def test_import_and_cpu_training_do_not_load_cublas():
     out = subprocess.run([sys.executable, "-c", script], check=True,
                          capture_output=True, text=True).stdout
     assert out.strip() == "True False"
+
+
+def test_negative_ids_count_from_the_end_of_the_vocabulary(ctr_plan):
+    """As ONNX's Gather: id -1 of a 100-row table is row 99, -100 row 0;
+    ids past the end wrap (row 5 for 105)."""
+    trainer = heterps.Trainer(ctr_plan, seed=1)
+    dense = np.zeros((1, 13), np.float32)
+
+    def predicted(ids):
+        sparse = np.full((1, 8), ids, np.int64)
+        return trainer.predict({"dense": dense, "sparse": sparse})["output"]
+
+    assert np.array_equal(predicted(-1), predicted(99))
+    assert np.array_equal(predicted(-100), predicted(0))
+    assert np.array_equal(predicted(105), predicted(5))
+    assert not np.array_equal(predicted(-1), predicted(15))

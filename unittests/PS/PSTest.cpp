@@ -1201,3 +1201,23 @@ TEST(PSShardTest, KeysOfAnotherServerAreRefused) {
             Code::FailedPrecondition);
   EXPECT_TRUE(shards[1]->pull(0, &key, 1, row).ok());
 }
+
+/// Ids map to rows as ONNX's Gather indexes: modulo the vocabulary,
+/// negative ones from the end, without overflow at the extremes.
+TEST(TableKey, WrapsIdsAndCountsNegativeOnesFromTheEnd) {
+  using runtime::tableKey;
+  EXPECT_EQ(tableKey(7, 0), 7u);
+  EXPECT_EQ(tableKey(-1, 0), UINT64_MAX);
+  EXPECT_EQ(tableKey(5, 100), 5u);
+  EXPECT_EQ(tableKey(105, 100), 5u);
+  EXPECT_EQ(tableKey(-1, 100), 99u);
+  EXPECT_EQ(tableKey(-100, 100), 0u);
+  EXPECT_EQ(tableKey(-101, 100), 99u);
+  EXPECT_EQ(tableKey(INT64_MIN, 1), 0u);
+  // |INT64_MIN| is 2^63.
+  EXPECT_EQ(tableKey(INT64_MIN, 1000000000000000000ull),
+            1000000000000000000ull -
+                9223372036854775808ull % 1000000000000000000ull);
+  EXPECT_EQ(tableKey(INT64_MAX, UINT64_MAX), uint64_t(INT64_MAX));
+  EXPECT_EQ(tableKey(-1, UINT64_MAX), UINT64_MAX - 1);
+}

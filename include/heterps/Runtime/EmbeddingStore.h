@@ -32,6 +32,21 @@ struct TableInfo {
   int64_t dim = 0;
 };
 
+/// The key id `id` addresses in a table of vocabulary `vocab`: with none
+/// (0) its 64 bits; else its row, id mod vocab, negative ids counted from
+/// the end as ONNX's Gather and Python count them (-1 is the last row).
+/// Every store and the PS client map ids through this.
+inline uint64_t tableKey(int64_t id, uint64_t vocab) {
+  if (vocab == 0)
+    return static_cast<uint64_t>(id);
+  if (id >= 0)
+    return static_cast<uint64_t>(id) % vocab;
+  // |id| without overflowing at INT64_MIN.
+  uint64_t magnitude = static_cast<uint64_t>(-(id + 1)) + 1;
+  uint64_t below = magnitude % vocab;
+  return below == 0 ? 0 : vocab - below;
+}
+
 /// A table's part of a request of several tables.
 struct TablePull {
   int table = 0;
@@ -85,9 +100,9 @@ public:
   virtual void pushDense(const std::string &name, const Tensor &grad);
 };
 
-/// The tables of a plan in this process: one dense array per table, a key
-/// k addressing row k mod vocab (so any 64-bit id is valid, and the ids of
-/// an exported nn.Embedding address their own rows).
+/// The tables of a plan in this process: one dense array per table, an id
+/// addressing row tableKey(id, vocab) (so any 64-bit id is valid, and the
+/// ids of an exported nn.Embedding address their own rows).
 class LocalEmbeddingStore : public EmbeddingStore {
 public:
   LocalEmbeddingStore(const plan::Plan &plan, uint64_t seed);

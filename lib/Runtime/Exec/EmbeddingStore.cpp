@@ -101,8 +101,7 @@ int LocalEmbeddingStore::tableId(const std::string &name) const {
 }
 
 static int64_t rowOf(int64_t key, int64_t vocab) {
-  return static_cast<int64_t>(static_cast<uint64_t>(key) %
-                              static_cast<uint64_t>(vocab));
+  return static_cast<int64_t>(tableKey(key, static_cast<uint64_t>(vocab)));
 }
 
 void LocalEmbeddingStore::pull(int id, const int64_t *keys, int64_t n,

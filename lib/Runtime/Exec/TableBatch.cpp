@@ -73,11 +73,10 @@ bool TableBatch::holdsPull(const plan::Op *op, int table,
   return false;
 }
 
-/// The row a key addresses: tables with a vocabulary wrap keys around it
-/// (as LocalEmbeddingStore and the PS client do).
+/// The row a key addresses, as LocalEmbeddingStore and the PS client map
+/// it.
 static uint64_t canonicalKey(int64_t key, int64_t vocab) {
-  uint64_t k = static_cast<uint64_t>(key);
-  return vocab > 0 ? k % static_cast<uint64_t>(vocab) : k;
+  return tableKey(key, vocab > 0 ? static_cast<uint64_t>(vocab) : 0);
 }
 
 const std::vector<TablePull> &
