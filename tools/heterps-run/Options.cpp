@@ -4,6 +4,8 @@
 
 #include "heterps/Runtime/PullAhead.h"
 
+#include <filesystem>
+
 using namespace heterps;
 using namespace heterps::run;
 
@@ -186,6 +188,61 @@ void heterps::run::declareOptions(Flags &flags, Options &o) {
              "one line is otherwise rewritten)");
 }
 
+/// No output may be written over an input (a plan given as --metrics-file
+/// was replaced by JSON lines) or over another output.
+static void checkOutputsSpareInputs(const Flags &flags, const Options &o) {
+  namespace fs = std::filesystem;
+  std::vector<std::pair<std::string, std::string>> inputs = {
+      {"the plan file", o.plan}};
+  auto addList = [&](const std::string &what, const std::string &list) {
+    if (list.empty() || list == "synthetic")
+      return;
+    size_t at = 0;
+    for (;;) {
+      size_t comma = list.find(',', at);
+      inputs.push_back({what, list.substr(at, comma - at)});
+      if (comma == std::string::npos)
+        break;
+      at = comma + 1;
+    }
+  };
+  addList("--data", o.data);
+  addList("--eval-data", o.evalData);
+  if (!o.load.empty())
+    inputs.push_back({"--load", o.load});
+  for (const auto &[name, file] : o.inputs)
+    inputs.push_back({"--input " + name, file});
+  std::vector<std::pair<std::string, std::string>> outputs;
+  for (const auto &[what, path] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"--metrics-file", o.metricsFile},
+           {"--trace", o.trace},
+           {"--profile", o.profile},
+           {"--save", o.save},
+           {"--output-dir", o.outputDir},
+           {"--export-tables", o.exportTables}})
+    if (!path.empty())
+      outputs.push_back({what, path});
+  auto same = [](const std::string &a, const std::string &b) {
+    std::error_code ec;
+    if (fs::equivalent(a, b, ec))
+      return true;
+    return fs::absolute(a, ec).lexically_normal() ==
+           fs::absolute(b, ec).lexically_normal();
+  };
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    for (const auto &[what, path] : inputs)
+      if (same(outputs[i].second, path))
+        flags.fail(outputs[i].first + " '" + outputs[i].second + "' is " +
+                   (what == "the plan file" ? what : what + "'s file") +
+                   ": it would be overwritten");
+    for (size_t j = 0; j < i; ++j)
+      if (same(outputs[i].second, outputs[j].second))
+        flags.fail(outputs[i].first + " and " + outputs[j].first +
+                   " name the same path '" + outputs[i].second + "'");
+  }
+}
+
 void heterps::run::checkOptions(const Flags &flags, Options &o) {
   if (o.plan.empty())
     flags.fail("no plan file given");
@@ -211,6 +268,37 @@ void heterps::run::checkOptions(const Flags &flags, Options &o) {
       o.rocksdbDir.empty())
     flags.fail("--table-storage=rocksdb on the embedded server needs "
                "--rocksdb-dir");
+  if (!o.rocksdbDir.empty() &&
+      (o.tables.storage != "rocksdb" || !o.psClient.servers.empty()))
+    flags.fail("--rocksdb-dir is the embedded server's, with "
+               "--table-storage=rocksdb and no --ps");
+  if (o.pipeline == "off")
+    for (const char *name : {"micro-batches", "schedule"})
+      if (flags.given(name))
+        flags.fail(std::string("--") + name +
+                   " orders a pipeline's micro-batches; --pipeline=off runs "
+                   "whole steps on one worker");
+  if (o.infer)
+    for (const char *name :
+         {"save", "checkpoint-every", "epochs", "steps", "shuffle"})
+      if (flags.given(name))
+        flags.fail(std::string("--") + name +
+                   " is for training; --infer runs the data through once");
+  bool synthetic = o.data.empty() || o.data == "synthetic" ||
+                   (flags.given("format") && o.format == "synthetic");
+  if (flags.given("format") && o.format == "synthetic" && !o.data.empty() &&
+      o.data != "synthetic")
+    flags.fail("--format=synthetic reads no file; drop --data='" + o.data +
+               "' or give its format");
+  if (!synthetic && o.evalData != "synthetic")
+    for (const char *name : {"synthetic-examples", "synthetic-vocab"})
+      if (flags.given(name))
+        flags.fail(std::string("--") + name +
+                   " shapes synthetic data; this run reads '" + o.data + "'");
+  if ((flags.given("csv-header") || flags.given("csv-label-column")) &&
+      (synthetic || (flags.given("format") && o.format != "csv")))
+    flags.fail("--csv-header and --csv-label-column are for CSV data");
+  checkOutputsSpareInputs(flags, o);
 }
 
 Options heterps::run::parseOptions(int argc, char **argv) {
