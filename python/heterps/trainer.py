@@ -13,14 +13,31 @@ _METRICS = ("loss", "auc", "logloss", "ne", "calibration", "accuracy")
 
 
 def _servers(ps):
+    """The --ps list of `ps`; "" (the embedded server) only for None. An
+    empty list or string, or a stopped Server, is a mistake that would
+    otherwise train against a server that goes with the process."""
     if ps is None:
         return ""
-    if isinstance(ps, Server):
-        return ps.address
-    if isinstance(ps, str):
-        return ps
-    return ",".join(s.address if isinstance(s, Server) else str(s)
-                    for s in ps)
+
+    def address(server):
+        if isinstance(server, Server):
+            if not server.address:
+                raise ValueError(f"ps: {server!r} is stopped")
+            return server.address
+        if not isinstance(server, str):
+            raise TypeError(f"ps: expected 'host:port' strings or "
+                            f"heterps.Server objects, got {server!r}")
+        if not server.strip():
+            raise ValueError("ps: an empty server address")
+        return server
+
+    if isinstance(ps, (str, Server)):
+        return address(ps)
+    servers = [address(s) for s in ps]
+    if not servers:
+        raise ValueError("ps: an empty list of servers (None keeps the "
+                         "tables in a server embedded in this process)")
+    return ",".join(servers)
 
 
 def _data_spec(data, *, format, shuffle, seed, synthetic_examples,

@@ -314,3 +314,13 @@ def test_negative_ids_count_from_the_end_of_the_vocabulary(ctr_plan):
     assert np.array_equal(predicted(-100), predicted(0))
     assert np.array_equal(predicted(105), predicted(5))
     assert not np.array_equal(predicted(-1), predicted(15))
+
+
+def test_an_empty_or_stopped_ps_is_an_error_not_the_embedded_server(ctr_plan):
+    server = heterps.serve()
+    server.stop()
+    for ps, error in (("", ValueError), ([], ValueError), ([""], ValueError),
+                      (server, ValueError), ([server], ValueError),
+                      ([7], TypeError)):
+        with pytest.raises(error, match="ps: "):
+            heterps.Trainer(ctr_plan, ps=ps)
