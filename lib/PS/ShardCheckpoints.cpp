@@ -158,6 +158,22 @@ Status readManifest(const std::string &path, v1::ShardManifest *m) {
 
 /// The manifests of a complete checkpoint in `dir`: every server of one
 /// count wrote its own, all at one step.
+/// The first entry of `dir` that no server's checkpoint writes (its
+/// manifests, table files and their temporaries), or "" when there is none.
+/// A checkpoint is never written into, nor pruned from, a directory that
+/// holds anything else: it is someone's.
+std::string strangerIn(const fs::path &dir) {
+  std::error_code ec;
+  for (const fs::directory_entry &e : fs::directory_iterator(dir, ec)) {
+    std::string f = e.path().filename().string();
+    bool ours = !e.is_symlink() && e.is_regular_file() &&
+                (f.rfind("MANIFEST.", 0) == 0 || f.rfind("table-", 0) == 0);
+    if (!ours)
+      return f;
+  }
+  return "";
+}
+
 Status completeManifests(const std::string &dir,
                          std::vector<v1::ShardManifest> *out) {
   std::error_code ec;
@@ -217,6 +233,12 @@ Status Shard::writeCheckpoint(const std::string &dir, int64_t step,
   // one consistent state.
   std::unique_lock<std::shared_mutex> lock(tablesMutex);
   std::error_code ec;
+  if (std::string stranger = strangerIn(dir); !stranger.empty())
+    return Status::error(Code::FailedPrecondition,
+                         "checkpoint directory '" + dir + "' holds '" +
+                             stranger +
+                             "', which is not a PS checkpoint's; it is left "
+                             "as it is: give another name");
   fs::create_directories(dir, ec);
   if (ec)
     return Status::error(Code::Internal,
@@ -343,7 +365,8 @@ void Shard::pruneCheckpoints(const std::string &written) {
        fs::directory_iterator(opts.checkpointDir, ec)) {
     std::vector<v1::ShardManifest> ms;
     if (e.is_symlink() || !e.is_directory() ||
-        !completeManifests(e.path().string(), &ms).ok())
+        !completeManifests(e.path().string(), &ms).ok() ||
+        !strangerIn(e.path()).empty())
       continue;
     std::error_code same;
     complete.push_back({fs::equivalent(e.path(), written, same), ms[0].step(),

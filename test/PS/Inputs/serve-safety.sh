@@ -24,6 +24,12 @@ for name in latest auto . ../up "$(printf 'tab\there')" link/x; do
   echo "exit status $?"
 done
 ls "$T/outside" | wc -l
+echo "--- a directory of someone else's"
+mkdir -p "$T/ck/mydata"
+echo keep >"$T/ck/mydata/notes.txt"
+"$PS" checkpoint mydata --ps="$(addresses a)" 2>&1
+echo "exit status $?"
+cat "$T/ck/mydata/notes.txt"
 stop_servers
 echo "--- restart"
 start_server b 0 1 "$T/ck" --restore=auto
