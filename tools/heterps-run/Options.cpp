@@ -45,7 +45,8 @@ void heterps::run::declareOptions(Flags &flags, Options &o) {
   flags.option("--synthetic-vocab", o.syntheticVocab, "N",
                "id range of synthetic sparse features (default 1000)", 1);
   flags.option("--csv-label-column", o.csvLabelColumn, "N",
-               "the label column of CSV data (default 0)", 0);
+               "the label column of CSV data (default 0; negative counts "
+               "from the end: -1 is the last)");
   flags.flag("--csv-header", o.csvHeader, "CSV data starts with a header line");
   flags.custom(
       "--input", "NAME=FILE.pb",

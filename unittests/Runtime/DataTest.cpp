@@ -377,6 +377,26 @@ TEST(LibSVMReader, ClassLabelsAndErrors) {
   msg = errorOf([&] { openDataSource(plain("libsvm", path)); });
   EXPECT_NE(msg.find(path + ":2:"), std::string::npos) << msg;
   EXPECT_NE(msg.find("'oops'"), std::string::npos) << msg;
+
+  path = writeFile("repeat.svm", "1 1:1 3:1\n1 3:1 3:2\n");
+  msg = errorOf([&] { openDataSource(plain("libsvm", path)); });
+  EXPECT_NE(msg.find(path + ":2: libsvm: feature index 3 after 3: indices "
+                            "must ascend, each at most once"),
+            std::string::npos)
+      << msg;
+
+  // NaN, infinities and values beyond f32 are refused, as labels too.
+  for (const char *line :
+       {"1 1:nan\n", "1 1:inf\n", "1 1:1e39\n", "nan 1:1\n"}) {
+    path = writeFile("nonfinite.svm", line);
+    msg = errorOf([&] {
+      auto s = openDataSource(plain("libsvm", path));
+      Batch batch;
+      s->next(batch, 4);
+    });
+    EXPECT_NE(msg.find("expected a finite number (f32)"), std::string::npos)
+        << line << msg;
+  }
 }
 
 //===----------------------------------------------------------------------===//
@@ -433,6 +453,18 @@ TEST(CSVReader, Errors) {
   EXPECT_NE(msg.find(path + ":2:"), std::string::npos) << msg;
   EXPECT_NE(msg.find("column 2"), std::string::npos) << msg;
   EXPECT_NE(msg.find("'abc'"), std::string::npos) << msg;
+
+  // NaN, infinities and values beyond f32 train on to NaN weights: refused,
+  // in features and labels alike.
+  for (const char *row :
+       {"4,nan,6\n", "4,-inf,6\n", "4,1e39,6\n", "nan,5,6\n", "4,5,NaN\n"}) {
+    path = writeFile("nonfinite.csv", std::string("1,2,3\n") + row);
+    source = openDataSource(plain("csv", path));
+    msg = errorOf([&] { source->next(b, 5); });
+    EXPECT_NE(msg.find(path + ":2:"), std::string::npos) << row << msg;
+    EXPECT_NE(msg.find("expected a finite number (f32)"), std::string::npos)
+        << row << msg;
+  }
 
   DataOptions o = plain("csv", path);
   o.denseFeatures = 5;

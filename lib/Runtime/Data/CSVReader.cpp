@@ -85,7 +85,7 @@ protected:
           double v;
           if (!parseDouble(field, v))
             fail(where(), "csv: column ", column + 1,
-                 ": expected a number, found ", quote(field));
+                 ": expected a finite number (f32), found ", quote(field));
           dense[column < labelColumn ? column : column - 1] =
               static_cast<float>(v);
         }

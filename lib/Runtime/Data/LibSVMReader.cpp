@@ -64,6 +64,7 @@ private:
     std::string_view label;
     bool first = true;
     size_t pos = 0;
+    int64_t previous = 0;
     while (pos < line.size()) {
       while (pos < line.size() && (line[pos] == ' ' || line[pos] == '\t'))
         ++pos;
@@ -93,8 +94,15 @@ private:
              quote(key));
       if (index < 1)
         fail(where(), "libsvm: feature index ", index, ": indices are 1-based");
+      // As libsvm and scikit-learn require: a repeated index would
+      // otherwise keep one of its values in silence.
+      if (index <= previous)
+        fail(where(), "libsvm: feature index ", index, " after ", previous,
+             ": indices must ascend, each at most once");
+      previous = index;
       if (!parseDouble(token.substr(colon + 1), value))
-        fail(where(), "libsvm: feature ", index, ": expected a number, found ",
+        fail(where(), "libsvm: feature ", index,
+             ": expected a finite number (f32), found ",
              quote(token.substr(colon + 1)));
       fn(index, static_cast<float>(value));
     }

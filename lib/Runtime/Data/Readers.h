@@ -80,6 +80,8 @@ std::string_view trim(std::string_view s);
 std::string quote(std::string_view s);
 /// Whole-token parses (a leading '+' is accepted); false on anything else.
 bool parseInt64(std::string_view s, int64_t &value);
+/// Also false for NaN, infinities and magnitudes beyond f32's (the data
+/// are stored as f32): a NaN in the data trains on to NaN weights.
 bool parseDouble(std::string_view s, double &value);
 
 using runtime::splitmix64;

@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <limits>
 
 using namespace heterps::runtime;
 using namespace heterps::runtime::data;
@@ -45,7 +46,8 @@ bool data::parseDouble(std::string_view s, double &value) {
   if (s.empty())
     return false;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
-  return ec == std::errc() && p == s.data() + s.size();
+  return ec == std::errc() && p == s.data() + s.size() &&
+         std::abs(value) <= std::numeric_limits<float>::max();
 }
 
 TextSource::TextSource(const DataOptions &options, std::string format)
@@ -61,7 +63,8 @@ void TextSource::storeLabel(Batch &batch, int64_t row, std::string_view text,
                             bool minusOneIsZero) {
   double v;
   if (!parseDouble(text, v))
-    fail(where(), format, ": expected a numeric label, found ", quote(text));
+    fail(where(), format,
+         ": expected a finite number (f32) as the label, found ", quote(text));
   if (minusOneIsZero && v == -1.0)
     v = 0.0;
   if (!options.classLabels) {
