@@ -333,7 +333,7 @@ Status Shard::applyPush(Table &t, const Grouping &g, const uint64_t *keys,
             str("table ", t.config.table_id(), " '", t.config.name(),
                 "': ", assign ? "value" : "gradient", " ", values[i],
                 " for key ", keys[i / dim], " (element ", i % dim,
-                "); the push was rejected and changed nothing"));
+                "); the push was rejected: no row of it changed"));
   const bool ttl = t.config.ttl_seconds() > 0;
   const uint32_t admit = t.config.admit_min_count();
   double now = ttl ? opts.clock() : 0;

@@ -324,3 +324,21 @@ def test_an_empty_or_stopped_ps_is_an_error_not_the_embedded_server(ctr_plan):
                       ([7], TypeError)):
         with pytest.raises(error, match="ps: "):
             heterps.Trainer(ctr_plan, ps=ps)
+
+
+def test_a_step_with_a_nan_loss_changes_nothing(ctr_plan):
+    """NaN labels make the loss NaN: the step fails before any update, the
+    model and the step count stay, and the next good step trains."""
+    trainer = heterps.Trainer(ctr_plan, seed=1)
+    batch = ctr_batch(16, seed=4)
+    trainer.step(batch)
+    features = {"dense": batch["dense"], "sparse": batch["sparse"]}
+    before = trainer.predict(features)["output"]
+    bad = dict(batch, label=np.full((16, 1), np.nan, np.float32))
+    with pytest.raises(heterps.Error, match="the loss is NaN; nothing was "
+                                            "updated"):
+        trainer.step(bad)
+    assert trainer.steps == 1
+    assert np.array_equal(trainer.predict(features)["output"], before)
+    assert np.isfinite(trainer.step(batch))
+    assert trainer.steps == 2

@@ -147,6 +147,12 @@ private:
   void startPullAhead(MemoryPlan &mp);
   /// Runs `node` on `values` (a memory plan's, or its pull-ahead's).
   void runNode(Node &node, std::vector<Tensor> &values, bool training);
+  /// Finds where `mp`'s training step computes its loss (MemoryPlan::lossAt).
+  void findLoss(MemoryPlan &mp) const;
+  /// Fails the step, undone, when its loss is NaN or infinite: nothing has
+  /// updated a parameter or pushed yet, and a NaN loss would make every
+  /// update NaN.
+  void checkLoss(MemoryPlan &mp);
   int resolve(int id) const;
   /// Places every value in host or device memory and inserts the copies
   /// the ops of the other space read (DeviceRuntime.h).

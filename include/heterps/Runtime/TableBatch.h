@@ -60,6 +60,8 @@ public:
   /// Keeps a push of `n` keys and n x dim gradients.
   void addPush(int table, const int64_t *keys, int64_t n, int64_t dim,
                const float *grads);
+  /// Forgets the pushes kept (a step that failed before sending them).
+  void dropPushes() { pushCount = 0; }
   /// Sends the pushes kept, in one pushMany, and forgets them; the rows
   /// of `thenPull` are pulled after the pushes, in the same requests.
   void push(EmbeddingStore &store, const std::vector<TablePull> &thenPull = {});

@@ -7,7 +7,9 @@
 #include "heterps/Runtime/Error.h"
 #include "heterps/Runtime/PlanTypes.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <omp.h>
 #include <optional>
 #include <set>
@@ -56,6 +58,11 @@ struct Program::MemoryPlan {
   std::vector<std::pair<Node *, int>> prefetch;
   /// The inputs and early values of the step pulled ahead (PullAhead.h).
   std::vector<Tensor> aheadValues;
+  /// The position in `active` of the op computing a training step's loss
+  /// on the host, before any op that updates a parameter or pushes (-1:
+  /// none; the step's loss is then not checked).
+  int64_t lossAt = -1;
+  int lossValue = -1;
 };
 
 static bool hasSideEffect(const std::string &name) {
@@ -475,6 +482,7 @@ Program::MemoryPlan &Program::planFor(const std::vector<const Tensor *> &inputs,
         ragged[id] = true;
   }
   mp->raggedShapes.resize(inputs.size());
+  findLoss(*mp);
   current = mp.get();
   plans.push_back(std::move(mp));
   return *current;
@@ -613,6 +621,43 @@ void Program::startPullAhead(MemoryPlan &mp) {
   ahead->start(lookupScratch, idsScratch);
 }
 
+void Program::findLoss(MemoryPlan &mp) const {
+  mp.lossAt = -1;
+  if (!mp.training || !planRef.has_training())
+    return;
+  int loss = resolve(planRef.outputs(planRef.training().loss_output()));
+  for (size_t i = 0; i < mp.active.size(); ++i) {
+    const Node &node = *mp.active[i];
+    if (node.sideEffect && !node.transfer && node.op->name() != "heterps.send")
+      return; // an update before the loss: the step could not be undone
+    if (std::find(node.outputs.begin(), node.outputs.end(), loss) ==
+        node.outputs.end())
+      continue;
+    if (node.kind == DeviceKind::CPU && valueType(loss).dtype == DType::F32)
+      mp.lossAt = static_cast<int64_t>(i);
+    mp.lossValue = loss;
+    return;
+  }
+}
+
+void Program::checkLoss(MemoryPlan &mp) {
+  const Tensor &value = mp.values[mp.lossValue];
+  if (value.numElements() != 1 || std::isfinite(value.as<float>()[0]))
+    return;
+  // Nothing was updated yet: forget the step, so that the next one runs as
+  // if this one had not been tried.
+  float loss = value.as<float>()[0];
+  --context.step;
+  batch->dropPushes();
+  batch->collectingPushes = false;
+  fail("training step ", context.step + 1, ": the loss is ",
+       std::isnan(loss) ? "NaN"
+       : loss > 0       ? "inf"
+                        : "-inf",
+       "; nothing was updated (a NaN or infinite input, label or weight "
+       "gives this)");
+}
+
 const std::vector<const Tensor *> &
 Program::run(const std::vector<const Tensor *> &inputs, bool training,
              const std::vector<int> &outputs) {
@@ -671,8 +716,11 @@ Program::run(const std::vector<const Tensor *> &inputs, bool training,
     startPullAhead(mp);
   haveQueued = false;
   batch->collectingPushes = training;
-  for (size_t i = mp.early; i < mp.active.size(); ++i)
+  for (size_t i = mp.early; i < mp.active.size(); ++i) {
     runNode(*mp.active[i], mp.values, training);
+    if (training && static_cast<int64_t>(i) == mp.lossAt)
+      checkLoss(mp);
+  }
   if (training) {
     if (ahead)
       ahead->push(*batch);

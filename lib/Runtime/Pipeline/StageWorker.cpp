@@ -14,6 +14,7 @@
 #include "heterps/Runtime/Error.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <omp.h>
 #include <sstream>
@@ -53,7 +54,21 @@ void PipelineExecutor::Impl::collect(const StageSegment &segment,
       const Tensor &value = slot.values[point.value];
       Tensor &result = results[w];
       if (result.rank() == 0) {
-        scalarParts[w][microBatch] = value.as<float>()[0];
+        float part = value.as<float>()[0];
+        // A NaN or infinite loss would make every update of the step NaN:
+        // the step stops here, before any stage has applied one (each
+        // applies its updates once it has all its micro-batches'
+        // gradients, and this one's have not been sent).
+        if (!std::isfinite(part) && plan.has_training() &&
+            point.position == plan.training().loss_output())
+          fail("training step ", stepNumber, ", micro-batch ", microBatch,
+               ": the loss is ",
+               std::isnan(part) ? "NaN"
+               : part > 0       ? "inf"
+                                : "-inf",
+               "; the step stopped before any update (a NaN or infinite "
+               "input, label or weight gives this)");
+        scalarParts[w][microBatch] = part;
         continue;
       }
       if (value.rank() == 0 || value.dim(0) != mb.rows ||
