@@ -10,9 +10,11 @@
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <sstream>
@@ -198,7 +200,46 @@ std::string heterps::plan::verifyPlan(const Plan &plan) {
         err << "label value " << id << " is not an input of the plan";
         return err.str();
       }
+    // What heterps-autodiff writes: a loss it added, the model's loss op,
+    // or a loss spelled out in the graph.
+    static const char *const kLosses[] = {"bce",
+                                          "mse",
+                                          "softmax-ce",
+                                          "graph",
+                                          "bce_loss",
+                                          "mse_loss",
+                                          "nll_loss",
+                                          "softmax_ce_loss",
+                                          "weighted_nll_loss"};
+    if (std::find(std::begin(kLosses), std::end(kLosses), training.loss()) ==
+        std::end(kLosses)) {
+      err << "the training step's loss is '" << training.loss()
+          << "'; expected bce, mse, softmax-ce, graph or a loss op's name";
+      return err.str();
+    }
+    const Value &loss = plan.values(plan.outputs(training.loss_output()));
+    if (loss.type().dims_size() != 0 || loss.type().dtype() != F32) {
+      err << "the loss is output " << training.loss_output() << " ('"
+          << loss.name() << "'), which is not a 0-D f32";
+      return err.str();
+    }
+    static const char *const kOptimizers[] = {"sgd", "momentum", "adam",
+                                              "adagrad"};
+    if (training.has_optimizer() &&
+        std::find(std::begin(kOptimizers), std::end(kOptimizers),
+                  training.optimizer().kind()) == std::end(kOptimizers)) {
+      err << "the training step's optimizer is '" << training.optimizer().kind()
+          << "'; expected sgd, momentum, adam or adagrad";
+      return err.str();
+    }
   }
+  std::set<std::string> inputNames;
+  for (int id : plan.inputs())
+    if (!plan.values(id).name().empty() &&
+        !inputNames.insert(plan.values(id).name()).second) {
+      err << "two inputs are named '" << plan.values(id).name() << "'";
+      return err.str();
+    }
   for (int s = 0; s < plan.stages_size(); ++s) {
     const Stage &stage = plan.stages(s);
     if (stage.kind() != "cpu" && stage.kind() != "gpu") {
@@ -208,6 +249,12 @@ std::string heterps::plan::verifyPlan(const Plan &plan) {
     }
     if (stage.units() < 0 || stage.units() > (int64_t(1) << 20)) {
       err << "stage " << s << " has " << stage.units() << " units";
+      return err.str();
+    }
+    if (!std::isfinite(stage.predicted_throughput()) ||
+        stage.predicted_throughput() < 0) {
+      err << "stage " << s << " has a predicted throughput of "
+          << stage.predicted_throughput() << " samples/s";
       return err.str();
     }
   }

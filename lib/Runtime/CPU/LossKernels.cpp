@@ -37,7 +37,13 @@ struct LossSpec {
       : kind(std::move(k)), reduction(lossReductionOf(op)),
         fromLogits(op.getBool("from_logits", false)),
         hasIgnore(op.has("ignore_index")),
-        ignoreIndex(op.getInt("ignore_index", -100)) {}
+        ignoreIndex(op.getInt("ignore_index", -100)) {
+    // A kind the kernels do not know would be computed as bce.
+    if (kind != "bce" && kind != "mse" && kind != "softmax_ce" &&
+        kind != "nll" && kind != "weighted_nll")
+      fail(op.describe(), ": unknown loss kind '", kind,
+           "'; expected bce, mse, softmax_ce, nll or weighted_nll");
+  }
 
   bool isClassLoss() const {
     return kind == "softmax_ce" || kind == "nll" || kind == "weighted_nll";

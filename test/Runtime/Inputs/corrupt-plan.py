@@ -10,7 +10,8 @@ first op named OP), extra-operand=OP (its first operand once more),
 drop-result=OP, attr-kind=OP:KEY (attribute KEY of the first OP becomes a
 string), drop-attr=OP:KEY, op-name=OP:NAME (the first OP renamed),
 float-attr=OP:KEY:VALUE, param-dim=N (the first parameter's first
-dimension).
+dimension), loss=NAME, optimizer=KIND (the training step's), predicted=X
+(stage 0's predicted throughput), input-name=NAME (the second input's).
 """
 import importlib
 import os
@@ -44,6 +45,14 @@ def main():
         plan.stages[0].kind = value
     elif key == "units":
         plan.stages[0].units = int(value)
+    elif key == "loss":
+        plan.training.loss = value
+    elif key == "optimizer":
+        plan.training.optimizer.kind = value
+    elif key == "predicted":
+        plan.stages[0].predicted_throughput = float(value)
+    elif key == "input-name":
+        plan.values[plan.inputs[1]].name = value
     elif key == "micro-batches":
         plan.micro_batches = int(value)
     elif key == "batch":
