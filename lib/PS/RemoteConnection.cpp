@@ -8,18 +8,22 @@
 //===----------------------------------------------------------------------===//
 
 #include "heterps/PS/Client.h"
+#include "heterps/PS/PullFrames.h"
 #include "heterps/PS/Wire.h"
 #include "heterps/Runtime/Error.h"
 
 #include "heterps/ps.grpc.pb.h"
 
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <thread>
 
 using namespace heterps;
@@ -28,6 +32,11 @@ using namespace heterps::ps;
 namespace {
 
 using Clock = std::chrono::system_clock;
+
+// The methods whose responses are read from gRPC's buffers (PullFrames.h).
+constexpr const char *kPullMethod = "/heterps.ps.v1.ParameterServer/Pull";
+constexpr const char *kPullManyMethod =
+    "/heterps.ps.v1.ParameterServer/PullMany";
 
 class RemoteConnection : public Connection {
 public:
@@ -58,6 +67,7 @@ public:
     }
     channel = grpc::CreateCustomChannel(address, credentials, args);
     stub = v1::ParameterServer::NewStub(channel);
+    rawStub = std::make_unique<grpc::GenericStub>(channel);
   }
 
   std::string address() const override { return addr; }
@@ -84,10 +94,9 @@ public:
   Status pull(uint32_t table, const uint64_t *keys, size_t n, uint32_t dim,
               float *rows) override {
     preparePull(table, keys, n);
-    Status s = call([&](grpc::ClientContext *c) {
-      return stub->Pull(c, pullRequest, &pullResponse);
-    });
-    return s.ok() ? decodePull(n, dim, rows) : s;
+    Status s =
+        call([&](grpc::ClientContext *c) { return rawCall(c, kPullMethod); });
+    return s.ok() ? decodePull(table, n, dim, rows) : s;
   }
 
   void startPull(uint32_t table, const uint64_t *keys, size_t n, uint32_t dim,
@@ -95,9 +104,9 @@ public:
     preparePull(table, keys, n);
     attempt(
         [this](grpc::ClientContext *c, std::function<void(grpc::Status)> cb) {
-          stub->async()->Pull(c, &pullRequest, &pullResponse, std::move(cb));
+          startRawCall(c, kPullMethod, std::move(cb));
         },
-        [this, n, dim, rows] { return decodePull(n, dim, rows); },
+        [this, table, n, dim, rows] { return decodePull(table, n, dim, rows); },
         std::move(done));
   }
 
@@ -124,25 +133,18 @@ public:
 
   Status pullMany(const std::vector<KeyRows> &parts) override {
     preparePullMany(parts);
-    Status s = call([&](grpc::ClientContext *c) {
-      pullManyResponse.Clear();
-      return stub->PullMany(c, pullManyRequest, &pullManyResponse);
-    });
-    return s.ok() ? decodePulled(parts, pullManyResponse.pulls()) : s;
+    Status s = call(
+        [&](grpc::ClientContext *c) { return rawCall(c, kPullManyMethod); });
+    return s.ok() ? decodePullMany(parts) : s;
   }
 
   void startPullMany(const std::vector<KeyRows> &parts, Done done) override {
     preparePullMany(parts);
-    pullManyResponse.Clear();
     attempt(
         [this](grpc::ClientContext *c, std::function<void(grpc::Status)> cb) {
-          stub->async()->PullMany(c, &pullManyRequest, &pullManyResponse,
-                                  std::move(cb));
+          startRawCall(c, kPullManyMethod, std::move(cb));
         },
-        [this, &parts] {
-          return decodePulled(parts, pullManyResponse.pulls());
-        },
-        std::move(done));
+        [this, &parts] { return decodePullMany(parts); }, std::move(done));
   }
 
   Status pushMany(const std::vector<KeyRows> &parts, uint64_t client,
@@ -256,6 +258,7 @@ private:
     pullRequest.set_table_id(table);
     pullRequest.set_keys(keys, n * sizeof(uint64_t));
     pullRequest.set_wire(wire);
+    serializeRequest(pullRequest);
   }
   void preparePush(uint32_t table, const uint64_t *keys, size_t n, uint32_t dim,
                    const float *values, uint64_t client, uint64_t seq,
@@ -276,6 +279,7 @@ private:
       pull->set_keys(p.keys, p.n * sizeof(uint64_t));
       pull->set_wire(wire);
     }
+    serializeRequest(pullManyRequest);
   }
   void preparePushMany(const std::vector<KeyRows> &parts, uint64_t client,
                        uint64_t seq, const std::vector<KeyRows> &thenPull) {
@@ -299,14 +303,60 @@ private:
     request.set_seq(seq);
   }
 
-  Status decodePull(size_t n, uint32_t dim, float *rows) {
-    if (!decodeFloats(wire, pullResponse.rows(), n * dim, rows))
-      return Status::error(Code::Internal,
-                           "the server answered " +
-                               std::to_string(pullResponse.rows().size()) +
-                               " bytes of rows for " + std::to_string(n) +
-                               " keys of dimension " + std::to_string(dim));
-    return {};
+  /// A raw call's request, serialized once for all its attempts.
+  template <typename Message> void serializeRequest(const Message &message) {
+    bool own;
+    rawRequest.Clear();
+    grpc::Status s = grpc::SerializationTraits<Message>::Serialize(
+        message, &rawRequest, &own);
+    if (!s.ok())
+      runtime::fail("cannot serialize a ", message.GetTypeName(), ": ",
+                    s.error_message());
+  }
+
+  /// Sends rawRequest to `method`; its answer lands in rawResponse.
+  void startRawCall(grpc::ClientContext *context, const char *method,
+                    std::function<void(grpc::Status)> done) {
+    rawStub->UnaryCall(context, method, grpc::StubOptions(), &rawRequest,
+                       &rawResponse, std::move(done));
+  }
+  grpc::Status rawCall(grpc::ClientContext *context, const char *method) {
+    std::mutex mutex;
+    std::condition_variable answered;
+    bool finished = false;
+    grpc::Status result;
+    startRawCall(context, method, [&](grpc::Status s) {
+      std::lock_guard<std::mutex> lock(mutex);
+      result = std::move(s);
+      finished = true;
+      answered.notify_one();
+    });
+    std::unique_lock<std::mutex> lock(mutex);
+    answered.wait(lock, [&] { return finished; });
+    return result;
+  }
+
+  /// The rows of a Pull's answer, into `rows`; gRPC's buffers are freed.
+  Status decodePull(uint32_t table, size_t n, uint32_t dim, float *rows) {
+    Status s = PullResponseReader(rawResponse)
+                   .readResponse(wire, {table, n, dim, rows});
+    rawResponse.Clear();
+    return s;
+  }
+
+  /// The rows of a PullMany's answer, into each part's rows.
+  Status decodePullMany(const std::vector<KeyRows> &parts) {
+    Status s = readPullMany(PullResponseReader(rawResponse), parts);
+    rawResponse.Clear();
+    return s;
+  }
+  Status readPullMany(PullResponseReader &&reader,
+                      const std::vector<KeyRows> &parts) {
+    for (const KeyRows &p : parts)
+      if (Status s = reader.readPart(wire, {p.table, p.n, p.dim, p.rows});
+          !s.ok())
+        return s;
+    return reader.finish(parts.size());
   }
 
   /// Sets an attempt's deadline (a quarter of the call's: an attempt that
@@ -417,6 +467,7 @@ private:
   ClientOptions opts;
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<v1::ParameterServer::Stub> stub;
+  std::unique_ptr<grpc::GenericStub> rawStub;
   // Reused request and response messages (the client serializes calls to
   // one server).
   /// Rows pulled travel as `wire`; pushes as `pushWire`, which is bf16 for
@@ -424,10 +475,10 @@ private:
   /// many of them to zero.
   v1::Wire wire = v1::WIRE_F32, pushWire = v1::WIRE_F32;
   v1::PullRequest pullRequest;
-  v1::PullResponse pullResponse;
   v1::PushRequest pushRequest;
   v1::PullManyRequest pullManyRequest;
-  v1::PullManyResponse pullManyResponse;
+  /// Pull and PullMany requests, serialized, and their answers.
+  grpc::ByteBuffer rawRequest, rawResponse;
   v1::PushManyRequest pushManyRequest;
 };
 

@@ -3,6 +3,7 @@
 #include "heterps/PS/Server.h"
 
 #include "heterps/PS/Log.h"
+#include "heterps/PS/PullFrames.h"
 #include "heterps/PS/Wire.h"
 
 #include "heterps/Runtime/Error.h"
@@ -54,7 +55,7 @@ public:
 
   bool perWorker() const { return !workers.empty(); }
 
-  grpc::Status check(grpc::ServerContext *context, Access access,
+  grpc::Status check(grpc::ServerContextBase *context, Access access,
                      uint32_t *identity = nullptr) const {
     if (identity)
       *identity = 0;
@@ -138,7 +139,13 @@ private:
   uint64_t last = 0;
 };
 
-class Service final : public v1::ParameterServer::Service {
+/// Pull and PullMany answer raw byte buffers (PullFrames.h): their rows
+/// are sent from where the lookup wrote them.
+using ServiceBase = v1::ParameterServer::WithRawCallbackMethod_Pull<
+    v1::ParameterServer::WithRawCallbackMethod_PullMany<
+        v1::ParameterServer::Service>>;
+
+class Service final : public ServiceBase {
 public:
   Service(Shard &shard, const ServerOptions &options)
       : shard(shard),
@@ -171,19 +178,29 @@ public:
     return toGrpc(shard.describeTable(request->table_id(), response));
   }
 
-  grpc::Status handlePull(grpc::ServerContext *context,
-                          const v1::PullRequest *request,
-                          v1::PullResponse *response) {
+  grpc::Status handlePull(grpc::ServerContextBase *context,
+                          const v1::PullRequest &request,
+                          grpc::ByteBuffer *response) {
     if (grpc::Status denied = access.check(context, Access::Data); !denied.ok())
       return denied;
+    if (!v1::Wire_IsValid(request.wire()))
+      return invalid("table " + std::to_string(request.table_id()) +
+                     ": unknown wire format " + std::to_string(request.wire()));
     thread_local std::vector<uint64_t> keys;
     uint32_t dim;
     if (grpc::Status s =
-            decodeKeys(request->table_id(), request->keys(), keys, &dim);
+            decodeKeys(request.table_id(), request.keys(), keys, &dim);
         !s.ok())
       return s;
-    return pullRows(request->table_id(), keys, dim, request->wire(),
-                    response->mutable_rows());
+    v1::Wire wire = static_cast<v1::Wire>(request.wire());
+    PullResponseFrames frames(*rowBuffers, {wireBytes(wire, keys.size() * dim)},
+                              /*many=*/false);
+    if (grpc::Status s =
+            pullRows(request.table_id(), keys, dim, wire, frames.rows(0));
+        !s.ok())
+      return s;
+    *response = frames.release();
+    return grpc::Status::OK;
   }
 
   grpc::Status handlePush(grpc::ServerContext *context,
@@ -211,24 +228,44 @@ public:
                              request->seq(), request->assign(), response));
   }
 
-  grpc::Status handlePullMany(grpc::ServerContext *context,
-                              const v1::PullManyRequest *request,
-                              v1::PullManyResponse *response) {
+  grpc::Status handlePullMany(grpc::ServerContextBase *context,
+                              const v1::PullManyRequest &request,
+                              grpc::ByteBuffer *response) {
     if (grpc::Status denied = access.check(context, Access::Data); !denied.ok())
       return denied;
-    if (grpc::Status s = checkTotalKeys(request->pulls()); !s.ok())
+    if (grpc::Status s = checkTotalKeys(request.pulls()); !s.ok())
       return s;
-    thread_local std::vector<uint64_t> keys;
-    for (const v1::PullRequest &pull : request->pulls()) {
-      uint32_t dim;
-      if (grpc::Status s = decodeKeys(pull.table_id(), pull.keys(), keys, &dim);
+    // Every part is checked before the response is laid out.
+    thread_local std::vector<std::vector<uint64_t>> keys;
+    thread_local std::vector<uint32_t> dims;
+    thread_local std::vector<size_t> rowBytes;
+    size_t count = request.pulls_size();
+    if (keys.size() < count)
+      keys.resize(count);
+    dims.resize(count);
+    rowBytes.resize(count);
+    for (size_t i = 0; i < count; ++i) {
+      const v1::PullRequest &pull = request.pulls(i);
+      if (!v1::Wire_IsValid(pull.wire()))
+        return invalid("table " + std::to_string(pull.table_id()) +
+                       ": unknown wire format " + std::to_string(pull.wire()));
+      if (grpc::Status s =
+              decodeKeys(pull.table_id(), pull.keys(), keys[i], &dims[i]);
           !s.ok())
         return s;
-      if (grpc::Status s = pullRows(pull.table_id(), keys, dim, pull.wire(),
-                                    response->add_pulls()->mutable_rows());
+      rowBytes[i] = wireBytes(static_cast<v1::Wire>(pull.wire()),
+                              keys[i].size() * dims[i]);
+    }
+    PullResponseFrames frames(*rowBuffers, rowBytes, /*many=*/true);
+    for (size_t i = 0; i < count; ++i) {
+      const v1::PullRequest &pull = request.pulls(i);
+      if (grpc::Status s =
+              pullRows(pull.table_id(), keys[i], dims[i],
+                       static_cast<v1::Wire>(pull.wire()), frames.rows(i));
           !s.ok())
         return s;
     }
+    *response = frames.release();
     return grpc::Status::OK;
   }
 
@@ -293,9 +330,11 @@ public:
       return toGrpc(s);
     for (size_t i = 0; i < pulls; ++i) {
       const v1::PullRequest &pull = request->then_pull(i);
-      if (grpc::Status s =
-              pullRows(pull.table_id(), pullKeys[i], pullDims[i], pull.wire(),
-                       response->add_pulled()->mutable_rows());
+      v1::Wire wire = static_cast<v1::Wire>(pull.wire());
+      std::string *rows = response->add_pulled()->mutable_rows();
+      rows->resize(wireBytes(wire, pullKeys[i].size() * pullDims[i]));
+      if (grpc::Status s = pullRows(pull.table_id(), pullKeys[i], pullDims[i],
+                                    wire, rows->data());
           !s.ok())
         return s;
     }
@@ -391,12 +430,18 @@ public:
     });
   }
 
-  grpc::Status Pull(grpc::ServerContext *context,
-                    const v1::PullRequest *request,
-                    v1::PullResponse *response) override {
-    pulledKeys += request->keys().size() / sizeof(uint64_t);
-    return timed(Method::Pull,
-                 [&] { return handlePull(context, request, response); });
+  grpc::ServerUnaryReactor *Pull(grpc::CallbackServerContext *context,
+                                 const grpc::ByteBuffer *request,
+                                 grpc::ByteBuffer *response) override {
+    grpc::ServerUnaryReactor *reactor = context->DefaultReactor();
+    reactor->Finish(timed(Method::Pull, [&] {
+      v1::PullRequest pull;
+      if (grpc::Status s = parseRequest(*request, &pull); !s.ok())
+        return s;
+      pulledKeys += pull.keys().size() / sizeof(uint64_t);
+      return handlePull(context, pull, response);
+    }));
+    return reactor;
   }
 
   grpc::Status Push(grpc::ServerContext *context,
@@ -407,13 +452,19 @@ public:
                  [&] { return handlePush(context, request, response); });
   }
 
-  grpc::Status PullMany(grpc::ServerContext *context,
-                        const v1::PullManyRequest *request,
-                        v1::PullManyResponse *response) override {
-    for (const v1::PullRequest &pull : request->pulls())
-      pulledKeys += pull.keys().size() / sizeof(uint64_t);
-    return timed(Method::PullMany,
-                 [&] { return handlePullMany(context, request, response); });
+  grpc::ServerUnaryReactor *PullMany(grpc::CallbackServerContext *context,
+                                     const grpc::ByteBuffer *request,
+                                     grpc::ByteBuffer *response) override {
+    grpc::ServerUnaryReactor *reactor = context->DefaultReactor();
+    reactor->Finish(timed(Method::PullMany, [&] {
+      v1::PullManyRequest pulls;
+      if (grpc::Status s = parseRequest(*request, &pulls); !s.ok())
+        return s;
+      for (const v1::PullRequest &pull : pulls.pulls())
+        pulledKeys += pull.keys().size() / sizeof(uint64_t);
+      return handlePullMany(context, pulls, response);
+    }));
+    return reactor;
   }
 
   grpc::Status PushMany(grpc::ServerContext *context,
@@ -630,23 +681,20 @@ private:
   }
 
   /// The rows of `keys` as `wire`'s bytes in `out`.
+  /// The rows of `keys` in `wire`'s format, into the wireBytes(wire,
+  /// keys.size() * dim) bytes at `out` (aligned for floats).
   grpc::Status pullRows(uint32_t table, const std::vector<uint64_t> &keys,
-                        uint32_t dim, int wire, std::string *out) {
-    if (!v1::Wire_IsValid(wire))
-      return invalid("table " + std::to_string(table) +
-                     ": unknown wire format " + std::to_string(wire));
+                        uint32_t dim, v1::Wire wire, char *out) {
     size_t count = keys.size() * dim;
-    if (wire == v1::WIRE_F32) {
-      out->resize(count * sizeof(float));
+    if (wire == v1::WIRE_F32)
       return toGrpc(shard.pull(table, keys.data(), keys.size(),
-                               reinterpret_cast<float *>(out->data())));
-    }
+                               reinterpret_cast<float *>(out)));
     thread_local std::vector<float> rows;
     rows.resize(count);
     if (Status s = shard.pull(table, keys.data(), keys.size(), rows.data());
         !s.ok())
       return toGrpc(s);
-    encodeFloats(static_cast<v1::Wire>(wire), rows.data(), count, out);
+    encodeFloats(wire, rows.data(), count, out);
     return grpc::Status::OK;
   }
 
@@ -692,9 +740,20 @@ private:
     return grpc::Status::OK;
   }
 
+  /// A raw method's request, parsed as gRPC parses the others.
+  template <typename Message>
+  static grpc::Status parseRequest(const grpc::ByteBuffer &request,
+                                   Message *message) {
+    grpc::ByteBuffer bytes(request);
+    if (!grpc::SerializationTraits<Message>::Deserialize(&bytes, message).ok())
+      return invalid("the request is not a " + message->GetTypeName());
+    return grpc::Status::OK;
+  }
+
   Shard &shard;
   AccessCheck access;
   ClientKeys clientKeys;
+  std::shared_ptr<RowBuffers> rowBuffers = RowBuffers::create();
 };
 
 } // namespace

@@ -16,12 +16,16 @@ size_t ps::wireBytes(v1::Wire wire, size_t count) {
 void ps::encodeFloats(v1::Wire wire, const float *values, size_t count,
                       std::string *out) {
   out->resize(wireBytes(wire, count));
+  encodeFloats(wire, values, count, out->data());
+}
+
+void ps::encodeFloats(v1::Wire wire, const float *values, size_t count,
+                      char *p) {
   if (wire == v1::WIRE_F32) {
     if (count)
-      std::memcpy(out->data(), values, count * 4);
+      std::memcpy(p, values, count * 4);
     return;
   }
-  char *p = out->data();
   for (size_t i = 0; i < count; ++i) {
     uint16_t h = runtime::floatToHalf(values[i], wire == v1::WIRE_BF16);
     std::memcpy(p + 2 * i, &h, 2);
@@ -32,18 +36,22 @@ bool ps::decodeFloats(v1::Wire wire, const std::string &bytes, size_t count,
                       float *values) {
   if (bytes.size() != wireBytes(wire, count))
     return false;
+  decodeFloats(wire, bytes.data(), count, values);
+  return true;
+}
+
+void ps::decodeFloats(v1::Wire wire, const char *p, size_t count,
+                      float *values) {
   if (wire == v1::WIRE_F32) {
     if (count)
-      std::memcpy(values, bytes.data(), bytes.size());
-    return true;
+      std::memcpy(values, p, count * 4);
+    return;
   }
-  const char *p = bytes.data();
   for (size_t i = 0; i < count; ++i) {
     uint16_t h;
     std::memcpy(&h, p + 2 * i, 2);
     values[i] = runtime::halfToFloat(h, wire == v1::WIRE_BF16);
   }
-  return true;
 }
 
 bool ps::parseWire(const std::string &name, v1::Wire *wire) {

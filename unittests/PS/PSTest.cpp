@@ -10,6 +10,7 @@
 #include "heterps/PS/Client.h"
 #include "heterps/PS/KeyIndex.h"
 #include "heterps/PS/Server.h"
+#include "heterps/PS/Wire.h"
 #include "heterps/ps.grpc.pb.h"
 
 #include <grpcpp/generic/generic_stub.h>
@@ -20,6 +21,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <random>
 #include <thread>
 #include <unordered_map>
@@ -604,6 +606,61 @@ TEST(PSServiceTest, MalformedRequestsGetInvalidArgument) {
   push.set_table_id(9);
   s = stub->Push(&c3, push, &resp);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+/// Pulls are answered from raw buffers (PullFrames.h); a client generated
+/// from ps.proto reads them as the messages ps.proto declares, in every
+/// wire format, and a request that is not a PullRequest is refused.
+TEST(PSServiceTest, GeneratedStubsReadPullsAsMessages) {
+  Cluster cluster(1);
+  std::unique_ptr<Client> c = cluster.client();
+  c->createTable(tableConfig(0, 3, "sgd", 1.0));
+  c->createTable(tableConfig(1, 2, "sgd", 1.0));
+  std::vector<int64_t> keys = {5, 9, 5, 1 << 20};
+  std::vector<float> grads = {1, 2, 3, -1, -2, -3, 0.5f, 0.25f, 4, 8, 16, 32};
+  c->push(0, keys.data(), 4, grads.data());
+  std::vector<float> want(12);
+  c->pull(0, keys.data(), 4, want.data());
+  std::string keyBytes(reinterpret_cast<const char *>(keys.data()),
+                       keys.size() * sizeof(int64_t));
+
+  auto channel = grpc::CreateChannel(cluster.addresses[0],
+                                     grpc::InsecureChannelCredentials());
+  auto stub = v1::ParameterServer::NewStub(channel);
+  for (v1::Wire wire : {v1::WIRE_F32, v1::WIRE_F16, v1::WIRE_BF16}) {
+    v1::PullManyRequest request;
+    for (uint32_t table : {0u, 1u}) {
+      v1::PullRequest *pull = request.add_pulls();
+      pull->set_table_id(table);
+      pull->set_keys(table == 0 ? keyBytes : "");
+      pull->set_wire(wire);
+    }
+    grpc::ClientContext c1, c2;
+    v1::PullResponse one;
+    ASSERT_TRUE(stub->Pull(&c1, request.pulls(0), &one).ok());
+    v1::PullManyResponse many;
+    ASSERT_TRUE(stub->PullMany(&c2, request, &many).ok());
+    ASSERT_EQ(many.pulls_size(), 2);
+    EXPECT_TRUE(many.pulls(1).rows().empty());
+    for (const std::string *rows : {&one.rows(), &many.pulls(0).rows()}) {
+      std::vector<float> got(12);
+      ASSERT_TRUE(decodeFloats(wire, *rows, 12, got.data())) << rows->size();
+      for (size_t i = 0; i < 12; ++i)
+        EXPECT_NEAR(got[i], want[i], wire == v1::WIRE_F32 ? 0 : 0.1) << i;
+    }
+  }
+  grpc::GenericStub generic(channel);
+  grpc::ClientContext c3;
+  grpc::Slice garbage(std::string("\xff\xff\xff"));
+  grpc::ByteBuffer request(&garbage, 1), response;
+  std::promise<grpc::Status> answered;
+  generic.UnaryCall(&c3, "/heterps.ps.v1.ParameterServer/Pull",
+                    grpc::StubOptions(), &request, &response,
+                    [&](grpc::Status s) { answered.set_value(s); });
+  grpc::Status s = answered.get_future().get();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(s.error_message(),
+            "the request is not a heterps.ps.v1.PullRequest");
 }
 
 TEST(PSServiceTest, FuzzedRequestsNeverStopTheServer) {

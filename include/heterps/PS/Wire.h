@@ -26,9 +26,15 @@ size_t wireBytes(v1::Wire wire, size_t count);
 /// `count` floats as `wire`'s bytes, into `out` (resized).
 void encodeFloats(v1::Wire wire, const float *values, size_t count,
                   std::string *out);
+/// `count` floats as `wire`'s bytes, into wireBytes(wire, count) bytes at
+/// `out`.
+void encodeFloats(v1::Wire wire, const float *values, size_t count, char *out);
 /// Decodes `bytes` into `count` floats; false when its size is not
 /// wireBytes(wire, count).
 bool decodeFloats(v1::Wire wire, const std::string &bytes, size_t count,
+                  float *values);
+/// Decodes the wireBytes(wire, count) bytes at `bytes` into `count` floats.
+void decodeFloats(v1::Wire wire, const char *bytes, size_t count,
                   float *values);
 /// "f32", "f16" or "bf16" as a Wire; false for anything else.
 bool parseWire(const std::string &name, v1::Wire *wire);
