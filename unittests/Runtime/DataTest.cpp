@@ -642,6 +642,25 @@ TEST(SyntheticSource, DeterministicPerSeed) {
   EXPECT_EQ(readAll(*a, 77), ra);
 }
 
+/// The cache that replays an epoch grows as rows are drawn: epochs read in
+/// batches that straddle its growth, or rewound half-way through the first,
+/// are the examples a fresh source draws.
+TEST(SyntheticSource, EpochsReplayAcrossTheCachesGrowth) {
+  std::vector<std::string> drawn =
+      readAll(*openDataSource(syntheticOptions(20000, 4)), 20000);
+  ASSERT_EQ(drawn.size(), 20000u);
+  auto s = openDataSource(syntheticOptions(20000, 4));
+  Batch b;
+  for (int i = 0; i < 97; ++i)
+    ASSERT_TRUE(s->next(b, 61));
+  s->rewind();
+  EXPECT_EQ(readAll(*s, 777), drawn);
+  s->rewind();
+  EXPECT_EQ(readAll(*s, 4096), drawn);
+  s->rewind();
+  EXPECT_EQ(readAll(*s, 1), drawn);
+}
+
 TEST(SyntheticSource, IdsAreSkewedAndInRange) {
   auto s = openDataSource(syntheticOptions(4000, 1));
   Batch b;

@@ -35,6 +35,7 @@ constexpr double kSignal = 1.5;
 constexpr double kClassNoise = 0.5;
 // Epochs up to this size are drawn once and replayed from memory.
 constexpr int64_t kMaxCacheBytes = int64_t(1) << 30;
+constexpr int64_t kMinCache = 4096;
 
 /// N(0, 1) from one 64-bit hash (Box-Muller on its two halves).
 double gaussian(uint64_t h) {
@@ -100,8 +101,7 @@ public:
     for (int64_t i = cached; i < n; ++i)
       generate(cursor + i, batch, i);
     if (cacheEnabled && cursor + cached == cachedRows && n > cached) {
-      if (cachedRows == 0)
-        shapeLike(cache, batch, options.syntheticExamples);
+      reserveCache(cachedRows + n - cached, batch);
       copyRows(batch, cached, cache, cachedRows, n - cached);
       cachedRows += n - cached;
     }
@@ -117,6 +117,21 @@ public:
   }
 
 private:
+  /// Room in the cache for `rows` rows shaped like `batch`. The cache grows
+  /// by doubling as rows are drawn: an epoch's worth at once (up to 1 GiB,
+  /// zeroed) would stall the first step of a short run.
+  void reserveCache(int64_t rows, const Batch &batch) {
+    if (rows <= cache.size)
+      return;
+    int64_t capacity = std::min(options.syntheticExamples,
+                                std::max({rows, 2 * cache.size, kMinCache}));
+    Batch grown;
+    shapeLike(grown, batch, capacity);
+    if (cachedRows)
+      copyRows(cache, 0, grown, 0, cachedRows);
+    cache = std::move(grown);
+  }
+
   /// The effect of id `id` of sparse feature `f` on score `c`.
   double effect(int64_t c, int64_t f, int64_t id) const {
     uint64_t column = splitmix64(kModelKey + 1 + uint64_t(c * sparse + f));
