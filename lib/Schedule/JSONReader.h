@@ -45,15 +45,22 @@ public:
                                    fileName + ": " + path + ": " + message);
   }
 
-  /// Parses `text`; a syntax error names the line and column.
+  /// Parses `text`; a syntax error names the line and column, a key that
+  /// an object repeats its path and line.
   llvm::Expected<llvm::json::Value> parse(llvm::StringRef text) {
     llvm::Expected<llvm::json::Value> value = llvm::json::parse(text);
     if (!value)
       return llvm::createStringError(
           llvm::inconvertibleErrorCode(),
           fileName + ": not valid JSON: " + llvm::toString(value.takeError()));
+    if (llvm::Error e = checkDuplicateKeys(text))
+      return e;
     return value;
   }
+
+  /// An error for the first key that an object of `text` (valid JSON)
+  /// repeats.
+  llvm::Error checkDuplicateKeys(llvm::StringRef text);
 
   /// Reads the number `key` of `object`; it must be finite and non-negative,
   /// or positive when `positive`.

@@ -78,6 +78,10 @@ std::string keyRange(const std::string &spec, std::vector<int64_t> &keys) {
   if (fields < 2 || fields > 3 || count < 0 || count > (1 << 26) || stride < 1)
     return "--keys takes FIRST:COUNT[:STRIDE] (COUNT up to 2^26), got '" +
            spec + "'";
+  long long last;
+  if (count > 0 && (__builtin_mul_overflow(count - 1, stride, &last) ||
+                    __builtin_add_overflow(first, last, &last)))
+    return "--keys " + spec + " runs past the largest key (2^63-1)";
   keys.resize(count);
   for (long long i = 0; i < count; ++i)
     keys[i] = first + i * stride;

@@ -12,6 +12,8 @@
 #include "Launch.h"
 #include "Options.h"
 
+#include "heterps/Plan/PlanFile.h"
+
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -164,6 +166,13 @@ int heterps::run::runLaunch(int argc, char **argv) {
     flags.fail("a job of several processes trains pipelined; --pipeline=off "
                "and --infer run in one process");
   const std::string &plan = o.plan;
+  // A plan the workers would refuse is refused before any server starts.
+  {
+    plan::Plan checked;
+    std::string error;
+    if (!plan::readPlanFile(plan, checked, error))
+      launchError(error);
+  }
   std::vector<std::string> forwarded = flags.forwardedArguments();
 
   if (psHost.empty()) {

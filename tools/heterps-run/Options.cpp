@@ -56,7 +56,12 @@ void heterps::run::declareOptions(Flags &flags, Options &o) {
         size_t eq = v.find('=');
         if (eq == std::string::npos || eq == 0)
           return "--input takes NAME=FILE.pb, got '" + v + "'";
-        o.inputs.emplace_back(v.substr(0, eq), v.substr(eq + 1));
+        std::string name = v.substr(0, eq);
+        for (const auto &given : o.inputs)
+          if (given.first == name)
+            return "--input " + name + " is given twice ('" + given.second +
+                   "' and '" + v.substr(eq + 1) + "')";
+        o.inputs.emplace_back(name, v.substr(eq + 1));
         return "";
       },
       /*repeatable=*/true);

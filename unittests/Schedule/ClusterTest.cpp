@@ -144,6 +144,31 @@ TEST(ClusterTest, UnknownKeysAreNamedWithTheNearestKnownOne) {
             "mean 'gbps'? (known: from, gbps, latency_us)");
 }
 
+TEST(ClusterTest, RepeatedKeysAreErrors) {
+  // llvm::json keeps one of the two values: which one the user meant is
+  // unknowable.
+  EXPECT_EQ(
+      errorOf(parseCluster(
+          replaced("\"units\": 4", "\"units\": 4, \"units\": 64"), "c.json")),
+      "c.json: $.resources[1]: the key 'units' appears twice (line 7)");
+  EXPECT_EQ(
+      errorOf(parseCluster(replaced("\"name\": \"test\"",
+                                    "\"name\": \"a\", \"n\\u0061me\": \"b\""),
+                           "c.json")),
+      "c.json: $: the key 'name' appears twice (line 2)");
+  EXPECT_EQ(errorOf(parseCluster(
+                replaced("\"gbps\": 5, \"latency_us\": 100",
+                         "\"gbps\": 5, \"latency_us\": 100, \"gbps\": 6"),
+                "c.json")),
+            "c.json: $.parameter_server.links[1]: the key 'gbps' appears "
+            "twice (line 17)");
+  // The same key in two objects, or inside a string, is no repeat.
+  EXPECT_EQ(errorOf(parseCluster(replaced("\"name\": \"test\"",
+                                          "\"name\": \"{\\\"name\\\": 1}\""),
+                                 "c.json")),
+            "");
+}
+
 TEST(ClusterTest, MissingLinkIsNamed) {
   std::string text = kTwoTypes;
   std::string link =

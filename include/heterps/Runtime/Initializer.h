@@ -18,6 +18,11 @@
 
 namespace heterps::runtime {
 
+/// What is wrong with an initializer spec as #heterps.init's verifier
+/// checks it (kind, argument count, finite arguments, low < high, a
+/// positive standard deviation); empty when it is valid.
+std::string initializerError(const std::string &kind,
+                             const std::vector<double> &args);
 /// Fills `t` (f32) from an initializer spec (#heterps.init kinds); fans come
 /// from the shape as PyTorch computes them.
 void initializeTensor(Tensor &t, const std::string &kind,

@@ -6,8 +6,51 @@
 
 #include <cmath>
 #include <random>
+#include <sstream>
 
 using namespace heterps::runtime;
+
+std::string
+heterps::runtime::initializerError(const std::string &kind,
+                                   const std::vector<double> &args) {
+  size_t expected;
+  if (kind == "constant")
+    expected = 1;
+  else if (kind == "uniform" || kind == "normal" || kind == "truncated_normal")
+    expected = 2;
+  else if (kind == "zeros" || kind == "ones" || kind == "xavier_uniform" ||
+           kind == "xavier_normal" || kind == "kaiming_uniform" ||
+           kind == "kaiming_normal")
+    expected = 0;
+  else
+    return "unknown initializer '" + kind +
+           "'; expected zeros, ones, constant, uniform, normal, "
+           "truncated_normal, xavier_uniform, xavier_normal, "
+           "kaiming_uniform or kaiming_normal";
+  std::ostringstream err;
+  if (args.size() != expected) {
+    err << "initializer " << kind << " takes " << expected
+        << " argument(s), got " << args.size();
+    return err.str();
+  }
+  for (double a : args)
+    if (!std::isfinite(a)) {
+      err << "initializer " << kind << " has the argument " << a
+          << "; expected finite numbers";
+      return err.str();
+    }
+  if (kind == "uniform" && !(args[0] < args[1])) {
+    err << "uniform initializer needs low < high, got (" << args[0] << ", "
+        << args[1] << ")";
+    return err.str();
+  }
+  if ((kind == "normal" || kind == "truncated_normal") && !(args[1] > 0)) {
+    err << kind << " initializer needs a positive standard deviation, got "
+        << args[1];
+    return err.str();
+  }
+  return "";
+}
 
 void heterps::runtime::initializeTensor(Tensor &t, const std::string &kind,
                                         const std::vector<double> &args,
@@ -19,6 +62,8 @@ void heterps::runtime::initializeValues(float *p, int64_t n, const Shape &s,
                                         const std::string &kind,
                                         const std::vector<double> &args,
                                         uint64_t seed) {
+  if (std::string error = initializerError(kind, args); !error.empty())
+    fail(error);
   std::mt19937_64 rng(seed);
   // PyTorch's fans: dimension 1 is fan-in and 0 fan-out, times the size of
   // the remaining (receptive field) dimensions.
@@ -42,21 +87,18 @@ void heterps::runtime::initializeValues(float *p, int64_t n, const Shape &s,
       p[i] = static_cast<float>(v);
     }
   };
-  auto arg = [&](size_t i, double dflt) {
-    return i < args.size() ? args[i] : dflt;
-  };
   if (kind == "zeros") {
     std::fill(p, p + n, 0.0f);
   } else if (kind == "ones") {
     std::fill(p, p + n, 1.0f);
   } else if (kind == "constant") {
-    std::fill(p, p + n, static_cast<float>(arg(0, 0)));
+    std::fill(p, p + n, static_cast<float>(args[0]));
   } else if (kind == "uniform") {
-    uniform(arg(0, 0), arg(1, 1));
+    uniform(args[0], args[1]);
   } else if (kind == "normal") {
-    normal(arg(0, 0), arg(1, 1), false);
+    normal(args[0], args[1], false);
   } else if (kind == "truncated_normal") {
-    normal(arg(0, 0), arg(1, 1), true);
+    normal(args[0], args[1], true);
   } else if (kind == "xavier_uniform") {
     double a = std::sqrt(6.0 / (fanIn + fanOut));
     uniform(-a, a);
@@ -67,7 +109,5 @@ void heterps::runtime::initializeValues(float *p, int64_t n, const Shape &s,
     uniform(-a, a);
   } else if (kind == "kaiming_normal") {
     normal(0, std::sqrt(2.0 / fanIn), false);
-  } else {
-    fail("unknown initializer '", kind, "'");
   }
 }

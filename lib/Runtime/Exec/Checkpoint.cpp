@@ -227,8 +227,27 @@ CheckpointInfo heterps::runtime::loadCheckpoint(const std::string &dir,
       fail("checkpoint parameter '", name, "' is ", v.typeString(),
            ", the plan's is ", p.value.typeString());
     p.value = std::move(v);
-    p.state = read(fileName("param-state.", name), false);
+    // Optimizer state and its step count come together: [slots, elements]
+    // f32 (1 slot for momentum and Adagrad, 2 for Adam) and one i64.
+    Tensor state = read(fileName("param-state.", name), false);
     Tensor steps = read(fileName("param-steps.", name), false);
+    if (state.empty() != steps.empty())
+      fail("checkpoint '", dir, "' holds ",
+           state.empty() ? "a step count but no optimizer state"
+                         : "optimizer state but no step count",
+           " of parameter '", name, "'");
+    if (!state.empty() &&
+        (state.dtype() != DType::F32 || state.rank() != 2 || state.dim(0) < 1 ||
+         state.dim(0) > 2 || state.dim(1) != p.value.numElements()))
+      fail("checkpoint optimizer state of parameter '", name, "' is ",
+           state.typeString(), "; expected 1 or 2 slots of its ",
+           p.value.numElements(), " elements (f32)");
+    if (!steps.empty() &&
+        (steps.dtype() != DType::I64 || steps.numElements() != 1 ||
+         steps.as<int64_t>()[0] < 0))
+      fail("checkpoint step count of parameter '", name, "' is ",
+           steps.typeString(), "; expected one non-negative i64");
+    p.state = std::move(state);
     p.steps = steps.empty() ? 0 : steps.as<int64_t>()[0];
   }
   return info;

@@ -3,6 +3,7 @@
 #include "heterps/Runtime/EmbeddingStore.h"
 
 #include "heterps/Runtime/Error.h"
+#include "heterps/Runtime/Initializer.h"
 #include "heterps/Runtime/ParamStore.h"
 #include "heterps/Runtime/PlanTypes.h"
 
@@ -73,8 +74,11 @@ LocalEmbeddingStore::LocalEmbeddingStore(const plan::Plan &plan,
         fail(what, ": initial rows of shape ", shapeString(table->rows.shape()),
              ", expected ", t.vocab(), "x", t.dim());
     } else {
-      table->rows = Tensor(DType::F32, {t.vocab(), t.dim()});
       std::vector<double> args(t.init().args().begin(), t.init().args().end());
+      if (std::string error = initializerError(t.init().kind(), args);
+          !error.empty())
+        fail(what, ": ", error);
+      table->rows = Tensor(DType::F32, {t.vocab(), t.dim()});
       initializeTensor(table->rows, t.init().kind(), args,
                        seed * 31 + static_cast<uint64_t>(t.id()));
     }

@@ -5,6 +5,7 @@
 #include "heterps/Runtime/DeviceRuntime.h"
 #include "heterps/Runtime/Error.h"
 #include "heterps/Runtime/Hash.h"
+#include "heterps/Runtime/Initializer.h"
 #include "heterps/Runtime/PlanTypes.h"
 
 using namespace heterps;
@@ -30,8 +31,11 @@ ParamStore::ParamStore(const plan::Plan &plan, uint64_t seed) {
              param.value.typeString(), ", its type ",
              Tensor::view(type.dtype, type.dims, nullptr).typeString());
     } else {
-      param.value = Tensor(DType::F32, type.dims);
       std::vector<double> args(p.init().args().begin(), p.init().args().end());
+      if (std::string error = initializerError(p.init().kind(), args);
+          !error.empty())
+        fail("parameter '", p.name(), "': ", error);
+      param.value = Tensor(DType::F32, type.dims);
       initializeTensor(param.value, p.init().kind(), args,
                        nameSeed(seed, p.name()));
     }

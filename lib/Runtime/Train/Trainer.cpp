@@ -229,6 +229,12 @@ TrainingSummary Trainer::loop(DataSource *source, DataSource *eval,
           stepper.steps() % options.checkpointEvery == 0 && !done)
         checkpointNow(epoch);
     }
+    // Training that never steps would end "successfully" on, say, an empty
+    // file.
+    if (!done && source && epochBatches == 0)
+      fail("the training data (", source->describe(),
+           ") yields no batch: it holds no examples, or fewer than one "
+           "step's share of each data lane");
     // An epoch read to its end (not one resumed part of the way in).
     if (!done && source && !batchesPerEpoch &&
         (epoch > firstEpoch || !resumedBatches))

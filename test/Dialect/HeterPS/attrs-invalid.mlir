@@ -27,6 +27,12 @@ heterps.param @w : tensor<2x2xf32> = #heterps.init<normal(0.0, 0.0)>
 
 // -----
 
+// An infinity written as its bits.
+// expected-error @+1 {{initializer constant needs finite arguments, got INF}}
+heterps.param @w : tensor<2x2xf32> = #heterps.init<constant(0x7FF0000000000000)>
+
+// -----
+
 func.func @resources_on_func() attributes {heterps.resources = [#heterps.device<"cpu", cpu>]} {
   // expected-error @-1 {{'heterps.resources' is a module attribute}}
   return

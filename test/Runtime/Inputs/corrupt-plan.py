@@ -69,6 +69,15 @@ def main():
         plan.training.label_inputs.append(int(value))
     elif key == "param-dim":
         plan.params[0].type.dims[0] = int(value)
+    elif key in ("param-init", "table-init"):
+        # KIND or KIND:ARG,ARG..., in place of the initial values.
+        owner = plan.params[0] if key == "param-init" else plan.tables[0]
+        owner.ClearField("value")
+        init = owner.init
+        kind, _, args = value.partition(":")
+        init.kind = kind
+        del init.args[:]
+        init.args.extend(float(a) for a in args.split(",") if a)
     elif key == "result-dtype":
         # The element type of the first result of the first op `value`.
         name, _, dtype = value.partition(":")

@@ -71,6 +71,10 @@ LogicalResult InitAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (args.size() != expected)
     return emitError() << "initializer " << stringifyInitKind(kind) << " takes "
                        << expected << " argument(s), got " << args.size();
+  for (double a : args)
+    if (!std::isfinite(a))
+      return emitError() << "initializer " << stringifyInitKind(kind)
+                         << " needs finite arguments, got " << a;
   if (kind == InitKind::uniform && !(args[0] < args[1]))
     return emitError() << "uniform initializer needs low < high, got ("
                        << args[0] << ", " << args[1] << ")";
