@@ -339,6 +339,18 @@ std::string heterps::plan::verifyPlan(const Plan &plan) {
   // The stage of each channel's send and receive: the executors wire the
   // channel between the stages it names, so they must agree.
   std::map<int64_t, int> sendStage, recvStage;
+  // The executors size a channel's buffers by its type: what is sent and
+  // received on it has that type.
+  std::map<int64_t, const TensorType *> channelTypes;
+  for (const Channel &c : plan.channels())
+    channelTypes.emplace(c.id(), &c.type());
+  auto typeText = [](const TensorType &t) {
+    std::string text = DataType_Name(t.dtype()) + "[";
+    for (int i = 0; i < t.dims_size(); ++i)
+      text += (i ? "," : "") +
+              (t.dims(i) < 0 ? std::string("?") : std::to_string(t.dims(i)));
+    return text + "]";
+  };
   for (int s = 0; s < plan.stages_size(); ++s) {
     const Stage &stage = plan.stages(s);
     for (const Op &op : stage.ops()) {
@@ -497,6 +509,20 @@ std::string heterps::plan::verifyPlan(const Plan &plan) {
         bool send = op.name() == "heterps.send";
         ++(send ? sends : recvs)[channel->i()];
         (send ? sendStage : recvStage)[channel->i()] = s;
+        auto carried = channelTypes.find(channel->i());
+        const TensorType &type =
+            plan.values(send ? op.inputs(0) : op.outputs(0)).type();
+        if (carried != channelTypes.end() &&
+            (type.dtype() != carried->second->dtype() ||
+             !std::equal(type.dims().begin(), type.dims().end(),
+                         carried->second->dims().begin(),
+                         carried->second->dims().end()))) {
+          err << op.name() << " at " << op.location() << " in stage "
+              << stage.index() << (send ? " sends " : " receives ")
+              << typeText(type) << " on channel " << channel->i()
+              << ", which carries " << typeText(*carried->second);
+          return err.str();
+        }
       }
     }
   }

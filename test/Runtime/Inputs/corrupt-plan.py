@@ -59,6 +59,9 @@ def main():
         plan.batch_size = int(value)
     elif key == "channel-to":
         plan.channels[0].to_stage = int(value)
+    elif key == "channel-dim":
+        dims = plan.channels[0].type.dims
+        dims[len(dims) - 1] = int(value)
     elif key == "rank":
         del first.dims[:]
         first.dims.extend([2] * int(value))
