@@ -95,7 +95,7 @@ public:
               float *rows) override {
     preparePull(table, keys, n);
     Status s =
-        call([&](grpc::ClientContext *c) { return rawCall(c, kPullMethod); });
+        call([&](grpc::ClientContext *c) { return rawCall(c, rawPull); });
     return s.ok() ? decodePull(table, n, dim, rows) : s;
   }
 
@@ -104,7 +104,7 @@ public:
     preparePull(table, keys, n);
     attempt(
         [this](grpc::ClientContext *c, std::function<void(grpc::Status)> cb) {
-          startRawCall(c, kPullMethod, std::move(cb));
+          startRawCall(c, rawPull, std::move(cb));
         },
         [this, table, n, dim, rows] { return decodePull(table, n, dim, rows); },
         std::move(done));
@@ -133,8 +133,8 @@ public:
 
   Status pullMany(const std::vector<KeyRows> &parts) override {
     preparePullMany(parts);
-    Status s = call(
-        [&](grpc::ClientContext *c) { return rawCall(c, kPullManyMethod); });
+    Status s =
+        call([&](grpc::ClientContext *c) { return rawCall(c, rawPullMany); });
     return s.ok() ? decodePullMany(parts) : s;
   }
 
@@ -142,7 +142,7 @@ public:
     preparePullMany(parts);
     attempt(
         [this](grpc::ClientContext *c, std::function<void(grpc::Status)> cb) {
-          startRawCall(c, kPullManyMethod, std::move(cb));
+          startRawCall(c, rawPullMany, std::move(cb));
         },
         [this, &parts] { return decodePullMany(parts); }, std::move(done));
   }
@@ -258,7 +258,7 @@ private:
     pullRequest.set_table_id(table);
     pullRequest.set_keys(keys, n * sizeof(uint64_t));
     pullRequest.set_wire(wire);
-    serializeRequest(pullRequest);
+    serializeRequest(pullRequest, rawPull);
   }
   void preparePush(uint32_t table, const uint64_t *keys, size_t n, uint32_t dim,
                    const float *values, uint64_t client, uint64_t seq,
@@ -279,7 +279,7 @@ private:
       pull->set_keys(p.keys, p.n * sizeof(uint64_t));
       pull->set_wire(wire);
     }
-    serializeRequest(pullManyRequest);
+    serializeRequest(pullManyRequest, rawPullMany);
   }
   void preparePushMany(const std::vector<KeyRows> &parts, uint64_t client,
                        uint64_t seq, const std::vector<KeyRows> &thenPull) {
@@ -303,29 +303,37 @@ private:
     request.set_seq(seq);
   }
 
-  /// A raw call's request, serialized once for all its attempts.
-  template <typename Message> void serializeRequest(const Message &message) {
+  /// A method answered from raw buffers (PullFrames.h): its request,
+  /// serialized once for all its attempts, and its answer. Pull and
+  /// PullMany have their own, as a pull may start while a pull-ahead's
+  /// PullMany is in flight.
+  struct RawCall {
+    const char *method;
+    grpc::ByteBuffer request, response;
+  };
+
+  template <typename Message>
+  void serializeRequest(const Message &message, RawCall &raw) {
     bool own;
-    rawRequest.Clear();
+    raw.request.Clear();
     grpc::Status s = grpc::SerializationTraits<Message>::Serialize(
-        message, &rawRequest, &own);
+        message, &raw.request, &own);
     if (!s.ok())
       runtime::fail("cannot serialize a ", message.GetTypeName(), ": ",
                     s.error_message());
   }
 
-  /// Sends rawRequest to `method`; its answer lands in rawResponse.
-  void startRawCall(grpc::ClientContext *context, const char *method,
+  void startRawCall(grpc::ClientContext *context, RawCall &raw,
                     std::function<void(grpc::Status)> done) {
-    rawStub->UnaryCall(context, method, grpc::StubOptions(), &rawRequest,
-                       &rawResponse, std::move(done));
+    rawStub->UnaryCall(context, raw.method, grpc::StubOptions(), &raw.request,
+                       &raw.response, std::move(done));
   }
-  grpc::Status rawCall(grpc::ClientContext *context, const char *method) {
+  grpc::Status rawCall(grpc::ClientContext *context, RawCall &raw) {
     std::mutex mutex;
     std::condition_variable answered;
     bool finished = false;
     grpc::Status result;
-    startRawCall(context, method, [&](grpc::Status s) {
+    startRawCall(context, raw, [&](grpc::Status s) {
       std::lock_guard<std::mutex> lock(mutex);
       result = std::move(s);
       finished = true;
@@ -338,16 +346,16 @@ private:
 
   /// The rows of a Pull's answer, into `rows`; gRPC's buffers are freed.
   Status decodePull(uint32_t table, size_t n, uint32_t dim, float *rows) {
-    Status s = PullResponseReader(rawResponse)
+    Status s = PullResponseReader(rawPull.response)
                    .readResponse(wire, {table, n, dim, rows});
-    rawResponse.Clear();
+    rawPull.response.Clear();
     return s;
   }
 
   /// The rows of a PullMany's answer, into each part's rows.
   Status decodePullMany(const std::vector<KeyRows> &parts) {
-    Status s = readPullMany(PullResponseReader(rawResponse), parts);
-    rawResponse.Clear();
+    Status s = readPullMany(PullResponseReader(rawPullMany.response), parts);
+    rawPullMany.response.Clear();
     return s;
   }
   Status readPullMany(PullResponseReader &&reader,
@@ -477,8 +485,7 @@ private:
   v1::PullRequest pullRequest;
   v1::PushRequest pushRequest;
   v1::PullManyRequest pullManyRequest;
-  /// Pull and PullMany requests, serialized, and their answers.
-  grpc::ByteBuffer rawRequest, rawResponse;
+  RawCall rawPull{kPullMethod, {}, {}}, rawPullMany{kPullManyMethod, {}, {}};
   v1::PushManyRequest pushManyRequest;
 };
 

@@ -680,7 +680,6 @@ private:
     return grpc::Status::OK;
   }
 
-  /// The rows of `keys` as `wire`'s bytes in `out`.
   /// The rows of `keys` in `wire`'s format, into the wireBytes(wire,
   /// keys.size() * dim) bytes at `out` (aligned for floats).
   grpc::Status pullRows(uint32_t table, const std::vector<uint64_t> &keys,
