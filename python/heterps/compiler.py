@@ -50,10 +50,20 @@ def _model_source(model):
                     f"{type(model).__name__}")
 
 
+def _check_overrides(what, options, keywords):
+    """Refuses a key of `options` that a keyword argument of compile sets:
+    one of the two would silently win."""
+    for key in options or {}:
+        if key in keywords:
+            raise ValueError(f"{what} sets {key!r}, which compile's "
+                             f"{keywords[key]}= argument sets; give it there")
+
+
 def compile(model, *, loss=None, label=None, optimizer="sgd",
-            learning_rate=0.01, cluster=None, throughput=None, solver="rl",
-            batch=512, samples=1e8, micro_batches=1, seed=0, profile=None,
-            function=None, autodiff_options=None, schedule_options=None):
+            learning_rate=0.01, cluster=None, throughput=None, solver=None,
+            batch=512, samples=None, micro_batches=None, seed=None,
+            profile=None, function=None, autodiff_options=None,
+            schedule_options=None):
     """Compiles `model` into a Plan.
 
     model: a path (.onnx or HeterPS IR), ONNX bytes or an onnx.ModelProto.
@@ -65,18 +75,37 @@ def compile(model, *, loss=None, label=None, optimizer="sgd",
         inference plan (no backward ops, no updates).
     cluster: a cluster file; with it the plan is scheduled (placement,
         provisioning, stages and channels) for `throughput` samples/s with
-        `solver` ("rl", "dp", "exhaustive", "greedy", "genetic",
-        "heuristic", "cpu-only", "gpu-only") over `samples` training
-        samples, and `profile` (heterps-run --profile output) for measured
-        op times. Without it the plan is one stage on the CPU.
+        `solver` ("rl", the default, "dp", "exhaustive", "greedy",
+        "genetic", "heuristic", "cpu-only", "gpu-only") over `samples`
+        training samples (default 1e8) in `micro_batches` micro-batches per
+        step (default 1), with the solver's `seed` (default 0), and
+        `profile` (heterps-run --profile output) for measured op times.
+        Without it the plan is one stage on the CPU, and these arguments
+        are errors.
     autodiff_options, schedule_options: further options of the
         heterps-autodiff and heterps-schedule passes by their names
         ({"weight-decay": 1e-5}, {"rl-iterations": 50}).
 
     Raises CompileError with the compiler's diagnostics.
     """
+    if isinstance(batch, bool) or not isinstance(batch, int):
+        raise TypeError(f"batch must be an int, got {type(batch).__name__}")
     if batch < 1:
         raise ValueError(f"batch must be positive, got {batch}")
+    if isinstance(learning_rate, bool) or not isinstance(
+            learning_rate, (int, float)):
+        raise TypeError("learning_rate must be a number, got "
+                        f"{type(learning_rate).__name__}")
+    _check_overrides("autodiff_options", autodiff_options,
+                     {"optimizer": "optimizer",
+                      "learning-rate": "learning_rate", "loss": "loss",
+                      "label": "label"})
+    _check_overrides("schedule_options", schedule_options,
+                     {"cluster": "cluster", "solver": "solver",
+                      "throughput": "throughput", "batch": "batch",
+                      "samples": "samples", "micro-batches": "micro_batches",
+                      "seed": "seed", "profile": "profile",
+                      "training": "optimizer"})
     if loss is not None and loss not in _LOSSES:
         raise ValueError(f"unknown loss {loss!r} (expected one of "
                          f"{', '.join(_LOSSES)}, or None for the model's)")
@@ -97,21 +126,29 @@ def compile(model, *, loss=None, label=None, optimizer="sgd",
                              "target (samples/s)")
         options = {
             "cluster": os.path.abspath(os.fspath(cluster)),
-            "solver": solver,
+            "solver": "rl" if solver is None else solver,
             "throughput": throughput,
             "batch": batch,
-            "samples": samples,
-            "micro-batches": micro_batches,
-            "seed": seed,
+            "samples": 1e8 if samples is None else samples,
+            "micro-batches": 1 if micro_batches is None else micro_batches,
+            "seed": 0 if seed is None else seed,
             "training": training,
             "profile": (os.path.abspath(os.fspath(profile))
                         if profile is not None else None),
         }
         options.update(schedule_options or {})
         passes.append(_pass("heterps-schedule", options))
-    elif throughput is not None or profile is not None or schedule_options:
-        raise ValueError("throughput, profile and schedule_options need a "
-                         "cluster file (cluster=)")
+    else:
+        given = [name for name, value in (
+            ("throughput", throughput), ("profile", profile),
+            ("schedule_options", schedule_options), ("solver", solver),
+            ("samples", samples), ("micro_batches", micro_batches),
+            ("seed", seed)) if value is not None]
+        if given:
+            raise ValueError(f"{', '.join(given)} "
+                             f"need{'s' if len(given) == 1 else ''} a "
+                             "cluster file (cluster=): without one the plan "
+                             "is one stage on the CPU")
     pipeline = f"builtin.module({','.join(passes)})" if passes else ""
     native, diagnostics = _heterps.compile(path, data, base_dir, pipeline,
                                            function or "", batch)

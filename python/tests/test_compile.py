@@ -123,8 +123,27 @@ def test_argument_mistakes_are_refused_before_compiling():
         heterps.compile(CTR, loss="bce", optimizer=None)
     with pytest.raises(ValueError, match="batch"):
         heterps.compile(CTR, batch=0)
+    with pytest.raises(TypeError, match="batch must be an int"):
+        heterps.compile(CTR, batch=True)
+    with pytest.raises(TypeError, match="learning_rate must be a number"):
+        heterps.compile(CTR, loss="bce", learning_rate="0.1")
     with pytest.raises(TypeError, match="model"):
         heterps.compile(42)
+    # Scheduling arguments without a cluster would be ignored.
+    with pytest.raises(ValueError, match="solver, micro_batches need a "
+                       "cluster file"):
+        heterps.compile(CTR, loss="bce", solver="dp", micro_batches=4)
+    with pytest.raises(ValueError, match="seed needs a cluster file"):
+        heterps.compile(CTR, loss="bce", seed=3)
+    # A pass option that a keyword argument also sets: one would win.
+    with pytest.raises(ValueError, match="schedule_options sets 'solver', "
+                       "which compile's solver= argument sets"):
+        heterps.compile(CTR, loss="bce", cluster=CLUSTER, throughput=1000,
+                        schedule_options={"solver": "dp"})
+    with pytest.raises(ValueError, match="autodiff_options sets "
+                       "'learning-rate'"):
+        heterps.compile(CTR, loss="bce",
+                        autodiff_options={"learning-rate": 0.5})
 
 
 def test_corrupt_plan_file(tmp_path):
