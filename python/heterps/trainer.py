@@ -43,14 +43,24 @@ def _servers(ps):
 def _data_spec(data, *, format, shuffle, seed, synthetic_examples,
                synthetic_vocab, csv_label_column, csv_header):
     spec = _heterps.DataSpec()
-    if data is not None and data != "synthetic":
-        if isinstance(data, (list, tuple)):
-            spec.path = ",".join(os.fspath(d) for d in data)
-        else:
-            spec.path = os.fspath(data)
+    if isinstance(data, str) and data == "synthetic":
+        if format not in (None, "synthetic"):
+            raise ValueError(f"format={format!r} is for files; "
+                             "data='synthetic' is the synthetic generator")
+        format = "synthetic"
+    elif isinstance(data, (list, tuple)):
+        if not data:
+            raise ValueError("data is an empty list of files")
+        if any(isinstance(d, str) and d == "synthetic" for d in data):
+            raise ValueError("'synthetic' is a data set of its own, not a "
+                             "file of a list")
+        spec.path = ",".join(os.fspath(d) for d in data)
+    elif isinstance(data, (str, os.PathLike)):
+        spec.path = os.fspath(data)
+    else:
+        raise TypeError("data must be a file, a list of files or "
+                        f"'synthetic', got {type(data).__name__}")
     spec.format = format or ""
-    if data == "synthetic":
-        spec.format = "synthetic"
     spec.shuffle = shuffle
     spec.seed = seed
     spec.synthetic_examples = synthetic_examples
@@ -95,6 +105,13 @@ class Trainer:
                              f"{fallback!r}")
         if batch is not None and batch < 1:
             raise ValueError(f"batch must be positive, got {batch}")
+        for name, value in (("max_workers", max_workers),
+                            ("micro_batches", micro_batches),
+                            ("max_staleness", max_staleness)):
+            if isinstance(value, bool) or not isinstance(value, int) or \
+                    value < 0:
+                raise ValueError(f"{name} must be a whole number >= 0 (0: "
+                                 f"the plan's or the default), got {value!r}")
         if not deadline > 0:
             raise ValueError(f"deadline must be positive, got {deadline}")
         if gpu_math not in _GPU_MATHS:

@@ -172,6 +172,19 @@ def test_trainer_option_mistakes():
         trainer.fit("no-such-file.tsv", verbose=False)
     with pytest.raises(heterps.Error, match="format of 'data.bin'"):
         trainer.fit("data.bin", verbose=False)
+    # What would otherwise train on synthetic data, or on nothing.
+    with pytest.raises(TypeError, match="data must be a file"):
+        trainer.fit(None, verbose=False)
+    with pytest.raises(ValueError, match="not a file of a list"):
+        trainer.fit(["synthetic"], verbose=False)
+    with pytest.raises(ValueError, match="empty list"):
+        trainer.fit([], verbose=False)
+    with pytest.raises(ValueError, match="format='parquet' is for files"):
+        trainer.fit("synthetic", format="parquet", verbose=False)
+    for name in ("max_workers", "micro_batches", "max_staleness"):
+        with pytest.raises(ValueError, match=f"{name} must be a whole "
+                           "number >= 0"):
+            heterps.Trainer(plan, **{name: -1})
 
 
 def test_inference_plan_predicts_but_does_not_train():
