@@ -842,6 +842,15 @@ std::unique_ptr<Server> Server::start(const ServerOptions &options) {
   if (!options.tlsCert.empty() || !options.tlsKey.empty()) {
     if (options.tlsCert.empty() || options.tlsKey.empty())
       runtime::fail("TLS needs both a certificate and its key");
+    // gRPC reports a certificate it cannot use only as a port it cannot
+    // bind.
+    if (options.tlsCert.find("-----BEGIN CERTIFICATE-----") ==
+        std::string::npos)
+      runtime::fail("the TLS certificate is not PEM (no -----BEGIN "
+                    "CERTIFICATE----- line)");
+    if (options.tlsKey.find("PRIVATE KEY-----") == std::string::npos)
+      runtime::fail("the TLS key is not a PEM private key (no -----BEGIN "
+                    "... PRIVATE KEY----- line)");
     grpc::SslServerCredentialsOptions ssl(
         options.tlsClientCA.empty()
             ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
@@ -863,7 +872,11 @@ std::unique_ptr<Server> Server::start(const ServerOptions &options) {
   impl->server = builder.BuildAndStart();
   if (!impl->server || impl->port == 0)
     runtime::fail("cannot listen on '", options.listen,
-                  "': the address is in use or not this machine's");
+                  "': the address is in use or not this machine's",
+                  options.tlsCert.empty()
+                      ? ""
+                      : ", or the TLS certificate and key do not belong "
+                        "together");
   impl->server->GetHealthCheckService()->SetServingStatus(true);
   Impl *raw = impl.get();
   impl->evictor = std::thread([raw] {

@@ -10,6 +10,7 @@
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -19,6 +20,7 @@
 #include <set>
 #include <sstream>
 #include <string_view>
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace heterps::plan;
@@ -62,6 +64,11 @@ bool heterps::plan::parsePlan(const std::string &bytes,
 
 bool heterps::plan::readPlanFile(const std::string &path, Plan &plan,
                                  std::string &error) {
+  struct stat info;
+  if (::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) {
+    error = "cannot read plan file '" + path + "': it is a directory";
+    return false;
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     error = "cannot open plan file '" + path + "': " + std::strerror(errno);
@@ -72,6 +79,12 @@ bool heterps::plan::readPlanFile(const std::string &path, Plan &plan,
   std::string bytes;
   in.seekg(0, std::ios::end);
   std::streamoff size = in.tellg();
+  // A protobuf message holds at most 2 GiB.
+  if (size > INT32_MAX) {
+    error = "plan file '" + path + "' has " + std::to_string(size) +
+            " bytes, more than a plan can hold (2 GiB)";
+    return false;
+  }
   if (size >= 0) {
     in.seekg(0, std::ios::beg);
     bytes.resize(static_cast<size_t>(size));

@@ -83,4 +83,9 @@ echo "--- beyond loopback without TLS or a token"
 "$RUN" serve --listen=192.0.2.1:0 2>&1 | grep -v ' grpc '
 echo "--- with TLS but no token"
 "$RUN" serve --listen=192.0.2.1:0 --tls-cert=server.pem --tls-key=server.key 2>&1 | grep -v ' grpc '
+echo "--- a certificate or key that is not PEM"
+"$RUN" serve --tls-cert=admin-token --tls-key=server.key 2>&1 | grep -v ' grpc '
+"$RUN" serve --tls-cert=server.pem --tls-key=admin-token 2>&1 | grep -v ' grpc '
+echo "--- a key of another certificate"
+"$RUN" serve --tls-cert=server.pem --tls-key=client.key 2>&1 | grep -v ' grpc '
 exit 0
