@@ -470,6 +470,10 @@ LogicalResult Importer::importInputs(const onnx::GraphProto &graph,
     for (int d = 0; d < tt.shape().dim_size(); ++d) {
       const onnx::TensorShapeProto::Dimension &dim = tt.shape().dim(d);
       if (dim.has_dim_value()) {
+        if (dim.dim_value() < 0 || dim.dim_value() > (int64_t(1) << 40))
+          return fileError() << sourceName << ": input '" << in.name()
+                             << "' dimension " << d << " is " << dim.dim_value()
+                             << "; expected a size from 0 to 2^40";
         shape.push_back(dim.dim_value());
         continue;
       }
