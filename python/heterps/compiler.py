@@ -43,6 +43,8 @@ def _model_source(model):
         path = os.path.abspath(os.fspath(model))
         return path, b"", os.path.dirname(path)
     if isinstance(model, (bytes, bytearray, memoryview)):
+        if not len(model):
+            raise ValueError("model is empty bytes, not an ONNX model")
         return "<bytes>", bytes(model), os.getcwd()
     if hasattr(model, "SerializeToString"):
         return "<onnx.ModelProto>", model.SerializeToString(), os.getcwd()

@@ -129,6 +129,8 @@ def test_argument_mistakes_are_refused_before_compiling():
         heterps.compile(CTR, loss="bce", learning_rate="0.1")
     with pytest.raises(TypeError, match="model"):
         heterps.compile(42)
+    with pytest.raises(ValueError, match="empty bytes"):
+        heterps.compile(b"")
     # Scheduling arguments without a cluster would be ignored.
     with pytest.raises(ValueError, match="solver, micro_batches need a "
                        "cluster file"):

@@ -70,9 +70,9 @@ void heterps::run::declareOptions(Flags &flags, Options &o) {
   flags.option("--epochs", o.epochs, "N", "passes over the data (default 1)",
                1);
   flags.option("--steps", o.steps, "N",
-               "stop after N steps (default: the epochs)", 0);
+               "stop after N steps (default or 0: the epochs)", 0);
   flags.option("--batch", o.batch, "N",
-               "examples per step (default: the plan's)", 0);
+               "examples per step (default or 0: the plan's)", 0);
   flags.option("--threads", o.threads, "N",
                "CPU threads for the kernels (default 1)", 1, 4096);
   flags.option("--seed", o.seed, "N",
@@ -247,6 +247,12 @@ static void checkOutputsSpareInputs(const Flags &flags, const Options &o) {
         flags.fail(outputs[i].first + " and " + outputs[j].first +
                    " name the same path '" + outputs[i].second + "'");
   }
+  // Found before the run rather than after it, when the outputs are
+  // written.
+  std::error_code ec;
+  if (!o.outputDir.empty() && fs::exists(o.outputDir, ec) &&
+      !fs::is_directory(o.outputDir, ec))
+    flags.fail("--output-dir '" + o.outputDir + "' is not a directory");
 }
 
 void heterps::run::checkOptions(const Flags &flags, Options &o) {
