@@ -141,6 +141,13 @@ Status Shard::createTable(const v1::TableConfig &config, bool *created) {
     *created = false;
     return {};
   }
+  // Workers and heterps-ps find tables by name as well as by id.
+  if (!config.name().empty())
+    for (const auto &[id, other] : tables)
+      if (other->config.name() == config.name())
+        return Status::error(Code::AlreadyExists,
+                             str("table ", config.table_id(), ": the name '",
+                                 config.name(), "' is table ", id, "'s"));
   auto t = std::make_unique<Table>();
   t->config = config;
   toOptimizer(config.optimizer(), "", &t->optimizer);

@@ -199,6 +199,22 @@ TEST(PSShardTest, BadRequestsGetTheirCodes) {
   EXPECT_EQ(st.code, Code::AlreadyExists) << st.message;
   EXPECT_TRUE(s.createTable(tableConfig(3, 4, "sgd", 0.1), &created).ok());
   EXPECT_FALSE(created);
+  // Another id under an existing name.
+  v1::TableConfig renamed = tableConfig(6, 4, "sgd", 0.1);
+  renamed.set_name("t3");
+  st = s.createTable(renamed, &created);
+  EXPECT_EQ(st.code, Code::AlreadyExists);
+  EXPECT_EQ(st.message, "table 6: the name 't3' is table 3's");
+  // Initializers as #heterps.init checks them.
+  v1::TableConfig init = tableConfig(7, 4, "sgd", 0.1);
+  init.mutable_init()->set_kind("uniform");
+  init.mutable_init()->clear_args();
+  init.mutable_init()->add_args(1.0);
+  init.mutable_init()->add_args(-1.0);
+  st = s.createTable(init, &created);
+  EXPECT_EQ(st.code, Code::InvalidArgument);
+  EXPECT_EQ(st.message, "table 7 't7': uniform initializer needs low < high, "
+                        "got (1, -1)");
   // Bad configurations.
   EXPECT_EQ(s.createTable(tableConfig(5, 0, "sgd", 0.1), &created).code,
             Code::InvalidArgument);
