@@ -40,6 +40,21 @@ def _servers(ps):
     return ",".join(servers)
 
 
+def _check_types(**arguments):
+    """TypeError naming the argument, rather than pybind11's list of
+    signatures: each value is (value, type or types, what it must be)."""
+    for name, (value, types, what) in arguments.items():
+        if (isinstance(value, bool) and bool not in types) or \
+                not isinstance(value, types):
+            raise TypeError(f"{name} must be {what}, got "
+                            f"{type(value).__name__}")
+
+
+_INT = ((int,), "an int")
+_NUMBER = ((int, float), "a number")
+_STR = ((str,), "a string")
+
+
 def _data_spec(data, *, format, shuffle, seed, synthetic_examples,
                synthetic_vocab, csv_label_column, csv_header):
     spec = _heterps.DataSpec()
@@ -100,6 +115,11 @@ class Trainer:
                  wire="f32", gpu_math="f32"):
         if not isinstance(plan, Plan):
             plan = Plan.load(plan)
+        _check_types(threads=(threads, *_INT), seed=(seed, *_INT),
+                     batch=(0 if batch is None else batch, *_INT),
+                     pipeline=(pipeline, *_STR), sync=(sync, *_STR),
+                     schedule=(schedule, *_STR),
+                     deadline=(deadline, *_NUMBER))
         if fallback not in _FALLBACKS:
             raise ValueError(f"fallback must be 'cpu' or None, got "
                              f"{fallback!r}")
@@ -182,6 +202,14 @@ class Trainer:
         Returns the summary: steps, samples, seconds, samples_per_second,
         last_loss, stopped, evaluation.
         """
+        _check_types(epochs=(epochs, *_INT), steps=(steps, *_INT),
+                     shuffle=(shuffle, *_INT), seed=(seed, *_INT),
+                     log_every=(log_every, *_INT),
+                     checkpoint_every=(checkpoint_every, *_INT),
+                     synthetic_examples=(synthetic_examples, *_INT),
+                     synthetic_vocab=(synthetic_vocab, *_INT),
+                     csv_label_column=(csv_label_column, *_INT),
+                     csv_header=(csv_header, (bool,), "a bool"))
         if epochs < 1 or steps < 0 or log_every < 0 or checkpoint_every < 0:
             raise ValueError("epochs must be positive; steps, log_every and "
                              "checkpoint_every non-negative")

@@ -181,6 +181,15 @@ def test_trainer_option_mistakes():
         trainer.fit([], verbose=False)
     with pytest.raises(ValueError, match="format='parquet' is for files"):
         trainer.fit("synthetic", format="parquet", verbose=False)
+    # Types are named, not answered with pybind11's signatures.
+    with pytest.raises(TypeError, match="threads must be an int, got str"):
+        heterps.Trainer(plan, threads="2")
+    with pytest.raises(TypeError, match="deadline must be a number"):
+        heterps.Trainer(plan, deadline="5")
+    with pytest.raises(TypeError, match="pipeline must be a string"):
+        heterps.Trainer(plan, pipeline=3)
+    with pytest.raises(TypeError, match="epochs must be an int, got float"):
+        trainer.fit("synthetic", epochs=1.5, verbose=False)
     for name in ("max_workers", "micro_batches", "max_staleness"):
         with pytest.raises(ValueError, match=f"{name} must be a whole "
                            "number >= 0"):
