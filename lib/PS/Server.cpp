@@ -433,15 +433,11 @@ public:
   grpc::ServerUnaryReactor *Pull(grpc::CallbackServerContext *context,
                                  const grpc::ByteBuffer *request,
                                  grpc::ByteBuffer *response) override {
-    grpc::ServerUnaryReactor *reactor = context->DefaultReactor();
-    reactor->Finish(timed(Method::Pull, [&] {
-      v1::PullRequest pull;
-      if (grpc::Status s = parseRequest(*request, &pull); !s.ok())
-        return s;
-      pulledKeys += pull.keys().size() / sizeof(uint64_t);
-      return handlePull(context, pull, response);
-    }));
-    return reactor;
+    return answerRaw<v1::PullRequest>(
+        context, Method::Pull, *request, [&](const v1::PullRequest &pull) {
+          pulledKeys += pull.keys().size() / sizeof(uint64_t);
+          return handlePull(context, pull, response);
+        });
   }
 
   grpc::Status Push(grpc::ServerContext *context,
@@ -455,16 +451,13 @@ public:
   grpc::ServerUnaryReactor *PullMany(grpc::CallbackServerContext *context,
                                      const grpc::ByteBuffer *request,
                                      grpc::ByteBuffer *response) override {
-    grpc::ServerUnaryReactor *reactor = context->DefaultReactor();
-    reactor->Finish(timed(Method::PullMany, [&] {
-      v1::PullManyRequest pulls;
-      if (grpc::Status s = parseRequest(*request, &pulls); !s.ok())
-        return s;
-      for (const v1::PullRequest &pull : pulls.pulls())
-        pulledKeys += pull.keys().size() / sizeof(uint64_t);
-      return handlePullMany(context, pulls, response);
-    }));
-    return reactor;
+    return answerRaw<v1::PullManyRequest>(
+        context, Method::PullMany, *request,
+        [&](const v1::PullManyRequest &pulls) {
+          for (const v1::PullRequest &pull : pulls.pulls())
+            pulledKeys += pull.keys().size() / sizeof(uint64_t);
+          return handlePullMany(context, pulls, response);
+        });
   }
 
   grpc::Status PushMany(grpc::ServerContext *context,
@@ -739,14 +732,22 @@ private:
     return grpc::Status::OK;
   }
 
-  /// A raw method's request, parsed as gRPC parses the others.
-  template <typename Message>
-  static grpc::Status parseRequest(const grpc::ByteBuffer &request,
-                                   Message *message) {
-    grpc::ByteBuffer bytes(request);
-    if (!grpc::SerializationTraits<Message>::Deserialize(&bytes, message).ok())
-      return invalid("the request is not a " + message->GetTypeName());
-    return grpc::Status::OK;
+  /// Answers a raw method: its request parsed as gRPC parses the others,
+  /// then `handle`d, timed as the other methods are.
+  template <typename Message, typename Handle>
+  grpc::ServerUnaryReactor *
+  answerRaw(grpc::CallbackServerContext *context, Method method,
+            const grpc::ByteBuffer &request, Handle &&handle) {
+    grpc::ServerUnaryReactor *reactor = context->DefaultReactor();
+    reactor->Finish(timed(method, [&] {
+      Message message;
+      grpc::ByteBuffer bytes(request);
+      if (!grpc::SerializationTraits<Message>::Deserialize(&bytes, &message)
+               .ok())
+        return invalid("the request is not a " + message.GetTypeName());
+      return handle(message);
+    }));
+    return reactor;
   }
 
   Shard &shard;
