@@ -230,7 +230,13 @@ std::string heterps::plan::verifyPlan(const Plan &plan) {
           << "'; expected bce, mse, softmax-ce, graph or a loss op's name";
       return err.str();
     }
-    const Value &loss = plan.values(plan.outputs(training.loss_output()));
+    int lossId = plan.outputs(training.loss_output());
+    if (lossId < 0 || lossId >= numValues) {
+      err << "the loss is output " << training.loss_output() << ", value "
+          << lossId << " of a plan with " << numValues << " values";
+      return err.str();
+    }
+    const Value &loss = plan.values(lossId);
     if (loss.type().dims_size() != 0 || loss.type().dtype() != F32) {
       err << "the loss is output " << training.loss_output() << " ('"
           << loss.name() << "'), which is not a 0-D f32";
@@ -248,7 +254,8 @@ std::string heterps::plan::verifyPlan(const Plan &plan) {
   }
   std::set<std::string> inputNames;
   for (int id : plan.inputs())
-    if (!plan.values(id).name().empty() &&
+    // An id out of range is reported with the inputs' other checks below.
+    if (id >= 0 && id < numValues && !plan.values(id).name().empty() &&
         !inputNames.insert(plan.values(id).name()).second) {
       err << "two inputs are named '" << plan.values(id).name() << "'";
       return err.str();
