@@ -9,7 +9,8 @@ set(HETERPS_INSTALLED_LIBRARIES
   HeterPSRuntimeDevices HeterPSRuntimeCore HeterPSRuntimeData
   HeterPSRuntimeCPU HeterPSRuntimeExec HeterPSRuntimePipeline
   HeterPSRuntimeMPI HeterPSRuntimeTrain HeterPSRuntimeSession
-  HeterPSPSProto HeterPSPSShard HeterPSPSServer HeterPSPSClient
+  HeterPSPSProto HeterPSPSProtocol HeterPSPSShard HeterPSPSServer
+  HeterPSPSClient HeterPSPSLocal
   HeterPSDialect HeterPSImportONNX HeterPSTransforms HeterPSTargetPlan
   HeterPSCompiler)
 if(HETERPS_HAVE_CUDA)

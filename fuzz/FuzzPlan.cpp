@@ -13,6 +13,7 @@
 #include "FuzzUtil.h"
 
 #include "heterps/PS/Client.h"
+#include "heterps/PS/LocalConnection.h"
 #include "heterps/PS/Shard.h"
 #include "heterps/Plan/PlanFile.h"
 #include "heterps/Runtime/Error.h"

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "heterps/PS/Client.h"
+#include "heterps/PS/LocalConnection.h"
 #include "heterps/PS/Server.h"
 #include "heterps/Support/Flags.h"
 

@@ -9,6 +9,7 @@
 
 #include "heterps/PS/Client.h"
 #include "heterps/PS/KeyIndex.h"
+#include "heterps/PS/LocalConnection.h"
 #include "heterps/PS/Server.h"
 #include "heterps/PS/Wire.h"
 #include "heterps/ps.grpc.pb.h"

@@ -13,6 +13,7 @@
 #include "heterps/Runtime/Pipeline.h"
 #include "heterps/Dialect/HeterPS/IR/HeterPSDialect.h"
 #include "heterps/PS/Client.h"
+#include "heterps/PS/LocalConnection.h"
 #include "heterps/PS/Shard.h"
 #include "heterps/Runtime/EmbeddingStore.h"
 #include "heterps/Runtime/Error.h"

@@ -5,16 +5,18 @@
 // server (and into chunks), calls the servers in parallel with deadlines,
 // retries UNAVAILABLE with backoff, and numbers its pushes so that the
 // servers apply each exactly once. The servers are reached over gRPC or,
-// for the embedded default, by calling an in-process Shard directly.
+// for the embedded default, by calling an in-process Shard directly
+// (LocalConnection.h).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef HETERPS_PS_CLIENT_H
 #define HETERPS_PS_CLIENT_H
 
-#include "heterps/PS/Shard.h"
+#include "heterps/PS/Protocol.h"
 #include "heterps/Runtime/EmbeddingStore.h"
 #include "heterps/Runtime/Error.h"
+#include "heterps/ps.pb.h"
 
 #include <condition_variable>
 #include <exception>
@@ -124,8 +126,6 @@ public:
   virtual Status metrics(std::string *text) = 0;
 };
 
-/// Calls `shard` in this process.
-std::unique_ptr<Connection> connectLocal(Shard &shard);
 /// A gRPC channel to `address`; calls end within the options' deadline.
 std::unique_ptr<Connection> connectRemote(const std::string &address,
                                           const ClientOptions &options);

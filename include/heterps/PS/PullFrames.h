@@ -17,7 +17,7 @@
 #ifndef HETERPS_PS_PULLFRAMES_H
 #define HETERPS_PS_PULLFRAMES_H
 
-#include "heterps/PS/Shard.h"
+#include "heterps/PS/Protocol.h"
 #include "heterps/ps.pb.h"
 
 #include <grpcpp/support/byte_buffer.h>

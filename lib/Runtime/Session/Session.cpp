@@ -2,6 +2,8 @@
 
 #include "heterps/Runtime/Session.h"
 
+#include "heterps/PS/LocalConnection.h"
+
 #include "heterps/Runtime/Error.h"
 
 #include <filesystem>
