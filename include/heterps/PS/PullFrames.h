@@ -45,7 +45,7 @@ public:
   /// here when gRPC releases its last reference.
   grpc_slice acquire(size_t bytes);
 
-  /// Buffers kept for reuse and their bytes (for tests and metrics).
+  /// Buffers kept for reuse and their bytes.
   size_t idleBuffers() const;
   size_t idleBytes() const;
 
