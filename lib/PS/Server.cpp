@@ -627,6 +627,11 @@ private:
            "# TYPE heterps_ps_memory_bytes gauge\n"
            "heterps_ps_memory_bytes "
         << info.memory_bytes() << "\n";
+    out << "# HELP heterps_ps_pull_buffer_bytes Bytes of idle buffers kept "
+           "for the rows of pull responses.\n"
+           "# TYPE heterps_ps_pull_buffer_bytes gauge\n"
+           "heterps_ps_pull_buffer_bytes "
+        << rowBuffers->idleBytes() << "\n";
     struct Family {
       const char *name, *type, *help;
       uint64_t (*get)(const v1::TableStatus &);
