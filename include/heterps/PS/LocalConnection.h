@@ -1,5 +1,4 @@
-//===- LocalConnection.h - The embedded server, called in process -*- C++
-//-*-===//
+//===- LocalConnection.h - The embedded server in process -------*- C++ -*-===//
 //
 // A Connection to a Shard of this process: the embedded default of
 // heterps-run and the Python Trainer, and the servers of tests. Apart from

@@ -1,16 +1,14 @@
-//===- PullFrames.h - Pull responses without copies of their rows -*- C++
-//-*-===//
+//===- PullFrames.h - Pull responses without copies of rows -----*- C++ -*-===//
 //
-// The rows of a pull are most of the bytes a server sends. Serialised
-// through protobuf they would be copied three more times than the lookup
-// itself copies them (into the message's string, into gRPC's buffer, out of
-// it on the client) into freshly allocated memory that page-faults on every
-// call. Pull and PullMany therefore travel as raw gRPC byte buffers holding
-// exactly the bytes of ps.proto's PullResponse and PullManyResponse: the
-// server looks rows up straight into a reused, aligned buffer that gRPC
-// sends as it is, and the client reads them from gRPC's receive slices
-// straight into its own rows. Clients built from ps.proto see ordinary
-// messages.
+// The rows of a pull are most of the bytes a server sends. Through protobuf
+// they would be copied twice more than a transport needs (into gRPC's
+// buffer on the server, out of it into a string on the client), into memory
+// allocated and zeroed afresh for every call. Pull and PullMany therefore
+// travel as raw gRPC byte buffers holding exactly the bytes of ps.proto's
+// PullResponse and PullManyResponse: the server looks rows up straight into
+// a reused, aligned buffer that gRPC sends as it is, and the client reads
+// them from gRPC's receive slices straight into its own rows. Clients built
+// from ps.proto see ordinary messages.
 //
 //===----------------------------------------------------------------------===//
 
