@@ -1,5 +1,4 @@
-//===- Initializer.h - Initial values of parameters and table rows -*- C++
-//-*-===//
+//===- Initializer.h - Initial values of parameters and rows ----*- C++ -*-===//
 //
 // The #heterps.init kinds (zeros, ones, constant, uniform, normal, truncated
 // normal, Xavier and Kaiming) as PyTorch's init functions draw them, for the
