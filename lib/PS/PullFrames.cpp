@@ -170,7 +170,7 @@ grpc::ByteBuffer PullResponseFrames::release() {
 PullResponseReader::PullResponseReader(grpc::ByteBuffer &buffer)
     : stream(&buffer), in(&stream) {}
 
-Status PullResponseReader::readRows(v1::Wire wire, const PulledRows &out) {
+Status PullResponseReader::readResponse(v1::Wire wire, const PulledRows &out) {
   size_t expected = wireBytes(wire, out.keys * out.dim);
   bool seen = false;
   for (;;) {
@@ -215,10 +215,6 @@ Status PullResponseReader::readRows(v1::Wire wire, const PulledRows &out) {
   return {};
 }
 
-Status PullResponseReader::readResponse(v1::Wire wire, const PulledRows &out) {
-  return readRows(wire, out);
-}
-
 Status PullResponseReader::readPart(v1::Wire wire, const PulledRows &out) {
   uint32_t tag = in.ReadTag();
   if (tag == 0) {
@@ -235,7 +231,7 @@ Status PullResponseReader::readPart(v1::Wire wire, const PulledRows &out) {
   if (!in.ReadVarint32(&length) || length > INT32_MAX)
     return malformedResponse("bad length");
   auto limit = in.PushLimit(static_cast<int>(length));
-  if (Status s = readRows(wire, out); !s.ok())
+  if (Status s = readResponse(wire, out); !s.ok())
     return s;
   in.PopLimit(limit);
   ++partsRead;

@@ -183,9 +183,8 @@ public:
                           grpc::ByteBuffer *response) {
     if (grpc::Status denied = access.check(context, Access::Data); !denied.ok())
       return denied;
-    if (!v1::Wire_IsValid(request.wire()))
-      return invalid("table " + std::to_string(request.table_id()) +
-                     ": unknown wire format " + std::to_string(request.wire()));
+    if (grpc::Status s = checkWire(request.table_id(), request.wire()); !s.ok())
+      return s;
     thread_local std::vector<uint64_t> keys;
     uint32_t dim;
     if (grpc::Status s =
@@ -246,9 +245,8 @@ public:
     rowBytes.resize(count);
     for (size_t i = 0; i < count; ++i) {
       const v1::PullRequest &pull = request.pulls(i);
-      if (!v1::Wire_IsValid(pull.wire()))
-        return invalid("table " + std::to_string(pull.table_id()) +
-                       ": unknown wire format " + std::to_string(pull.wire()));
+      if (grpc::Status s = checkWire(pull.table_id(), pull.wire()); !s.ok())
+        return s;
       if (grpc::Status s =
               decodeKeys(pull.table_id(), pull.keys(), keys[i], &dims[i]);
           !s.ok())
@@ -315,9 +313,8 @@ public:
     pullDims.resize(pulls);
     for (size_t i = 0; i < pulls; ++i) {
       const v1::PullRequest &pull = request->then_pull(i);
-      if (!v1::Wire_IsValid(pull.wire()))
-        return invalid("table " + std::to_string(pull.table_id()) +
-                       ": unknown wire format " + std::to_string(pull.wire()));
+      if (grpc::Status s = checkWire(pull.table_id(), pull.wire()); !s.ok())
+        return s;
       if (grpc::Status s = decodeKeys(pull.table_id(), pull.keys(), pullKeys[i],
                                       &pullDims[i]);
           !s.ok())
@@ -698,9 +695,8 @@ private:
   /// A push's gradients (or values) as f32, checked against its keys.
   grpc::Status decodeValues(const v1::PushRequest &push, size_t keys,
                             uint32_t dim, std::vector<float> &values) {
-    if (!v1::Wire_IsValid(push.wire()))
-      return invalid("table " + std::to_string(push.table_id()) +
-                     ": unknown wire format " + std::to_string(push.wire()));
+    if (grpc::Status s = checkWire(push.table_id(), push.wire()); !s.ok())
+      return s;
     v1::Wire wire = static_cast<v1::Wire>(push.wire());
     values.resize(keys * dim);
     if (!decodeFloats(wire, push.grads(), keys * dim, values.data()))
@@ -710,6 +706,14 @@ private:
                      std::to_string(wireBytes(wire, keys * dim)) +
                      " bytes of " + (push.assign() ? "values" : "gradients") +
                      ", got " + std::to_string(push.grads().size()));
+    return grpc::Status::OK;
+  }
+
+  /// A request's wire format, one that ps.proto declares.
+  static grpc::Status checkWire(uint32_t table, int wire) {
+    if (!v1::Wire_IsValid(wire))
+      return invalid("table " + std::to_string(table) +
+                     ": unknown wire format " + std::to_string(wire));
     return grpc::Status::OK;
   }
 

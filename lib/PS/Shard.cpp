@@ -74,13 +74,10 @@ static Status validateConfig(const v1::TableConfig &c) {
   if (Status s = toOptimizer(c.optimizer(), what, &o); !s.ok())
     return s;
   if (!c.init().kind().empty()) {
-    float probe[1];
-    try {
-      std::vector<double> args(c.init().args().begin(), c.init().args().end());
-      runtime::initializeValues(probe, 1, {1, 1}, c.init().kind(), args, 1);
-    } catch (const std::exception &e) {
-      return Status::error(Code::InvalidArgument, what + ": " + e.what());
-    }
+    std::vector<double> args(c.init().args().begin(), c.init().args().end());
+    if (std::string error = runtime::initializerError(c.init().kind(), args);
+        !error.empty())
+      return Status::error(Code::InvalidArgument, what + ": " + error);
   }
   return {};
 }

@@ -104,8 +104,6 @@ public:
   Status finish(size_t parts);
 
 private:
-  Status readRows(v1::Wire wire, const PulledRows &out);
-
   grpc::ProtoBufferReader stream;
   google::protobuf::io::CodedInputStream in;
   size_t partsRead = 0;
