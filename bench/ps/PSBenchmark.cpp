@@ -9,6 +9,7 @@
 //
 //   heterps-ps-bench [--seconds=S] [--dims=16,64] [--threads=1,2,4]
 //                    [--keys=1000,10000] [--rows=200000] [--modes=inproc,grpc]
+//                    [--push-only | --pull-only]
 //
 //===----------------------------------------------------------------------===//
 
@@ -115,7 +116,7 @@ int main(int argc, char **argv) {
   std::vector<int64_t> dims{16, 64}, threadCounts{1, 2, 4},
       keyCounts{1000, 10000};
   int64_t rows = 200000;
-  bool pushOnly = false; // for profiling pushes
+  bool pushOnly = false, pullOnly = false; // for profiling one side
   std::vector<std::string> modeList{"inproc", "grpc"};
   Flags flags("heterps-ps-bench",
               "usage: heterps-ps-bench [options]\n\n"
@@ -136,7 +137,13 @@ int main(int argc, char **argv) {
   flags.choices("--modes", modeList, {"inproc", "grpc"},
                 "where the server runs (default inproc,grpc)");
   flags.flag("--push-only", pushOnly, "time pushes only (for profiling)");
+  flags.flag("--pull-only", pullOnly, "time pulls only (for profiling)");
   flags.parse(argc, argv);
+  if (pushOnly && pullOnly) {
+    std::fprintf(stderr, "heterps-ps-bench: --push-only and --pull-only "
+                         "exclude each other\n");
+    return 2;
+  }
   std::printf("rows/s of PS pulls and pushes (SGD) against a raw "
               "unordered_map loop over the same keys (the bound), %lld rows, "
               "%.1f s per figure, %u cores\n\n",
@@ -206,9 +213,10 @@ int main(int argc, char **argv) {
               });
           std::fill(buffers.begin(), buffers.end(),
                     std::vector<float>(n * dim, 0.001f));
-          double push = timed(T, seconds, [&](int t, int64_t i) {
-            clients[t]->push(0, req(t, i).data(), n, buffers[t].data());
-          });
+          double push =
+              timed(T, pullOnly ? 0.01 : seconds, [&](int t, int64_t i) {
+                clients[t]->push(0, req(t, i).data(), n, buffers[t].data());
+              });
           std::printf("%-6s %4lld %3d %6lld | %12.0f %12.0f %6.2f | %12.0f "
                       "%12.0f %6.2f\n",
                       mode.c_str(), static_cast<long long>(dim), T,

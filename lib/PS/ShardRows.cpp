@@ -197,15 +197,55 @@ Status Shard::pull(uint32_t table, const uint64_t *keys, size_t n,
   double now = ttl ? opts.clock() : 0;
   uint64_t created = 0;
   Status result;
+  // A lookup is three dependent cache misses (index slot, index key, row)
+  // on a table larger than the cache. The index entries of the key kAhead
+  // positions on are prefetched, and a found row is prefetched and copied
+  // kDelay keys later, so that several misses are in flight at once
+  // instead of one.
+  constexpr uint32_t kAhead = 16, kDelay = 8;
+  struct Copy {
+    float *out;
+    uint32_t slot;
+  } pending[kDelay];
   for (uint32_t v = 0; v < kVirtualShards && result.ok(); ++v) {
     if (g.begin[v] == g.begin[v + 1])
       continue;
     Table::Part &p = *t->parts[v];
     std::lock_guard<std::mutex> l(p.mutex);
-    for (uint32_t j = g.begin[v]; j < g.begin[v + 1]; ++j) {
+    uint32_t head = 0, queued = 0;
+    auto copy = [&](const Copy &c) {
+      std::memcpy(c.out,
+                  p.data.data() + static_cast<size_t>(c.slot) * t->stride,
+                  dim * sizeof(float));
+    };
+    auto drain = [&] {
+      for (uint32_t c = 0; c < queued; ++c)
+        copy(pending[(head + c) % kDelay]);
+      head = queued = 0;
+    };
+    const uint32_t end = g.begin[v + 1];
+    for (uint32_t j = g.begin[v]; j < end; ++j) {
+      if (j + kAhead < end)
+        p.index.prefetch(t->normalize(keys[g.order[j + kAhead]]));
       uint32_t i = g.order[j];
       uint64_t key = t->normalize(keys[i]);
       float *out = rows + static_cast<size_t>(i) * dim;
+      if (uint32_t found = p.index.find(key); found != KeyIndex::kNone) {
+        if (ttl)
+          p.touched[found] = now;
+        p.prefetchRow(found, t->stride, dim);
+        if (queued == kDelay) {
+          copy(pending[head]);
+          pending[head] = {out, found};
+          head = (head + 1) % kDelay;
+        } else {
+          pending[(head + queued++) % kDelay] = {out, found};
+        }
+        continue;
+      }
+      // Creating or reloading a row may evict another row or move the
+      // rows, so the queued copies go first.
+      drain();
       int32_t slot;
       result = rowSlot(*t, v, key, admit > 1, &slot, &created);
       if (!result.ok())
@@ -216,8 +256,9 @@ Status Shard::pull(uint32_t table, const uint64_t *keys, size_t n,
       }
       if (ttl)
         p.touched[slot] = now;
-      std::memcpy(out, p.data.data() + slot * t->stride, dim * sizeof(float));
+      copy({out, static_cast<uint32_t>(slot)});
     }
+    drain();
   }
   memory += created * t->rowBytes();
   return result;
@@ -350,7 +391,13 @@ Status Shard::applyPush(Table &t, const Grouping &g, const uint64_t *keys,
     mergedSlots.clear();
     sources.clear();
     merged.resize(static_cast<size_t>(g.begin[v + 1] - g.begin[v]) * dim);
-    for (uint32_t j = g.begin[v]; j < g.begin[v + 1]; ++j) {
+    // As in pull: the index entries of later keys and the rows of later
+    // updates are prefetched, so that their cache misses overlap.
+    constexpr uint32_t kAhead = 16, kRowsAhead = 8;
+    const uint32_t end = g.begin[v + 1];
+    for (uint32_t j = g.begin[v]; j < end; ++j) {
+      if (j + kAhead < end)
+        p.index.prefetch(t.normalize(keys[g.order[j + kAhead]]));
       uint32_t i = g.order[j];
       const float *gi = values + static_cast<size_t>(i) * dim;
       if (skipNonFinite && !std::all_of(gi, gi + dim, [](float x) {
@@ -397,6 +444,8 @@ Status Shard::applyPush(Table &t, const Grouping &g, const uint64_t *keys,
       }
     }
     for (size_t m = 0; m < mergedSlots.size(); ++m) {
+      if (m + kRowsAhead < mergedSlots.size() && result.ok())
+        p.prefetchRow(mergedSlots[m + kRowsAhead], t.stride, t.stride);
       uint32_t slot = mergedSlots[m];
       p.merged[slot] = -1;
       if (!result.ok())
