@@ -223,8 +223,11 @@ Status Shard::pull(uint32_t table, const uint64_t *keys, size_t n,
         copy(pending[(head + c) % kDelay]);
       head = queued = 0;
     };
-    const uint32_t end = g.begin[v + 1];
-    for (uint32_t j = g.begin[v]; j < end; ++j) {
+    const uint32_t begin = g.begin[v], end = g.begin[v + 1];
+    // A part often gets fewer than kAhead keys (1k keys over 64 parts).
+    for (uint32_t j = begin; j < std::min(end, begin + kAhead); ++j)
+      p.index.prefetch(t->normalize(keys[g.order[j]]));
+    for (uint32_t j = begin; j < end; ++j) {
       if (j + kAhead < end)
         p.index.prefetch(t->normalize(keys[g.order[j + kAhead]]));
       uint32_t i = g.order[j];
@@ -394,8 +397,10 @@ Status Shard::applyPush(Table &t, const Grouping &g, const uint64_t *keys,
     // As in pull: the index entries of later keys and the rows of later
     // updates are prefetched, so that their cache misses overlap.
     constexpr uint32_t kAhead = 16, kRowsAhead = 8;
-    const uint32_t end = g.begin[v + 1];
-    for (uint32_t j = g.begin[v]; j < end; ++j) {
+    const uint32_t begin = g.begin[v], end = g.begin[v + 1];
+    for (uint32_t j = begin; j < std::min(end, begin + kAhead); ++j)
+      p.index.prefetch(t.normalize(keys[g.order[j]]));
+    for (uint32_t j = begin; j < end; ++j) {
       if (j + kAhead < end)
         p.index.prefetch(t.normalize(keys[g.order[j + kAhead]]));
       uint32_t i = g.order[j];
