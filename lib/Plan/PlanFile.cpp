@@ -401,6 +401,23 @@ std::string heterps::plan::verifyPlan(const Plan &plan) {
             << signature->results;
         return err.str();
       }
+      // Kernels read attributes by name with defaults: one the op does not
+      // have (misspelt, or from another version) would be ignored.
+      std::vector<std::string> unknown;
+      for (const auto &attribute : op.attrs())
+        if (!allowsAttribute(*signature, attribute.first))
+          unknown.push_back(attribute.first);
+      if (!unknown.empty()) {
+        std::sort(unknown.begin(), unknown.end()); // map order is unspecified
+        std::string known;
+        for (const char *c = signature->attributes; *c; ++c)
+          known += *c == ' ' ? std::string(", ") : std::string(1, *c);
+        err << op.name() << " at " << op.location() << " in stage "
+            << stage.index() << " has attribute '" << unknown.front()
+            << "', which " << op.name() << " does not take (its attributes: "
+            << (known.empty() ? "none" : known) << ")";
+        return err.str();
+      }
       // The kernels read these operands as one float type.
       DataType floatType = DT_INVALID;
       for (int i = 0; i < operands; ++i) {

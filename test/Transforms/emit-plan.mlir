@@ -4,6 +4,7 @@
 
 // The pass writes the plan and leaves the IR as it is.
 // CHECK-LABEL: func.func @main
+// CHECK: heterps.gemm {{.*}}user.note = "from the notebook"
 // CHECK: heterps.update_param adam @w
 
 // PLAN: plan: function @main, {{[0-9]+}} values, 2 dense parameters, 1 embedding tables, 1 stages, 0 channels
@@ -27,7 +28,9 @@ func.func @main(%dense: tensor<?x4xf32> {heterps.name = "dense"},
   %x = heterps.concat %dense, %e {axis = 1 : i64} : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x8xf32>
   %w = heterps.load_param @w : tensor<8x1xf32>
   %b = heterps.load_param @b : tensor<1xf32>
-  %z = heterps.gemm %x, %w, %b : (tensor<?x8xf32>, tensor<8x1xf32>, tensor<1xf32>) -> tensor<?x1xf32>
+  // A note of another dialect stays in the IR and out of the plan (the
+  // runtime refuses attributes an op does not take).
+  %z = heterps.gemm %x, %w, %b {user.note = "from the notebook"} : (tensor<?x8xf32>, tensor<8x1xf32>, tensor<1xf32>) -> tensor<?x1xf32>
   %p = heterps.sigmoid %z : tensor<?x1xf32>
   return %p : tensor<?x1xf32>
 }

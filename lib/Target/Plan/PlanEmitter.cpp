@@ -222,15 +222,19 @@ public:
         return failure();
       out->add_outputs(*id);
     }
+    ArrayRef<StringAttr> inherent = op->getName().getAttributeNames();
     for (NamedAttribute attr : op->getAttrs()) {
       StringRef name = attr.getName().strref();
-      // Placement and staging are carried by the stage itself.
-      if (name == HeterPSDialect::getDeviceAttrName() ||
-          name == HeterPSDialect::getStageAttrName() ||
-          name == HeterPSDialect::getStageCutAttrName())
-        continue;
+      // Of the discardable attributes the plan keeps the layer (profiles
+      // group ops by it) and the dropout number; placement and staging are
+      // carried by the stage itself, and other notes (another pass's, a
+      // user's) mean nothing to the runtime, which refuses attributes an
+      // op does not take.
       if (name == HeterPSDialect::getDropoutIdAttrName())
         name = "dropout_id";
+      else if (name != HeterPSDialect::getLayerAttrName() &&
+               !llvm::is_contained(inherent, attr.getName()))
+        continue;
       if (failed(attribute(op->getLoc(), attr.getValue(),
                            (*out->mutable_attrs())[name.str()])))
         return failure();

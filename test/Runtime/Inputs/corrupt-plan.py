@@ -90,7 +90,8 @@ def main():
             if v.id == op.outputs[0]:
                 v.type.dtype = int(dtype)
     elif key in ("drop-operand", "extra-operand", "drop-result", "attr-kind",
-                 "drop-attr", "op-name", "float-attr"):
+                 "drop-attr", "op-name", "float-attr", "rename-attr",
+                 "add-attr"):
         name, _, attr = value.partition(":")
         attr, _, number = attr.partition(":")
         op = next(o for s in plan.stages for o in s.ops
@@ -107,6 +108,11 @@ def main():
             op.name = attr
         elif key == "float-attr":
             op.attrs[attr].f = float(number)
+        elif key == "rename-attr":
+            op.attrs[number].CopyFrom(op.attrs[attr])
+            del op.attrs[attr]
+        elif key == "add-attr":
+            op.attrs[attr].i = int(number)
         else:
             del op.attrs[attr]
     else:
