@@ -1,5 +1,4 @@
 //===- CtrTraining.h - Batches and steps of the CTR test model -*- C++ -*-===//
-//-*-===//
 //
 // The inputs of the CTR model of Inputs/ctr-model.mlir and
 // Inputs/ctr-two-stages.mlir (4 dense features, a bag of 3 ids, a 0/1

@@ -1,5 +1,4 @@
-//===- MicroBatches.h - How a step's batch splits into micro-batches -*- C++
-//-*-===//
+//===- MicroBatches.h - How a batch splits into micro-batches ---*- C++ -*-===//
 //
 // The pipelined executor splits a batch into micro-batches of nearly equal
 // rows, the first ones one row longer; the data lanes of a job read their

@@ -1,5 +1,4 @@
-//===- Pipeline.h - Pipelined, data-parallel execution of a plan -*- C++
-//-*-===//
+//===- Pipeline.h - Pipelined, data-parallel plan execution -----*- C++ -*-===//
 //
 // The paper's execution of a scheduled plan in one process: every stage of
 // the plan runs as its own workers, a stage with k units as k data-parallel

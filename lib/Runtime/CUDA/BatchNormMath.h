@@ -1,5 +1,4 @@
-//===- BatchNormMath.h - Batch normalisation's element arithmetic -*- C++
-//-*-===//
+//===- BatchNormMath.h - Batch normalisation's arithmetic -------*- C++ -*-===//
 //
 // Where a channel's values lie in an N x C x ... input and what batch
 // normalisation and its gradient compute for one element, as functions that

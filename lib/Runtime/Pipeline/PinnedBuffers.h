@@ -1,5 +1,4 @@
-//===- PinnedBuffers.h - Page-locked buffers for messages to GPUs -*- C++
-//-*-===//
+//===- PinnedBuffers.h - Page-locked buffers for GPU messages ---*- C++ -*-===//
 //
 // The values a stage sends to a GPU stage go to the device as soon as the
 // receiving segment starts. From page-locked memory that copy is a DMA
