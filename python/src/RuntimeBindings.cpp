@@ -308,8 +308,12 @@ public:
   }
 
   int64_t load(const std::string &dir) {
-    py::gil_scoped_release release;
-    resume = session->load(dir);
+    {
+      py::gil_scoped_release release;
+      resume = session->load(dir);
+    }
+    for (const std::string &note : resume.notes)
+      py::module_::import("warnings").attr("warn")(note);
     return resume.step;
   }
 

@@ -121,6 +121,25 @@ def test_save_and_load(tmp_path, ctr_plan):
     assert restored.step(batch) == trainer.step(batch)
 
 
+def test_load_with_another_optimizer_warns(tmp_path, ctr_plan):
+    # The checkpoint holds Adam's state; a plan trained with momentum
+    # starts its own, and says so.
+    batch = ctr_batch(16, seed=5)
+    trainer = heterps.Trainer(ctr_plan)
+    trainer.step(batch)
+    trainer.save(tmp_path / "ckpt")
+    momentum = heterps.compile(ONNX_INPUTS / "torch-ctr.onnx", loss="bce",
+                               optimizer="momentum", learning_rate=0.01,
+                               batch=16)
+    switched = heterps.Trainer(momentum)
+    with pytest.warns(UserWarning, match="holds the adam optimizer's state "
+                      ".* trains them with momentum, whose state starts "
+                      "fresh"):
+        assert switched.load(tmp_path / "ckpt") == 1
+    np.testing.assert_array_equal(switched.predict(batch)["output"],
+                                  trainer.predict(batch)["output"])
+
+
 def test_fit_writes_checkpoints_that_resume(tmp_path, ctr_plan):
     trainer = heterps.Trainer(ctr_plan, batch=32)
     trainer.fit("synthetic", steps=6, checkpoint_dir=tmp_path / "ck",

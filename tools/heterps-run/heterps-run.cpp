@@ -557,6 +557,9 @@ int main(int argc, char **argv) {
       // The first process restores the PS's tables; every process reads
       // the dense parameters and the data position.
       loaded = session.load(o.load, reporter);
+      if (reporter)
+        for (const std::string &note : loaded.notes)
+          std::fprintf(stderr, "heterps-run: note: %s\n", note.c_str());
       if (job)
         job->barrier();
       int64_t written = checkpointCount(loaded, "data-lanes", 1);

@@ -19,6 +19,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace heterps::runtime {
 
@@ -26,6 +27,9 @@ struct CheckpointInfo {
   int64_t step = 0;
   /// Single-word keys and their values ("epoch" -> "2"), kept in MANIFEST.
   std::map<std::string, std::string> entries;
+  /// What loading the checkpoint changed that the user should hear about
+  /// (not written).
+  std::vector<std::string> notes;
 };
 
 /// Writes checkpoint `dir`, replacing the checkpoint there. `dir`, and the

@@ -44,9 +44,10 @@ static uint64_t checksum(const std::string &path) {
 }
 
 /// The MANIFEST entries the runtime writes (the trainer's position in the
-/// data, the job's data lanes, the PS servers' checkpoint).
+/// data, the job's data lanes, the PS servers' checkpoint, the optimizer
+/// whose state the dense parameters' state is).
 static const char *const kEntryKeys[] = {"epoch", "epoch-batches", "data-lanes",
-                                         "ps-checkpoint"};
+                                         "ps-checkpoint", "dense-optimizer"};
 
 /// Marks a directory being assembled, so that a later save may remove it
 /// (a crashed save leaves one behind).
@@ -188,10 +189,13 @@ CheckpointInfo heterps::runtime::loadCheckpoint(const std::string &dir,
       if (!(is >> key) || !std::getline(is >> std::ws, value))
         fail(manifestPath, ":", lineNo, ": malformed entry line");
       if (std::find(std::begin(kEntryKeys), std::end(kEntryKeys), key) ==
-          std::end(kEntryKeys))
+          std::end(kEntryKeys)) {
+        std::string known;
+        for (const char *k : kEntryKeys)
+          known += (known.empty() ? "" : ", ") + std::string(k);
         fail(manifestPath, ":", lineNo, ": unknown entry key '", key,
-             "' (this runtime writes epoch, epoch-batches, data-lanes and "
-             "ps-checkpoint)");
+             "' (this runtime writes ", known, ")");
+      }
       if (!info.entries.emplace(key, value).second)
         fail(manifestPath, ":", lineNo, ": entry '", key, "' given twice");
     } else if (word == "file") {

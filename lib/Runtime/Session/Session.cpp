@@ -7,6 +7,7 @@
 #include "heterps/Runtime/Error.h"
 
 #include <filesystem>
+#include <sstream>
 
 using namespace heterps;
 using namespace heterps::runtime;
@@ -72,6 +73,9 @@ std::unique_ptr<ps::Client> Session::connectClient() {
 }
 
 void Session::save(const std::string &dir, CheckpointInfo info) {
+  // The optimizer state is its optimizer's: load() needs to know whose.
+  if (thePlan.has_training())
+    info.entries["dense-optimizer"] = thePlan.training().optimizer().kind();
   saveCheckpoint(dir, theParams, std::move(info),
                  [&](const std::string &tmp, CheckpointInfo &info) {
                    std::string name;
@@ -92,6 +96,31 @@ CheckpointInfo Session::load(const std::string &dir, bool restoreTables) {
     fail("checkpoint '", dir, "': an asynchronous run loads its ",
          "checkpoint before its first step");
   CheckpointInfo info = loadCheckpoint(dir, theParams);
+  // Another optimizer's state would be misread (momentum's velocity as
+  // Adagrad's sum of squares: both one slot) or dropped at the first
+  // update (Adam's two slots for momentum): a run that switches optimizers
+  // starts their state fresh, and says so.
+  auto saved = info.entries.find("dense-optimizer");
+  if (thePlan.has_training() && saved != info.entries.end() &&
+      OptimizerConfig::parseKind(
+          saved->second, "checkpoint '" + dir + "' entry dense-optimizer") !=
+          OptimizerConfig::parseKind(thePlan.training().optimizer().kind(),
+                                     "the plan's training")) {
+    bool hadState = false;
+    for (auto &[name, p] : theParams.all()) {
+      hadState = hadState || !p.state.empty() || p.steps;
+      p.state = Tensor();
+      p.steps = 0;
+    }
+    if (hadState) {
+      std::ostringstream note;
+      note << "checkpoint '" << dir << "' holds the " << saved->second
+           << " optimizer's state of the dense parameters; this plan trains "
+           << "them with " << thePlan.training().optimizer().kind()
+           << ", whose state starts fresh";
+      info.notes.push_back(note.str());
+    }
+  }
   theProgram->setSteps(info.step);
   if (thePipeline)
     thePipeline->setSteps(info.step);
