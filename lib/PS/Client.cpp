@@ -291,37 +291,52 @@ void Client::unlockPushes() {
 
 namespace {
 /// A flat open-addressing map from key to unique index, cleared in O(1)
-/// by a generation stamp, for deduplicating request keys.
+/// by a generation stamp, for deduplicating request keys. An entry is one
+/// 16-byte record (a probe touches one cache line), and a request uses
+/// only the part of the table its size needs: the table keeps the largest
+/// request's capacity, and small requests after a large one stay in cache.
 struct DedupTable {
-  std::vector<uint64_t> keys;
-  std::vector<uint32_t> values, stamps;
+  struct Entry {
+    uint64_t key;
+    uint32_t value, stamp;
+  };
+  std::vector<Entry> entries;
+  size_t mask = 0;
   uint32_t generation = 0;
   void reset(size_t n) {
     size_t want = 16;
     while (want < 2 * n)
       want <<= 1;
-    if (keys.size() < want || ++generation == 0) {
-      keys.assign(want, 0);
-      values.assign(want, 0);
-      stamps.assign(want, 0);
+    if (entries.size() < want)
+      entries.assign(want, Entry{0, 0, 0});
+    mask = want - 1;
+    if (++generation == 0) {
+      for (Entry &e : entries)
+        e.stamp = 0;
       generation = 1;
     }
   }
+  size_t home(uint64_t key) const {
+    // Fibonacci hashing: the product's top bits.
+    return static_cast<size_t>((key * 0x9e3779b97f4a7c15ULL) >> 32) & mask;
+  }
+  /// Starts loading `key`'s first entry (a request's keys miss the cache
+  /// once the table outgrows it). Always inlined, as KeyIndex::prefetch.
+  __attribute__((always_inline)) void prefetch(uint64_t key) const {
+    __builtin_prefetch(entries.data() + home(key));
+  }
   /// The index of `key`, inserting `next` when it is new.
   uint32_t find(uint64_t key, uint32_t next, bool *inserted) {
-    size_t mask = keys.size() - 1;
-    size_t h = (key * 0x9e3779b97f4a7c15ULL) >> 17;
-    for (size_t i = h & mask;; i = (i + 1) & mask) {
-      if (stamps[i] != generation) {
-        stamps[i] = generation;
-        keys[i] = key;
-        values[i] = next;
+    for (size_t i = home(key);; i = (i + 1) & mask) {
+      Entry &e = entries[i];
+      if (e.stamp != generation) {
+        e = Entry{key, next, generation};
         *inserted = true;
         return next;
       }
-      if (keys[i] == key) {
+      if (e.key == key) {
         *inserted = false;
-        return values[i];
+        return e.value;
       }
     }
   }
@@ -339,7 +354,12 @@ void Client::partition(const Table &t, const int64_t *keys, int64_t n) {
   for (auto &s : serverSlots)
     s.clear();
   size_t count = servers.size();
+  constexpr int64_t kAhead = 16;
+  for (int64_t i = 0; i < std::min(n, kAhead); ++i)
+    d.prefetch(runtime::tableKey(keys[i], t.vocab));
   for (int64_t i = 0; i < n; ++i) {
+    if (i + kAhead < n)
+      d.prefetch(runtime::tableKey(keys[i + kAhead], t.vocab));
     uint64_t key = runtime::tableKey(keys[i], t.vocab);
     bool inserted;
     uint32_t u = d.find(key, static_cast<uint32_t>(unique.size()), &inserted);
