@@ -852,6 +852,40 @@ TEST(PSShardTest, RocksDBTierHoldsTablesLargerThanMemory) {
   fs::remove_all(dir);
 }
 
+TEST(PSShardTest, RepeatedKeysResolveAcrossRequestSizes) {
+  // The client deduplicates a request's keys in a table that keeps the
+  // largest request's capacity and uses the part each request needs:
+  // requests of other sizes, with repeats, must each see their own keys.
+  std::vector<std::unique_ptr<Shard>> one;
+  one.push_back(std::make_unique<Shard>(ShardOptions{}));
+  Client client(localConnections(one));
+  constexpr int D = 2, K = 40000;
+  client.createTable(tableConfig(1, D, "sgd", 1.0));
+  std::vector<int64_t> keys(K);
+  std::vector<float> values(K * D);
+  for (int k = 0; k < K; ++k) {
+    keys[k] = k * 2654435761LL;
+    values[k * D] = static_cast<float>(k);
+    values[k * D + 1] = -static_cast<float>(k);
+  }
+  client.assign(1, keys.data(), K, values.data());
+  std::mt19937 rng(3);
+  for (int n : {30000, 7, 100, 30000, 1, 5000, 12}) {
+    std::vector<int> pick(n);
+    // Draw from a few keys for small requests, so that they repeat.
+    std::uniform_int_distribution<int> key(0, n < 100 ? 3 : K - 1);
+    std::vector<int64_t> ask(n);
+    for (int i = 0; i < n; ++i)
+      ask[i] = keys[pick[i] = key(rng)];
+    std::vector<float> rows(n * D);
+    client.pull(1, ask.data(), n, rows.data());
+    for (int i = 0; i < n; ++i) {
+      ASSERT_EQ(rows[i * D], static_cast<float>(pick[i])) << n << " " << i;
+      ASSERT_EQ(rows[i * D + 1], -static_cast<float>(pick[i]));
+    }
+  }
+}
+
 TEST(PSShardTest, PullsThatEvictRowsReturnEveryRowsOwnValues) {
   // Pulls look rows up ahead of copying them. When a pull reloads a row
   // from RocksDB into a full cache, the row it evicts may be one the same
