@@ -9,7 +9,7 @@
 //
 //   heterps-ps-bench [--seconds=S] [--dims=16,64] [--threads=1,2,4]
 //                    [--keys=1000,10000] [--rows=200000] [--modes=inproc,grpc]
-//                    [--push-only | --pull-only]
+//                    [--repeat=N] [--push-only | --pull-only]
 //
 //===----------------------------------------------------------------------===//
 
@@ -72,6 +72,13 @@ double timed(int threads, double seconds,
   return total / secs;
 }
 
+/// The median of `v` (the mean of the middle two for an even count).
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
 struct RawTable {
   std::unordered_map<uint64_t, uint32_t> index;
   std::vector<float> data;
@@ -115,7 +122,7 @@ int main(int argc, char **argv) {
   double seconds = 1.0;
   std::vector<int64_t> dims{16, 64}, threadCounts{1, 2, 4},
       keyCounts{1000, 10000};
-  int64_t rows = 200000;
+  int64_t rows = 200000, repeat = 1;
   bool pushOnly = false, pullOnly = false; // for profiling one side
   std::vector<std::string> modeList{"inproc", "grpc"};
   Flags flags("heterps-ps-bench",
@@ -134,6 +141,10 @@ int main(int argc, char **argv) {
                "keys per request (default 1000,10000)", 1, 1 << 22);
   flags.option("--rows", rows, "N", "distinct keys (default 200000)", 1,
                int64_t(1) << 32);
+  flags.option("--repeat", repeat, "N",
+               "rounds per figure, each timing the bound and the service "
+               "back to back; medians are printed (default 1)",
+               1, 100);
   flags.choices("--modes", modeList, {"inproc", "grpc"},
                 "where the server runs (default inproc,grpc)");
   flags.flag("--push-only", pushOnly, "time pushes only (for profiling)");
@@ -146,8 +157,9 @@ int main(int argc, char **argv) {
   }
   std::printf("rows/s of PS pulls and pushes (SGD) against a raw "
               "unordered_map loop over the same keys (the bound), %lld rows, "
-              "%.1f s per figure, %u cores\n\n",
+              "%.1f s per figure, median of %lld round%s, %u cores\n\n",
               static_cast<long long>(rows), seconds,
+              static_cast<long long>(repeat), repeat == 1 ? "" : "s",
               std::thread::hardware_concurrency());
   std::printf("%-6s %4s %3s %6s | %12s %12s %6s | %12s %12s %6s\n", "mode",
               "dim", "thr", "keys", "pull rows/s", "bound", "ratio",
@@ -201,28 +213,40 @@ int main(int argc, char **argv) {
           auto req = [&](int t, int64_t i) -> const std::vector<int64_t> & {
             return requests[t][i % requests[t].size()];
           };
-          double boundPull = timed(T, seconds, [&](int t, int64_t i) {
-            raw[t]->pull(req(t, i).data(), n, buffers[t].data());
-          });
-          double boundPush = timed(T, seconds, [&](int t, int64_t i) {
-            raw[t]->push(req(t, i).data(), n, buffers[t].data());
-          });
-          double pull =
-              timed(T, pushOnly ? 0.01 : seconds, [&](int t, int64_t i) {
-                clients[t]->pull(0, req(t, i).data(), n, buffers[t].data());
-              });
-          std::fill(buffers.begin(), buffers.end(),
-                    std::vector<float>(n * dim, 0.001f));
-          double push =
-              timed(T, pullOnly ? 0.01 : seconds, [&](int t, int64_t i) {
-                clients[t]->push(0, req(t, i).data(), n, buffers[t].data());
-              });
+          // Each round times the bound and the service back to back, so
+          // that a round's ratio compares the two under the same load.
+          std::vector<double> boundPulls, boundPushes, pulls, pushes,
+              pullRatios, pushRatios;
+          for (int64_t r = 0; r < repeat; ++r) {
+            double boundPull = timed(T, seconds, [&](int t, int64_t i) {
+              raw[t]->pull(req(t, i).data(), n, buffers[t].data());
+            });
+            double boundPush = timed(T, seconds, [&](int t, int64_t i) {
+              raw[t]->push(req(t, i).data(), n, buffers[t].data());
+            });
+            double pull =
+                timed(T, pushOnly ? 0.01 : seconds, [&](int t, int64_t i) {
+                  clients[t]->pull(0, req(t, i).data(), n, buffers[t].data());
+                });
+            std::fill(buffers.begin(), buffers.end(),
+                      std::vector<float>(n * dim, 0.001f));
+            double push =
+                timed(T, pullOnly ? 0.01 : seconds, [&](int t, int64_t i) {
+                  clients[t]->push(0, req(t, i).data(), n, buffers[t].data());
+                });
+            boundPulls.push_back(boundPull * n);
+            boundPushes.push_back(boundPush * n);
+            pulls.push_back(pull * n);
+            pushes.push_back(push * n);
+            pullRatios.push_back(pull / boundPull);
+            pushRatios.push_back(push / boundPush);
+          }
           std::printf("%-6s %4lld %3d %6lld | %12.0f %12.0f %6.2f | %12.0f "
                       "%12.0f %6.2f\n",
                       mode.c_str(), static_cast<long long>(dim), T,
-                      static_cast<long long>(n), pull * n, boundPull * n,
-                      pull / boundPull, push * n, boundPush * n,
-                      push / boundPush);
+                      static_cast<long long>(n), median(pulls),
+                      median(boundPulls), median(pullRatios), median(pushes),
+                      median(boundPushes), median(pushRatios));
           std::fflush(stdout);
         }
     }

@@ -6,7 +6,7 @@
 #
 #   bench/ps/run.sh [build-dir] [heterps-ps-bench options: --seconds=1
 #                    --dims=16,64 --threads=1,2,4 --keys=1000,10000
-#                    --rows=200000 --modes=inproc,grpc]
+#                    --rows=200000 --modes=inproc,grpc --repeat=1]
 set -euo pipefail
 src="$(cd "$(dirname "$0")/../.." && pwd)"
 # The build directory is the first argument unless it is an option.
