@@ -385,6 +385,7 @@ Status Shard::applyPush(Table &t, const Grouping &g, const uint64_t *keys,
   thread_local std::vector<float> merged;
   thread_local std::vector<uint32_t> mergedSlots;
   thread_local std::vector<const float *> sources;
+  thread_local std::vector<int32_t> rowOf;
   Status result;
   for (uint32_t v = 0; v < kVirtualShards && result.ok(); ++v) {
     if (g.begin[v] == g.begin[v + 1])
@@ -400,7 +401,9 @@ Status Shard::applyPush(Table &t, const Grouping &g, const uint64_t *keys,
     const uint32_t begin = g.begin[v], end = g.begin[v + 1];
     for (uint32_t j = begin; j < std::min(end, begin + kAhead); ++j)
       p.index.prefetch(t.normalize(keys[g.order[j]]));
-    for (uint32_t j = begin; j < end; ++j) {
+    // The row of key j, or -1 when the key is skipped (a non-finite
+    // gradient) or not admitted yet; a failure sets `result`.
+    auto resolve = [&](uint32_t j) -> int32_t {
       if (j + kAhead < end)
         p.index.prefetch(t.normalize(keys[g.order[j + kAhead]]));
       uint32_t i = g.order[j];
@@ -409,21 +412,24 @@ Status Shard::applyPush(Table &t, const Grouping &g, const uint64_t *keys,
             return std::isfinite(x);
           })) {
         ++skipped;
-        continue;
+        return -1;
       }
-      uint64_t key = t.normalize(keys[i]);
       int32_t found;
-      result =
-          rowSlot(t, v, key, !assign && admit > 1, &found, &created, assign);
+      result = rowSlot(t, v, t.normalize(keys[i]), !assign && admit > 1, &found,
+                       &created, assign);
       if (!result.ok())
-        break;
+        return -1;
       if (found < 0) {
         ++notAdmitted;
-        continue;
+        return -1;
       }
-      uint32_t slot = static_cast<uint32_t>(found);
       if (ttl)
-        p.touched[slot] = now;
+        p.touched[found] = now;
+      return found;
+    };
+    // Groups key j's gradient with the earlier ones of its row.
+    auto group = [&](uint32_t j, uint32_t slot) {
+      const float *gi = values + static_cast<size_t>(g.order[j]) * dim;
       if (p.merged.size() <= slot)
         p.merged.resize(p.keys.size(), -1);
       // A key's gradient is read where it is, and copied only when the
@@ -433,7 +439,7 @@ Status Shard::applyPush(Table &t, const Grouping &g, const uint64_t *keys,
         m = static_cast<int32_t>(mergedSlots.size());
         mergedSlots.push_back(slot);
         sources.push_back(gi);
-        continue;
+        return;
       }
       float *dst = merged.data() + static_cast<size_t>(m) * dim;
       if (sources[m] != dst) {
@@ -447,10 +453,37 @@ Status Shard::applyPush(Table &t, const Grouping &g, const uint64_t *keys,
         for (uint32_t k = 0; k < dim; ++k)
           dst[k] += gi[k];
       }
+    };
+    if (t.onDisk) {
+      // Creating a row may move another to RocksDB, but never one that
+      // holds a gradient of this push (p.merged): each key is grouped as
+      // soon as it has its row.
+      for (uint32_t j = begin; j < end && result.ok(); ++j)
+        if (int32_t slot = resolve(j); slot >= 0)
+          group(j, static_cast<uint32_t>(slot));
+    } else {
+      // Rows stay where they are: every key gets its row first, with the
+      // row's group entry and step count prefetched, and is grouped after.
+      rowOf.resize(end - begin);
+      for (uint32_t j = begin; j < end && result.ok(); ++j) {
+        int32_t slot = resolve(j);
+        rowOf[j - begin] = slot;
+        if (slot >= 0) {
+          if (static_cast<size_t>(slot) < p.merged.size())
+            __builtin_prefetch(&p.merged[slot]);
+          __builtin_prefetch(&p.steps[slot]);
+        }
+      }
+      if (result.ok())
+        for (uint32_t j = begin; j < end; ++j)
+          if (rowOf[j - begin] >= 0)
+            group(j, static_cast<uint32_t>(rowOf[j - begin]));
     }
     for (size_t m = 0; m < mergedSlots.size(); ++m) {
-      if (m + kRowsAhead < mergedSlots.size() && result.ok())
+      if (m + kRowsAhead < mergedSlots.size() && result.ok()) {
         p.prefetchRow(mergedSlots[m + kRowsAhead], t.stride, t.stride);
+        __builtin_prefetch(&p.steps[mergedSlots[m + kRowsAhead]]);
+      }
       uint32_t slot = mergedSlots[m];
       p.merged[slot] = -1;
       if (!result.ok())
