@@ -317,7 +317,7 @@ struct DedupTable {
     }
   }
   size_t home(uint64_t key) const {
-    // Fibonacci hashing: the product's top bits.
+    // Fibonacci hashing: bits of the product's high half.
     return static_cast<size_t>((key * 0x9e3779b97f4a7c15ULL) >> 32) & mask;
   }
   /// Starts loading `key`'s first entry (a request's keys miss the cache
