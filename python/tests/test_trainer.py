@@ -121,16 +121,18 @@ def test_save_and_load(tmp_path, ctr_plan):
     assert restored.step(batch) == trainer.step(batch)
 
 
-def test_load_with_another_optimizer_warns(tmp_path, ctr_plan):
-    # The checkpoint holds Adam's state; a plan trained with momentum
-    # starts its own, and says so.
+def test_load_with_another_optimizer(tmp_path, ctr_plan):
+    # The checkpoint holds Adam's state. A plan that trains the dense
+    # parameters with momentum (the tables still with Adam) starts their
+    # state fresh, and says so.
     batch = ctr_batch(16, seed=5)
     trainer = heterps.Trainer(ctr_plan)
     trainer.step(batch)
     trainer.save(tmp_path / "ckpt")
     momentum = heterps.compile(ONNX_INPUTS / "torch-ctr.onnx", loss="bce",
                                optimizer="momentum", learning_rate=0.01,
-                               batch=16)
+                               batch=16,
+                               autodiff_options={"sparse-optimizer": "adam"})
     switched = heterps.Trainer(momentum)
     with pytest.warns(UserWarning, match="holds the adam optimizer's state "
                       ".* trains them with momentum, whose state starts "
@@ -138,6 +140,13 @@ def test_load_with_another_optimizer_warns(tmp_path, ctr_plan):
         assert switched.load(tmp_path / "ckpt") == 1
     np.testing.assert_array_equal(switched.predict(batch)["output"],
                                   trainer.predict(batch)["output"])
+    # A table keeps its optimizer: one trained otherwise is refused.
+    everything = heterps.Trainer(heterps.compile(
+        ONNX_INPUTS / "torch-ctr.onnx", loss="bce", optimizer="momentum",
+        learning_rate=0.01, batch=16))
+    with pytest.raises(heterps.Error, match="holds table 0 .* trained with "
+                       "adam .* this plan trains it with momentum"):
+        everything.load(tmp_path / "ckpt")
 
 
 def test_fit_writes_checkpoints_that_resume(tmp_path, ctr_plan):

@@ -72,6 +72,18 @@ std::unique_ptr<ps::Client> Session::connectClient() {
   return client;
 }
 
+/// A table optimizer as the plan and the PS protocol both spell it
+/// ("adagrad (learning rate 0.01, ...)"), to compare and to show.
+template <typename Optimizer>
+static std::string optimizerText(const Optimizer &o) {
+  std::ostringstream text;
+  text << (o.kind().empty() ? "sgd" : o.kind()) << " (learning rate "
+       << o.learning_rate() << ", momentum " << o.momentum() << ", beta1 "
+       << o.beta1() << ", beta2 " << o.beta2() << ", epsilon " << o.epsilon()
+       << ", weight decay " << o.weight_decay() << ")";
+  return text.str();
+}
+
 void Session::save(const std::string &dir, CheckpointInfo info) {
   // The optimizer state is its optimizer's: load() needs to know whose.
   if (thePlan.has_training())
@@ -140,6 +152,20 @@ CheckpointInfo Session::load(const std::string &dir, bool restoreTables) {
            "tables; load it with the embedded server (without "
            "heterps-run --ps or Trainer(ps=...))");
     theTables->restore(std::filesystem::absolute(dir).string() + "/ps");
+  }
+  // A restored table keeps the optimizer it was trained with (its state is
+  // that optimizer's): a plan that trains it otherwise would train on with
+  // the checkpoint's optimizer without a word.
+  for (const plan::SparseTable &table : thePlan.tables()) {
+    ps::v1::TableStatus restored = theTables->describe(table.id());
+    std::string have = optimizerText(restored.config().optimizer());
+    std::string want = optimizerText(table.optimizer());
+    if (have != want)
+      fail("checkpoint '", dir, "' holds table ", table.id(), " '",
+           table.name(), "' trained with ", have, "; this plan trains it with ",
+           want, ". A restored table keeps its optimizer: compile with the ",
+           "checkpoint's, or train the tables from the start (without loading ",
+           "the checkpoint)");
   }
   return info;
 }
