@@ -215,11 +215,12 @@ struct AutodiffPass
 
   /// The optimizer the options describe; null (after an error) when a
   /// hyper-parameter is out of range.
-  OptimizerAttr optimizerAttr(ModuleOp module, OptimizerKind kind, double lr) {
+  OptimizerAttr optimizerAttr(ModuleOp module, OptimizerKind kind, double lr,
+                              StringRef what) {
     return OptimizerAttr::getChecked(
         [&] {
           return module.emitError()
-                 << getArgument() << ": bad optimizer options: ";
+                 << getArgument() << ": bad " << what << " options: ";
         },
         module.getContext(), kind, APFloat(lr),
         APFloat(kind == OptimizerKind::momentum ? double(momentum) : 0.0),
@@ -250,15 +251,27 @@ struct AutodiffPass
                          << learningRate;
       return signalPassFailure();
     }
+    // -1 (the default) stands for the dense learning rate.
+    if (sparseLearningRate < 0 && sparseLearningRate != -1.0) {
+      module.emitError() << getArgument() << ": negative sparse-learning-rate "
+                         << sparseLearningRate
+                         << " (leave it out for the dense learning rate)";
+      return signalPassFailure();
+    }
+    // The table optimizer shares the dense one's hyper-parameters: a bad
+    // one is reported once.
     OptimizerAttr denseOptimizer =
-        optimizerAttr(module, optimizer, learningRate);
+        optimizerAttr(module, optimizer, learningRate, "optimizer");
+    if (!denseOptimizer)
+      return signalPassFailure();
     OptimizerKind sparseKind = sparseOptimizer == TableOptimizer::dense
                                    ? optimizer.getValue()
                                    : toOptimizerKind(sparseOptimizer);
     double sparseLr = sparseLearningRate < 0 ? learningRate.getValue()
                                              : sparseLearningRate.getValue();
-    OptimizerAttr tableOptimizer = optimizerAttr(module, sparseKind, sparseLr);
-    if (!denseOptimizer || !tableOptimizer)
+    OptimizerAttr tableOptimizer =
+        optimizerAttr(module, sparseKind, sparseLr, "table optimizer");
+    if (!tableOptimizer)
       return signalPassFailure();
     FailureOr<func::FuncOp> found =
         findModelFunction(module, functionName, getArgument());

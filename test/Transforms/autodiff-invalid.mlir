@@ -2,8 +2,17 @@
 // RUN: not heterps-opt %s -split-input-file --heterps-autodiff=loss=hinge 2>&1 | FileCheck %s --check-prefix=LOSS
 // RUN: not heterps-opt %s -split-input-file --heterps-autodiff=optimizer=lion 2>&1 | FileCheck %s --check-prefix=OPT
 
+// Optimizer options out of range are named once (the table optimizer
+// shares the dense one's hyper-parameters), the table's as the table's.
+// RUN: not heterps-opt %S/emit-plan.mlir --heterps-autodiff='loss=bce optimizer=adam beta1=2' 2>&1 | FileCheck %s --check-prefix=BETA --implicit-check-not=error:
+// RUN: not heterps-opt %S/emit-plan.mlir --heterps-autodiff='loss=bce sparse-learning-rate=nan' 2>&1 | FileCheck %s --check-prefix=SPARSE-LR --implicit-check-not=error:
+// RUN: not heterps-opt %S/emit-plan.mlir --heterps-autodiff='loss=bce sparse-learning-rate=-2' 2>&1 | FileCheck %s --check-prefix=SPARSE-NEG --implicit-check-not=error:
+
 // LOSS: for the --loss option: Cannot find option named 'hinge'!
 // OPT: for the --optimizer option: Cannot find option named 'lion'!
+// BETA: error: heterps-autodiff: bad optimizer options: optimizer beta1 and beta2 must be in [0, 1), got 2.000000e+00 and 9.990000e-01
+// SPARSE-LR: error: heterps-autodiff: bad table optimizer options: optimizer learning_rate must be finite and non-negative, got nan
+// SPARSE-NEG: error: heterps-autodiff: negative sparse-learning-rate -2.000000e+00 (leave it out for the dense learning rate)
 
 // expected-error @+1 {{the function returns no loss (a 0-D float result); add one with loss=bce|softmax-ce|mse label=NAME}}
 func.func @no_loss(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
