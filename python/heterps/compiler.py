@@ -3,6 +3,7 @@
 import os
 
 from . import _heterps
+from ._arguments import _INT, _NUMBER, _check_types
 from .plan import Plan
 
 _LOSSES = ("bce", "softmax-ce", "mse")
@@ -90,14 +91,10 @@ def compile(model, *, loss=None, label=None, optimizer="sgd",
 
     Raises CompileError with the compiler's diagnostics.
     """
-    if isinstance(batch, bool) or not isinstance(batch, int):
-        raise TypeError(f"batch must be an int, got {type(batch).__name__}")
+    _check_types(batch=(batch, *_INT),
+                 learning_rate=(learning_rate, *_NUMBER))
     if batch < 1:
         raise ValueError(f"batch must be positive, got {batch}")
-    if isinstance(learning_rate, bool) or not isinstance(
-            learning_rate, (int, float)):
-        raise TypeError("learning_rate must be a number, got "
-                        f"{type(learning_rate).__name__}")
     _check_overrides("autodiff_options", autodiff_options,
                      {"optimizer": "optimizer",
                       "learning-rate": "learning_rate", "loss": "loss",

@@ -3,6 +3,7 @@
 import os
 
 from . import _heterps
+from ._arguments import _INT, _NUMBER, _STR, _check_types
 from .plan import Plan
 from .server import Server
 
@@ -38,21 +39,6 @@ def _servers(ps):
         raise ValueError("ps: an empty list of servers (None keeps the "
                          "tables in a server embedded in this process)")
     return ",".join(servers)
-
-
-def _check_types(**arguments):
-    """TypeError naming the argument, rather than pybind11's list of
-    signatures: each value is (value, type or types, what it must be)."""
-    for name, (value, types, what) in arguments.items():
-        if (isinstance(value, bool) and bool not in types) or \
-                not isinstance(value, types):
-            raise TypeError(f"{name} must be {what}, got "
-                            f"{type(value).__name__}")
-
-
-_INT = ((int,), "an int")
-_NUMBER = ((int, float), "a number")
-_STR = ((str,), "a string")
 
 
 def _data_spec(data, *, format, shuffle, seed, synthetic_examples,
