@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <random>
+#include <sstream>
 #include <thread>
 #include <unistd.h>
 
@@ -122,8 +123,80 @@ void Client::createTable(const v1::TableConfig &config) {
   t.vocab = config.vocab();
 }
 
-void Client::createTables(const plan::Plan &plan, uint64_t seed,
-                          const v1::TableConfig &defaults) {
+v1::Optimizer ps::protocolOptimizer(const plan::Optimizer &o) {
+  v1::Optimizer p;
+  p.set_kind(o.kind().empty() ? "sgd" : o.kind());
+  p.set_learning_rate(o.learning_rate());
+  p.set_momentum(o.momentum());
+  p.set_beta1(o.beta1());
+  p.set_beta2(o.beta2());
+  p.set_epsilon(o.epsilon());
+  p.set_weight_decay(o.weight_decay());
+  return p;
+}
+
+void Client::setTableOptimizer(int table, const v1::Optimizer &optimizer) {
+  const Table &t = get(table);
+  for (size_t i = 0; i < servers.size(); ++i) {
+    v1::Optimizer previous;
+    if (Status s = servers[i]->setTableOptimizer(static_cast<uint32_t>(table),
+                                                 optimizer, &previous);
+        !s.ok())
+      raise(i,
+            "setting the optimizer of table " + std::to_string(table) + " '" +
+                t.info.name + "'",
+            s);
+  }
+}
+
+std::string ps::optimizerText(const v1::Optimizer &o) {
+  std::ostringstream text;
+  text << (o.kind().empty() ? "sgd" : o.kind()) << " (learning rate "
+       << o.learning_rate() << ", momentum " << o.momentum() << ", beta1 "
+       << o.beta1() << ", beta2 " << o.beta2() << ", epsilon " << o.epsilon()
+       << ", weight decay " << o.weight_decay() << ")";
+  return text.str();
+}
+
+std::string OptimizerChanges::Group::retuned() const {
+  return plural ? "they take the plan's hyper-parameters and keep their "
+                  "optimizer state"
+                : "it takes the plan's hyper-parameters and keeps its "
+                  "optimizer state";
+}
+
+void OptimizerChanges::add(uint32_t table, const std::string &name,
+                           const v1::Optimizer &from, const v1::Optimizer &to) {
+  std::string label = std::to_string(table) + " '" + name + "'";
+  std::string was = optimizerText(from), is = optimizerText(to);
+  for (Group &g : all)
+    if (g.from == was && g.to == is) {
+      if (!g.plural)
+        g.tables = "tables" + g.tables.substr(std::strlen("table"));
+      g.tables += ", " + label;
+      g.plural = true;
+      return;
+    }
+  all.push_back({"table " + label, was, is, false});
+}
+
+/// Whether `have` is `want` but for the hyper-parameters of the same kind
+/// of optimizer.
+static bool differsInHyperParameters(const v1::TableConfig &have,
+                                     const v1::TableConfig &want) {
+  auto kind = [](const v1::TableConfig &c) {
+    return c.optimizer().kind().empty() ? "sgd" : c.optimizer().kind();
+  };
+  v1::TableConfig tuned = have;
+  *tuned.mutable_optimizer() = want.optimizer();
+  return kind(have) == kind(want) &&
+         tuned.SerializeAsString() == want.SerializeAsString();
+}
+
+std::vector<std::string> Client::createTables(const plan::Plan &plan,
+                                              uint64_t seed,
+                                              const v1::TableConfig &defaults) {
+  OptimizerChanges changes;
   for (const plan::SparseTable &pt : plan.tables()) {
     v1::TableConfig c;
     c.set_storage(defaults.storage());
@@ -140,23 +213,35 @@ void Client::createTables(const plan::Plan &plan, uint64_t seed,
     for (double a : pt.init().args())
       c.mutable_init()->add_args(a);
     c.mutable_init()->set_seed(seed);
-    const plan::Optimizer &o = pt.optimizer();
-    v1::Optimizer *po = c.mutable_optimizer();
-    po->set_kind(o.kind().empty() ? "sgd" : o.kind());
-    po->set_learning_rate(o.learning_rate());
-    po->set_momentum(o.momentum());
-    po->set_beta1(o.beta1());
-    po->set_beta2(o.beta2());
-    po->set_epsilon(o.epsilon());
-    po->set_weight_decay(o.weight_decay());
+    *c.mutable_optimizer() = protocolOptimizer(pt.optimizer());
     std::vector<bool> created(servers.size());
+    std::string what =
+        "table " + std::to_string(pt.id()) + " '" + pt.name() + "'";
+    bool noted = false;
     for (size_t i = 0; i < servers.size(); ++i) {
-      bool made;
-      if (Status s = servers[i]->createTable(c, &made); !s.ok())
-        raise(i,
-              "creating table " + std::to_string(pt.id()) + " '" + pt.name() +
-                  "'",
-              s);
+      bool made = false;
+      Status s = servers[i]->createTable(c, &made);
+      v1::TableStatus have;
+      // A job restarted with a lower learning rate, against servers that
+      // kept its tables: the plan's hyper-parameters apply.
+      if (s.code == Code::AlreadyExists &&
+          servers[i]->describeTable(pt.id(), &have).ok() &&
+          differsInHyperParameters(have.config(), c)) {
+        v1::Optimizer previous;
+        if (s = servers[i]->setTableOptimizer(pt.id(), c.optimizer(),
+                                              &previous);
+            !s.ok())
+          raise(i,
+                "giving " + what + ", trained with " +
+                    optimizerText(have.config().optimizer()) + ", the plan's " +
+                    optimizerText(c.optimizer()),
+                s);
+        if (!noted)
+          changes.add(pt.id(), pt.name(), previous, c.optimizer());
+        noted = true;
+      }
+      if (!s.ok())
+        raise(i, "creating " + what, s);
       created[i] = made;
     }
     if (infos.size() <= static_cast<size_t>(pt.id()))
@@ -168,8 +253,6 @@ void Client::createTables(const plan::Plan &plan, uint64_t seed,
     // Initial rows go to the servers that created the table now; one that
     // already had it (a worker restarted against a running service) keeps
     // its trained rows.
-    std::string what =
-        "table " + std::to_string(pt.id()) + " '" + pt.name() + "'";
     runtime::Tensor rows = runtime::viewOfData(pt.value(), what);
     if (rows.dtype() != runtime::DType::F32 ||
         rows.shape() != runtime::Shape{pt.vocab(), pt.dim()})
@@ -195,6 +278,13 @@ void Client::createTables(const plan::Plan &plan, uint64_t seed,
                values.data());
     }
   }
+  std::vector<std::string> notes;
+  for (const OptimizerChanges::Group &g : changes.groups())
+    notes.push_back("the PS service's " + g.tables +
+                    (g.plural ? " were" : " was") + " trained with " + g.from +
+                    "; this plan trains " + g.object() + " with " + g.to +
+                    ": " + g.retuned());
+  return notes;
 }
 
 const Client::Table &Client::get(int table) const {
@@ -752,20 +842,6 @@ void Client::pushManyThenPull(const std::vector<runtime::TablePush> &pushes,
     scatterPulled(pulls, *after);
 }
 
-static const char *optimizerName(runtime::OptimizerConfig::Kind kind) {
-  switch (kind) {
-  case runtime::OptimizerConfig::Kind::SGD:
-    return "sgd";
-  case runtime::OptimizerConfig::Kind::Momentum:
-    return "momentum";
-  case runtime::OptimizerConfig::Kind::Adam:
-    return "adam";
-  case runtime::OptimizerConfig::Kind::Adagrad:
-    return "adagrad";
-  }
-  return "sgd";
-}
-
 bool Client::createDense(const std::string &name, const runtime::Tensor &value,
                          const runtime::OptimizerConfig &optimizer) {
   if (value.dtype() != runtime::DType::F32)
@@ -777,7 +853,7 @@ bool Client::createDense(const std::string &name, const runtime::Tensor &value,
     tensor.add_shape(d);
   tensor.set_values(value.data(), value.byteSize());
   v1::Optimizer o;
-  o.set_kind(optimizerName(optimizer.kind));
+  o.set_kind(runtime::OptimizerConfig::kindName(optimizer.kind));
   o.set_learning_rate(optimizer.learningRate);
   o.set_momentum(optimizer.momentum);
   o.set_beta1(optimizer.beta1);

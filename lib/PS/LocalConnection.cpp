@@ -17,6 +17,10 @@ public:
   Status describeTable(uint32_t table, v1::TableStatus *status) override {
     return shard.describeTable(table, status);
   }
+  Status setTableOptimizer(uint32_t table, const v1::Optimizer &optimizer,
+                           v1::Optimizer *previous) override {
+    return shard.setTableOptimizer(table, optimizer, previous);
+  }
   Status pull(uint32_t table, const uint64_t *keys, size_t n, uint32_t,
               float *rows) override {
     return shard.pull(table, keys, n, rows);

@@ -91,6 +91,19 @@ public:
     });
   }
 
+  Status setTableOptimizer(uint32_t table, const v1::Optimizer &optimizer,
+                           v1::Optimizer *previous) override {
+    v1::SetTableOptimizerRequest request;
+    request.set_table_id(table);
+    *request.mutable_optimizer() = optimizer;
+    v1::SetTableOptimizerResponse response;
+    Status s = call([&](grpc::ClientContext *c) {
+      return stub->SetTableOptimizer(c, request, &response);
+    });
+    *previous = response.previous();
+    return s;
+  }
+
   Status pull(uint32_t table, const uint64_t *keys, size_t n, uint32_t dim,
               float *rows) override {
     preparePull(table, keys, n);

@@ -37,7 +37,8 @@ grpc::Status invalid(const std::string &message) {
 
 /// What a call may do: read and train (Pull, Push, dense tensors,
 /// DescribeTable, ServerInfo), or change what the service holds
-/// (CreateTable, CreateDense, Checkpoint, Restore, pushes that assign rows).
+/// (CreateTable, SetTableOptimizer, CreateDense, Checkpoint, Restore, pushes
+/// that assign rows).
 enum class Access { Data, Admin };
 
 /// The tokens a server checks: each call carries "authorization: Bearer
@@ -167,6 +168,24 @@ public:
     bool created = false;
     Status s = shard.createTable(request->config(), &created);
     response->set_created(created);
+    return toGrpc(s);
+  }
+
+  grpc::Status
+  handleSetTableOptimizer(grpc::ServerContext *context,
+                          const v1::SetTableOptimizerRequest *request,
+                          v1::SetTableOptimizerResponse *response) {
+    if (grpc::Status denied = access.check(context, Access::Admin);
+        !denied.ok())
+      return denied;
+    Status s =
+        shard.setTableOptimizer(request->table_id(), request->optimizer(),
+                                response->mutable_previous());
+    if (s.ok())
+      log(LogLevel::Info,
+          "table " + std::to_string(request->table_id()) + ": optimizer " +
+              response->previous().ShortDebugString() + " replaced by " +
+              request->optimizer().ShortDebugString());
     return toGrpc(s);
   }
 
@@ -412,6 +431,15 @@ public:
   }
 
   // The calls, each timed into its method's histogram.
+  grpc::Status
+  SetTableOptimizer(grpc::ServerContext *context,
+                    const v1::SetTableOptimizerRequest *request,
+                    v1::SetTableOptimizerResponse *response) override {
+    return timed(Method::SetTableOptimizer, [&] {
+      return handleSetTableOptimizer(context, request, response);
+    });
+  }
+
   grpc::Status CreateTable(grpc::ServerContext *context,
                            const v1::CreateTableRequest *request,
                            v1::CreateTableResponse *response) override {
@@ -523,6 +551,7 @@ private:
   enum class Method {
     CreateTable,
     DescribeTable,
+    SetTableOptimizer,
     Pull,
     Push,
     PullMany,
@@ -537,9 +566,10 @@ private:
     Count
   };
   static constexpr const char *kMethodNames[] = {
-      "CreateTable", "DescribeTable", "Pull",      "Push",      "PullMany",
-      "PushMany",    "CreateDense",   "PullDense", "PushDense", "Checkpoint",
-      "Restore",     "ServerInfo",    "Metrics"};
+      "CreateTable", "DescribeTable", "SetTableOptimizer", "Pull",
+      "Push",        "PullMany",      "PushMany",          "CreateDense",
+      "PullDense",   "PushDense",     "Checkpoint",        "Restore",
+      "ServerInfo",  "Metrics"};
   /// Upper bounds of the latency histogram's buckets, in seconds.
   static constexpr double kBuckets[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025,
                                         0.005,  0.01,    0.025,  0.05,  0.1,

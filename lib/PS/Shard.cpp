@@ -179,6 +179,33 @@ Status Shard::describeTable(uint32_t table, v1::TableStatus *status) {
   return {};
 }
 
+Status Shard::setTableOptimizer(uint32_t table, const v1::Optimizer &optimizer,
+                                v1::Optimizer *previous) {
+  // Pushes read the optimizer under the shared lock.
+  std::unique_lock<std::shared_mutex> lock(tablesMutex);
+  Table *t;
+  if (Status s = findTable(table, &t); !s.ok())
+    return s;
+  std::string what = str("table ", table, " '", t->config.name(), "'");
+  runtime::OptimizerConfig o;
+  if (Status s = toOptimizer(optimizer, what, &o); !s.ok())
+    return s;
+  // The rows hold the state of the table's optimizer (dim floats per
+  // slot): another kind's would not fit them, or would be misread.
+  if (o.kind != t->optimizer.kind)
+    return Status::error(
+        Code::FailedPrecondition,
+        str(what, " is trained with ",
+            runtime::OptimizerConfig::kindName(t->optimizer.kind),
+            ", whose state its rows hold; it cannot change to ",
+            runtime::OptimizerConfig::kindName(o.kind),
+            " (only the hyper-parameters of its optimizer can)"));
+  *previous = t->config.optimizer();
+  *t->config.mutable_optimizer() = optimizer;
+  t->optimizer = o;
+  return {};
+}
+
 /// The keys of a request grouped by virtual shard: `order` lists request
 /// positions shard by shard, `begin[v]..begin[v+1]` those of shard v.
 Status Shard::checkRequest(uint32_t table, const uint64_t *keys, size_t n,

@@ -255,7 +255,9 @@ class Trainer:
     def load(self, directory):
         """Loads a checkpoint of this plan (written by save(), fit() or
         heterps-run --save); the next fit() resumes at its position in the
-        data. Returns its step."""
+        data. Returns its step. Warns (UserWarning) where the plan's
+        optimizer differs from the checkpoint's: the dense state starts
+        fresh, or the tables take the plan's hyper-parameters."""
         return self._native.load(os.fspath(directory))
 
     def __repr__(self):

@@ -184,6 +184,9 @@ public:
   }
 
   bool training() { return session->program().isTraining(); }
+  const std::vector<std::string> &connectNotes() const {
+    return session->connectNotes();
+  }
 
   float step(const py::dict &inputs) {
     Program &program = session->program();
@@ -401,8 +404,16 @@ void python::bindRuntime(py::module_ &m) {
              o.pipelineOptions.maxWorkers = maxWorkers;
              o.pipelineOptions.microBatches = microBatches;
              o.pipelineOptions.maxStaleness = maxStaleness;
-             py::gil_scoped_release release;
-             return std::make_unique<NativeTrainer>(plan, std::move(o), batch);
+             std::unique_ptr<NativeTrainer> trainer;
+             {
+               py::gil_scoped_release release;
+               trainer =
+                   std::make_unique<NativeTrainer>(plan, std::move(o), batch);
+             }
+             // What connecting changed on the PS service (Session).
+             for (const std::string &note : trainer->connectNotes())
+               py::module_::import("warnings").attr("warn")(note);
+             return trainer;
            }),
            py::arg("plan"), py::arg("ps"), py::arg("threads"), py::arg("seed"),
            py::arg("fallback_cpu"), py::arg("pipeline"), py::arg("sync"),

@@ -3,6 +3,7 @@
 import re
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import onnx
@@ -144,9 +145,48 @@ def test_load_with_another_optimizer(tmp_path, ctr_plan):
     everything = heterps.Trainer(heterps.compile(
         ONNX_INPUTS / "torch-ctr.onnx", loss="bce", optimizer="momentum",
         learning_rate=0.01, batch=16))
-    with pytest.raises(heterps.Error, match="holds table 0 .* trained with "
-                       "adam .* this plan trains it with momentum"):
+    with pytest.raises(heterps.Error, match="holds tables 0 .* trained with "
+                       "adam .* this plan trains them with momentum"):
         everything.load(tmp_path / "ckpt")
+
+
+def test_load_with_a_lower_table_learning_rate(tmp_path, ctr_plan):
+    # Fine-tuning: the tables on a PS server take the plan's lower
+    # learning rate and keep their Adam state, with a warning, both when a
+    # worker connects to the server that trained them and when it loads a
+    # checkpoint; a checkpoint written since holds the new rate.
+    batch = ctr_batch(16, seed=8)
+    lower = heterps.compile(ONNX_INPUTS / "torch-ctr.onnx", loss="bce",
+                            optimizer="adam", learning_rate=0.01, batch=16,
+                            autodiff_options={"sparse-optimizer": "adam",
+                                              "sparse-learning-rate": 0.001})
+    changed = (r"tables 0 'emb.0.weight', 1 'emb.1.weight', .* trained with "
+               r"adam \(learning rate 0.01, .*; this plan trains them with "
+               r"adam \(learning rate 0.001, .*: they take the plan's "
+               "hyper-parameters and keep their optimizer state")
+    with heterps.serve(checkpoint_dir=tmp_path / "ps") as server:
+        trainer = heterps.Trainer(ctr_plan, ps=server)
+        trainer.step(batch)
+        trainer.save(tmp_path / "ckpt")
+        with pytest.warns(UserWarning, match="the PS service's " + changed):
+            tuned = heterps.Trainer(lower, ps=server)
+        with pytest.warns(UserWarning, match="holds " + changed):
+            assert tuned.load(tmp_path / "ckpt") == 1
+        tuned.step(batch)
+        tuned.save(tmp_path / "tuned")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert heterps.Trainer(lower, ps=server).load(
+                tmp_path / "tuned") == 2
+        # Another kind of optimizer is refused.
+        with pytest.raises(heterps.Error, match="ALREADY_EXISTS: table 0 "
+                           "exists as 'emb.0.weight' with another "
+                           "configuration: .* kind: \"adam\" .* asked for "
+                           ".* kind: \"sgd\""):
+            heterps.Trainer(heterps.compile(
+                ONNX_INPUTS / "torch-ctr.onnx", loss="bce", optimizer="adam",
+                learning_rate=0.01, batch=16,
+                autodiff_options={"sparse-optimizer": "sgd"}), ps=server)
 
 
 def test_fit_writes_checkpoints_that_resume(tmp_path, ctr_plan):

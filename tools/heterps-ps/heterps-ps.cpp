@@ -10,8 +10,10 @@
 #include "heterps/PS/Client.h"
 #include "heterps/PS/Flags.h"
 #include "heterps/Runtime/Data.h"
+#include "heterps/Runtime/Optimizer.h"
 #include "heterps/Version.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -30,6 +32,8 @@ Commands (heterps-ps COMMAND --help lists a command's options):
                   and latency per method, keys pulled and pushed, rows and
                   pushes per table)
   create-table    create a table on every server
+  set-optimizer   change hyper-parameters of a table's optimizer (its rows
+                  keep their state)
   push-constant   push a constant gradient for a range of keys
   pull            read rows of a range of keys
   checkpoint NAME every server writes checkpoint NAME
@@ -54,6 +58,13 @@ const Command kCommands[] = {
      "usage: heterps-ps create-table --ps=HOST:PORT,... --id=N --dim=D "
      "[options]\n\nCreates a table on every server (a no-op where it "
      "exists with the same configuration).\n"},
+    {"set-optimizer",
+     "usage: heterps-ps set-optimizer --ps=HOST:PORT,... --table=N "
+     "[--learning-rate=X] [--momentum=X] [--beta1=X] [--beta2=X] "
+     "[--epsilon=X] [--weight-decay=X] [options]\n\nGives a table on every "
+     "server other hyper-parameters of the optimizer it has (an admin "
+     "call); every row keeps its optimizer state. The kind of optimizer "
+     "cannot change.\n"},
     {"push-constant",
      "usage: heterps-ps push-constant --ps=HOST:PORT,... --table=N "
      "--keys=FIRST:COUNT[:STRIDE] --value=VALUE [options]\n\nPushes the "
@@ -140,6 +151,8 @@ int main(int argc, char **argv) {
   std::string tableName, init = "zeros", optimizer = "sgd";
   double learningRate = 0.01;
   TableFlags tableFlags;
+  // set-optimizer: the hyper-parameters given.
+  runtime::OptimizerConfig tuned;
   // push-constant and pull.
   std::vector<int64_t> keys;
   double value = 0, expect = 0;
@@ -175,6 +188,22 @@ int main(int argc, char **argv) {
     tableFlags.declare(flags);
     flags.renamed("storage", "table-storage");
     flags.renamed("cache-rows", "table-cache-rows");
+  } else if (command == "set-optimizer") {
+    tableOption("--table", "the table (required)");
+    flags.option("--learning-rate", tuned.learningRate, "X",
+                 "the learning rate", 0, 1e6, /*minExclusive=*/true);
+    flags.renamed("lr", "learning-rate");
+    flags.option("--momentum", tuned.momentum, "X",
+                 "momentum's factor, in [0, 1)", 0, 1);
+    flags.option("--beta1", tuned.beta1, "X", "Adam's beta1, in (0, 1)", 0, 1,
+                 /*minExclusive=*/true);
+    flags.option("--beta2", tuned.beta2, "X", "Adam's beta2, in (0, 1)", 0, 1,
+                 /*minExclusive=*/true);
+    flags.option("--epsilon", tuned.epsilon, "X",
+                 "Adam's and Adagrad's epsilon", 0, 1,
+                 /*minExclusive=*/true);
+    flags.option("--weight-decay", tuned.weightDecay, "X", "L2 weight decay", 0,
+                 1e6);
   } else if (command == "push-constant") {
     tableOption("--table", "the table (required)");
     keysOption();
@@ -201,13 +230,21 @@ int main(int argc, char **argv) {
   if (std::string error = client.check(); !error.empty())
     flags.fail(error);
   for (const char *required :
-       command == "create-table" ? std::vector<const char *>{"id", "dim"}
+       command == "create-table"    ? std::vector<const char *>{"id", "dim"}
+       : command == "set-optimizer" ? std::vector<const char *>{"table"}
        : command == "push-constant"
            ? std::vector<const char *>{"table", "keys", "value"}
        : command == "pull" ? std::vector<const char *>{"table", "keys"}
                            : std::vector<const char *>{})
     if (!flags.given(required))
       flags.fail(command + " needs --" + required);
+  const char *const hyperParameters[] = {
+      "learning-rate", "momentum", "beta1", "beta2", "epsilon", "weight-decay"};
+  if (command == "set-optimizer" &&
+      std::none_of(std::begin(hyperParameters), std::end(hyperParameters),
+                   [&](const char *h) { return flags.given(h); }))
+    flags.fail("set-optimizer needs at least one of --learning-rate, "
+               "--momentum, --beta1, --beta2, --epsilon and --weight-decay");
   if ((command == "checkpoint" || command == "restore") && name.empty())
     flags.fail(command + " needs a checkpoint NAME");
 
@@ -305,6 +342,29 @@ int main(int argc, char **argv) {
       ps.createTable(config);
       std::printf("table %u '%s' (dim %u) on %zu servers\n", config.table_id(),
                   config.name().c_str(), config.dim(), ps.numServers());
+      return 0;
+    }
+    if (command == "set-optimizer") {
+      v1::TableStatus status = ps.describe(static_cast<int>(tableId));
+      ps.createTable(status.config());
+      const v1::Optimizer &had = status.config().optimizer();
+      v1::Optimizer want = had;
+      if (flags.given("learning-rate"))
+        want.set_learning_rate(tuned.learningRate);
+      if (flags.given("momentum"))
+        want.set_momentum(tuned.momentum);
+      if (flags.given("beta1"))
+        want.set_beta1(tuned.beta1);
+      if (flags.given("beta2"))
+        want.set_beta2(tuned.beta2);
+      if (flags.given("epsilon"))
+        want.set_epsilon(tuned.epsilon);
+      if (flags.given("weight-decay"))
+        want.set_weight_decay(tuned.weightDecay);
+      ps.setTableOptimizer(static_cast<int>(tableId), want);
+      std::printf("table %u '%s': %s, was %s, on %zu servers\n", tableId,
+                  status.config().name().c_str(), optimizerText(want).c_str(),
+                  optimizerText(had).c_str(), ps.numServers());
       return 0;
     }
     if (command == "push-constant") {

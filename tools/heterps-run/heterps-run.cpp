@@ -551,6 +551,9 @@ int main(int argc, char **argv) {
     pipelineOptions.sync = parseSyncMode(o.sync);
     pipelineOptions.maxStaleness = std::max<int64_t>(o.maxStaleness, 0);
     Session session(std::move(p), std::move(so));
+    if (reporter)
+      for (const std::string &note : session.connectNotes())
+        std::fprintf(stderr, "heterps-run: note: %s\n", note.c_str());
     Program &program = session.program();
     CheckpointInfo loaded;
     if (!o.load.empty()) {

@@ -12,6 +12,7 @@
 #include "heterps/PS/LocalConnection.h"
 #include "heterps/PS/Server.h"
 #include "heterps/PS/Wire.h"
+#include "heterps/Runtime/Optimizer.h"
 #include "heterps/ps.grpc.pb.h"
 
 #include <grpcpp/generic/generic_stub.h>
@@ -293,6 +294,69 @@ TEST(PSShardTest, OptimizerSettingsAreValidated) {
   // SGD does not read the betas: a config without them is fine.
   EXPECT_EQ(code("sgd", [&](v1::Optimizer &o) { o.set_beta1(0); }).first,
             Code::OK);
+}
+
+// A lower learning rate to fine-tune a restored table: the rows keep their
+// Adagrad sums, which the next step divides by, on every server, and the
+// checkpoints written afterwards hold the new rate.
+TEST(PSShardTest, TableOptimizerHyperParametersChangeAndTheStateStays) {
+  fs::path dir = tempDir("set-optimizer");
+  auto shards = makeShards(2, dir.string());
+  Client client(localConnections(shards));
+  client.connect();
+  client.createTable(tableConfig(0, 2, "adagrad", 0.1));
+  std::vector<int64_t> keys = {5, 6, 7, 1000003};
+  std::vector<float> grads = {1, 2, -0.5f, 0.25f, 3, 1, -2, 4};
+  client.push(0, keys.data(), keys.size(), grads.data());
+  v1::Optimizer lower = tableConfig(0, 2, "adagrad", 0.01).optimizer();
+  client.setTableOptimizer(0, lower);
+  client.push(0, keys.data(), keys.size(), grads.data());
+  std::vector<float> got(grads.size());
+  client.pull(0, keys.data(), keys.size(), got.data());
+
+  runtime::OptimizerConfig o;
+  o.kind = runtime::OptimizerConfig::Kind::Adagrad;
+  o.learningRate = 0.1;
+  o.epsilon = 1e-8;
+  std::vector<float> want(grads.size(), 0.0f), sums(grads.size(), 0.0f);
+  runtime::applyUpdate(o, want.data(), grads.data(), sums.data(),
+                       static_cast<int64_t>(want.size()), 1);
+  o.learningRate = 0.01;
+  runtime::applyUpdate(o, want.data(), grads.data(), sums.data(),
+                       static_cast<int64_t>(want.size()), 2);
+  for (size_t i = 0; i < want.size(); ++i)
+    EXPECT_FLOAT_EQ(got[i], want[i]) << i;
+  EXPECT_DOUBLE_EQ(client.describe(0).config().optimizer().learning_rate(),
+                   0.01);
+
+  // Another kind's state would not fit the rows; bad values are refused;
+  // the table is left as it was.
+  v1::Optimizer previous;
+  Status st = shards[0]->setTableOptimizer(
+      0, tableConfig(0, 2, "adam", 0.01).optimizer(), &previous);
+  EXPECT_EQ(st.code, Code::FailedPrecondition);
+  EXPECT_EQ(st.message, "table 0 't0' is trained with adagrad, whose state "
+                        "its rows hold; it cannot change to adam (only the "
+                        "hyper-parameters of its optimizer can)");
+  v1::Optimizer negative = lower;
+  negative.set_learning_rate(-1);
+  EXPECT_EQ(shards[0]->setTableOptimizer(0, negative, &previous).code,
+            Code::InvalidArgument);
+  EXPECT_EQ(shards[0]->setTableOptimizer(9, lower, &previous).code,
+            Code::NotFound);
+  EXPECT_THROW(
+      client.setTableOptimizer(0, tableConfig(0, 2, "sgd", 0.01).optimizer()),
+      PSError);
+  EXPECT_EQ(client.describe(0).config().optimizer().kind(), "adagrad");
+
+  client.checkpoint("after", 2);
+  auto restored = makeShards(2, dir.string());
+  Client again(localConnections(restored));
+  again.connect();
+  EXPECT_EQ(again.restore("after"), 2);
+  EXPECT_DOUBLE_EQ(again.describe(0).config().optimizer().learning_rate(),
+                   0.01);
+  fs::remove_all(dir);
 }
 
 TEST(PSShardTest, NonFiniteRowsCanBeSkipped) {
@@ -1223,6 +1287,25 @@ TEST(PSServiceTest, WorkerTokensBindClientIds) {
   v1::CreateTableResponse created;
   ASSERT_TRUE(call(o.adminToken, [&](grpc::ClientContext *c) {
                 return stub->CreateTable(c, create, &created);
+              }).ok());
+  // Changing a table's optimizer is the admin's.
+  v1::SetTableOptimizerRequest set;
+  set.set_table_id(0);
+  *set.mutable_optimizer() = tableConfig(0, 1, "sgd", 0.5).optimizer();
+  v1::SetTableOptimizerResponse previous;
+  EXPECT_EQ(call("token-of-worker-zero",
+                 [&](grpc::ClientContext *c) {
+                   return stub->SetTableOptimizer(c, set, &previous);
+                 })
+                .error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  ASSERT_TRUE(call(o.adminToken, [&](grpc::ClientContext *c) {
+                return stub->SetTableOptimizer(c, set, &previous);
+              }).ok());
+  EXPECT_EQ(previous.previous().learning_rate(), 1.0);
+  set.mutable_optimizer()->set_learning_rate(1.0);
+  ASSERT_TRUE(call(o.adminToken, [&](grpc::ClientContext *c) {
+                return stub->SetTableOptimizer(c, set, &previous);
               }).ok());
   create.mutable_config()->set_table_id(1);
   EXPECT_EQ(call("token-of-worker-zero",

@@ -26,6 +26,10 @@
 #include <string>
 #include <vector>
 
+namespace heterps::plan {
+class Optimizer;
+} // namespace heterps::plan
+
 namespace heterps::ps {
 
 /// A failed PS call: the server, the gRPC code and its message.
@@ -87,6 +91,9 @@ public:
   virtual std::string address() const = 0;
   virtual Status createTable(const v1::TableConfig &config, bool *created) = 0;
   virtual Status describeTable(uint32_t table, v1::TableStatus *status) = 0;
+  virtual Status setTableOptimizer(uint32_t table,
+                                   const v1::Optimizer &optimizer,
+                                   v1::Optimizer *previous) = 0;
   virtual Status pull(uint32_t table, const uint64_t *keys, size_t n,
                       uint32_t dim, float *rows) = 0;
   virtual Status push(uint32_t table, const uint64_t *keys, size_t n,
@@ -126,6 +133,34 @@ public:
   virtual Status metrics(std::string *text) = 0;
 };
 
+/// A plan's table optimizer as the PS protocol spells it.
+v1::Optimizer protocolOptimizer(const plan::Optimizer &optimizer);
+/// "adagrad (learning rate 0.01, momentum 0, ...)": to compare and to show.
+std::string optimizerText(const v1::Optimizer &optimizer);
+
+/// Tables whose optimizer changed (or would), grouped by the change, to
+/// say so once for the tables that changed alike.
+class OptimizerChanges {
+public:
+  void add(uint32_t table, const std::string &name, const v1::Optimizer &from,
+           const v1::Optimizer &to);
+  struct Group {
+    /// "table 0 'a'" or "tables 0 'a', 1 'b'".
+    std::string tables;
+    /// optimizerText() of the two.
+    std::string from, to;
+    bool plural = false;
+    /// "it" or "them".
+    const char *object() const { return plural ? "them" : "it"; }
+    /// What happens to tables that change hyper-parameters only.
+    std::string retuned() const;
+  };
+  const std::vector<Group> &groups() const { return all; }
+
+private:
+  std::vector<Group> all;
+};
+
 /// A gRPC channel to `address`; calls end within the options' deadline.
 std::unique_ptr<Connection> connectRemote(const std::string &address,
                                           const ClientOptions &options);
@@ -146,10 +181,16 @@ public:
   /// with the same configuration) and writes the plan's initial rows where
   /// a table was created. The service settings of `defaults` (storage,
   /// cache rows, admission, TTL, non-finite policy) apply to every table.
-  void createTables(const plan::Plan &plan, uint64_t seed,
-                    const v1::TableConfig &defaults = {});
+  /// A table that exists with other hyper-parameters of the plan's kind of
+  /// optimizer takes the plan's (its rows keep their state); the result
+  /// says so, a note per table, for the caller to show.
+  std::vector<std::string> createTables(const plan::Plan &plan, uint64_t seed,
+                                        const v1::TableConfig &defaults = {});
   /// Creates one table (the same, on every server).
   void createTable(const v1::TableConfig &config);
+  /// Gives table `table` on every server the hyper-parameters of
+  /// `optimizer`, of the kind it has (its rows keep their state).
+  void setTableOptimizer(int table, const v1::Optimizer &optimizer);
 
   int numTables() const override { return static_cast<int>(infos.size()); }
   const runtime::TableInfo &table(int id) const override;

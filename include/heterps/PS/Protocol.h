@@ -16,7 +16,7 @@
 namespace heterps::ps {
 
 /// The protocol's minor version (the major one is the package, v1).
-constexpr uint32_t kProtocolVersion = 3;
+constexpr uint32_t kProtocolVersion = 4;
 /// Keys hash into this many virtual shards; checkpoints hold one file per
 /// table and virtual shard, so they restore onto any server count.
 constexpr uint32_t kVirtualShards = 64;

@@ -64,6 +64,11 @@ public:
 
   Status createTable(const v1::TableConfig &config, bool *created);
   Status describeTable(uint32_t table, v1::TableStatus *status);
+  /// Gives a table the hyper-parameters of `optimizer`, which must be of
+  /// the kind the table has: the rows keep their optimizer state.
+  /// FAILED_PRECONDITION for another kind; `previous` gets the old one.
+  Status setTableOptimizer(uint32_t table, const v1::Optimizer &optimizer,
+                           v1::Optimizer *previous);
   /// The dimension of a table, for decoding requests.
   Status tableDim(uint32_t table, uint32_t *dim);
 

@@ -24,6 +24,8 @@ struct OptimizerConfig {
 
   /// Parses "sgd", "momentum", "adam", "adagrad"; throws naming `what`.
   static Kind parseKind(const std::string &kind, const std::string &what);
+  /// The name parseKind() reads: "sgd", "momentum", "adam" or "adagrad".
+  static const char *kindName(Kind kind);
   /// Slots of state per element: 0 (SGD), 1 (momentum, Adagrad), 2 (Adam).
   int stateSlots() const;
   /// What is wrong with the hyperparameters (a negative or non-finite

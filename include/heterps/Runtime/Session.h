@@ -70,6 +70,10 @@ public:
   /// The pipelined executor once stepper() started it, else null.
   PipelineExecutor *pipeline() { return thePipeline.get(); }
   bool embedded() const { return embeddedShard != nullptr; }
+  /// What connecting changed on the PS service, a note each, for the
+  /// caller to show: a table that took the plan's optimizer
+  /// hyper-parameters.
+  const std::vector<std::string> &connectNotes() const { return notes; }
 
   /// Writes checkpoint `dir`: the parameters, `info`, and the tables (into
   /// the checkpoint with the embedded server; as a PS checkpoint named
@@ -85,8 +89,10 @@ public:
   CheckpointInfo load(const std::string &dir, bool restoreTables = true);
 
   /// A new client of this session's servers with the plan's tables (each
-  /// pipelined worker talks to the PS through one of its own).
-  std::unique_ptr<ps::Client> connectClient();
+  /// pipelined worker talks to the PS through one of its own); `notesOut`
+  /// gets what creating the tables changed (Client::createTables).
+  std::unique_ptr<ps::Client>
+  connectClient(std::vector<std::string> *notesOut = nullptr);
 
 private:
   plan::Plan thePlan;
@@ -94,6 +100,7 @@ private:
   ParamStore theParams;
   std::unique_ptr<ps::Shard> embeddedShard;
   std::unique_ptr<ps::Client> theTables;
+  std::vector<std::string> notes;
   std::unique_ptr<Program> theProgram;
   bool pipelined = false;
   std::unique_ptr<PipelineExecutor> thePipeline;

@@ -25,6 +25,20 @@ OptimizerConfig::Kind OptimizerConfig::parseKind(const std::string &kind,
        "'; expected sgd, momentum, adam or adagrad");
 }
 
+const char *OptimizerConfig::kindName(Kind kind) {
+  switch (kind) {
+  case Kind::SGD:
+    return "sgd";
+  case Kind::Momentum:
+    return "momentum";
+  case Kind::Adam:
+    return "adam";
+  case Kind::Adagrad:
+    return "adagrad";
+  }
+  return "sgd";
+}
+
 int OptimizerConfig::stateSlots() const {
   switch (kind) {
   case Kind::SGD:

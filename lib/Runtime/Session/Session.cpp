@@ -25,7 +25,7 @@ Session::Session(plan::Plan plan, SessionOptions opts)
     shard.rocksdbDir = options.rocksdbDir;
     embeddedShard = std::make_unique<ps::Shard>(shard);
   }
-  theTables = connectClient();
+  theTables = connectClient(&notes);
   // Every process of a job has created the tables before any restores or
   // pushes.
   if (Communicator *job = options.pipelineOptions.processes)
@@ -58,7 +58,8 @@ StepExecutor &Session::stepper() {
   return *thePipeline;
 }
 
-std::unique_ptr<ps::Client> Session::connectClient() {
+std::unique_ptr<ps::Client>
+Session::connectClient(std::vector<std::string> *notesOut) {
   std::vector<std::unique_ptr<ps::Connection>> servers;
   if (embeddedShard)
     servers.push_back(ps::connectLocal(*embeddedShard));
@@ -68,20 +69,11 @@ std::unique_ptr<ps::Client> Session::connectClient() {
   auto client =
       std::make_unique<ps::Client>(std::move(servers), options.client);
   client->connect();
-  client->createTables(thePlan, options.program.seed, options.tableDefaults);
+  std::vector<std::string> changed = client->createTables(
+      thePlan, options.program.seed, options.tableDefaults);
+  if (notesOut)
+    *notesOut = std::move(changed);
   return client;
-}
-
-/// A table optimizer as the plan and the PS protocol both spell it
-/// ("adagrad (learning rate 0.01, ...)"), to compare and to show.
-template <typename Optimizer>
-static std::string optimizerText(const Optimizer &o) {
-  std::ostringstream text;
-  text << (o.kind().empty() ? "sgd" : o.kind()) << " (learning rate "
-       << o.learning_rate() << ", momentum " << o.momentum() << ", beta1 "
-       << o.beta1() << ", beta2 " << o.beta2() << ", epsilon " << o.epsilon()
-       << ", weight decay " << o.weight_decay() << ")";
-  return text.str();
 }
 
 void Session::save(const std::string &dir, CheckpointInfo info) {
@@ -153,19 +145,41 @@ CheckpointInfo Session::load(const std::string &dir, bool restoreTables) {
            "heterps-run --ps or Trainer(ps=...))");
     theTables->restore(std::filesystem::absolute(dir).string() + "/ps");
   }
-  // A restored table keeps the optimizer it was trained with (its state is
-  // that optimizer's): a plan that trains it otherwise would train on with
-  // the checkpoint's optimizer without a word.
+  // A restored table keeps the optimizer it was trained with: its rows hold
+  // that optimizer's state. The plan's hyper-parameters (a lower learning
+  // rate to fine-tune) replace the checkpoint's, the state staying, as
+  // PyTorch's do when a param group's lr changes; another kind of
+  // optimizer would misread the state, and is refused.
+  ps::OptimizerChanges changes, refused;
+  std::vector<std::pair<int, ps::v1::Optimizer>> retune;
   for (const plan::SparseTable &table : thePlan.tables()) {
-    ps::v1::TableStatus restored = theTables->describe(table.id());
-    std::string have = optimizerText(restored.config().optimizer());
-    std::string want = optimizerText(table.optimizer());
-    if (have != want)
-      fail("checkpoint '", dir, "' holds table ", table.id(), " '",
-           table.name(), "' trained with ", have, "; this plan trains it with ",
-           want, ". A restored table keeps its optimizer: compile with the ",
-           "checkpoint's, or train the tables from the start (without loading ",
-           "the checkpoint)");
+    ps::v1::Optimizer had =
+        theTables->describe(table.id()).config().optimizer();
+    ps::v1::Optimizer want = ps::protocolOptimizer(table.optimizer());
+    if (ps::optimizerText(had) == ps::optimizerText(want))
+      continue;
+    std::string what = "checkpoint '" + dir + "' table " +
+                       std::to_string(table.id()) + " optimizer";
+    if (OptimizerConfig::parseKind(had.kind(), what) !=
+        OptimizerConfig::parseKind(want.kind(), what)) {
+      refused.add(table.id(), table.name(), had, want);
+      continue;
+    }
+    changes.add(table.id(), table.name(), had, want);
+    retune.emplace_back(table.id(), std::move(want));
   }
+  auto holds = [&](const ps::OptimizerChanges::Group &g) {
+    return "checkpoint '" + dir + "' holds " + g.tables + " trained with " +
+           g.from + "; this plan trains " + g.object() + " with " + g.to;
+  };
+  if (!refused.groups().empty())
+    fail(holds(refused.groups().front()),
+         ". A restored table keeps its kind of optimizer, whose state its ",
+         "rows hold: compile with the checkpoint's, or train the tables from ",
+         "the start (without loading the checkpoint)");
+  for (const auto &[table, optimizer] : retune)
+    theTables->setTableOptimizer(table, optimizer);
+  for (const ps::OptimizerChanges::Group &g : changes.groups())
+    info.notes.push_back(holds(g) + ": " + g.retuned());
   return info;
 }

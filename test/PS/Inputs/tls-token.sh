@@ -2,7 +2,7 @@
 # server certificate for 127.0.0.1 and localhost, and a client certificate.
 #   tls-token.sh SCRATCH HETERPS_RUN HETERPS_PS PLAN
 set -uo pipefail
-T=$1 RUN=$2 PS=$3 PLAN=$4
+T=$1 RUN=$2 PS=$3 PLAN=$4 LOWER=$5
 source "$(dirname "$0")/cluster.sh"
 cd "$T"
 quiet() { "$@" >/dev/null 2>&1 || { echo "failed: $*"; exit 1; }; }
@@ -68,6 +68,15 @@ ADDR=$(addresses workers)
 for w in w0 w1; do
   "$RUN" "$PLAN" --steps=3 --log-every=0 --ps="$ADDR" --ps-token-file=$w.token 2>&1 | grep -E 'trained 3 steps|error' | sed 's/ in .*//'
 done
+echo "--- a plan with a lower learning rate: the admin's run changes the tables"
+for token in w0.token admin-token w1.token; do
+  "$RUN" "$LOWER" --steps=1 --log-every=0 --ps="$ADDR" --ps-token-file=$token 2>&1 | grep -E 'trained 1 steps|error|note' | sed 's/ in .*//'
+done
+echo "--- heterps-ps set-optimizer: the admin's, the kind stays"
+ps_call set-optimizer --table=0 --learning-rate=0.02 --ps-token-file=w0.token
+ps_call set-optimizer --table=0 --learning-rate=0.02 --weight-decay=0.001 --ps-token-file=admin-token
+ps_call set-optimizer --table=9 --learning-rate=0.02 --ps-token-file=admin-token
+ps_call set-optimizer --table=0 --momentum=1 --ps-token-file=admin-token
 ps_call info --ps-token-file=wrong-token
 stop_servers
 echo "--- a bad worker tokens file"
