@@ -32,7 +32,7 @@ public:
   void next() {
     uint8_t method = in.byte();
     bool raw = method & 0x80;
-    switch ((method & 0x7f) % 13) {
+    switch ((method & 0x7f) % 14) {
     case 0: {
       v1::CreateTableRequest r;
       if (raw ? parse(r) : (tableConfig(*r.mutable_config()), true))
@@ -104,6 +104,14 @@ public:
       call(&Stub::ServerInfo, v1::ServerInfoRequest(),
            v1::ServerInfoResponse());
       break;
+    case 13: {
+      v1::SetTableOptimizerRequest r;
+      if (raw ? parse(r)
+              : (r.set_table_id(tableId()), optimizer(*r.mutable_optimizer()),
+                 true))
+        call(&Stub::SetTableOptimizer, r, v1::SetTableOptimizerResponse());
+      break;
+    }
     default:
       call(&Stub::Metrics, v1::MetricsRequest(), v1::MetricsResponse());
       break;

@@ -162,6 +162,10 @@ def ps_service():
     pull = bytes([2, 1, 3, 1, 2, 3, 0, 0])
     write("ps-service", "table-roundtrip",
           create + push + pull + bytes([9, 0, 4, 10, 0, 11, 12]))
+    # SetTableOptimizer: Adam's hyper-parameters (kept), then Adagrad
+    # (refused), around pushes and a pull.
+    write("ps-service", "set-optimizer",
+          create + push + bytes([13, 1, 2]) + push + pull + bytes([13, 1, 3]))
     dense = bytes([6, 0, 2, 2, 2]) + struct.pack("<4f", 1, 2, 3, 4) + bytes([0, 2])
     push_dense = bytes([8, 0, 4]) + struct.pack("<f", 0.5) * 4 + bytes([0, 1, 1])
     write("ps-service", "dense", dense + push_dense + bytes([7, 0]))

@@ -1,5 +1,4 @@
-//===- Log.cpp - The PS server's log
-//---------------------------------------===//
+//===- Log.cpp - The PS server's log --------------------------------------===//
 
 #include "heterps/PS/Log.h"
 
