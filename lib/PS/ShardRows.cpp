@@ -120,7 +120,8 @@ Status Shard::allocateSlot(Table &t, uint32_t v, uint32_t *slot, bool *moved) {
 }
 
 Status Shard::rowSlot(Table &t, uint32_t v, uint64_t key, bool countAdmission,
-                      int32_t *slot, uint64_t *created, bool assigning) {
+                      int32_t *slot, uint64_t *created, bool assigning,
+                      uint64_t reserved) {
   Table::Part &p = *t.parts[v];
   if (uint32_t found = p.index.find(key); found != KeyIndex::kNone) {
     *slot = static_cast<int32_t>(found);
@@ -156,8 +157,8 @@ Status Shard::rowSlot(Table &t, uint32_t v, uint64_t key, bool countAdmission,
     return {};
   }
   bool cacheFull = t.onDisk && p.index.size() >= t.cachePerPart;
-  if (opts.maxMemoryBytes && !cacheFull &&
-      memory + (*created + 1) * t.rowBytes() > opts.maxMemoryBytes)
+  if (opts.maxMemoryBytes && !cacheFull && *created >= reserved &&
+      memory + (*created - reserved + 1) * t.rowBytes() > opts.maxMemoryBytes)
     return Status::error(Code::ResourceExhausted,
                          str("table ", t.config.table_id(),
                              ": a new row would take PS server ", opts.index,
@@ -298,8 +299,14 @@ Status Shard::push(uint32_t table, const uint64_t *keys, size_t n,
   Grouping *g;
   if (Status s = checkRequest(table, keys, n, &t, &g); !s.ok())
     return s;
-  if (client == 0)
-    return applyPush(*t, *g, keys, n, values, assign, response);
+  if (Status s = checkFinite(*t, keys, n, values, assign); !s.ok())
+    return s;
+  uint64_t reserved;
+  if (client == 0) {
+    if (Status s = reserveRows(*t, *g, keys, n, assign, &reserved); !s.ok())
+      return s;
+    return applyPush(*t, *g, keys, n, values, assign, reserved, response);
+  }
   // The client's lock is held while the push is applied, so a retry that
   // arrives while the original is still running waits for it and is then
   // recognised as a repeat.
@@ -312,7 +319,9 @@ Status Shard::push(uint32_t table, const uint64_t *keys, size_t n,
   }
   if (Status s = checkSequence(client, c.last, seq); !s.ok())
     return s;
-  Status s = applyPush(*t, *g, keys, n, values, assign, response);
+  if (Status s = reserveRows(*t, *g, keys, n, assign, &reserved); !s.ok())
+    return s;
+  Status s = applyPush(*t, *g, keys, n, values, assign, reserved, response);
   if (s.ok())
     c.last = seq;
   return s;
@@ -323,10 +332,15 @@ Status Shard::pushMany(const std::vector<PushPart> &parts, uint64_t client,
   std::shared_lock<std::shared_mutex> lock(tablesMutex);
   Table *t;
   Grouping *g;
-  // Every part is checked before any is applied.
-  for (const PushPart &p : parts)
+  // Every part is checked, its values too, before any is applied.
+  uint64_t rowPerKey = 0;
+  for (const PushPart &p : parts) {
     if (Status s = checkRequest(p.table, p.keys, p.n, &t, &g); !s.ok())
       return s;
+    if (Status s = checkFinite(*t, p.keys, p.n, p.values, p.assign); !s.ok())
+      return s;
+    rowPerKey += p.n * t->rowBytes();
+  }
   std::unique_lock<std::mutex> sequence;
   ClientSeq *c = nullptr;
   if (client) {
@@ -335,21 +349,49 @@ Status Shard::pushMany(const std::vector<PushPart> &parts, uint64_t client,
     if (seq <= c->last) {
       response->set_duplicate(true);
       for (const PushPart &p : parts)
-        if (checkRequest(p.table, p.keys, p.n, &t, &g).ok())
+        if (findTable(p.table, &t).ok())
           ++t->duplicatePushes;
       return {};
     }
     if (Status s = checkSequence(client, c->last, seq); !s.ok())
       return s;
   }
+  // The rows the parts may create are reserved before any is applied: a
+  // row per key while that fits, else the keys without a row.
+  thread_local std::vector<uint64_t> reserved;
+  reserved.assign(parts.size(), 0);
+  auto release = [&](size_t from, size_t to) {
+    for (size_t k = from; k < to; ++k)
+      if (findTable(parts[k].table, &t).ok())
+        settleRows(*t, reserved[k], 0);
+  };
+  if (opts.maxMemoryBytes && tryReserve(rowPerKey)) {
+    for (size_t i = 0; i < parts.size(); ++i)
+      reserved[i] = parts[i].n;
+  } else if (opts.maxMemoryBytes) {
+    for (size_t i = 0; i < parts.size(); ++i) {
+      const PushPart &p = parts[i];
+      checkRequest(p.table, p.keys, p.n, &t, &g);
+      if (Status s = reserveNewRows(*t, *g, p.keys, p.assign, &reserved[i]);
+          !s.ok()) {
+        release(0, i);
+        return s;
+      }
+    }
+  }
   for (size_t i = 0; i < parts.size(); ++i) {
     const PushPart &p = parts[i];
     Status s = checkRequest(p.table, p.keys, p.n, &t, &g);
     if (s.ok())
-      s = applyPush(*t, *g, p.keys, p.n, p.values, p.assign, response);
+      s = applyPush(*t, *g, p.keys, p.n, p.values, p.assign, reserved[i],
+                    response);
+    else
+      release(i, i + 1);
     if (!s.ok()) {
-      // Parts before this one are applied: a retry of the request must
-      // not apply them again.
+      release(i + 1, parts.size());
+      // Parts before this one are applied (a RocksDB failure, or rows that
+      // expired meanwhile): a retry of the request must not apply them
+      // again.
       if (c && i > 0)
         c->last = seq;
       if (i > 0)
@@ -363,21 +405,102 @@ Status Shard::pushMany(const std::vector<PushPart> &parts, uint64_t client,
   return {};
 }
 
+Status Shard::checkFinite(const Table &t, const uint64_t *keys, size_t n,
+                          const float *values, bool assign) {
+  if (t.config.non_finite() == v1::NON_FINITE_SKIP && !assign)
+    return {};
+  const uint32_t dim = t.dim;
+  for (size_t i = 0; i < n * dim; ++i)
+    if (!std::isfinite(values[i]))
+      return Status::error(
+          Code::InvalidArgument,
+          str("table ", t.config.table_id(), " '", t.config.name(),
+              "': ", assign ? "value" : "gradient", " ", values[i], " for key ",
+              keys[i / dim], " (element ", i % dim,
+              "); the push was rejected: no row of it changed"));
+  return {};
+}
+
+bool Shard::tryReserve(uint64_t bytes) {
+  uint64_t have = memory.load();
+  do {
+    if (have + bytes > opts.maxMemoryBytes)
+      return false;
+  } while (!memory.compare_exchange_weak(have, have + bytes));
+  return true;
+}
+
+Status Shard::reserveRows(Table &t, const Grouping &g, const uint64_t *keys,
+                          size_t n, bool assign, uint64_t *rows) {
+  *rows = 0;
+  if (!opts.maxMemoryBytes)
+    return {};
+  if (tryReserve(n * t.rowBytes())) {
+    *rows = n;
+    return {};
+  }
+  return reserveNewRows(t, g, keys, assign, rows);
+}
+
+Status Shard::reserveNewRows(Table &t, const Grouping &g, const uint64_t *keys,
+                             bool assign, uint64_t *rows) {
+  const uint32_t admit = assign ? 0 : t.config.admit_min_count();
+  // A key's sightings in this push, for admission; distinct keys once.
+  thread_local std::unordered_map<uint64_t, uint32_t> sightings;
+  uint64_t count = 0;
+  for (uint32_t v = 0; v < kVirtualShards; ++v) {
+    if (g.begin[v] == g.begin[v + 1])
+      continue;
+    Table::Part &p = *t.parts[v];
+    std::lock_guard<std::mutex> l(p.mutex);
+    sightings.clear();
+    for (uint32_t j = g.begin[v]; j < g.begin[v + 1]; ++j) {
+      uint64_t key = t.normalize(keys[g.order[j]]);
+      if (p.index.find(key) == KeyIndex::kNone)
+        ++sightings[key];
+    }
+    uint64_t fresh = 0;
+    for (const auto &[key, seen] : sightings) {
+      if (admit > 1) {
+        auto pending = p.pending.find(key);
+        if ((pending == p.pending.end() ? 0 : pending->second) + seen < admit)
+          continue;
+      }
+      ++fresh;
+    }
+    // A RocksDB table's part grows to its cache, then moves rows out.
+    if (t.onDisk)
+      fresh = std::min<uint64_t>(fresh, t.cachePerPart > p.index.size()
+                                            ? t.cachePerPart - p.index.size()
+                                            : 0);
+    count += fresh;
+  }
+  if (!tryReserve(count * t.rowBytes()))
+    return Status::error(Code::ResourceExhausted,
+                         str("table ", t.config.table_id(), " '",
+                             t.config.name(), "': the push would create up to ",
+                             count, " rows (", count * t.rowBytes(),
+                             " bytes) and take PS server ", opts.index,
+                             " past its memory limit of ", opts.maxMemoryBytes,
+                             " bytes (it holds ", memory.load(),
+                             "); nothing of it was applied"));
+  *rows = count;
+  return {};
+}
+
+void Shard::settleRows(const Table &t, uint64_t reserved, uint64_t created) {
+  if (created >= reserved)
+    memory += (created - reserved) * t.rowBytes();
+  else
+    memory -= (reserved - created) * t.rowBytes();
+}
+
 Status Shard::applyPush(Table &t, const Grouping &g, const uint64_t *keys,
                         size_t n, const float *values, bool assign,
-                        v1::PushResponse *response) {
+                        uint64_t reserved, v1::PushResponse *response) {
   const uint32_t dim = t.dim;
   const bool skipNonFinite =
       t.config.non_finite() == v1::NON_FINITE_SKIP && !assign;
-  if (!skipNonFinite)
-    for (size_t i = 0; i < n * dim; ++i)
-      if (!std::isfinite(values[i]))
-        return Status::error(
-            Code::InvalidArgument,
-            str("table ", t.config.table_id(), " '", t.config.name(),
-                "': ", assign ? "value" : "gradient", " ", values[i],
-                " for key ", keys[i / dim], " (element ", i % dim,
-                "); the push was rejected: no row of it changed"));
   const bool ttl = t.config.ttl_seconds() > 0;
   const uint32_t admit = t.config.admit_min_count();
   double now = ttl ? opts.clock() : 0;
@@ -416,7 +539,7 @@ Status Shard::applyPush(Table &t, const Grouping &g, const uint64_t *keys,
       }
       int32_t found;
       result = rowSlot(t, v, t.normalize(keys[i]), !assign && admit > 1, &found,
-                       &created, assign);
+                       &created, assign, reserved);
       if (!result.ok())
         return -1;
       if (found < 0) {
@@ -501,7 +624,7 @@ Status Shard::applyPush(Table &t, const Grouping &g, const uint64_t *keys,
       }
     }
   }
-  memory += created * t.rowBytes();
+  settleRows(t, reserved, created);
   t.skippedNonFinite += skipped;
   if (result.ok())
     ++t.pushesApplied;

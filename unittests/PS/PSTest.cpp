@@ -296,6 +296,72 @@ TEST(PSShardTest, OptimizerSettingsAreValidated) {
             Code::OK);
 }
 
+// At the memory limit a push applies all of itself or nothing: before,
+// the virtual shards before the one whose new row did not fit were
+// updated, and a PushMany's tables before one with a NaN gradient.
+TEST(PSShardTest, PushesAtTheMemoryLimitApplyAllOrNothing) {
+  ShardOptions o;
+  o.maxMemoryBytes = 64 << 10;
+  Shard s(o);
+  bool created;
+  ASSERT_TRUE(s.createTable(tableConfig(0, 4, "sgd", 1.0, 0.5), &created).ok());
+  ASSERT_TRUE(s.createTable(tableConfig(1, 4, "sgd", 1.0, 0.5), &created).ok());
+  // Fill memory with rows of table 0 (spread over every virtual shard).
+  std::vector<uint64_t> held;
+  for (uint64_t k = 0;; ++k) {
+    float row[4];
+    if (!s.pull(0, &k, 1, row).ok())
+      break;
+    held.push_back(k);
+  }
+  uint64_t full = s.memoryBytes();
+  ASSERT_GT(held.size(), 300u);
+  ASSERT_LE(full, o.maxMemoryBytes);
+  // Known keys followed by new ones, in many virtual shards.
+  std::vector<uint64_t> keys(held.begin(), held.begin() + 200);
+  for (uint64_t k = 0; k < 100; ++k)
+    keys.push_back(1000000 + k * 7919);
+  std::vector<float> grads(keys.size() * 4, 1.0f), rows(held.size() * 4);
+  v1::PushResponse r;
+  Status st =
+      s.push(0, keys.data(), keys.size(), grads.data(), 0, 0, false, &r);
+  EXPECT_EQ(st.code, Code::ResourceExhausted);
+  EXPECT_NE(st.message.find("the push would create up to 100 rows"),
+            std::string::npos)
+      << st.message;
+  EXPECT_NE(st.message.find("nothing of it was applied"), std::string::npos);
+  EXPECT_EQ(s.memoryBytes(), full);
+  ASSERT_TRUE(s.pull(0, held.data(), held.size(), rows.data()).ok());
+  for (size_t i = 0; i < rows.size(); ++i)
+    ASSERT_EQ(rows[i], 0.5f) << "key " << held[i / 4];
+  // The known keys alone: no new row, so the push fits at the limit.
+  ASSERT_TRUE(s.push(0, keys.data(), 200, grads.data(), 0, 0, false, &r).ok());
+  EXPECT_EQ(s.memoryBytes(), full);
+  ASSERT_TRUE(s.pull(0, keys.data(), 200, rows.data()).ok());
+  EXPECT_EQ(rows[0], -0.5f);
+  // A PushMany whose second table cannot take its new rows, and one with
+  // a NaN in its second table: neither applies its first.
+  std::vector<Shard::PushPart> parts = {
+      {0, keys.data(), 200, grads.data(), false},
+      {1, keys.data() + 200, 100, grads.data(), false}};
+  st = s.pushMany(parts, 7, 1, &r);
+  EXPECT_EQ(st.code, Code::ResourceExhausted) << st.message;
+  std::vector<float> nan = grads;
+  nan[5] = NAN;
+  parts[1] = {1, held.data(), 2, nan.data(), false};
+  st = s.pushMany(parts, 7, 1, &r);
+  EXPECT_EQ(st.code, Code::InvalidArgument) << st.message;
+  EXPECT_EQ(s.memoryBytes(), full);
+  ASSERT_TRUE(s.pull(0, keys.data(), 200, rows.data()).ok());
+  EXPECT_EQ(rows[0], -0.5f);
+  // The same request number applies once it is whole.
+  parts[1] = {1, held.data(), 0, grads.data(), false};
+  ASSERT_TRUE(s.pushMany(parts, 7, 1, &r).ok());
+  EXPECT_FALSE(r.duplicate());
+  ASSERT_TRUE(s.pull(0, keys.data(), 200, rows.data()).ok());
+  EXPECT_EQ(rows[0], -1.5f);
+}
+
 // A lower learning rate to fine-tune a restored table: the rows keep their
 // Adagrad sums, which the next step divides by, on every server, and the
 // checkpoints written afterwards hold the new rate.

@@ -148,10 +148,33 @@ private:
   /// (counting `created` new slots); -1 while feature admission has not
   /// admitted it (with `countAdmission`, this sighting is counted). A
   /// row created for an assign (`assigning`) starts as zeros, not drawn.
+  /// The first `reserved` rows created need no check against the memory
+  /// limit: reserveRows() counted them.
   Status rowSlot(Table &t, uint32_t v, uint64_t key, bool countAdmission,
-                 int32_t *slot, uint64_t *created, bool assigning = false);
+                 int32_t *slot, uint64_t *created, bool assigning = false,
+                 uint64_t reserved = 0);
+  /// INVALID_ARGUMENT for a non-finite gradient or value that the table
+  /// does not skip.
+  static Status checkFinite(const Table &t, const uint64_t *keys, size_t n,
+                            const float *values, bool assign);
+  /// A push reserves in `memory` the rows it may create before it applies
+  /// anything, so that the memory limit never stops it half-applied: a
+  /// push that does not fit applies nothing. tryReserve() adds `bytes`
+  /// when they fit under the limit (a push reserves a row per key while
+  /// that fits); reserveNewRows() counts the keys of a push without a row
+  /// yet (an upper bound, with admission and RocksDB caches counted) and
+  /// reserves those, or fails with RESOURCE_EXHAUSTED. settleRows() gives
+  /// back what the push did not create.
+  bool tryReserve(uint64_t bytes);
+  /// tryReserve() of a row per key, else reserveNewRows(); `rows` gets
+  /// the rows reserved (0 without a memory limit).
+  Status reserveRows(Table &t, const Grouping &g, const uint64_t *keys,
+                     size_t n, bool assign, uint64_t *rows);
+  Status reserveNewRows(Table &t, const Grouping &g, const uint64_t *keys,
+                        bool assign, uint64_t *rows);
+  void settleRows(const Table &t, uint64_t reserved, uint64_t created);
   Status applyPush(Table &t, const Grouping &g, const uint64_t *keys, size_t n,
-                   const float *values, bool assign,
+                   const float *values, bool assign, uint64_t reserved,
                    v1::PushResponse *response);
 
   ShardOptions opts;
