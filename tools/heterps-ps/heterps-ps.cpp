@@ -313,7 +313,7 @@ int main(int argc, char **argv) {
                     info.shard_index(), info.shard_count(), address.c_str(),
                     info.protocol_version(), info.virtual_shards(),
                     static_cast<unsigned long long>(info.memory_bytes()));
-        for (const v1::TableStatus &t : info.tables())
+        for (const v1::TableStatus &t : info.tables()) {
           std::printf("  table %u '%s' dim %u: %llu rows, %llu pending, "
                       "%llu pushes, %llu duplicates, %llu non-finite skipped, "
                       "%llu evicted, %llu in RocksDB\n",
@@ -326,6 +326,9 @@ int main(int argc, char **argv) {
                       static_cast<unsigned long long>(t.skipped_non_finite()),
                       static_cast<unsigned long long>(t.evicted_rows()),
                       static_cast<unsigned long long>(t.disk_rows()));
+          std::printf("    optimizer %s\n",
+                      optimizerText(t.config().optimizer()).c_str());
+        }
       }
       return 0;
     }

@@ -75,6 +75,7 @@ done
 echo "--- heterps-ps set-optimizer: the admin's, the kind stays"
 ps_call set-optimizer --table=0 --learning-rate=0.02 --ps-token-file=w0.token
 ps_call set-optimizer --table=0 --learning-rate=0.02 --weight-decay=0.001 --ps-token-file=admin-token
+ps_call info --ps-token-file=w0.token | grep -A1 "table 0 " | tail -1
 ps_call set-optimizer --table=9 --learning-rate=0.02 --ps-token-file=admin-token
 ps_call set-optimizer --table=0 --momentum=1 --ps-token-file=admin-token
 ps_call info --ps-token-file=wrong-token
