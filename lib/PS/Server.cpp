@@ -685,6 +685,16 @@ private:
         out << f.name << "{table=\"" << label(t.config().name()) << "\"} "
             << f.get(t) << "\n";
     }
+    // What heterps-ps set-optimizer and retuning workers change.
+    out << "# HELP heterps_ps_learning_rate The learning rate of a table's "
+           "optimizer.\n# TYPE heterps_ps_learning_rate gauge\n";
+    for (const v1::TableStatus &t : info.tables())
+      out << "heterps_ps_learning_rate{table=\"" << label(t.config().name())
+          << "\",optimizer=\""
+          << (t.config().optimizer().kind().empty()
+                  ? "sgd"
+                  : label(t.config().optimizer().kind()))
+          << "\"} " << t.config().optimizer().learning_rate() << "\n";
     return out.str();
   }
 

@@ -13,7 +13,7 @@ ADDR=$(addresses m)
 "$PS" pull --table=7 --keys=0:1 --ps="$ADDR" >/dev/null 2>&1
 "$PS" metrics --ps="$ADDR" > "$T/metrics.txt"
 echo "metrics exit status $?"
-grep -E '^heterps_ps_(rows|pushes_applied_total|pushed_keys_total|pulled_keys_total|pull_buffer_bytes)|_count\{method="Push"\}|errors_total\{method="DescribeTable"\}|bucket\{method="Push",le="\+Inf"\}' "$T/metrics.txt"
+grep -E '^heterps_ps_(rows|learning_rate|pushes_applied_total|pushed_keys_total|pulled_keys_total|pull_buffer_bytes)|_count\{method="Push"\}|errors_total\{method="DescribeTable"\}|bucket\{method="Push",le="\+Inf"\}' "$T/metrics.txt"
 # Every sample line is NAME{LABELS} VALUE or NAME VALUE, every family has
 # HELP and TYPE, and histogram buckets never decrease.
 /usr/bin/python3 - "$T/metrics.txt" <<'PY'
