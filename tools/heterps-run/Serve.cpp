@@ -112,8 +112,9 @@ int heterps::run::runServe(int argc, char **argv) {
                "every call must carry this token (the file's first line); "
                "otherwise UNAUTHENTICATED");
   flags.option("--admin-token-file", adminTokenFile, "FILE",
-               "CreateTable, CreateDense, Checkpoint, Restore and assigning "
-               "pushes need this token instead (PERMISSION_DENIED with the "
+               "CreateTable, SetTableOptimizer, CreateDense, Checkpoint, "
+               "Restore and assigning pushes need this token instead "
+               "(PERMISSION_DENIED with the "
                "other); a server listening beyond loopback without TLS and a "
                "token warns at start-up");
   flags.option("--worker-tokens-file", workerTokensFile, "FILE",
