@@ -183,7 +183,8 @@ public:
   /// cache rows, admission, TTL, non-finite policy) apply to every table.
   /// A table that exists with other hyper-parameters of the plan's kind of
   /// optimizer takes the plan's (its rows keep their state); the result
-  /// says so, a note per table, for the caller to show.
+  /// says so for the caller to show, one note for the tables that changed
+  /// alike.
   std::vector<std::string> createTables(const plan::Plan &plan, uint64_t seed,
                                         const v1::TableConfig &defaults = {});
   /// Creates one table (the same, on every server).
