@@ -432,9 +432,17 @@ struct DedupTable {
   }
 };
 thread_local DedupTable tlsDedup;
-} // namespace
 
-void Client::partition(const Table &t, const int64_t *keys, int64_t n) {
+/// Deduplicates the table keys of `keys` (ids wrapped by `vocab`):
+/// `unique` gets each once, in first-seen order, `position[i]` the unique
+/// index of key i, and `serverKeys[s]` and `serverSlots[s]` (sized by the
+/// caller, one per server) the unique keys of server s and their unique
+/// indices.
+void dedupByServer(const int64_t *keys, int64_t n, uint64_t vocab,
+                   std::vector<uint64_t> &unique,
+                   std::vector<uint32_t> &position,
+                   std::vector<std::vector<uint64_t>> &serverKeys,
+                   std::vector<std::vector<uint32_t>> &serverSlots) {
   DedupTable &d = tlsDedup;
   d.reset(static_cast<size_t>(n));
   unique.clear();
@@ -443,14 +451,14 @@ void Client::partition(const Table &t, const int64_t *keys, int64_t n) {
     k.clear();
   for (auto &s : serverSlots)
     s.clear();
-  size_t count = servers.size();
+  size_t count = serverKeys.size();
   constexpr int64_t kAhead = 16;
   for (int64_t i = 0; i < std::min(n, kAhead); ++i)
-    d.prefetch(runtime::tableKey(keys[i], t.vocab));
+    d.prefetch(runtime::tableKey(keys[i], vocab));
   for (int64_t i = 0; i < n; ++i) {
     if (i + kAhead < n)
-      d.prefetch(runtime::tableKey(keys[i + kAhead], t.vocab));
-    uint64_t key = runtime::tableKey(keys[i], t.vocab);
+      d.prefetch(runtime::tableKey(keys[i + kAhead], vocab));
+    uint64_t key = runtime::tableKey(keys[i], vocab);
     bool inserted;
     uint32_t u = d.find(key, static_cast<uint32_t>(unique.size()), &inserted);
     position[i] = u;
@@ -462,6 +470,11 @@ void Client::partition(const Table &t, const int64_t *keys, int64_t n) {
       serverSlots[server].push_back(u);
     }
   }
+}
+} // namespace
+
+void Client::partition(const Table &t, const int64_t *keys, int64_t n) {
+  dedupByServer(keys, n, t.vocab, unique, position, serverKeys, serverSlots);
 }
 
 void Client::pull(int table, const int64_t *keys, int64_t n, float *rows) {
@@ -632,32 +645,12 @@ struct Client::ManyScratch {
 
   void split(const runtime::TableInfo &info, uint64_t vocab,
              const int64_t *keys, int64_t n, size_t servers, Split &out) {
-    DedupTable &d = tlsDedup;
-    d.reset(static_cast<size_t>(n));
     out.dim = static_cast<size_t>(info.dim);
-    out.unique.clear();
-    out.position.resize(n);
     out.keys.resize(servers);
     out.slots.resize(servers);
     out.rows.resize(servers);
-    for (size_t s = 0; s < servers; ++s) {
-      out.keys[s].clear();
-      out.slots[s].clear();
-    }
-    for (int64_t i = 0; i < n; ++i) {
-      uint64_t key = runtime::tableKey(keys[i], vocab);
-      bool inserted;
-      uint32_t u =
-          d.find(key, static_cast<uint32_t>(out.unique.size()), &inserted);
-      out.position[i] = u;
-      if (inserted) {
-        out.unique.push_back(key);
-        size_t server =
-            servers == 1 ? 0 : serverOfShard(virtualShardOf(key), servers);
-        out.keys[server].push_back(key);
-        out.slots[server].push_back(u);
-      }
-    }
+    dedupByServer(keys, n, vocab, out.unique, out.position, out.keys,
+                  out.slots);
   }
 
   /// Cuts each server's tables into requests of at most `maxKeys` keys.
