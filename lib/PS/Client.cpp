@@ -13,6 +13,7 @@
 #include <random>
 #include <sstream>
 #include <thread>
+#include <type_traits>
 #include <unistd.h>
 
 using namespace heterps;
@@ -20,9 +21,8 @@ using namespace heterps::ps;
 
 Connection::~Connection() = default;
 
-void Connection::startPull(uint32_t table, const uint64_t *keys, size_t n,
-                           uint32_t dim, float *rows, Done done) {
-  done(pull(table, keys, n, dim, rows), false);
+void Connection::startPull(const KeyRows &part, Done done) {
+  done(pull(part), false);
 }
 
 void Connection::startPush(uint32_t table, const uint64_t *keys, size_t n,
@@ -65,8 +65,6 @@ Client::Client(std::vector<std::unique_ptr<Connection>> servers,
   for (size_t i = 0; i < n; ++i)
     pushLocks.push_back(std::make_unique<std::mutex>());
   nextSeq.assign(n, 1);
-  serverKeys.resize(n);
-  serverSlots.resize(n);
   serverRows.resize(n);
   responses.resize(n);
 }
@@ -433,111 +431,92 @@ struct DedupTable {
 };
 thread_local DedupTable tlsDedup;
 
-/// Deduplicates the table keys of `keys` (ids wrapped by `vocab`):
-/// `unique` gets each once, in first-seen order, `position[i]` the unique
-/// index of key i, and `serverKeys[s]` and `serverSlots[s]` (sized by the
-/// caller, one per server) the unique keys of server s and their unique
-/// indices.
-void dedupByServer(const int64_t *keys, int64_t n, uint64_t vocab,
-                   std::vector<uint64_t> &unique,
-                   std::vector<uint32_t> &position,
-                   std::vector<std::vector<uint64_t>> &serverKeys,
-                   std::vector<std::vector<uint32_t>> &serverSlots) {
+} // namespace
+
+void Client::KeySplit::split(const int64_t *ids, int64_t n, uint64_t vocab,
+                             size_t servers) {
   DedupTable &d = tlsDedup;
   d.reset(static_cast<size_t>(n));
   unique.clear();
+  first.clear();
   position.resize(n);
-  for (auto &k : serverKeys)
-    k.clear();
-  for (auto &s : serverSlots)
-    s.clear();
-  size_t count = serverKeys.size();
+  keys.resize(servers);
+  slots.resize(servers);
+  firsts.resize(servers);
+  for (size_t s = 0; s < servers; ++s) {
+    keys[s].clear();
+    slots[s].clear();
+    firsts[s].clear();
+  }
   constexpr int64_t kAhead = 16;
   for (int64_t i = 0; i < std::min(n, kAhead); ++i)
-    d.prefetch(runtime::tableKey(keys[i], vocab));
+    d.prefetch(runtime::tableKey(ids[i], vocab));
   for (int64_t i = 0; i < n; ++i) {
     if (i + kAhead < n)
-      d.prefetch(runtime::tableKey(keys[i + kAhead], vocab));
-    uint64_t key = runtime::tableKey(keys[i], vocab);
+      d.prefetch(runtime::tableKey(ids[i + kAhead], vocab));
+    uint64_t key = runtime::tableKey(ids[i], vocab);
     bool inserted;
     uint32_t u = d.find(key, static_cast<uint32_t>(unique.size()), &inserted);
     position[i] = u;
     if (inserted) {
       unique.push_back(key);
+      first.push_back(static_cast<uint32_t>(i));
       size_t server =
-          count == 1 ? 0 : serverOfShard(virtualShardOf(key), count);
-      serverKeys[server].push_back(key);
-      serverSlots[server].push_back(u);
+          servers == 1 ? 0 : serverOfShard(virtualShardOf(key), servers);
+      keys[server].push_back(key);
+      slots[server].push_back(u);
+      firsts[server].push_back(static_cast<uint32_t>(i));
     }
   }
 }
-} // namespace
 
-void Client::partition(const Table &t, const int64_t *keys, int64_t n) {
-  dedupByServer(keys, n, t.vocab, unique, position, serverKeys, serverSlots);
+KeyRows Client::KeySplit::pullPart(size_t server, size_t at, size_t count,
+                                   uint32_t table, uint32_t dim,
+                                   float *rows) const {
+  KeyRows part{table, dim, keys[server].data() + at, count, rows};
+  // One server and no repeated keys: its keys are the caller's, in order.
+  if (keys.size() == 1 && unique.size() == position.size())
+    part.rows += at * dim;
+  else
+    part.rowIndex = firsts[server].data() + at;
+  return part;
+}
+
+void Client::KeySplit::fillRepeated(float *rows, size_t dim) const {
+  if (unique.size() == position.size())
+    return;
+  for (size_t i = 0; i < position.size(); ++i)
+    if (uint32_t f = first[position[i]]; f != i)
+      std::memcpy(rows + i * dim, rows + static_cast<size_t>(f) * dim,
+                  dim * sizeof(float));
 }
 
 void Client::pull(int table, const int64_t *keys, int64_t n, float *rows) {
   const Table &t = get(table);
   std::lock_guard<std::mutex> lock(callMutex);
-  partition(t, keys, n);
-  const size_t dim = static_cast<size_t>(t.info.dim);
-  // With one server its keys are the unique keys, in order: the rows go
-  // straight to their place, and without repeated keys that place is the
-  // caller's buffer.
-  bool direct = servers.size() == 1;
-  bool inPlace = direct && unique.size() == static_cast<size_t>(n);
-  if (!inPlace)
-    uniqueRows.resize(unique.size() * dim);
+  KeySplit &k = single;
+  k.split(keys, n, t.vocab, servers.size());
+  const uint32_t dim = static_cast<uint32_t>(t.info.dim);
   size_t count = servers.size(), chunk = opts.maxKeysPerRequest;
-  serverOut.assign(count, nullptr);
   requestCounts.assign(count, 0);
-  for (size_t s = 0; s < count; ++s) {
-    std::vector<uint64_t> &k = serverKeys[s];
-    if (k.empty())
-      continue;
-    if (inPlace) {
-      serverOut[s] = rows;
-    } else {
-      std::vector<float> &buffer = direct ? uniqueRows : serverRows[s];
-      buffer.resize(k.size() * dim);
-      serverOut[s] = buffer.data();
-    }
-    requestCounts[s] = (k.size() + chunk - 1) / chunk;
-  }
-  auto request = [&](size_t s, size_t r, size_t *m) {
+  for (size_t s = 0; s < count; ++s)
+    requestCounts[s] = (k.keys[s].size() + chunk - 1) / chunk;
+  // Rows go straight from the answers to the first place the caller asked
+  // for each key; repeated keys are copied from there.
+  auto part = [&](size_t s, size_t r) {
     size_t at = r * chunk;
-    *m = std::min(chunk, serverKeys[s].size() - at);
-    return at;
+    return k.pullPart(s, at, std::min(chunk, k.keys[s].size() - at),
+                      static_cast<uint32_t>(table), dim, rows);
   };
-  raiseFirst(fanOut(
-                 requestCounts,
-                 [&](size_t s, size_t r, Connection::Done done) {
-                   size_t m, at = request(s, r, &m);
-                   servers[s]->startPull(table, serverKeys[s].data() + at, m,
-                                         static_cast<uint32_t>(dim),
-                                         serverOut[s] + at * dim,
-                                         std::move(done));
-                 },
-                 [&](size_t s, size_t r) {
-                   size_t m, at = request(s, r, &m);
-                   return servers[s]->pull(table, serverKeys[s].data() + at, m,
-                                           static_cast<uint32_t>(dim),
-                                           serverOut[s] + at * dim);
-                 }),
-             [&] { return "pulling table " + std::to_string(table); });
-  if (!direct)
-    for (size_t s = 0; s < count; ++s) {
-      const std::vector<uint32_t> &slots = serverSlots[s];
-      for (size_t j = 0; j < slots.size(); ++j)
-        std::memcpy(uniqueRows.data() + slots[j] * dim,
-                    serverRows[s].data() + j * dim, dim * sizeof(float));
-    }
-  if (inPlace)
-    return;
-  for (int64_t i = 0; i < n; ++i)
-    std::memcpy(rows + i * dim, uniqueRows.data() + position[i] * dim,
-                dim * sizeof(float));
+  raiseFirst(
+      fanOut(
+          requestCounts,
+          [&](size_t s, size_t r, Connection::Done done) {
+            servers[s]->startPull(part(s, r), std::move(done));
+          },
+          [&](size_t s, size_t r) { return servers[s]->pull(part(s, r)); }),
+      [&] { return "pulling table " + std::to_string(table); });
+  k.fillRepeated(rows, dim);
 }
 
 void Client::push(int table, const int64_t *keys, int64_t n,
@@ -554,14 +533,15 @@ void Client::sendPush(int table, const int64_t *keys, int64_t n,
                       const float *values, bool assign) {
   const Table &t = get(table);
   std::lock_guard<std::mutex> lock(callMutex);
-  partition(t, keys, n);
+  KeySplit &k = single;
+  k.split(keys, n, t.vocab, servers.size());
   const size_t dim = static_cast<size_t>(t.info.dim);
   // Duplicates are merged here (summed, or for assign the last wins) so
   // every key goes to its server once; the server merges again for clients
   // that do not.
-  uniqueRows.assign(unique.size() * dim, 0.0f);
+  uniqueRows.assign(k.unique.size() * dim, 0.0f);
   for (int64_t i = 0; i < n; ++i) {
-    float *dst = uniqueRows.data() + position[i] * dim;
+    float *dst = uniqueRows.data() + k.position[i] * dim;
     const float *src = values + i * dim;
     if (assign)
       std::memcpy(dst, src, dim * sizeof(float));
@@ -574,19 +554,19 @@ void Client::sendPush(int table, const int64_t *keys, int64_t n,
   requestCounts.assign(count, 0);
   serverOut.assign(count, nullptr);
   for (size_t s = 0; s < count; ++s) {
-    std::vector<uint64_t> &k = serverKeys[s];
-    if (k.empty())
+    const std::vector<uint64_t> &serverKeys = k.keys[s];
+    if (serverKeys.empty())
       continue;
     std::vector<float> &r = direct ? uniqueRows : serverRows[s];
     if (!direct) {
-      r.resize(k.size() * dim);
-      const std::vector<uint32_t> &slots = serverSlots[s];
+      r.resize(serverKeys.size() * dim);
+      const std::vector<uint32_t> &slots = k.slots[s];
       for (size_t j = 0; j < slots.size(); ++j)
         std::memcpy(r.data() + j * dim, uniqueRows.data() + slots[j] * dim,
                     dim * sizeof(float));
     }
     serverOut[s] = r.data();
-    requestCounts[s] = (k.size() + chunk - 1) / chunk;
+    requestCounts[s] = (serverKeys.size() + chunk - 1) / chunk;
   }
   // Pushes to a server go in sequence order: its lock is held until they
   // are answered.
@@ -597,7 +577,7 @@ void Client::sendPush(int table, const int64_t *keys, int64_t n,
   lockPushes(requestCounts);
   auto request = [&](size_t s, size_t r, size_t *m) {
     size_t at = r * chunk;
-    *m = std::min(chunk, serverKeys[s].size() - at);
+    *m = std::min(chunk, k.keys[s].size() - at);
     return at;
   };
   raiseFirst(fanOut(
@@ -605,14 +585,14 @@ void Client::sendPush(int table, const int64_t *keys, int64_t n,
                  [&](size_t s, size_t r, Connection::Done done) {
                    size_t m, at = request(s, r, &m);
                    servers[s]->startPush(
-                       table, serverKeys[s].data() + at, m,
+                       table, k.keys[s].data() + at, m,
                        static_cast<uint32_t>(dim), serverOut[s] + at * dim, id,
                        seqBase[s] + r, assign, &responses[s], std::move(done));
                  },
                  [&](size_t s, size_t r) {
                    size_t m, at = request(s, r, &m);
                    return servers[s]->push(
-                       table, serverKeys[s].data() + at, m,
+                       table, k.keys[s].data() + at, m,
                        static_cast<uint32_t>(dim), serverOut[s] + at * dim, id,
                        seqBase[s] + r, assign, &responses[s]);
                  }),
@@ -624,17 +604,13 @@ void Client::sendPush(int table, const int64_t *keys, int64_t n,
 
 struct Client::ManyScratch {
   /// One table of the request, its keys deduplicated and split by server.
-  struct Split {
+  struct Split : KeySplit {
     size_t dim = 0;
-    std::vector<uint64_t> unique;
-    std::vector<uint32_t> position;
-    std::vector<std::vector<uint64_t>> keys;  // per server
-    std::vector<std::vector<uint32_t>> slots; // per server: unique index
-    std::vector<std::vector<float>> rows;     // per server
+    /// A pull: the caller's rows, written in place.
+    float *pullTo = nullptr;
+    /// A push: its values with repeated keys summed, and per server.
     std::vector<float> uniqueRows;
-    /// A pull whose rows go straight to the caller's buffer (one server,
-    /// no repeated keys), or null.
-    float *direct = nullptr;
+    std::vector<std::vector<float>> rows;
   };
   std::vector<Split> tables;
   std::vector<uint32_t> ids;
@@ -642,16 +618,6 @@ struct Client::ManyScratch {
   /// maxKeysPerRequest keys. The vectors are kept between calls.
   std::vector<std::vector<std::vector<KeyRows>>> requests;
   std::vector<size_t> used;
-
-  void split(const runtime::TableInfo &info, uint64_t vocab,
-             const int64_t *keys, int64_t n, size_t servers, Split &out) {
-    out.dim = static_cast<size_t>(info.dim);
-    out.keys.resize(servers);
-    out.slots.resize(servers);
-    out.rows.resize(servers);
-    dedupByServer(keys, n, vocab, out.unique, out.position, out.keys,
-                  out.slots);
-  }
 
   /// Cuts each server's tables into requests of at most `maxKeys` keys.
   void plan(size_t servers, size_t maxKeys) {
@@ -661,11 +627,11 @@ struct Client::ManyScratch {
       size_t room = 0;
       for (size_t i = 0; i < tables.size(); ++i) {
         Split &t = tables[i];
-        std::vector<uint64_t> &k = t.keys[s];
-        float *rows = t.direct;
-        if (!rows) {
+        const std::vector<uint64_t> &k = t.keys[s];
+        const uint32_t dim = static_cast<uint32_t>(t.dim);
+        if (!t.pullTo) {
+          t.rows.resize(servers);
           t.rows[s].resize(k.size() * t.dim);
-          rows = t.rows[s].data();
         }
         for (size_t at = 0; at < k.size();) {
           if (room == 0) {
@@ -676,8 +642,9 @@ struct Client::ManyScratch {
           }
           size_t m = std::min(room, k.size() - at);
           requests[s][used[s] - 1].push_back(
-              {ids[i], static_cast<uint32_t>(t.dim), k.data() + at, m,
-               rows + at * t.dim});
+              t.pullTo ? t.pullPart(s, at, m, ids[i], dim, t.pullTo)
+                       : KeyRows{ids[i], dim, k.data() + at, m,
+                                 t.rows[s].data() + at * t.dim});
           at += m;
           room -= m;
         }
@@ -696,39 +663,22 @@ Client::ManyScratch &Client::splitMany(const std::vector<Request> &requests,
   m.ids.clear();
   for (size_t i = 0; i < requests.size(); ++i) {
     const Table &t = get(requests[i].table);
-    m.split(t.info, t.vocab, requests[i].keys, requests[i].n, servers.size(),
-            m.tables[i]);
-    m.tables[i].direct = nullptr;
+    ManyScratch::Split &split = m.tables[i];
+    split.split(requests[i].keys, requests[i].n, t.vocab, servers.size());
+    split.dim = static_cast<size_t>(t.info.dim);
+    if constexpr (std::is_same_v<Request, runtime::TablePull>)
+      split.pullTo = requests[i].rows;
+    else
+      split.pullTo = nullptr;
     m.ids.push_back(static_cast<uint32_t>(requests[i].table));
   }
   return m;
 }
 
-void Client::directPulls(const std::vector<runtime::TablePull> &pulls,
-                         ManyScratch &m) {
-  if (servers.size() != 1)
-    return;
+void Client::fillRepeated(const std::vector<runtime::TablePull> &pulls,
+                          const ManyScratch &m) {
   for (size_t i = 0; i < pulls.size(); ++i)
-    if (m.tables[i].unique.size() == static_cast<size_t>(pulls[i].n))
-      m.tables[i].direct = pulls[i].rows;
-}
-
-void Client::scatterPulled(const std::vector<runtime::TablePull> &pulls,
-                           ManyScratch &m) {
-  for (size_t i = 0; i < pulls.size(); ++i) {
-    ManyScratch::Split &t = m.tables[i];
-    if (t.direct)
-      continue;
-    t.uniqueRows.resize(t.unique.size() * t.dim);
-    for (size_t s = 0; s < servers.size(); ++s)
-      for (size_t j = 0; j < t.slots[s].size(); ++j)
-        std::memcpy(t.uniqueRows.data() + t.slots[s][j] * t.dim,
-                    t.rows[s].data() + j * t.dim, t.dim * sizeof(float));
-    for (int64_t k = 0; k < pulls[i].n; ++k)
-      std::memcpy(pulls[i].rows + k * t.dim,
-                  t.uniqueRows.data() + t.position[k] * t.dim,
-                  t.dim * sizeof(float));
-  }
+    m.tables[i].fillRepeated(pulls[i].rows, m.tables[i].dim);
 }
 
 void Client::pullMany(const std::vector<runtime::TablePull> &pulls) {
@@ -736,7 +686,6 @@ void Client::pullMany(const std::vector<runtime::TablePull> &pulls) {
     return;
   std::lock_guard<std::mutex> lock(callMutex);
   ManyScratch &m = splitMany(pulls, many);
-  directPulls(pulls, m);
   m.plan(servers.size(), opts.maxKeysPerRequest);
   raiseFirst(
       fanOut(
@@ -748,7 +697,7 @@ void Client::pullMany(const std::vector<runtime::TablePull> &pulls) {
             return servers[s]->pullMany(m.requests[s][r]);
           }),
       [&] { return "pulling " + std::to_string(pulls.size()) + " tables"; });
-  scatterPulled(pulls, m);
+  fillRepeated(pulls, m);
 }
 
 void Client::pushMany(const std::vector<runtime::TablePush> &pushes) {
@@ -787,7 +736,6 @@ void Client::pushManyThenPull(const std::vector<runtime::TablePush> &pushes,
   ManyScratch *after = nullptr;
   if (!pulls.empty()) {
     after = &splitMany(pulls, thenMany);
-    directPulls(pulls, *after);
     after->plan(servers.size(), opts.maxKeysPerRequest);
   }
   static const std::vector<KeyRows> none;
@@ -832,7 +780,7 @@ void Client::pushManyThenPull(const std::vector<runtime::TablePush> &pushes,
     return "pushing to " + std::to_string(pushes.size()) + " tables";
   });
   if (after)
-    scatterPulled(pulls, *after);
+    fillRepeated(pulls, *after);
 }
 
 bool Client::createDense(const std::string &name, const runtime::Tensor &value,

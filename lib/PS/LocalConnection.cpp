@@ -21,9 +21,8 @@ public:
                            v1::Optimizer *previous) override {
     return shard.setTableOptimizer(table, optimizer, previous);
   }
-  Status pull(uint32_t table, const uint64_t *keys, size_t n, uint32_t,
-              float *rows) override {
-    return shard.pull(table, keys, n, rows);
+  Status pull(const KeyRows &p) override {
+    return shard.pull(p.table, p.keys, p.n, p.rows, p.rowIndex);
   }
   Status push(uint32_t table, const uint64_t *keys, size_t n, uint32_t,
               const float *values, uint64_t client, uint64_t seq, bool assign,
@@ -32,7 +31,7 @@ public:
   }
   Status pullMany(const std::vector<KeyRows> &parts) override {
     for (const KeyRows &p : parts)
-      if (Status s = shard.pull(p.table, p.keys, p.n, p.rows); !s.ok())
+      if (Status s = pull(p); !s.ok())
         return s;
     return {};
   }

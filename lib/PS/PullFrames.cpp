@@ -196,22 +196,63 @@ Status PullResponseReader::readResponse(v1::Wire wire, const PulledRows &out) {
                                std::to_string(out.keys) +
                                " keys of dimension " + std::to_string(out.dim) +
                                " (expected " + std::to_string(expected) + ")");
-    if (wire == v1::WIRE_F32) {
-      if (!in.ReadRaw(out.rows, static_cast<int>(bytes)))
-        return malformedResponse("truncated rows");
-    } else {
-      thread_local std::vector<char> staging;
-      staging.resize(bytes);
-      if (!in.ReadRaw(staging.data(), static_cast<int>(bytes)))
-        return malformedResponse("truncated rows");
-      decodeFloats(wire, staging.data(), out.keys * out.dim, out.rows);
-    }
+    if (Status s = readRows(wire, out, bytes); !s.ok())
+      return s;
   }
   if (!seen && expected != 0)
     return Status::error(Code::Internal,
                          "the server answered 0 bytes of rows of table " +
                              std::to_string(out.table) + " for " +
                              std::to_string(out.keys) + " keys");
+  return {};
+}
+
+Status PullResponseReader::readRows(v1::Wire wire, const PulledRows &out,
+                                    size_t bytes) {
+  if (bytes == 0)
+    return {};
+  if (wire != v1::WIRE_F32) {
+    thread_local std::vector<char> staging;
+    staging.resize(bytes);
+    if (!in.ReadRaw(staging.data(), static_cast<int>(bytes)))
+      return malformedResponse("truncated rows");
+    if (!out.rowIndex) {
+      decodeFloats(wire, staging.data(), out.keys * out.dim, out.rows);
+      return {};
+    }
+    size_t rowBytes = wireBytes(wire, out.dim);
+    for (size_t j = 0; j < out.keys; ++j)
+      decodeFloats(wire, staging.data() + j * rowBytes, out.dim,
+                   out.rows + static_cast<size_t>(out.rowIndex[j]) * out.dim);
+    return {};
+  }
+  if (!out.rowIndex) {
+    if (!in.ReadRaw(out.rows, static_cast<int>(bytes)))
+      return malformedResponse("truncated rows");
+    return {};
+  }
+  // Each row straight from gRPC's receive slices to its place; a row split
+  // between two slices is read across them.
+  const size_t rowBytes = out.dim * sizeof(float);
+  for (size_t j = 0; j < out.keys;) {
+    const void *data;
+    int size;
+    if (!in.GetDirectBufferPointer(&data, &size))
+      return malformedResponse("truncated rows");
+    size_t whole = std::min(static_cast<size_t>(size) / rowBytes, out.keys - j);
+    if (whole == 0) {
+      if (!in.ReadRaw(out.rows + static_cast<size_t>(out.rowIndex[j]) * out.dim,
+                      static_cast<int>(rowBytes)))
+        return malformedResponse("truncated rows");
+      ++j;
+      continue;
+    }
+    const char *from = static_cast<const char *>(data);
+    for (size_t k = 0; k < whole; ++k, ++j)
+      std::memcpy(out.rows + static_cast<size_t>(out.rowIndex[j]) * out.dim,
+                  from + k * rowBytes, rowBytes);
+    in.Skip(static_cast<int>(whole * rowBytes));
+  }
   return {};
 }
 

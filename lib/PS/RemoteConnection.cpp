@@ -104,23 +104,20 @@ public:
     return s;
   }
 
-  Status pull(uint32_t table, const uint64_t *keys, size_t n, uint32_t dim,
-              float *rows) override {
-    preparePull(table, keys, n);
+  Status pull(const KeyRows &part) override {
+    preparePull(part.table, part.keys, part.n);
     Status s =
         call([&](grpc::ClientContext *c) { return rawCall(c, rawPull); });
-    return s.ok() ? decodePull(table, n, dim, rows) : s;
+    return s.ok() ? decodePull(part) : s;
   }
 
-  void startPull(uint32_t table, const uint64_t *keys, size_t n, uint32_t dim,
-                 float *rows, Done done) override {
-    preparePull(table, keys, n);
+  void startPull(const KeyRows &part, Done done) override {
+    preparePull(part.table, part.keys, part.n);
     attempt(
         [this](grpc::ClientContext *c, std::function<void(grpc::Status)> cb) {
           startRawCall(c, rawPull, std::move(cb));
         },
-        [this, table, n, dim, rows] { return decodePull(table, n, dim, rows); },
-        std::move(done));
+        [this, part] { return decodePull(part); }, std::move(done));
   }
 
   Status push(uint32_t table, const uint64_t *keys, size_t n, uint32_t dim,
@@ -357,10 +354,12 @@ private:
     return result;
   }
 
-  /// The rows of a Pull's answer, into `rows`; gRPC's buffers are freed.
-  Status decodePull(uint32_t table, size_t n, uint32_t dim, float *rows) {
-    Status s = PullResponseReader(rawPull.response)
-                   .readResponse(wire, {table, n, dim, rows});
+  /// The rows of a Pull's answer, into the part's rows; gRPC's buffers are
+  /// freed.
+  Status decodePull(const KeyRows &p) {
+    Status s =
+        PullResponseReader(rawPull.response)
+            .readResponse(wire, {p.table, p.n, p.dim, p.rows, p.rowIndex});
     rawPull.response.Clear();
     return s;
   }
@@ -374,7 +373,8 @@ private:
   Status readPullMany(PullResponseReader &&reader,
                       const std::vector<KeyRows> &parts) {
     for (const KeyRows &p : parts)
-      if (Status s = reader.readPart(wire, {p.table, p.n, p.dim, p.rows});
+      if (Status s =
+              reader.readPart(wire, {p.table, p.n, p.dim, p.rows, p.rowIndex});
           !s.ok())
         return s;
     return reader.finish(parts.size());
@@ -428,13 +428,22 @@ private:
                                                " tables' rows for " +
                                                std::to_string(parts.size()));
     for (size_t i = 0; i < parts.size(); ++i) {
+      const KeyRows &p = parts[i];
       const std::string &rows = pulled.Get(static_cast<int>(i)).rows();
-      if (!decodeFloats(wire, rows, parts[i].n * parts[i].dim, parts[i].rows))
+      if (rows.size() != wireBytes(wire, p.n * p.dim))
         return Status::error(
             Code::Internal,
             "the server answered " + std::to_string(rows.size()) +
-                " bytes of rows of table " + std::to_string(parts[i].table) +
-                " for " + std::to_string(parts[i].n) + " keys");
+                " bytes of rows of table " + std::to_string(p.table) + " for " +
+                std::to_string(p.n) + " keys");
+      if (!p.rowIndex) {
+        decodeFloats(wire, rows.data(), p.n * p.dim, p.rows);
+        continue;
+      }
+      size_t rowBytes = wireBytes(wire, p.dim);
+      for (size_t j = 0; j < p.n; ++j)
+        decodeFloats(wire, rows.data() + j * rowBytes, p.dim,
+                     p.rows + static_cast<size_t>(p.rowIndex[j]) * p.dim);
     }
     return {};
   }

@@ -184,8 +184,8 @@ Status Shard::rowSlot(Table &t, uint32_t v, uint64_t key, bool countAdmission,
   return {};
 }
 
-Status Shard::pull(uint32_t table, const uint64_t *keys, size_t n,
-                   float *rows) {
+Status Shard::pull(uint32_t table, const uint64_t *keys, size_t n, float *rows,
+                   const uint32_t *rowIndex) {
   std::shared_lock<std::shared_mutex> lock(tablesMutex);
   Table *t;
   Grouping *grouping;
@@ -233,7 +233,7 @@ Status Shard::pull(uint32_t table, const uint64_t *keys, size_t n,
         p.index.prefetch(t->normalize(keys[g.order[j + kAhead]]));
       uint32_t i = g.order[j];
       uint64_t key = t->normalize(keys[i]);
-      float *out = rows + static_cast<size_t>(i) * dim;
+      float *out = rows + static_cast<size_t>(rowIndex ? rowIndex[i] : i) * dim;
       if (uint32_t found = p.index.find(key); found != KeyIndex::kNone) {
         if (ttl)
           p.touched[found] = now;

@@ -1284,6 +1284,85 @@ TEST(PSServiceTest, OneServerPullsWithoutRepeatsGoInPlace) {
   }
 }
 
+/// A pull writes each row from the answer once, to the first place its key
+/// appears, and copies it to the key's repeats. Rows assigned known values
+/// (exact in 16 bits) are pulled back with many repeated keys through pull,
+/// pullMany and pushManyThenPull, from 1 and 2 servers, embedded and over
+/// gRPC in f32 and f16, in requests of 64 keys, one table wrapping its ids.
+TEST(PSServiceTest, PullsWriteEveryRepeatOfAKey) {
+  // At most 8 significant bits: exact in bf16, in which f16 clients send
+  // values.
+  auto value = [](int64_t row, int d) {
+    return std::ldexp(static_cast<float>(row + 1), d);
+  };
+  auto check = [&](Client &c, const std::string &where) {
+    SCOPED_TRACE(where);
+    c.connect();
+    c.createTable(tableConfig(0, 3, "sgd", 0.5));
+    v1::TableConfig wrapped = tableConfig(1, 5, "sgd", 0.5);
+    wrapped.set_vocab(150);
+    c.createTable(wrapped);
+    const int dims[2] = {3, 5};
+    const int64_t rows[2] = {200, 150};
+    for (int t = 0; t < 2; ++t) {
+      std::vector<int64_t> all(rows[t]);
+      std::iota(all.begin(), all.end(), 0);
+      std::vector<float> values;
+      for (int64_t k : all)
+        for (int d = 0; d < dims[t]; ++d)
+          values.push_back(value(k, d));
+      c.assign(t, all.data(), rows[t], values.data());
+    }
+    std::mt19937_64 rng(17);
+    std::vector<std::vector<int64_t>> keys(2);
+    std::vector<std::vector<float>> one(2), many(2), then(2), zero(2);
+    std::vector<runtime::TablePull> pulls, thenPulls;
+    std::vector<runtime::TablePush> pushes;
+    for (int t = 0; t < 2; ++t) {
+      for (int i = 0; i < 300; ++i)
+        keys[t].push_back(static_cast<int64_t>(rng() % 200));
+      for (auto *v : {&one[t], &many[t], &then[t], &zero[t]})
+        v->assign(300 * dims[t], -1.0f);
+      std::fill(zero[t].begin(), zero[t].end(), 0.0f);
+      c.pull(t, keys[t].data(), 300, one[t].data());
+      pulls.push_back({t, keys[t].data(), 300, many[t].data()});
+      thenPulls.push_back({t, keys[t].data(), 300, then[t].data()});
+      pushes.push_back({t, keys[t].data(), 300, zero[t].data()});
+    }
+    c.pullMany(pulls);
+    c.pushManyThenPull(pushes, thenPulls);
+    for (int t = 0; t < 2; ++t)
+      for (int i = 0; i < 300; ++i)
+        for (int d = 0; d < dims[t]; ++d) {
+          float want = value(keys[t][i] % rows[t], d);
+          size_t at = static_cast<size_t>(i) * dims[t] + d;
+          ASSERT_EQ(one[t][at], want)
+              << "pull, table " << t << " key " << keys[t][i] << " at " << i;
+          ASSERT_EQ(many[t][at], want) << "pullMany, table " << t << " key "
+                                       << keys[t][i] << " at " << i;
+          ASSERT_EQ(then[t][at], want) << "pushManyThenPull, table " << t
+                                       << " key " << keys[t][i] << " at " << i;
+        }
+  };
+  for (uint32_t n : {1u, 2u}) {
+    ClientOptions o;
+    o.maxKeysPerRequest = 64;
+    std::vector<std::unique_ptr<Shard>> shards = makeShards(n);
+    Client embedded(localConnections(shards), o);
+    check(embedded, "embedded, " + std::to_string(n) + " servers");
+    for (const char *wire : {"f32", "f16"}) {
+      Cluster cluster(n);
+      o.wire = wire;
+      std::vector<std::unique_ptr<Connection>> connections;
+      for (const std::string &a : cluster.addresses)
+        connections.push_back(connectRemote(a, o));
+      Client remote(std::move(connections), o);
+      check(remote, std::string("gRPC ") + wire + ", " + std::to_string(n) +
+                        " servers");
+    }
+  }
+}
+
 /// A retried push answers its pulls too; a pull of an unknown table
 /// refuses the whole request before the push is applied.
 TEST(PSServiceTest, PushThenPullOverGrpcIsCheckedFirst) {

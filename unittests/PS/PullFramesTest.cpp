@@ -146,16 +146,61 @@ TEST(PullFrames, ReaderReadsAcrossSlicesInEveryWire) {
   }
 }
 
+TEST(PullFrames, ReaderWritesEachRowToItsPlace) {
+  auto buffers = RowBuffers::create();
+  // Part 1: 4 rows of 8 floats to rows 3, 0, 5, 1 of 6 (2 and 4 are not
+  // written); part 3: 7 rows of 1 float in reverse.
+  std::string bytes = flatten(manyFrames(*buffers, {32, 0, 7}));
+  const std::vector<uint32_t> index = {3, 0, 5, 1},
+                              reverse = {6, 5, 4, 3, 2, 1, 0};
+  std::vector<float> want(48, -1.0f);
+  for (size_t j = 0; j < 4; ++j)
+    for (size_t d = 0; d < 8; ++d)
+      want[index[j] * 8 + d] = static_cast<float>(j * 8 + d);
+  for (size_t chunk : {1, 3, 7, 32, 33, 64, 4096}) {
+    grpc::ByteBuffer buffer = chunked(bytes, chunk);
+    PullResponseReader reader(buffer);
+    std::vector<float> a(48, -1.0f), c(7);
+    ASSERT_TRUE(
+        reader.readPart(v1::WIRE_F32, {1, 4, 8, a.data(), index.data()}).ok());
+    ASSERT_TRUE(reader.readPart(v1::WIRE_F32, {2, 0, 8, nullptr}).ok());
+    ASSERT_TRUE(
+        reader.readPart(v1::WIRE_F32, {3, 7, 1, c.data(), reverse.data()})
+            .ok());
+    ASSERT_TRUE(reader.finish(3).ok()) << chunk;
+    EXPECT_EQ(a, want) << chunk;
+    EXPECT_EQ(c, std::vector<float>({206, 205, 204, 203, 202, 201, 200}));
+  }
+  for (v1::Wire wire : {v1::WIRE_F16, v1::WIRE_BF16}) {
+    std::vector<float> rows = {0.5f, 1.0f, -2.0f, 4.0f};
+    std::string encoded;
+    encodeFloats(wire, rows.data(), rows.size(), &encoded);
+    v1::PullResponse message;
+    message.set_rows(encoded);
+    grpc::ByteBuffer buffer = chunked(message.SerializeAsString(), 3);
+    std::vector<float> out(6, 9.0f);
+    const uint32_t to[] = {2, 0};
+    ASSERT_TRUE(PullResponseReader(buffer)
+                    .readResponse(wire, {1, 2, 2, out.data(), to})
+                    .ok());
+    EXPECT_EQ(out, std::vector<float>({-2.0f, 4.0f, 9.0f, 9.0f, 0.5f, 1.0f}));
+  }
+}
+
 /// The error reading `bytes` as a PullManyResponse of parts with these
-/// float counts ("" when it reads).
+/// float counts ("" when it reads), each row written to its place by a
+/// row index when `scatter`.
 std::string manyError(const std::string &bytes,
-                      const std::vector<size_t> &counts) {
+                      const std::vector<size_t> &counts, bool scatter = false) {
   grpc::ByteBuffer buffer = chunked(bytes, 5);
   PullResponseReader reader(buffer);
   std::vector<float> rows(4096);
+  std::vector<uint32_t> index(4096);
+  std::iota(index.begin(), index.end(), 0u);
   for (size_t i = 0; i < counts.size(); ++i)
-    if (Status s = reader.readPart(v1::WIRE_F32, {static_cast<uint32_t>(i + 1),
-                                                  counts[i], 1, rows.data()});
+    if (Status s = reader.readPart(
+            v1::WIRE_F32, {static_cast<uint32_t>(i + 1), counts[i], 1,
+                           rows.data(), scatter ? index.data() : nullptr});
         !s.ok())
       return s.message;
   Status s = reader.finish(counts.size());
@@ -175,8 +220,12 @@ TEST(PullFrames, ReaderRefusesWhatTheServerShouldNotHaveSent) {
   EXPECT_NE(manyError(good, {4, 2, 1}).find("only 2 tables' rows"),
             std::string::npos);
   // Cut anywhere, the message is refused, never read past its end.
-  for (size_t cut = 1; cut < good.size(); ++cut)
+  for (size_t cut = 1; cut < good.size(); ++cut) {
     EXPECT_NE(manyError(good.substr(0, cut), {4, 2}), "") << cut;
+    EXPECT_NE(manyError(good.substr(0, cut), {4, 2}, /*scatter=*/true), "")
+        << cut;
+  }
+  EXPECT_EQ(manyError(good, {4, 2}, /*scatter=*/true), "");
   // A field PullManyResponse does not have; a zero tag.
   EXPECT_NE(
       manyError(good + std::string("\x10\x01", 2), {4, 2}).find("more than 2"),

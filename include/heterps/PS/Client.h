@@ -74,6 +74,10 @@ struct KeyRows {
   size_t n = 0;
   /// Pulls write n x dim rows here; pushes read their values from here.
   float *rows = nullptr;
+  /// Pulls only: key j's row goes to row rowIndex[j] of `rows` rather than
+  /// row j (the client writes each row straight to the first place its
+  /// caller asked for it, without a buffer between).
+  const uint32_t *rowIndex = nullptr;
 };
 
 /// One server as the client sees it. The table calls come in two forms: a
@@ -94,8 +98,7 @@ public:
   virtual Status setTableOptimizer(uint32_t table,
                                    const v1::Optimizer &optimizer,
                                    v1::Optimizer *previous) = 0;
-  virtual Status pull(uint32_t table, const uint64_t *keys, size_t n,
-                      uint32_t dim, float *rows) = 0;
+  virtual Status pull(const KeyRows &part) = 0;
   virtual Status push(uint32_t table, const uint64_t *keys, size_t n,
                       uint32_t dim, const float *values, uint64_t client,
                       uint64_t seq, bool assign,
@@ -108,8 +111,7 @@ public:
                           v1::PushResponse *response) = 0;
   /// One attempt of pull, push, pullMany or pushMany (the buffers and the
   /// response must live until `done`). By default the blocking call, here.
-  virtual void startPull(uint32_t table, const uint64_t *keys, size_t n,
-                         uint32_t dim, float *rows, Done done);
+  virtual void startPull(const KeyRows &part, Done done);
   virtual void startPush(uint32_t table, const uint64_t *keys, size_t n,
                          uint32_t dim, const float *values, uint64_t client,
                          uint64_t seq, bool assign, v1::PushResponse *response,
@@ -258,6 +260,29 @@ private:
       if (!statuses[s].ok())
         raise(s, what(), statuses[s]);
   }
+  /// A call's keys of one table, deduplicated (a repeated key travels
+  /// once) and split by server.
+  struct KeySplit {
+    /// The distinct keys (ids wrapped by the table's vocabulary) in
+    /// first-seen order; position[i]: the index in `unique` of key i;
+    /// first[u]: the first i of unique key u.
+    std::vector<uint64_t> unique;
+    std::vector<uint32_t> position, first;
+    /// Per server: its unique keys, their indices in `unique`, and the
+    /// first i of each.
+    std::vector<std::vector<uint64_t>> keys;
+    std::vector<std::vector<uint32_t>> slots, firsts;
+
+    void split(const int64_t *ids, int64_t n, uint64_t vocab, size_t servers);
+    /// The request part of server `server`'s keys [at, at + count) of a
+    /// pull into the caller's n rows at `rows`: each row goes to the first
+    /// place the caller asked for its key.
+    KeyRows pullPart(size_t server, size_t at, size_t count, uint32_t table,
+                     uint32_t dim, float *rows) const;
+    /// After such a pull, copies each repeated key's row from its first
+    /// place.
+    void fillRepeated(float *rows, size_t dim) const;
+  };
   /// The tables of a pullMany or pushMany, split by server.
   struct ManyScratch;
   /// The scratch of a call's pushes or pulls, and of the pulls that travel
@@ -268,16 +293,10 @@ private:
   template <typename Request>
   ManyScratch &splitMany(const std::vector<Request> &requests,
                          std::unique_ptr<ManyScratch> &m);
-  /// Points the tables of a split pull that need no scatter (one server,
-  /// no repeated keys) at their callers' buffers.
-  void directPulls(const std::vector<runtime::TablePull> &pulls,
-                   ManyScratch &m);
-  /// Copies the rows a split pull received to its callers' buffers.
-  void scatterPulled(const std::vector<runtime::TablePull> &pulls,
-                     ManyScratch &m);
-  /// Dedups `keys` into `unique` (with `position[i]` the unique index of
-  /// key i) and splits the unique keys by server.
-  void partition(const Table &t, const int64_t *keys, int64_t n);
+  /// After a split pull, copies each repeated key's row from its first
+  /// place in its caller's buffer.
+  static void fillRepeated(const std::vector<runtime::TablePull> &pulls,
+                           const ManyScratch &m);
   void sendPush(int table, const int64_t *keys, int64_t n, const float *values,
                 bool assign);
   [[noreturn]] void raise(size_t server, const std::string &what,
@@ -292,10 +311,7 @@ private:
   std::vector<uint64_t> nextSeq;
   // The scratch of one call (calls are serialized by `callMutex`).
   std::mutex callMutex;
-  std::vector<uint64_t> unique;
-  std::vector<uint32_t> position;
-  std::vector<std::vector<uint64_t>> serverKeys;
-  std::vector<std::vector<uint32_t>> serverSlots; // indices into unique
+  KeySplit single;
   std::vector<std::vector<float>> serverRows;
   std::vector<float> uniqueRows;
   // fanOut()'s state.

@@ -81,12 +81,15 @@ private:
 };
 
 /// One part of a pull as the client expects it: the rows of `keys` keys
-/// of table `table` (dimension `dim`), into `rows`.
+/// of table `table` (dimension `dim`), into `rows`: key j's row at row j,
+/// or with `rowIndex` at row rowIndex[j] (the client writes each row
+/// straight to the first place the caller asked for it).
 struct PulledRows {
   uint32_t table;
   size_t keys;
   uint32_t dim;
   float *rows;
+  const uint32_t *rowIndex = nullptr;
 };
 
 /// Reads a PullResponse or PullManyResponse from gRPC's receive slices,
@@ -104,6 +107,10 @@ public:
   Status finish(size_t parts);
 
 private:
+  /// A part's `bytes` bytes of rows (as many as it asked for) to their
+  /// places.
+  Status readRows(v1::Wire wire, const PulledRows &out, size_t bytes);
+
   grpc::ProtoBufferReader stream;
   google::protobuf::io::CodedInputStream in;
   size_t partsRead = 0;

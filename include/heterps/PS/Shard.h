@@ -72,9 +72,11 @@ public:
   /// The dimension of a table, for decoding requests.
   Status tableDim(uint32_t table, uint32_t *dim);
 
-  /// Writes n x dim floats. Missing rows are created (initializer), or
-  /// read as zeros while feature admission has not admitted them.
-  Status pull(uint32_t table, const uint64_t *keys, size_t n, float *rows);
+  /// Writes n x dim floats: key i's row at row i, or with `rowIndex` at row
+  /// rowIndex[i]. Missing rows are created (initializer), or read as zeros
+  /// while feature admission has not admitted them.
+  Status pull(uint32_t table, const uint64_t *keys, size_t n, float *rows,
+              const uint32_t *rowIndex = nullptr);
   /// Applies one optimizer step per distinct key (duplicates summed), or
   /// with `assign` writes the rows. client 0 is not deduplicated.
   Status push(uint32_t table, const uint64_t *keys, size_t n,
