@@ -135,15 +135,28 @@ v1::Optimizer ps::protocolOptimizer(const plan::Optimizer &o) {
 
 void Client::setTableOptimizer(int table, const v1::Optimizer &optimizer) {
   const Table &t = get(table);
+  const uint32_t id = static_cast<uint32_t>(table);
+  std::vector<v1::Optimizer> previous(servers.size());
   for (size_t i = 0; i < servers.size(); ++i) {
-    v1::Optimizer previous;
-    if (Status s = servers[i]->setTableOptimizer(static_cast<uint32_t>(table),
-                                                 optimizer, &previous);
-        !s.ok())
-      raise(i,
-            "setting the optimizer of table " + std::to_string(table) + " '" +
-                t.info.name + "'",
-            s);
+    Status s = servers[i]->setTableOptimizer(id, optimizer, &previous[i]);
+    if (s.ok())
+      continue;
+    // The servers changed before this one go back, so that the table's
+    // shards do not train with two sets of hyper-parameters.
+    std::string message = s.message;
+    for (size_t j = 0; j < i; ++j) {
+      v1::Optimizer ignored;
+      Status back = servers[j]->setTableOptimizer(id, previous[j], &ignored);
+      message +=
+          "; PS server " + std::to_string(j) +
+          (back.ok() ? " was set back"
+                     : " (" + servers[j]->address() + ") keeps the new one: " +
+                           codeName(back.code) + ": " + back.message);
+    }
+    raise(i,
+          "setting the optimizer of table " + std::to_string(table) + " '" +
+              t.info.name + "'",
+          Status::error(s.code, message));
   }
 }
 

@@ -727,6 +727,35 @@ TEST(PSServiceTest, StoppedServerIsUnavailableWithinTheDeadline) {
   EXPECT_LT(secs, 3.0);
 }
 
+/// A table's hyper-parameters change on all of its servers or none: when
+/// server 1 is down, server 0, changed first, is set back.
+TEST(PSServiceTest, ATableOptimizerChangeThatAServerRefusesIsSetBack) {
+  Cluster cluster(2);
+  std::unique_ptr<Client> c = cluster.client(1.0);
+  c->connect();
+  c->createTable(tableConfig(0, 2, "adagrad", 0.1));
+  cluster.servers[1]->shutdown(0);
+  cluster.servers.pop_back();
+  try {
+    c->setTableOptimizer(0, tableConfig(0, 2, "adagrad", 0.01).optimizer());
+    FAIL() << "a change with a server down succeeded";
+  } catch (const PSError &e) {
+    EXPECT_EQ(e.code, Code::Unavailable) << e.what();
+    std::string what = e.what();
+    EXPECT_EQ(
+        what.rfind("setting the optimizer of table 0 't0' on PS server 1", 0),
+        0u)
+        << what;
+    EXPECT_NE(what.find("; PS server 0 was set back"), std::string::npos)
+        << what;
+  }
+  std::unique_ptr<Connection> first =
+      connectRemote(cluster.addresses[0], ClientOptions{});
+  v1::TableStatus status;
+  ASSERT_TRUE(first->describeTable(0, &status).ok());
+  EXPECT_DOUBLE_EQ(status.config().optimizer().learning_rate(), 0.1);
+}
+
 TEST(PSServiceTest, MalformedRequestsGetInvalidArgument) {
   Cluster cluster(1);
   std::unique_ptr<Client> c = cluster.client();

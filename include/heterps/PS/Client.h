@@ -192,7 +192,9 @@ public:
   /// Creates one table (the same, on every server).
   void createTable(const v1::TableConfig &config);
   /// Gives table `table` on every server the hyper-parameters of
-  /// `optimizer`, of the kind it has (its rows keep their state).
+  /// `optimizer`, of the kind it has (its rows keep their state). When a
+  /// server refuses, the servers changed before it are set back, and the
+  /// error says so (or which could not be).
   void setTableOptimizer(int table, const v1::Optimizer &optimizer);
 
   int numTables() const override { return static_cast<int>(infos.size()); }
