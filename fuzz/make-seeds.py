@@ -177,6 +177,37 @@ def ps_service():
     write("ps-service", "raw-pull", bytes([0x82, len(raw), 0]) + raw)
 
 
+def varint(n):
+    out = bytearray()
+    while True:
+        byte = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def field1(payload):
+    return b"\x0a" + varint(len(payload)) + payload
+
+
+def ps_answers():
+    clear("ps-answers")
+    # A Pull answer: 3 keys of dimension 2 in f32, in 5-byte slices, in order.
+    rows = struct.pack("<6f", 1, 2, 3, 4, 5, 6)
+    write("ps-answers", "pull-f32", bytes([0, 0, 4, 3, 1]) + field1(rows))
+    # A PullMany answer of 2 parts (2 keys of dimension 3, none of 1), each
+    # row to its place, in 7-byte slices.
+    part = field1(struct.pack("<6f", *range(6)))
+    write("ps-answers", "many-scatter",
+          bytes([4 | 8, 1, 6, 2, 2, 0, 0]) + field1(part) + field1(b""))
+    # f16 rows (1.0 and -2.0 for 1 key of dimension 2) to their places.
+    write("ps-answers", "pull-f16-scatter",
+          bytes([1 | 8, 0, 2, 1, 1]) + field1(struct.pack("<2e", 1.0, -2.0)))
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: fuzz/make-seeds.py BUILD_DIR")
@@ -187,6 +218,7 @@ def main():
     data_readers()
     checkpoint(build)
     ps_service()
+    ps_answers()
 
 
 if __name__ == "__main__":
