@@ -65,8 +65,10 @@ Client::Client(std::vector<std::unique_ptr<Connection>> servers,
   for (size_t i = 0; i < n; ++i)
     pushLocks.push_back(std::make_unique<std::mutex>());
   nextSeq.assign(n, 1);
-  serverRows.resize(n);
-  responses.resize(n);
+  for (Lane *lane : {&pullLane, &pushLane}) {
+    lane->serverRows.resize(n);
+    lane->responses.resize(n);
+  }
 }
 
 Client::~Client() = default;
@@ -316,11 +318,12 @@ int Client::tableId(const std::string &name) const {
 }
 
 template <typename Start, typename Call>
-const std::vector<Status> &Client::fanOut(const std::vector<size_t> &counts,
+const std::vector<Status> &Client::fanOut(Lane &lane,
+                                          const std::vector<size_t> &counts,
                                           Start &&start, Call &&call) {
   size_t n = servers.size();
-  statuses.assign(n, Status{});
-  resumeAt.assign(n, SIZE_MAX);
+  lane.statuses.assign(n, Status{});
+  lane.resumeAt.assign(n, SIZE_MAX);
   size_t busy = 0;
   for (size_t s = 0; s < n; ++s)
     busy += counts[s] > 0;
@@ -328,11 +331,11 @@ const std::vector<Status> &Client::fanOut(const std::vector<size_t> &counts,
     // Nothing to overlap (the embedded server always): the calls block
     // here, and a steady-state step allocates nothing.
     for (size_t s = 0; s < n; ++s)
-      resumeAt[s] = counts[s] ? 0 : SIZE_MAX;
+      lane.resumeAt[s] = counts[s] ? 0 : SIZE_MAX;
   } else {
     {
-      std::lock_guard<std::mutex> lock(fanMutex);
-      fanPending = busy;
+      std::lock_guard<std::mutex> lock(lane.fanMutex);
+      lane.fanPending = busy;
     }
     // Each server's next request starts when its last one is answered (a
     // push's sequence number must follow the last answered one).
@@ -342,51 +345,51 @@ const std::vector<Status> &Client::fanOut(const std::vector<size_t> &counts,
           next(s, r + 1);
           return;
         }
-        std::lock_guard<std::mutex> lock(fanMutex);
+        std::lock_guard<std::mutex> lock(lane.fanMutex);
         if (!status.ok()) {
           if (again)
-            resumeAt[s] = r;
+            lane.resumeAt[s] = r;
           else
-            statuses[s] = std::move(status);
+            lane.statuses[s] = std::move(status);
         }
-        if (--fanPending == 0)
-          fanDone.notify_all();
+        if (--lane.fanPending == 0)
+          lane.fanDone.notify_all();
       });
     };
     for (size_t s = 0; s < n; ++s)
       if (counts[s] > 0)
         next(s, 0);
-    std::unique_lock<std::mutex> lock(fanMutex);
-    fanDone.wait(lock, [&] { return fanPending == 0; });
+    std::unique_lock<std::mutex> lock(lane.fanMutex);
+    lane.fanDone.wait(lock, [&] { return lane.fanPending == 0; });
   }
   // Retries (a server restarting, a lost answer) wait with backoff here.
   for (size_t s = 0; s < n; ++s)
-    for (size_t r = resumeAt[s]; r < counts[s]; ++r)
+    for (size_t r = lane.resumeAt[s]; r < counts[s]; ++r)
       if (Status status = call(s, r); !status.ok()) {
-        statuses[s] = std::move(status);
+        lane.statuses[s] = std::move(status);
         break;
       }
-  return statuses;
+  return lane.statuses;
 }
 
-void Client::lockPushes(const std::vector<size_t> &counts) {
-  pushLocked.assign(servers.size(), 0);
-  seqBase.assign(servers.size(), 0);
+void Client::lockPushes(Lane &lane, const std::vector<size_t> &counts) {
+  lane.pushLocked.assign(servers.size(), 0);
+  lane.seqBase.assign(servers.size(), 0);
   for (size_t s = 0; s < servers.size(); ++s) {
     if (counts[s] == 0)
       continue;
     pushLocks[s]->lock();
-    pushLocked[s] = 1;
-    seqBase[s] = nextSeq[s];
+    lane.pushLocked[s] = 1;
+    lane.seqBase[s] = nextSeq[s];
     nextSeq[s] += counts[s];
   }
 }
 
-void Client::unlockPushes() {
-  for (size_t s = 0; s < pushLocked.size(); ++s)
-    if (pushLocked[s]) {
+void Client::unlockPushes(Lane &lane) {
+  for (size_t s = 0; s < lane.pushLocked.size(); ++s)
+    if (lane.pushLocked[s]) {
       pushLocks[s]->unlock();
-      pushLocked[s] = 0;
+      lane.pushLocked[s] = 0;
     }
 }
 
@@ -506,14 +509,15 @@ void Client::KeySplit::fillRepeated(float *rows, size_t dim) const {
 
 void Client::pull(int table, const int64_t *keys, int64_t n, float *rows) {
   const Table &t = get(table);
-  std::lock_guard<std::mutex> lock(callMutex);
-  KeySplit &k = single;
+  Lane &l = pullLane;
+  std::lock_guard<std::mutex> lock(l.mutex);
+  KeySplit &k = l.single;
   k.split(keys, n, t.vocab, servers.size());
   const uint32_t dim = static_cast<uint32_t>(t.info.dim);
   size_t count = servers.size(), chunk = opts.maxKeysPerRequest;
-  requestCounts.assign(count, 0);
+  l.requestCounts.assign(count, 0);
   for (size_t s = 0; s < count; ++s)
-    requestCounts[s] = (k.keys[s].size() + chunk - 1) / chunk;
+    l.requestCounts[s] = (k.keys[s].size() + chunk - 1) / chunk;
   // Rows go straight from the answers to the first place the caller asked
   // for each key; repeated keys are copied from there.
   auto part = [&](size_t s, size_t r) {
@@ -523,7 +527,7 @@ void Client::pull(int table, const int64_t *keys, int64_t n, float *rows) {
   };
   raiseFirst(
       fanOut(
-          requestCounts,
+          l, l.requestCounts,
           [&](size_t s, size_t r, Connection::Done done) {
             servers[s]->startPull(part(s, r), std::move(done));
           },
@@ -545,16 +549,17 @@ void Client::assign(int table, const int64_t *keys, int64_t n,
 void Client::sendPush(int table, const int64_t *keys, int64_t n,
                       const float *values, bool assign) {
   const Table &t = get(table);
-  std::lock_guard<std::mutex> lock(callMutex);
-  KeySplit &k = single;
+  Lane &l = pushLane;
+  std::lock_guard<std::mutex> lock(l.mutex);
+  KeySplit &k = l.single;
   k.split(keys, n, t.vocab, servers.size());
   const size_t dim = static_cast<size_t>(t.info.dim);
   // Duplicates are merged here (summed, or for assign the last wins) so
   // every key goes to its server once; the server merges again for clients
   // that do not.
-  uniqueRows.assign(k.unique.size() * dim, 0.0f);
+  l.uniqueRows.assign(k.unique.size() * dim, 0.0f);
   for (int64_t i = 0; i < n; ++i) {
-    float *dst = uniqueRows.data() + k.position[i] * dim;
+    float *dst = l.uniqueRows.data() + k.position[i] * dim;
     const float *src = values + i * dim;
     if (assign)
       std::memcpy(dst, src, dim * sizeof(float));
@@ -564,50 +569,52 @@ void Client::sendPush(int table, const int64_t *keys, int64_t n,
   }
   size_t count = servers.size(), chunk = opts.maxKeysPerRequest;
   bool direct = count == 1;
-  requestCounts.assign(count, 0);
-  serverOut.assign(count, nullptr);
+  l.requestCounts.assign(count, 0);
+  l.serverOut.assign(count, nullptr);
   for (size_t s = 0; s < count; ++s) {
     const std::vector<uint64_t> &serverKeys = k.keys[s];
     if (serverKeys.empty())
       continue;
-    std::vector<float> &r = direct ? uniqueRows : serverRows[s];
+    std::vector<float> &r = direct ? l.uniqueRows : l.serverRows[s];
     if (!direct) {
       r.resize(serverKeys.size() * dim);
       const std::vector<uint32_t> &slots = k.slots[s];
       for (size_t j = 0; j < slots.size(); ++j)
-        std::memcpy(r.data() + j * dim, uniqueRows.data() + slots[j] * dim,
+        std::memcpy(r.data() + j * dim, l.uniqueRows.data() + slots[j] * dim,
                     dim * sizeof(float));
     }
-    serverOut[s] = r.data();
-    requestCounts[s] = (serverKeys.size() + chunk - 1) / chunk;
+    l.serverOut[s] = r.data();
+    l.requestCounts[s] = (serverKeys.size() + chunk - 1) / chunk;
   }
   // Pushes to a server go in sequence order: its lock is held until they
   // are answered.
   struct Unlock {
     Client *client;
-    ~Unlock() { client->unlockPushes(); }
-  } unlock{this};
-  lockPushes(requestCounts);
+    Lane &lane;
+    ~Unlock() { client->unlockPushes(lane); }
+  } unlock{this, l};
+  lockPushes(l, l.requestCounts);
   auto request = [&](size_t s, size_t r, size_t *m) {
     size_t at = r * chunk;
     *m = std::min(chunk, k.keys[s].size() - at);
     return at;
   };
   raiseFirst(fanOut(
-                 requestCounts,
+                 l, l.requestCounts,
                  [&](size_t s, size_t r, Connection::Done done) {
                    size_t m, at = request(s, r, &m);
-                   servers[s]->startPush(
-                       table, k.keys[s].data() + at, m,
-                       static_cast<uint32_t>(dim), serverOut[s] + at * dim, id,
-                       seqBase[s] + r, assign, &responses[s], std::move(done));
+                   servers[s]->startPush(table, k.keys[s].data() + at, m,
+                                         static_cast<uint32_t>(dim),
+                                         l.serverOut[s] + at * dim, id,
+                                         l.seqBase[s] + r, assign,
+                                         &l.responses[s], std::move(done));
                  },
                  [&](size_t s, size_t r) {
                    size_t m, at = request(s, r, &m);
                    return servers[s]->push(
                        table, k.keys[s].data() + at, m,
-                       static_cast<uint32_t>(dim), serverOut[s] + at * dim, id,
-                       seqBase[s] + r, assign, &responses[s]);
+                       static_cast<uint32_t>(dim), l.serverOut[s] + at * dim,
+                       id, l.seqBase[s] + r, assign, &l.responses[s]);
                  }),
              [&] {
                return std::string(assign ? "writing rows of" : "pushing to") +
@@ -697,12 +704,13 @@ void Client::fillRepeated(const std::vector<runtime::TablePull> &pulls,
 void Client::pullMany(const std::vector<runtime::TablePull> &pulls) {
   if (pulls.empty())
     return;
-  std::lock_guard<std::mutex> lock(callMutex);
-  ManyScratch &m = splitMany(pulls, many);
+  Lane &l = pullLane;
+  std::lock_guard<std::mutex> lock(l.mutex);
+  ManyScratch &m = splitMany(pulls, l.many);
   m.plan(servers.size(), opts.maxKeysPerRequest);
   raiseFirst(
       fanOut(
-          m.used,
+          l, m.used,
           [&](size_t s, size_t r, Connection::Done done) {
             servers[s]->startPullMany(m.requests[s][r], std::move(done));
           },
@@ -723,8 +731,9 @@ void Client::pushManyThenPull(const std::vector<runtime::TablePush> &pushes,
     pullMany(pulls);
     return;
   }
-  std::lock_guard<std::mutex> lock(callMutex);
-  ManyScratch &m = splitMany(pushes, many);
+  Lane &l = pushLane;
+  std::lock_guard<std::mutex> lock(l.mutex);
+  ManyScratch &m = splitMany(pushes, l.many);
   // Duplicate keys are summed here, so each goes to its server once.
   for (size_t i = 0; i < pushes.size(); ++i) {
     ManyScratch::Split &split = m.tables[i];
@@ -744,57 +753,76 @@ void Client::pushManyThenPull(const std::vector<runtime::TablePush> &pushes,
         std::memcpy(t.rows[s].data() + j * t.dim,
                     t.uniqueRows.data() + t.slots[s][j] * t.dim,
                     t.dim * sizeof(float));
-  // The pulls ride on each server's last push request (after every push
-  // to it is applied), or go alone to a server without pushes.
   ManyScratch *after = nullptr;
   if (!pulls.empty()) {
-    after = &splitMany(pulls, thenMany);
+    after = &splitMany(pulls, l.thenMany);
     after->plan(servers.size(), opts.maxKeysPerRequest);
   }
-  static const std::vector<KeyRows> none;
-  size_t count = servers.size();
-  requestCounts.assign(count, 0);
-  for (size_t s = 0; s < count; ++s) {
-    size_t pullRequests = after ? after->used[s] : 0;
-    // A server's pushes, then its pulls on their own when they do not fit
-    // in the last push request (or the server has no pushes).
-    requestCounts[s] =
-        m.used[s] + (m.used[s] == 0 || pullRequests > 1 ? pullRequests : 0);
+  // A server's pulls ride on its last push request when they fit in one
+  // request; otherwise (or for a server without pushes) they go on their
+  // own once the pushes are answered.
+  auto rides = [&](size_t s) {
+    return after && m.used[s] > 0 && after->used[s] == 1;
+  };
+  {
+    struct Unlock {
+      Client *client;
+      Lane &lane;
+      ~Unlock() { client->unlockPushes(lane); }
+    } unlock{this, l};
+    lockPushes(l, m.used);
+    static const std::vector<KeyRows> none;
+    auto thenPull = [&](size_t s, size_t r) -> const std::vector<KeyRows> & {
+      return r + 1 == m.used[s] && rides(s) ? after->requests[s][0] : none;
+    };
+    raiseFirst(
+        fanOut(
+            l, m.used,
+            [&](size_t s, size_t r, Connection::Done done) {
+              servers[s]->startPushMany(m.requests[s][r], id, l.seqBase[s] + r,
+                                        thenPull(s, r), &l.responses[s],
+                                        std::move(done));
+            },
+            [&](size_t s, size_t r) {
+              return servers[s]->pushMany(m.requests[s][r], id,
+                                          l.seqBase[s] + r, thenPull(s, r),
+                                          &l.responses[s]);
+            }),
+        [&] {
+          return "pushing to " + std::to_string(pushes.size()) + " tables";
+        });
   }
-  struct Unlock {
-    Client *client;
-    ~Unlock() { client->unlockPushes(); }
-  } unlock{this};
-  lockPushes(m.used);
-  auto thenPull = [&](size_t s, size_t r) -> const std::vector<KeyRows> & {
-    bool last = r + 1 == m.used[s];
-    return last && after && after->used[s] == 1 ? after->requests[s][0] : none;
-  };
-  auto pullAt = [&](size_t s, size_t r) -> const std::vector<KeyRows> & {
-    return after->requests[s][r - m.used[s]];
-  };
-  const std::vector<Status> &result = fanOut(
-      requestCounts,
-      [&](size_t s, size_t r, Connection::Done done) {
-        if (r < m.used[s])
-          servers[s]->startPushMany(m.requests[s][r], id, seqBase[s] + r,
-                                    thenPull(s, r), &responses[s],
-                                    std::move(done));
-        else
-          servers[s]->startPullMany(pullAt(s, r), std::move(done));
-      },
-      [&](size_t s, size_t r) {
-        if (r < m.used[s])
-          return servers[s]->pushMany(m.requests[s][r], id, seqBase[s] + r,
-                                      thenPull(s, r), &responses[s]);
-        return servers[s]->pullMany(pullAt(s, r));
-      });
-  raiseFirst(result, [&] {
-    return "pushing to " + std::to_string(pushes.size()) + " tables";
-  });
-  if (after)
-    fillRepeated(pulls, *after);
+  if (!after)
+    return;
+  // Those pulls take the pull lane: a server answers one PullMany of a
+  // client at a time.
+  l.requestCounts.assign(servers.size(), 0);
+  size_t alone = 0;
+  for (size_t s = 0; s < servers.size(); ++s)
+    if (!rides(s))
+      alone += l.requestCounts[s] = after->used[s];
+  if (alone) {
+    Lane &p = pullLane;
+    std::lock_guard<std::mutex> pullLock(p.mutex);
+    raiseFirst(fanOut(
+                   p, l.requestCounts,
+                   [&](size_t s, size_t r, Connection::Done done) {
+                     servers[s]->startPullMany(after->requests[s][r],
+                                               std::move(done));
+                   },
+                   [&](size_t s, size_t r) {
+                     return servers[s]->pullMany(after->requests[s][r]);
+                   }),
+               [&] {
+                 return "pulling " + std::to_string(pulls.size()) +
+                        " tables after pushing to them";
+               });
+  }
+  fillRepeated(pulls, *after);
 }
+
+Client::Lane::Lane() = default;
+Client::Lane::~Lane() = default;
 
 bool Client::createDense(const std::string &name, const runtime::Tensor &value,
                          const runtime::OptimizerConfig &optimizer) {

@@ -20,6 +20,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -1283,6 +1284,65 @@ TEST(PSServiceTest, PushThenPullAnswersTheRowsAfterThePush) {
     for (int t = 0; t < 2; ++t)
       EXPECT_EQ(with[t], after[t]) << "table " << t << " step " << step;
   }
+}
+
+/// A client's pulls and pushes go in two lanes: one thread pulls while
+/// another pushes (a pull ahead during a step's push), and pushes whose
+/// pulls go on their own (more than a request's keys) hand them to the
+/// pull lane. The pushes' sums stay exact, each pushManyThenPull sees its
+/// own push applied, and every row a concurrent pull sees is one the pushes
+/// made.
+TEST(PSServiceTest, APullAndAPushOfOneClientRunAtOnce) {
+  Cluster cluster(2);
+  ClientOptions o;
+  o.maxKeysPerRequest = 50;
+  std::vector<std::unique_ptr<Connection>> connections;
+  for (const std::string &a : cluster.addresses)
+    connections.push_back(connectRemote(a, o));
+  Client c(std::move(connections), o);
+  c.connect();
+  c.createTable(tableConfig(0, 4, "sgd", 1.0));
+  constexpr int K = 300, Steps = 60;
+  std::vector<int64_t> keys(K);
+  std::iota(keys.begin(), keys.end(), 0);
+  std::vector<float> grads(K * 4, 0.5f);
+  std::atomic<bool> pushing{true};
+  std::string pullError;
+  std::thread puller([&] {
+    std::vector<float> rows(K * 4);
+    while (pushing && pullError.empty()) {
+      try {
+        c.pullMany({{0, keys.data(), K, rows.data()}});
+      } catch (const std::exception &e) {
+        pullError = e.what();
+      }
+      for (float v : rows)
+        if (v > 0 || v < -0.5f * Steps || std::fmod(v, 0.5f) != 0)
+          pullError = "a pull saw " + std::to_string(v);
+    }
+  });
+  std::vector<float> after(120 * 4);
+  std::string pushError;
+  for (int step = 1; step <= Steps && pushError.empty(); ++step) {
+    try {
+      c.pushManyThenPull({{0, keys.data(), K, grads.data()}},
+                         {{0, keys.data(), 120, after.data()}});
+    } catch (const std::exception &e) {
+      pushError = e.what();
+    }
+    for (float v : after)
+      if (pushError.empty() && v != -0.5f * step)
+        pushError = "step " + std::to_string(step) + " pulled " +
+                    std::to_string(v) + " after its push";
+  }
+  pushing = false;
+  puller.join();
+  ASSERT_EQ(pushError, "");
+  EXPECT_EQ(pullError, "");
+  std::vector<float> rows(K * 4);
+  c.pull(0, keys.data(), K, rows.data());
+  for (float v : rows)
+    ASSERT_EQ(v, -0.5f * Steps);
 }
 
 /// With one server and no repeated keys the rows are decoded straight

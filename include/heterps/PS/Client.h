@@ -211,8 +211,8 @@ public:
   /// no round trip of their own.
   void pushManyThenPull(const std::vector<runtime::TablePush> &pushes,
                         const std::vector<runtime::TablePull> &pulls) override;
-  /// Calls are serialized (table calls by one mutex, pushes to a server in
-  /// sequence order).
+  /// Pulls go one at a time, and pushes (to a server in sequence order);
+  /// a pull and a push may run at once.
   bool takesConcurrentCalls() const override { return true; }
   /// Writes rows verbatim (initial values), resetting their state.
   void assign(int table, const int64_t *keys, int64_t n, const float *rows);
@@ -241,6 +241,7 @@ private:
     uint64_t vocab = 0;
   };
   const Table &get(int id) const;
+  struct Lane;
   /// Makes `counts[s]` requests to each server s, each server's in order.
   /// With one server busy, call(s, r) makes request r on this thread
   /// (blocking, with retries). With several, the servers go at once:
@@ -248,12 +249,13 @@ private:
   /// is made again by call(s, r), with the rest of its server's, on this
   /// thread. Returns each server's status (of its first failed request).
   template <typename Start, typename Call>
-  const std::vector<Status> &fanOut(const std::vector<size_t> &counts,
+  const std::vector<Status> &fanOut(Lane &lane,
+                                    const std::vector<size_t> &counts,
                                     Start &&start, Call &&call);
   /// Locks the push order of the servers with requests in `counts`, and
-  /// numbers their requests from seqBase[s].
-  void lockPushes(const std::vector<size_t> &counts);
-  void unlockPushes();
+  /// numbers their requests from lane.seqBase[s].
+  void lockPushes(Lane &lane, const std::vector<size_t> &counts);
+  void unlockPushes(Lane &lane);
   /// Throws for the first server whose status is an error, saying what
   /// failed with what(), a string built only then.
   template <typename What>
@@ -287,9 +289,29 @@ private:
   };
   /// The tables of a pullMany or pushMany, split by server.
   struct ManyScratch;
-  /// The scratch of a call's pushes or pulls, and of the pulls that travel
-  /// with pushes.
-  std::unique_ptr<ManyScratch> many, thenMany;
+  /// One call at a time, and its scratch.
+  struct Lane {
+    std::mutex mutex;
+    KeySplit single;
+    std::vector<std::vector<float>> serverRows;
+    std::vector<float> uniqueRows;
+    /// The tables of a pullMany or pushMany, and the pulls that travel
+    /// with pushes.
+    std::unique_ptr<ManyScratch> many, thenMany;
+    // fanOut()'s state.
+    std::vector<size_t> requestCounts, resumeAt;
+    std::vector<Status> statuses;
+    std::vector<uint64_t> seqBase;
+    std::vector<float *> serverOut;
+    std::vector<char> pushLocked;
+    std::vector<v1::PushResponse> responses;
+    std::mutex fanMutex;
+    std::condition_variable fanDone;
+    size_t fanPending = 0;
+
+    Lane();
+    ~Lane();
+  };
   /// Splits each table of `requests` (TablePull or TablePush) by server
   /// into the scratch `m` (created on first use).
   template <typename Request>
@@ -311,21 +333,11 @@ private:
   // Pushes to one server go one at a time, in sequence order.
   std::vector<std::unique_ptr<std::mutex>> pushLocks;
   std::vector<uint64_t> nextSeq;
-  // The scratch of one call (calls are serialized by `callMutex`).
-  std::mutex callMutex;
-  KeySplit single;
-  std::vector<std::vector<float>> serverRows;
-  std::vector<float> uniqueRows;
-  // fanOut()'s state.
-  std::vector<size_t> requestCounts, resumeAt;
-  std::vector<Status> statuses;
-  std::vector<uint64_t> seqBase;
-  std::vector<float *> serverOut;
-  std::vector<char> pushLocked;
-  std::vector<v1::PushResponse> responses;
-  std::mutex fanMutex;
-  std::condition_variable fanDone;
-  size_t fanPending = 0;
+  /// The lanes of table calls: pulls (pull, pullMany) go one at a time,
+  /// and so do pushes (push, assign, pushMany, pushManyThenPull), but a
+  /// pull and a push may run at once (a pull ahead while the step
+  /// pushes). A lane's scratch is kept between its calls.
+  Lane pullLane, pushLane;
 };
 
 /// Parses "host:port,host:port,..." (servers in shard order).
