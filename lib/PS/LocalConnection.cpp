@@ -76,7 +76,7 @@ public:
 
 private:
   Shard &shard;
-  // Kept between calls (one call at a time per server).
+  // Kept between pushes (one push at a time per server).
   std::vector<Shard::PushPart> pushes;
 };
 

@@ -262,8 +262,8 @@ public:
   }
 
 private:
-  // The requests, built into the kept messages (one call at a time per
-  // server).
+  // The requests, built into the kept messages (one call of each kind at a
+  // time per server).
   void preparePull(uint32_t table, const uint64_t *keys, size_t n) {
     pullRequest.set_table_id(table);
     pullRequest.set_keys(keys, n * sizeof(uint64_t));
@@ -498,8 +498,9 @@ private:
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<v1::ParameterServer::Stub> stub;
   std::unique_ptr<grpc::GenericStub> rawStub;
-  // Reused request and response messages (the client serializes calls to
-  // one server).
+  // Reused request and response messages, one per kind of call: the
+  // client makes one pull and one push at a time (its two lanes), which may
+  // overlap.
   /// Rows pulled travel as `wire`; pushes as `pushWire`, which is bf16 for
   /// f16: gradients are small (scaled by 1/batch) and f16 would round
   /// many of them to zero.
