@@ -372,23 +372,26 @@ const std::vector<Status> &Client::fanOut(Lane &lane,
   return lane.statuses;
 }
 
-void Client::lockPushes(Lane &lane, const std::vector<size_t> &counts) {
-  lane.pushLocked.assign(servers.size(), 0);
-  lane.seqBase.assign(servers.size(), 0);
-  for (size_t s = 0; s < servers.size(); ++s) {
+Client::PushOrder::PushOrder(Client &client, Lane &lane,
+                             const std::vector<size_t> &counts)
+    : client(client), lane(lane) {
+  size_t n = client.servers.size();
+  lane.pushLocked.assign(n, 0);
+  lane.seqBase.assign(n, 0);
+  for (size_t s = 0; s < n; ++s) {
     if (counts[s] == 0)
       continue;
-    pushLocks[s]->lock();
+    client.pushLocks[s]->lock();
     lane.pushLocked[s] = 1;
-    lane.seqBase[s] = nextSeq[s];
-    nextSeq[s] += counts[s];
+    lane.seqBase[s] = client.nextSeq[s];
+    client.nextSeq[s] += counts[s];
   }
 }
 
-void Client::unlockPushes(Lane &lane) {
+Client::PushOrder::~PushOrder() {
   for (size_t s = 0; s < lane.pushLocked.size(); ++s)
     if (lane.pushLocked[s]) {
-      pushLocks[s]->unlock();
+      client.pushLocks[s]->unlock();
       lane.pushLocked[s] = 0;
     }
 }
@@ -588,12 +591,7 @@ void Client::sendPush(int table, const int64_t *keys, int64_t n,
   }
   // Pushes to a server go in sequence order: its lock is held until they
   // are answered.
-  struct Unlock {
-    Client *client;
-    Lane &lane;
-    ~Unlock() { client->unlockPushes(lane); }
-  } unlock{this, l};
-  lockPushes(l, l.requestCounts);
+  PushOrder order(*this, l, l.requestCounts);
   auto request = [&](size_t s, size_t r, size_t *m) {
     size_t at = r * chunk;
     *m = std::min(chunk, k.keys[s].size() - at);
@@ -765,12 +763,7 @@ void Client::pushManyThenPull(const std::vector<runtime::TablePush> &pushes,
     return after && m.used[s] > 0 && after->used[s] == 1;
   };
   {
-    struct Unlock {
-      Client *client;
-      Lane &lane;
-      ~Unlock() { client->unlockPushes(lane); }
-    } unlock{this, l};
-    lockPushes(l, m.used);
+    PushOrder order(*this, l, m.used);
     static const std::vector<KeyRows> none;
     auto thenPull = [&](size_t s, size_t r) -> const std::vector<KeyRows> & {
       return r + 1 == m.used[s] && rides(s) ? after->requests[s][0] : none;

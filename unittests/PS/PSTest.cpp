@@ -600,6 +600,9 @@ struct Cluster {
   std::unique_ptr<Client> client(double deadline = 10) {
     ClientOptions o;
     o.deadlineSeconds = deadline;
+    return client(o);
+  }
+  std::unique_ptr<Client> client(const ClientOptions &o) {
     std::vector<std::unique_ptr<Connection>> c;
     for (const std::string &a : addresses)
       c.push_back(connectRemote(a, o));
@@ -1248,10 +1251,8 @@ TEST(PSServiceTest, PushThenPullAnswersTheRowsAfterThePush) {
   Cluster cluster(2);
   ClientOptions o;
   o.maxKeysPerRequest = 50;
-  std::vector<std::unique_ptr<Connection>> connections;
-  for (const std::string &a : cluster.addresses)
-    connections.push_back(connectRemote(a, o));
-  Client c(std::move(connections), o);
+  std::unique_ptr<Client> client = cluster.client(o);
+  Client &c = *client;
   c.connect();
   for (uint32_t id : {0u, 1u}) {
     v1::TableConfig config = tableConfig(id, 3 + id, "adagrad", 0.1, 0.5);
@@ -1296,10 +1297,8 @@ TEST(PSServiceTest, APullAndAPushOfOneClientRunAtOnce) {
   Cluster cluster(2);
   ClientOptions o;
   o.maxKeysPerRequest = 50;
-  std::vector<std::unique_ptr<Connection>> connections;
-  for (const std::string &a : cluster.addresses)
-    connections.push_back(connectRemote(a, o));
-  Client c(std::move(connections), o);
+  std::unique_ptr<Client> client = cluster.client(o);
+  Client &c = *client;
   c.connect();
   c.createTable(tableConfig(0, 4, "sgd", 1.0));
   constexpr int K = 300, Steps = 60;
@@ -1442,12 +1441,8 @@ TEST(PSServiceTest, PullsWriteEveryRepeatOfAKey) {
     for (const char *wire : {"f32", "f16"}) {
       Cluster cluster(n);
       o.wire = wire;
-      std::vector<std::unique_ptr<Connection>> connections;
-      for (const std::string &a : cluster.addresses)
-        connections.push_back(connectRemote(a, o));
-      Client remote(std::move(connections), o);
-      check(remote, std::string("gRPC ") + wire + ", " + std::to_string(n) +
-                        " servers");
+      check(*cluster.client(o), std::string("gRPC ") + wire + ", " +
+                                    std::to_string(n) + " servers");
     }
   }
 }

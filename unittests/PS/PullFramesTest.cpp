@@ -34,6 +34,16 @@ grpc::ByteBuffer chunked(const std::string &bytes, size_t chunk) {
   return grpc::ByteBuffer(slices.data(), slices.size());
 }
 
+/// A PullResponse of `rows` in a 16-bit `wire`, in 3-byte slices.
+grpc::ByteBuffer sixteenBitResponse(v1::Wire wire,
+                                    const std::vector<float> &rows) {
+  std::string encoded;
+  encodeFloats(wire, rows.data(), rows.size(), &encoded);
+  v1::PullResponse message;
+  message.set_rows(encoded);
+  return chunked(message.SerializeAsString(), 3);
+}
+
 std::vector<float> iota(size_t n, float start) {
   std::vector<float> v(n);
   std::iota(v.begin(), v.end(), start);
@@ -133,11 +143,7 @@ TEST(PullFrames, ReaderReadsAcrossSlicesInEveryWire) {
   // 16-bit rows: the f16 bytes of 0.5, 1, ... read back as floats.
   for (v1::Wire wire : {v1::WIRE_F16, v1::WIRE_BF16}) {
     std::vector<float> rows = {0.5f, 1.0f, -2.0f, 4.0f};
-    std::string encoded;
-    encodeFloats(wire, rows.data(), rows.size(), &encoded);
-    v1::PullResponse message;
-    message.set_rows(encoded);
-    grpc::ByteBuffer buffer = chunked(message.SerializeAsString(), 3);
+    grpc::ByteBuffer buffer = sixteenBitResponse(wire, rows);
     std::vector<float> out(4);
     ASSERT_TRUE(PullResponseReader(buffer)
                     .readResponse(wire, {1, 2, 2, out.data()})
@@ -173,11 +179,7 @@ TEST(PullFrames, ReaderWritesEachRowToItsPlace) {
   }
   for (v1::Wire wire : {v1::WIRE_F16, v1::WIRE_BF16}) {
     std::vector<float> rows = {0.5f, 1.0f, -2.0f, 4.0f};
-    std::string encoded;
-    encodeFloats(wire, rows.data(), rows.size(), &encoded);
-    v1::PullResponse message;
-    message.set_rows(encoded);
-    grpc::ByteBuffer buffer = chunked(message.SerializeAsString(), 3);
+    grpc::ByteBuffer buffer = sixteenBitResponse(wire, rows);
     std::vector<float> out(6, 9.0f);
     const uint32_t to[] = {2, 0};
     ASSERT_TRUE(PullResponseReader(buffer)

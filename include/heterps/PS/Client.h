@@ -252,10 +252,19 @@ private:
   const std::vector<Status> &fanOut(Lane &lane,
                                     const std::vector<size_t> &counts,
                                     Start &&start, Call &&call);
-  /// Locks the push order of the servers with requests in `counts`, and
-  /// numbers their requests from lane.seqBase[s].
-  void lockPushes(Lane &lane, const std::vector<size_t> &counts);
-  void unlockPushes(Lane &lane);
+  /// Holds the push order of the servers with requests in `counts`, their
+  /// requests numbered from lane.seqBase[s], until it goes out of scope.
+  class PushOrder {
+  public:
+    PushOrder(Client &client, Lane &lane, const std::vector<size_t> &counts);
+    ~PushOrder();
+    PushOrder(const PushOrder &) = delete;
+    PushOrder &operator=(const PushOrder &) = delete;
+
+  private:
+    Client &client;
+    Lane &lane;
+  };
   /// Throws for the first server whose status is an error, saying what
   /// failed with what(), a string built only then.
   template <typename What>
