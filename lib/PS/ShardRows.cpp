@@ -454,13 +454,20 @@ Status Shard::reserveNewRows(Table &t, const Grouping &g, const uint64_t *keys,
     Table::Part &p = *t.parts[v];
     std::lock_guard<std::mutex> l(p.mutex);
     sightings.clear();
+    uint64_t present = 0;
     for (uint32_t j = g.begin[v]; j < g.begin[v + 1]; ++j) {
       uint64_t key = t.normalize(keys[g.order[j]]);
       if (p.index.find(key) == KeyIndex::kNone)
         ++sightings[key];
+      else if (t.onDisk)
+        sightings.try_emplace(key, 0); // present: counted below
     }
     uint64_t fresh = 0;
     for (const auto &[key, seen] : sightings) {
+      if (seen == 0) {
+        ++present;
+        continue;
+      }
       if (admit > 1) {
         auto pending = p.pending.find(key);
         if ((pending == p.pending.end() ? 0 : pending->second) + seen < admit)
@@ -468,11 +475,14 @@ Status Shard::reserveNewRows(Table &t, const Grouping &g, const uint64_t *keys,
       }
       ++fresh;
     }
-    // A RocksDB table's part grows to its cache, then moves rows out.
-    if (t.onDisk)
-      fresh = std::min<uint64_t>(fresh, t.cachePerPart > p.index.size()
-                                            ? t.cachePerPart - p.index.size()
-                                            : 0);
+    // A RocksDB table's part grows to its cache, then moves out rows that
+    // hold no gradient of this push; with more of this push's keys than
+    // its cache, it grows to hold them all.
+    if (t.onDisk) {
+      uint64_t most = std::max<uint64_t>(t.cachePerPart, present + fresh);
+      fresh = std::min<uint64_t>(
+          fresh, most > p.index.size() ? most - p.index.size() : 0);
+    }
     count += fresh;
   }
   if (!tryReserve(count * t.rowBytes()))
