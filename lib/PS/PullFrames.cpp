@@ -216,14 +216,7 @@ Status PullResponseReader::readRows(v1::Wire wire, const PulledRows &out,
     staging.resize(bytes);
     if (!in.ReadRaw(staging.data(), static_cast<int>(bytes)))
       return malformedResponse("truncated rows");
-    if (!out.rowIndex) {
-      decodeFloats(wire, staging.data(), out.keys * out.dim, out.rows);
-      return {};
-    }
-    size_t rowBytes = wireBytes(wire, out.dim);
-    for (size_t j = 0; j < out.keys; ++j)
-      decodeFloats(wire, staging.data() + j * rowBytes, out.dim,
-                   out.rows + static_cast<size_t>(out.rowIndex[j]) * out.dim);
+    decodeRows(wire, staging.data(), out.keys, out.dim, out.rows, out.rowIndex);
     return {};
   }
   if (!out.rowIndex) {

@@ -436,14 +436,7 @@ private:
             "the server answered " + std::to_string(rows.size()) +
                 " bytes of rows of table " + std::to_string(p.table) + " for " +
                 std::to_string(p.n) + " keys");
-      if (!p.rowIndex) {
-        decodeFloats(wire, rows.data(), p.n * p.dim, p.rows);
-        continue;
-      }
-      size_t rowBytes = wireBytes(wire, p.dim);
-      for (size_t j = 0; j < p.n; ++j)
-        decodeFloats(wire, rows.data() + j * rowBytes, p.dim,
-                     p.rows + static_cast<size_t>(p.rowIndex[j]) * p.dim);
+      decodeRows(wire, rows.data(), p.n, p.dim, p.rows, p.rowIndex);
     }
     return {};
   }

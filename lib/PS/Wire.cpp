@@ -54,6 +54,18 @@ void ps::decodeFloats(v1::Wire wire, const char *p, size_t count,
   }
 }
 
+void ps::decodeRows(v1::Wire wire, const char *bytes, size_t n, uint32_t dim,
+                    float *rows, const uint32_t *rowIndex) {
+  if (!rowIndex) {
+    decodeFloats(wire, bytes, n * dim, rows);
+    return;
+  }
+  size_t rowBytes = wireBytes(wire, dim);
+  for (size_t j = 0; j < n; ++j)
+    decodeFloats(wire, bytes + j * rowBytes, dim,
+                 rows + static_cast<size_t>(rowIndex[j]) * dim);
+}
+
 bool ps::parseWire(const std::string &name, v1::Wire *wire) {
   if (name == "f32")
     *wire = v1::WIRE_F32;

@@ -36,6 +36,11 @@ bool decodeFloats(v1::Wire wire, const std::string &bytes, size_t count,
 /// Decodes the wireBytes(wire, count) bytes at `bytes` into `count` floats.
 void decodeFloats(v1::Wire wire, const char *bytes, size_t count,
                   float *values);
+/// Decodes the wireBytes(wire, n * dim) bytes at `bytes`, n rows of `dim`
+/// floats, into `rows`: row j at row j, or with `rowIndex` at row
+/// rowIndex[j].
+void decodeRows(v1::Wire wire, const char *bytes, size_t n, uint32_t dim,
+                float *rows, const uint32_t *rowIndex);
 /// "f32", "f16" or "bf16" as a Wire; false for anything else.
 bool parseWire(const std::string &name, v1::Wire *wire);
 
