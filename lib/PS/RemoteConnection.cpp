@@ -507,7 +507,34 @@ private:
 
 } // namespace
 
+namespace {
+/// gRPC 1.51 runs callback-API calls on poller threads that it starts with
+/// the first channel or server using that API and stops when the last one
+/// goes; a race in that stop aborts the process (`grpc_cq_internal_unref`:
+/// `assertion failed: prior > 0`) when clients come and go, as in tests and
+/// notebooks. One channel that has made a callback call, kept for the
+/// process, keeps the pollers running instead.
+void keepCallbackPollers() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    auto *channel = new std::shared_ptr<grpc::Channel>(
+        grpc::CreateChannel("unix:/dev/null/heterps-no-server",
+                            grpc::InsecureChannelCredentials()));
+    auto *stub = new grpc::GenericStub(*channel);
+    auto context = std::make_shared<grpc::ClientContext>();
+    context->set_deadline(std::chrono::system_clock::now());
+    grpc::Slice empty;
+    auto request = std::make_shared<grpc::ByteBuffer>(&empty, 1);
+    auto response = std::make_shared<grpc::ByteBuffer>();
+    stub->UnaryCall(context.get(), "/heterps.KeepPollers/None",
+                    grpc::StubOptions(), request.get(), response.get(),
+                    [context, request, response](grpc::Status) {});
+  });
+}
+} // namespace
+
 std::unique_ptr<Connection> ps::connectRemote(const std::string &address,
                                               const ClientOptions &options) {
+  keepCallbackPollers();
   return std::make_unique<RemoteConnection>(address, options);
 }
