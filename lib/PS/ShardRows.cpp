@@ -7,6 +7,7 @@
 
 #include "ShardState.h"
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -301,9 +302,11 @@ Status Shard::push(uint32_t table, const uint64_t *keys, size_t n,
     return s;
   if (Status s = checkFinite(*t, keys, n, values, assign); !s.ok())
     return s;
+  const PushPart part{table, keys, n, values, assign};
   uint64_t reserved;
   if (client == 0) {
-    if (Status s = reserveRows(*t, *g, keys, n, assign, &reserved); !s.ok())
+    // reservePush() groups the same keys again into the same grouping.
+    if (Status s = reservePush(&part, 1, &reserved); !s.ok())
       return s;
     return applyPush(*t, *g, keys, n, values, assign, reserved, response);
   }
@@ -319,7 +322,7 @@ Status Shard::push(uint32_t table, const uint64_t *keys, size_t n,
   }
   if (Status s = checkSequence(client, c.last, seq); !s.ok())
     return s;
-  if (Status s = reserveRows(*t, *g, keys, n, assign, &reserved); !s.ok())
+  if (Status s = reservePush(&part, 1, &reserved); !s.ok())
     return s;
   Status s = applyPush(*t, *g, keys, n, values, assign, reserved, response);
   if (s.ok())
@@ -333,13 +336,11 @@ Status Shard::pushMany(const std::vector<PushPart> &parts, uint64_t client,
   Table *t;
   Grouping *g;
   // Every part is checked, its values too, before any is applied.
-  uint64_t rowPerKey = 0;
   for (const PushPart &p : parts) {
     if (Status s = checkRequest(p.table, p.keys, p.n, &t, &g); !s.ok())
       return s;
     if (Status s = checkFinite(*t, p.keys, p.n, p.values, p.assign); !s.ok())
       return s;
-    rowPerKey += p.n * t->rowBytes();
   }
   std::unique_lock<std::mutex> sequence;
   ClientSeq *c = nullptr;
@@ -356,29 +357,16 @@ Status Shard::pushMany(const std::vector<PushPart> &parts, uint64_t client,
     if (Status s = checkSequence(client, c->last, seq); !s.ok())
       return s;
   }
-  // The rows the parts may create are reserved before any is applied: a
-  // row per key while that fits, else the keys without a row.
   thread_local std::vector<uint64_t> reserved;
   reserved.assign(parts.size(), 0);
+  if (Status s = reservePush(parts.data(), parts.size(), reserved.data());
+      !s.ok())
+    return s;
   auto release = [&](size_t from, size_t to) {
     for (size_t k = from; k < to; ++k)
       if (findTable(parts[k].table, &t).ok())
         settleRows(*t, reserved[k], 0);
   };
-  if (opts.maxMemoryBytes && tryReserve(rowPerKey)) {
-    for (size_t i = 0; i < parts.size(); ++i)
-      reserved[i] = parts[i].n;
-  } else if (opts.maxMemoryBytes) {
-    for (size_t i = 0; i < parts.size(); ++i) {
-      const PushPart &p = parts[i];
-      checkRequest(p.table, p.keys, p.n, &t, &g);
-      if (Status s = reserveNewRows(*t, *g, p.keys, p.assign, &reserved[i]);
-          !s.ok()) {
-        release(0, i);
-        return s;
-      }
-    }
-  }
   for (size_t i = 0; i < parts.size(); ++i) {
     const PushPart &p = parts[i];
     Status s = checkRequest(p.table, p.keys, p.n, &t, &g);
@@ -422,28 +410,96 @@ Status Shard::checkFinite(const Table &t, const uint64_t *keys, size_t n,
 }
 
 bool Shard::tryReserve(uint64_t bytes) {
+  std::lock_guard<std::mutex> l(reserveMutex);
+  // Pulls add the rows they create to `memory` without the lock.
   uint64_t have = memory.load();
   do {
     if (have + bytes > opts.maxMemoryBytes)
       return false;
   } while (!memory.compare_exchange_weak(have, have + bytes));
+  reservedBytes += bytes;
   return true;
 }
 
-Status Shard::reserveRows(Table &t, const Grouping &g, const uint64_t *keys,
-                          size_t n, bool assign, uint64_t *rows) {
-  *rows = 0;
+Status Shard::reservePush(const PushPart *parts, size_t count, uint64_t *rows) {
+  auto reserved = [&] {
+    if (opts.pushReserved)
+      opts.pushReserved();
+    return Status();
+  };
+  std::fill(rows, rows + count, 0);
   if (!opts.maxMemoryBytes)
-    return {};
-  if (tryReserve(n * t.rowBytes())) {
-    *rows = n;
-    return {};
+    return reserved();
+  Table *t;
+  Grouping *g;
+  uint64_t rowPerKey = 0;
+  for (size_t i = 0; i < count; ++i) {
+    if (Status s = findTable(parts[i].table, &t); !s.ok())
+      return s;
+    rowPerKey += parts[i].n * t->rowBytes();
   }
-  return reserveNewRows(t, g, keys, assign, rows);
+  if (tryReserve(rowPerKey)) {
+    for (size_t i = 0; i < count; ++i)
+      rows[i] = parts[i].n;
+    return reserved();
+  }
+  // Pushes being applied settle without waiting for anything, so a push
+  // waits for them only while new pushes keep taking the room first; this
+  // bounds that.
+  constexpr int kMostWaitSeconds = 10;
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(kMostWaitSeconds);
+  for (bool waitedOut = false;;) {
+    uint64_t seen;
+    {
+      std::lock_guard<std::mutex> l(reserveMutex);
+      seen = settles;
+    }
+    uint64_t bytes = 0, newRows = 0;
+    for (size_t i = 0; i < count; ++i) {
+      const PushPart &p = parts[i];
+      if (Status s = checkRequest(p.table, p.keys, p.n, &t, &g); !s.ok())
+        return s;
+      rows[i] = countNewRows(*t, *g, p.keys, p.assign);
+      newRows += rows[i];
+      bytes += rows[i] * t->rowBytes();
+    }
+    if (tryReserve(bytes))
+      return reserved();
+    if (!waitedOut) {
+      std::unique_lock<std::mutex> l(reserveMutex);
+      // Others' reservations are mostly a row per key, more than they
+      // create: when this count fits beside the rows held without them,
+      // it may fit once they settle.
+      if (settles != seen)
+        continue;
+      if (reservedBytes > 0 &&
+          memory.load() + bytes <= opts.maxMemoryBytes + reservedBytes) {
+        if (settled.wait_until(l, deadline, [&] { return settles != seen; }))
+          continue;
+        waitedOut = true;
+        continue;
+      }
+    }
+    std::fill(rows, rows + count, 0);
+    std::string what = count == 1 ? str("table ", t->config.table_id(), " '",
+                                        t->config.name(), "': the push")
+                                  : str("the push of ", count, " tables");
+    return Status::error(Code::ResourceExhausted,
+                         str(what, " would create up to ", newRows, " rows (",
+                             bytes, " bytes) and take PS server ", opts.index,
+                             " past its memory limit of ", opts.maxMemoryBytes,
+                             " bytes (it holds ", memory.load(),
+                             waitedOut
+                                 ? str(" after waiting ", kMostWaitSeconds,
+                                       " s for pushes being applied")
+                                 : std::string(),
+                             "); nothing of it was applied"));
+  }
 }
 
-Status Shard::reserveNewRows(Table &t, const Grouping &g, const uint64_t *keys,
-                             bool assign, uint64_t *rows) {
+uint64_t Shard::countNewRows(Table &t, const Grouping &g, const uint64_t *keys,
+                             bool assign) {
   const uint32_t admit = assign ? 0 : t.config.admit_min_count();
   // A key's sightings in this push, for admission; distinct keys once.
   thread_local std::unordered_map<uint64_t, uint32_t> sightings;
@@ -485,24 +541,24 @@ Status Shard::reserveNewRows(Table &t, const Grouping &g, const uint64_t *keys,
     }
     count += fresh;
   }
-  if (!tryReserve(count * t.rowBytes()))
-    return Status::error(Code::ResourceExhausted,
-                         str("table ", t.config.table_id(), " '",
-                             t.config.name(), "': the push would create up to ",
-                             count, " rows (", count * t.rowBytes(),
-                             " bytes) and take PS server ", opts.index,
-                             " past its memory limit of ", opts.maxMemoryBytes,
-                             " bytes (it holds ", memory.load(),
-                             "); nothing of it was applied"));
-  *rows = count;
-  return {};
+  return count;
 }
 
 void Shard::settleRows(const Table &t, uint64_t reserved, uint64_t created) {
-  if (created >= reserved)
-    memory += (created - reserved) * t.rowBytes();
-  else
-    memory -= (reserved - created) * t.rowBytes();
+  if (reserved == 0) {
+    memory += created * t.rowBytes();
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> l(reserveMutex);
+    if (created >= reserved)
+      memory += (created - reserved) * t.rowBytes();
+    else
+      memory -= (reserved - created) * t.rowBytes();
+    reservedBytes -= reserved * t.rowBytes();
+    ++settles;
+  }
+  settled.notify_all();
 }
 
 Status Shard::applyPush(Table &t, const Grouping &g, const uint64_t *keys,

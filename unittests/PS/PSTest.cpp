@@ -1057,6 +1057,96 @@ TEST(PSShardTest, APushLargerThanATablesCacheReservesAllItsRows) {
   fs::remove_all(dir);
 }
 
+/// A push first reserves a row per key, more than it creates when its keys
+/// have rows. A push whose count of new rows fits only once such a push
+/// settles waits for it (it was refused with RESOURCE_EXHAUSTED), and one
+/// that cannot fit even then is refused at once.
+TEST(PSShardTest, APushWaitsForTheReservationsOfPushesBeingApplied) {
+  uint64_t rowBytes;
+  {
+    Shard probe{ShardOptions{}};
+    bool created;
+    ASSERT_TRUE(
+        probe.createTable(tableConfig(0, 4, "sgd", 1.0), &created).ok());
+    uint64_t key = 1;
+    float row[4];
+    ASSERT_TRUE(probe.pull(0, &key, 1, row).ok());
+    rowBytes = probe.memoryBytes();
+  }
+  // The first push that reserves is held there until `release`.
+  std::mutex m;
+  std::condition_variable cv;
+  bool hold = false, holding = false, release = false;
+  ShardOptions o;
+  o.maxMemoryBytes = 150 * rowBytes;
+  o.pushReserved = [&] {
+    std::unique_lock<std::mutex> l(m);
+    if (!hold)
+      return;
+    hold = false;
+    holding = true;
+    cv.notify_all();
+    cv.wait(l, [&] { return release; });
+  };
+  Shard s(o);
+  bool created;
+  ASSERT_TRUE(s.createTable(tableConfig(0, 4, "sgd", 1.0), &created).ok());
+  ASSERT_TRUE(s.createTable(tableConfig(1, 4, "sgd", 1.0), &created).ok());
+  auto keys = [](uint64_t from, uint64_t n) {
+    std::vector<uint64_t> k(n);
+    std::iota(k.begin(), k.end(), from);
+    return k;
+  };
+  std::vector<uint64_t> held = keys(0, 60);
+  std::vector<float> rows(held.size() * 4), grads(100 * 4, 1.0f);
+  ASSERT_TRUE(s.pull(0, held.data(), held.size(), rows.data()).ok());
+  ASSERT_EQ(s.memoryBytes(), 60 * rowBytes);
+  // A: a push of the 60 rows held, which reserves 60 more.
+  {
+    std::lock_guard<std::mutex> l(m);
+    hold = true;
+  }
+  auto a = std::async(std::launch::async, [&] {
+    v1::PushResponse r;
+    return s.push(0, held.data(), held.size(), grads.data(), 0, 0, false, &r);
+  });
+  {
+    std::unique_lock<std::mutex> l(m);
+    ASSERT_TRUE(
+        cv.wait_for(l, std::chrono::seconds(60), [&] { return holding; }));
+  }
+  EXPECT_EQ(s.memoryBytes(), 120 * rowBytes);
+  // 100 new rows do not fit beside the 60 held even when A creates none.
+  std::vector<uint64_t> c0 = keys(1000, 60), c1 = keys(1000, 40);
+  v1::PushResponse r;
+  Status c = s.pushMany({{0, c0.data(), c0.size(), grads.data(), false},
+                         {1, c1.data(), c1.size(), grads.data(), false}},
+                        0, 0, &r);
+  EXPECT_EQ(c.code, Code::ResourceExhausted);
+  EXPECT_NE(c.message.find("the push of 2 tables would create up to 100 rows"),
+            std::string::npos)
+      << c.message;
+  // 50 new rows fit once A settles: this push waits for it.
+  std::vector<uint64_t> b1 = keys(2000, 50);
+  auto b = std::async(std::launch::async, [&] {
+    v1::PushResponse r;
+    return s.push(1, b1.data(), b1.size(), grads.data(), 0, 0, false, &r);
+  });
+  EXPECT_EQ(b.wait_for(std::chrono::milliseconds(200)),
+            std::future_status::timeout);
+  {
+    std::lock_guard<std::mutex> l(m);
+    release = true;
+  }
+  cv.notify_all();
+  Status sa = a.get(), sb = b.get();
+  EXPECT_TRUE(sa.ok()) << sa.message;
+  EXPECT_TRUE(sb.ok()) << sb.message;
+  EXPECT_EQ(s.memoryBytes(), 110 * rowBytes);
+  ASSERT_TRUE(s.pull(1, b1.data(), b1.size(), rows.data()).ok());
+  EXPECT_EQ(rows[0], -1.0f);
+}
+
 TEST(PSShardTest, RepeatedKeysResolveAcrossRequestSizes) {
   // The client deduplicates a request's keys in a table that keeps the
   // largest request's capacity and uses the part each request needs:

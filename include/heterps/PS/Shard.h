@@ -16,6 +16,7 @@
 #include "heterps/ps.pb.h"
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -53,6 +54,9 @@ struct ShardOptions {
   /// (null: std::chrono::steady_clock); tests set their own instead of
   /// sleeping.
   std::function<double()> clock;
+  /// For tests: called when a push has reserved memory for its rows,
+  /// before it applies them (null: nothing).
+  std::function<void()> pushReserved;
 };
 
 class Shard {
@@ -151,7 +155,7 @@ private:
   /// admitted it (with `countAdmission`, this sighting is counted). A
   /// row created for an assign (`assigning`) starts as zeros, not drawn.
   /// The first `reserved` rows created need no check against the memory
-  /// limit: reserveRows() counted them.
+  /// limit: reservePush() counted them.
   Status rowSlot(Table &t, uint32_t v, uint64_t key, bool countAdmission,
                  int32_t *slot, uint64_t *created, bool assigning = false,
                  uint64_t reserved = 0);
@@ -161,19 +165,21 @@ private:
                             const float *values, bool assign);
   /// A push reserves in `memory` the rows it may create before it applies
   /// anything, so that the memory limit never stops it half-applied: a
-  /// push that does not fit applies nothing. tryReserve() adds `bytes`
-  /// when they fit under the limit (a push reserves a row per key while
-  /// that fits); reserveNewRows() counts the keys of a push without a row
-  /// yet (an upper bound, with admission and RocksDB caches counted) and
-  /// reserves those, or fails with RESOURCE_EXHAUSTED. settleRows() gives
-  /// back what the push did not create.
+  /// push that does not fit applies nothing. reservePush() reserves a row
+  /// per key while that fits, else the keys without a row yet
+  /// (countNewRows(): an upper bound, with admission and RocksDB caches
+  /// counted), or fails with RESOURCE_EXHAUSTED; `rows[i]` gets the rows
+  /// reserved for part i (0 without a memory limit). A row per key is
+  /// more than most pushes create, so when the count does not fit only
+  /// because of what pushes being applied reserved, it waits for them to
+  /// settle and counts again. settleRows() gives back what a part did not
+  /// create.
+  Status reservePush(const PushPart *parts, size_t count, uint64_t *rows);
+  uint64_t countNewRows(Table &t, const Grouping &g, const uint64_t *keys,
+                        bool assign);
+  /// Adds `bytes` to `memory` and reservedBytes when they fit under the
+  /// limit.
   bool tryReserve(uint64_t bytes);
-  /// tryReserve() of a row per key, else reserveNewRows(); `rows` gets
-  /// the rows reserved (0 without a memory limit).
-  Status reserveRows(Table &t, const Grouping &g, const uint64_t *keys,
-                     size_t n, bool assign, uint64_t *rows);
-  Status reserveNewRows(Table &t, const Grouping &g, const uint64_t *keys,
-                        bool assign, uint64_t *rows);
   void settleRows(const Table &t, uint64_t reserved, uint64_t created);
   Status applyPush(Table &t, const Grouping &g, const uint64_t *keys, size_t n,
                    const float *values, bool assign, uint64_t reserved,
@@ -187,7 +193,16 @@ private:
   std::map<std::string, std::shared_ptr<Dense>> dense;
   std::mutex clientsMutex;
   std::unordered_map<uint64_t, std::unique_ptr<ClientSeq>> clients;
+  /// Rows in memory, and those that pushes being applied reserved.
   std::atomic<uint64_t> memory{0};
+  /// Guards reservedBytes and settles: pushes waiting for reservations
+  /// to settle wait on `settled`.
+  std::mutex reserveMutex;
+  std::condition_variable settled;
+  /// The part of `memory` that pushes reserved and have not settled.
+  uint64_t reservedBytes = 0;
+  /// Settlements so far.
+  uint64_t settles = 0;
   std::shared_ptr<Disk> disk;
   /// Checkpoints, restores and evictions, one at a time.
   std::mutex maintenanceMutex;
