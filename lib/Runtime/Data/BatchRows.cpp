@@ -2,6 +2,7 @@
 
 #include "Readers.h"
 
+#include <algorithm>
 #include <cstring>
 
 using namespace heterps::runtime;
@@ -57,6 +58,32 @@ static size_t rowBytes(const Tensor &t) {
   for (int64_t i = 1; i < t.rank(); ++i)
     bytes *= t.dim(i);
   return bytes;
+}
+
+static void growTensorRows(Tensor &t, int64_t kept, int64_t rows) {
+  if (t.empty())
+    return;
+  Shape shape = t.shape();
+  shape[0] = rows;
+  // Within its buffer a tensor keeps its bytes; beyond, it is allocated
+  // anew, and the rows kept are copied over.
+  if (rows * rowBytes(t) <= t.capacityBytes()) {
+    t.resize(t.dtype(), std::move(shape));
+    return;
+  }
+  Tensor grown(t.dtype(), std::move(shape));
+  std::memcpy(grown.data(), t.data(), kept * rowBytes(t));
+  t = std::move(grown);
+}
+
+void data::growRows(Batch &batch, int64_t kept, int64_t rows, int64_t most) {
+  if (rows <= batch.size)
+    return;
+  rows = std::min(most, std::max(rows, 2 * kept));
+  growTensorRows(batch.label, kept, rows);
+  growTensorRows(batch.dense, kept, rows);
+  growTensorRows(batch.sparse, kept, rows);
+  batch.size = rows;
 }
 
 static void copyTensorRows(const Tensor &src, int64_t srcRow, Tensor &dst,

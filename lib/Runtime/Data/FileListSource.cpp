@@ -66,7 +66,8 @@ public:
         continue;
       }
       if (n == 0)
-        shapeLike(batch, part, batchSize);
+        shapeLike(batch, part, part.size);
+      growRows(batch, n, n + part.size, batchSize);
       copyRows(part, 0, batch, n, part.size);
       n += part.size;
     }

@@ -61,11 +61,12 @@ public:
         canPush.notify_one();
         continue;
       }
+      int64_t k = std::min(batchSize - n, current.size - currentPos);
       if (!shaped) {
-        shapeLike(out, current, batchSize);
+        shapeLike(out, current, k);
         shaped = true;
       }
-      int64_t k = std::min(batchSize - n, current.size - currentPos);
+      growRows(out, n, n + k, batchSize);
       copyRows(current, currentPos, out, n, k);
       n += k;
       currentPos += k;

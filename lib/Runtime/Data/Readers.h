@@ -117,6 +117,11 @@ void resizeLabel(Batch &batch, const DataOptions &options, int64_t rows);
 void setRows(Batch &batch, int64_t rows);
 /// Gives `dst` the dtypes and row shapes of `src` with `rows` rows.
 void shapeLike(Batch &dst, const Batch &src, int64_t rows);
+/// Gives `batch` room for `rows` rows, keeping its row shapes and its first
+/// `kept` rows; it grows to at least twice `kept`, but to no more than
+/// `most` rows. Readers assembling a batch grow it as its examples arrive,
+/// so a batch size beyond the data allocates only for the data's examples.
+void growRows(Batch &batch, int64_t kept, int64_t rows, int64_t most);
 /// Copies `count` rows of every column of `src` (from `srcRow`) into `dst`
 /// (at `dstRow`); the batches must have the same column types.
 void copyRows(const Batch &src, int64_t srcRow, Batch &dst, int64_t dstRow,

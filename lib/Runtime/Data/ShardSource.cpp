@@ -30,10 +30,12 @@ public:
         }
       }
       if (n == 0)
-        shapeLike(batch, input, batchSize);
+        shapeLike(batch, input, std::min(batchSize, input.size));
       for (; inputPos < input.size && n < batchSize; ++inputPos, ++record)
-        if (record % count == index)
+        if (record % count == index) {
+          growRows(batch, n, n + 1, batchSize);
           copyRows(input, inputPos, batch, n++);
+        }
     }
     setRows(batch, n);
     return n > 0;

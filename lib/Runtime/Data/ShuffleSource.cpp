@@ -41,9 +41,10 @@ public:
       setRows(out, 0);
       return false;
     }
-    shapeLike(out, reservoir, batchSize);
     int64_t n = 0;
+    shapeLike(out, reservoir, std::min(batchSize, filled));
     while (n < batchSize && filled > 0) {
+      growRows(out, n, n + 1, batchSize);
       int64_t r = static_cast<int64_t>(rng.below(filled));
       copyRows(reservoir, r, out, n++);
       if (pull()) {

@@ -80,13 +80,14 @@ void TextSource::storeLabel(Batch &batch, int64_t row, std::string_view text,
 bool TextSource::next(Batch &batch, int64_t batchSize) {
   if (batchSize <= 0)
     fail(describe(), ": batch size must be positive, got ", batchSize);
-  resizeBatch(batch, batchSize);
+  resizeBatch(batch, std::min(batchSize, kNaturalBatch));
   int64_t n = 0;
   std::string_view line;
   while (n < batchSize && lines.next(line)) {
     // Blank lines (a trailing empty line, say) are not examples.
     if (trim(line).empty())
       continue;
+    growRows(batch, n, n + 1, batchSize);
     parseLine(line, batch, n);
     ++n;
   }
