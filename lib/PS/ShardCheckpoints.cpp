@@ -11,6 +11,7 @@
 #include "heterps/Support/AtomicFile.h"
 #include "heterps/Support/CheckedMath.h"
 
+#include <algorithm>
 #include <csignal>
 #include <cstring>
 #include <fcntl.h>
@@ -49,12 +50,15 @@ Status Shard::resolvePath(const std::string &name, std::string *path) {
       return Status::error(Code::InvalidArgument,
                            "checkpoint name '" + name.substr(0, 64) +
                                "' contains a control character");
-  if (name == "latest" || name == "auto")
+  if (name == "latest")
     return Status::error(Code::InvalidArgument,
-                         "'" + name +
-                             "' names the newest checkpoint on "
-                             "restore; a checkpoint cannot be "
-                             "called that");
+                         "'latest' names the newest checkpoint on restore; a "
+                         "checkpoint cannot be called that");
+  if (name == "auto")
+    return Status::error(Code::InvalidArgument,
+                         "'auto' is serve --restore's choice of the newest "
+                         "checkpoint or none; it names no checkpoint (restore "
+                         "'latest' loads the newest)");
   fs::path p(name);
   if (p.is_absolute()) {
     if (!opts.absoluteCheckpointPaths)
@@ -175,9 +179,11 @@ std::string strangerIn(const fs::path &dir) {
 }
 
 Status completeManifests(const std::string &dir,
-                         std::vector<v1::ShardManifest> *out) {
+                         std::vector<v1::ShardManifest> *out,
+                         fs::file_time_type *written = nullptr) {
   std::error_code ec;
   std::map<uint32_t, std::map<uint32_t, v1::ShardManifest>> byCount;
+  std::map<uint32_t, fs::file_time_type> writtenByCount;
   for (const fs::directory_entry &e : fs::directory_iterator(dir, ec)) {
     std::string f = e.path().filename().string();
     if (f.rfind("MANIFEST.", 0) != 0 || isAtomicFileTemporary(f) ||
@@ -187,6 +193,14 @@ Status completeManifests(const std::string &dir,
     if (Status s = readManifest(e.path().string(), &m); !s.ok())
       return s;
     byCount[m.shard_count()][m.shard_index()] = m;
+    std::error_code timeError;
+    fs::file_time_type time = fs::last_write_time(e.path(), timeError);
+    // (file_time_type's zero is in 2174 on libstdc++.)
+    fs::file_time_type &last =
+        writtenByCount.try_emplace(m.shard_count(), fs::file_time_type::min())
+            .first->second;
+    if (!timeError && time > last)
+      last = time;
   }
   if (ec)
     return Status::error(Code::NotFound,
@@ -203,12 +217,44 @@ Status completeManifests(const std::string &dir,
                                "' has manifests of different steps");
     for (auto &[i, m] : shards)
       out->push_back(m);
+    if (written)
+      *written = writtenByCount[count];
     return {};
   }
   return Status::error(Code::FailedPrecondition,
                        "checkpoint '" + dir +
                            "' is incomplete: not every server wrote its "
                            "manifest (was the checkpoint interrupted?)");
+}
+
+struct CompleteCheckpoint {
+  fs::path path;
+  int64_t step;
+  /// When its last manifest was written.
+  fs::file_time_type written;
+};
+
+/// The complete checkpoints under `root`, the newest first: the one whose
+/// manifests were written last, then the higher step. A resumed or new run
+/// writes lower steps than an old run in the same directory, and its
+/// checkpoints are the ones to restore and to keep. Links are skipped: a
+/// checkpoint is a directory of `root` itself.
+std::vector<CompleteCheckpoint> completeCheckpoints(const std::string &root) {
+  std::vector<CompleteCheckpoint> out;
+  std::error_code ec;
+  for (const fs::directory_entry &e : fs::directory_iterator(root, ec)) {
+    std::vector<v1::ShardManifest> ms;
+    fs::file_time_type written;
+    if (e.is_symlink() || !e.is_directory() ||
+        !completeManifests(e.path().string(), &ms, &written).ok())
+      continue;
+    out.push_back({e.path(), ms[0].step(), written});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const CompleteCheckpoint &a, const CompleteCheckpoint &b) {
+              return std::tie(a.written, a.step) > std::tie(b.written, b.step);
+            });
+  return out;
 }
 
 } // namespace
@@ -349,34 +395,21 @@ void Shard::pruneCheckpoints(const std::string &written) {
   if (opts.keepCheckpoints <= 0 || opts.checkpointDir.empty())
     return;
   // Only complete checkpoints count, so a checkpoint other servers are still
-  // writing never makes an older complete one go.
-  // Newest first: the one just written, then by when it was written (a
-  // resumed or new run's checkpoints may have lower steps than an old
-  // run's).
-  struct Entry {
-    bool justWritten;
-    int64_t step;
-    fs::file_time_type time;
-    fs::path path;
-  };
-  std::vector<Entry> complete;
+  // writing never makes an older complete one go. The one just written
+  // stays whatever the clock says.
+  std::vector<CompleteCheckpoint> complete =
+      completeCheckpoints(opts.checkpointDir);
+  complete.erase(std::remove_if(complete.begin(), complete.end(),
+                                [](const CompleteCheckpoint &c) {
+                                  return !strangerIn(c.path).empty();
+                                }),
+                 complete.end());
+  std::stable_partition(complete.begin(), complete.end(),
+                        [&](const CompleteCheckpoint &c) {
+                          std::error_code same;
+                          return fs::equivalent(c.path, written, same);
+                        });
   std::error_code ec;
-  for (const fs::directory_entry &e :
-       fs::directory_iterator(opts.checkpointDir, ec)) {
-    std::vector<v1::ShardManifest> ms;
-    if (e.is_symlink() || !e.is_directory() ||
-        !completeManifests(e.path().string(), &ms).ok() ||
-        !strangerIn(e.path()).empty())
-      continue;
-    std::error_code same;
-    complete.push_back({fs::equivalent(e.path(), written, same), ms[0].step(),
-                        fs::last_write_time(e.path(), same), e.path()});
-  }
-  std::sort(complete.begin(), complete.end(),
-            [](const Entry &a, const Entry &b) {
-              return std::tie(a.justWritten, a.time, a.step) >
-                     std::tie(b.justWritten, b.time, b.step);
-            });
   for (size_t i = static_cast<size_t>(opts.keepCheckpoints);
        i < complete.size(); ++i)
     fs::remove_all(complete[i].path, ec);
@@ -385,25 +418,15 @@ void Shard::pruneCheckpoints(const std::string &written) {
 Status Shard::restore(const std::string &name, v1::RestoreResponse *response) {
   std::string dir;
   if (name == "latest") {
-    // The newest complete checkpoint under the checkpoint directory.
     if (opts.checkpointDir.empty())
       return Status::error(Code::FailedPrecondition,
                            "restore 'latest' needs a --checkpoint-dir");
-    std::error_code ec;
-    int64_t best = -1;
-    for (const fs::directory_entry &e :
-         fs::directory_iterator(opts.checkpointDir, ec)) {
-      std::vector<v1::ShardManifest> ms;
-      if (!e.is_directory() || !completeManifests(e.path().string(), &ms).ok())
-        continue;
-      if (ms[0].step() > best) {
-        best = ms[0].step();
-        dir = e.path().string();
-      }
-    }
-    if (best < 0)
+    std::vector<CompleteCheckpoint> complete =
+        completeCheckpoints(opts.checkpointDir);
+    if (complete.empty())
       return Status::error(Code::NotFound, "no complete checkpoint under '" +
                                                opts.checkpointDir + "'");
+    dir = complete.front().path.string();
   } else if (Status s = resolvePath(name, &dir); !s.ok()) {
     return s;
   }

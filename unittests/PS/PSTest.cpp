@@ -512,6 +512,54 @@ TEST(PSShardTest, DenseTensors) {
   EXPECT_EQ(owner.pullDense("x", &out).code, Code::NotFound);
 }
 
+/// `latest` and --keep-checkpoints agree on which checkpoint is newest: the
+/// one written last, whatever its step (a new run in an old run's directory
+/// writes lower steps; `latest` took the highest step, pruning the last
+/// written). A link to a checkpoint outside the directory is neither.
+TEST(PSShardTest, LatestIsTheCheckpointWrittenLast) {
+  fs::path dir = tempDir("latest"), outside = tempDir("latest-outside");
+  auto checkpointAt = [](Shard &s, const std::string &name, int64_t step) {
+    v1::CheckpointResponse r;
+    Status st = s.checkpoint(name, step, &r);
+    EXPECT_TRUE(st.ok()) << st.message;
+  };
+  auto restoredStep = [](Shard &s) {
+    v1::RestoreResponse r;
+    Status st = s.restore("latest", &r);
+    EXPECT_TRUE(st.ok()) << st.message;
+    return r.step();
+  };
+  // A checkpoint of step 100 outside, written after the others, linked in.
+  ShardOptions o;
+  o.checkpointDir = outside.string();
+  Shard other(o);
+  bool created;
+  ASSERT_TRUE(other.createTable(tableConfig(0, 4, "sgd", 1.0), &created).ok());
+  o.checkpointDir = dir.string();
+  o.keepCheckpoints = 2;
+  Shard s(o);
+  ASSERT_TRUE(s.createTable(tableConfig(0, 4, "sgd", 1.0), &created).ok());
+  // An old run's step 7, written an hour ago.
+  checkpointAt(s, "old", 7);
+  for (const fs::directory_entry &e : fs::directory_iterator(dir / "old"))
+    fs::last_write_time(e.path(), fs::file_time_type::clock::now() -
+                                      std::chrono::hours(1));
+  checkpointAt(s, "new", 5);
+  EXPECT_EQ(restoredStep(s), 5);
+  checkpointAt(other, "big", 100);
+  fs::create_symlink(outside / "big", dir / "zlink");
+  EXPECT_EQ(restoredStep(s), 5);
+  // Two kept: the old run's goes, though its step is the highest.
+  checkpointAt(s, "newer", 6);
+  EXPECT_FALSE(fs::exists(dir / "old"));
+  EXPECT_TRUE(fs::exists(dir / "new"));
+  EXPECT_TRUE(fs::exists(dir / "newer"));
+  EXPECT_TRUE(fs::exists(outside / "big" / "MANIFEST.0-of-1"));
+  EXPECT_EQ(restoredStep(s), 6);
+  fs::remove_all(dir);
+  fs::remove_all(outside);
+}
+
 TEST(PSShardTest, CheckpointRestoresOntoAnotherServerCount) {
   fs::path dir = tempDir("reshard");
   auto three = makeShards(3, dir.string());
