@@ -101,6 +101,10 @@ void Client::connect() {
                               ", the client's list makes it shard " +
                               std::to_string(i) + " of " +
                               std::to_string(servers.size())));
+    if (info.caller_access() == v1::CALLER_ACCESS_DATA && dataOnly.empty())
+      dataOnly = "PS server " + std::to_string(i) + " (" +
+                 servers[i]->address() +
+                 ") takes this client's token for data calls only";
   }
 }
 
@@ -928,20 +932,40 @@ std::string ps::readCredentialFile(const std::string &path,
   return data;
 }
 
-std::vector<std::string> ps::parseServerList(const std::string &list) {
+namespace {
+/// Splits at commas, keeping empty entries.
+std::vector<std::string> splitServerList(const std::string &list) {
   std::vector<std::string> out;
   size_t at = 0;
-  while (at <= list.size()) {
+  for (;;) {
     size_t comma = list.find(',', at);
-    std::string a = list.substr(
-        at, comma == std::string::npos ? std::string::npos : comma - at);
-    if (a.empty() || a.find(':') == std::string::npos)
-      runtime::fail("bad PS server address '", a, "' in '", list,
-                    "'; expected host:port[,host:port...]");
-    out.push_back(a);
+    out.push_back(list.substr(at, comma == std::string::npos ? std::string::npos
+                                                             : comma - at));
     if (comma == std::string::npos)
-      break;
+      return out;
     at = comma + 1;
   }
-  return out;
+}
+} // namespace
+
+std::string ps::checkServerList(const std::string &list) {
+  for (const std::string &a : splitServerList(list)) {
+    size_t colon = a.rfind(':');
+    std::string bad = "bad PS server address '" + a + "' in '" + list + "'";
+    if (a.empty() || colon == std::string::npos || colon == 0)
+      return bad + "; expected host:port[,host:port...]";
+    std::string port = a.substr(colon + 1);
+    bool digits = !port.empty() && port.size() <= 5 &&
+                  std::all_of(port.begin(), port.end(),
+                              [](char c) { return c >= '0' && c <= '9'; });
+    if (!digits || std::stoi(port) < 1 || std::stoi(port) > 65535)
+      return bad + ": the port must be a number from 1 to 65535";
+  }
+  return "";
+}
+
+std::vector<std::string> ps::parseServerList(const std::string &list) {
+  if (std::string error = checkServerList(list); !error.empty())
+    runtime::fail(error);
+  return splitServerList(list);
 }

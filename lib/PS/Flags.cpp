@@ -33,6 +33,9 @@ void ClientFlags::declare(Flags &flags) {
 }
 
 std::string ClientFlags::check() const {
+  if (!servers.empty())
+    if (std::string error = checkServerList(servers); !error.empty())
+      return "--ps: " + error;
   if ((!tlsCert.empty() || !tlsKey.empty() || !tlsServerName.empty()) &&
       tlsCA.empty())
     return "--ps-tls-cert, --ps-tls-key and --ps-tls-server-name need "
@@ -50,8 +53,13 @@ bool ClientFlags::anySecurityOrWire() const {
 ClientOptions ClientFlags::clientOptions() const {
   ClientOptions o;
   o.deadlineSeconds = deadlineSeconds;
-  if (!tlsCA.empty())
+  if (!tlsCA.empty()) {
     o.tlsCA = readCredentialFile(tlsCA, "--ps-tls-ca");
+    // gRPC reports roots it cannot load only as calls that time out.
+    if (o.tlsCA.find("-----BEGIN CERTIFICATE-----") == std::string::npos)
+      runtime::fail("--ps-tls-ca '", tlsCA,
+                    "' is not PEM (no -----BEGIN CERTIFICATE----- line)");
+  }
   if (!tlsCert.empty())
     o.tlsCert = readCredentialFile(tlsCert, "--ps-tls-cert");
   if (!tlsKey.empty())

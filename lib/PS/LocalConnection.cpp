@@ -67,6 +67,7 @@ public:
   }
   Status info(v1::ServerInfoResponse *response) override {
     shard.info(response);
+    response->set_caller_access(v1::CALLER_ACCESS_ADMIN);
     return {};
   }
   Status metrics(std::string *) override {

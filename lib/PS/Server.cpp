@@ -427,6 +427,9 @@ public:
     if (grpc::Status denied = access.check(context, Access::Data); !denied.ok())
       return denied;
     shard.info(response);
+    response->set_caller_access(access.check(context, Access::Admin).ok()
+                                    ? v1::CALLER_ACCESS_ADMIN
+                                    : v1::CALLER_ACCESS_DATA);
     return grpc::Status::OK;
   }
 

@@ -499,6 +499,14 @@ std::string Flags::parse(const std::vector<std::string> &args) {
   }
   if (impl->help || impl->version)
     return "";
+  // CLI11 takes "--name=" with nothing after it as "--name" and its value
+  // from the next argument.
+  for (const std::string &arg : args) {
+    if (arg == "--")
+      break;
+    if (arg.size() > 3 && arg.rfind("--", 0) == 0 && arg.back() == '=')
+      return arg.substr(0, arg.size() - 1) + " is given an empty value";
+  }
 
   CLI::App app;
   app.set_help_flag();

@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 using namespace heterps;
@@ -46,6 +47,11 @@ Every command takes the PS client's options, named as in heterps-run:
 )";
 
 namespace {
+/// "1 server", "2 servers".
+std::string serverCount(size_t n) {
+  return std::to_string(n) + (n == 1 ? " server" : " servers");
+}
+
 struct Command {
   const char *name, *usage;
 };
@@ -343,14 +349,36 @@ int main(int argc, char **argv) {
 
     if (command == "create-table") {
       ps.createTable(config);
-      std::printf("table %u '%s' (dim %u) on %zu servers\n", config.table_id(),
-                  config.name().c_str(), config.dim(), ps.numServers());
+      std::printf("table %u '%s' (dim %u) on %s\n", config.table_id(),
+                  config.name().c_str(), config.dim(),
+                  serverCount(ps.numServers()).c_str());
       return 0;
     }
     if (command == "set-optimizer") {
       v1::TableStatus status = ps.describe(static_cast<int>(tableId));
       ps.createTable(status.config());
       const v1::Optimizer &had = status.config().optimizer();
+      // A hyper-parameter the table's optimizer does not read would be
+      // stored and shown, and change nothing.
+      std::vector<std::string> takes = {"learning-rate"};
+      if (had.kind() == "momentum")
+        takes.push_back("momentum");
+      if (had.kind() == "adam")
+        takes.insert(takes.end(), {"beta1", "beta2"});
+      if (had.kind() == "adam" || had.kind() == "adagrad")
+        takes.push_back("epsilon");
+      takes.push_back("weight-decay");
+      for (const char *option : {"momentum", "beta1", "beta2", "epsilon"})
+        if (flags.given(option) &&
+            std::find(takes.begin(), takes.end(), option) == takes.end()) {
+          std::string list;
+          for (const std::string &t : takes)
+            list += (list.empty() ? "--" : ", --") + t;
+          runtime::fail("set-optimizer --", option, ": table ", tableId, " '",
+                        status.config().name(), "' has ",
+                        had.kind().empty() ? "sgd" : had.kind(),
+                        ", which does not read it (it takes ", list, ")");
+        }
       v1::Optimizer want = had;
       if (flags.given("learning-rate"))
         want.set_learning_rate(tuned.learningRate);
@@ -365,9 +393,10 @@ int main(int argc, char **argv) {
       if (flags.given("weight-decay"))
         want.set_weight_decay(tuned.weightDecay);
       ps.setTableOptimizer(static_cast<int>(tableId), want);
-      std::printf("table %u '%s': %s, was %s, on %zu servers\n", tableId,
+      std::printf("table %u '%s': %s, was %s, on %s\n", tableId,
                   status.config().name().c_str(), optimizerText(want).c_str(),
-                  optimizerText(had).c_str(), ps.numServers());
+                  optimizerText(had).c_str(),
+                  serverCount(ps.numServers()).c_str());
       return 0;
     }
     if (command == "push-constant") {
@@ -408,12 +437,14 @@ int main(int argc, char **argv) {
     }
     if (command == "checkpoint") {
       ps.checkpoint(name, step);
-      std::printf("checkpoint %s at step %lld on %zu servers\n", name.c_str(),
-                  static_cast<long long>(step), ps.numServers());
+      std::printf("checkpoint %s at step %lld on %s\n", name.c_str(),
+                  static_cast<long long>(step),
+                  serverCount(ps.numServers()).c_str());
     } else {
       int64_t restored = ps.restore(name);
-      std::printf("restored %s at step %lld on %zu servers\n", name.c_str(),
-                  static_cast<long long>(restored), ps.numServers());
+      std::printf("restored %s at step %lld on %s\n", name.c_str(),
+                  static_cast<long long>(restored),
+                  serverCount(ps.numServers()).c_str());
     }
     return 0;
   } catch (const std::exception &e) {

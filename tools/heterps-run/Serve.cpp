@@ -19,11 +19,13 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <pthread.h>
 #include <unistd.h>
 
 using namespace heterps;
+namespace fs = std::filesystem;
 
 static const char *kServeUsage = R"(usage: heterps-run serve [options]
 
@@ -145,6 +147,22 @@ int heterps::run::runServe(int argc, char **argv) {
     flags.fail("--shard-index must be below --shard-count (got " +
                std::to_string(o.shard.index) + " of " +
                std::to_string(o.shard.count) + ")");
+  if (!o.restore.empty() && o.shard.checkpointDir.empty())
+    flags.fail("--restore=" + o.restore + " needs --checkpoint-dir");
+  if (o.shard.keepCheckpoints && o.shard.checkpointDir.empty())
+    flags.fail("--keep-checkpoints needs --checkpoint-dir");
+  // Found now rather than at the first checkpoint, or once serving.
+  std::error_code ec;
+  if (!o.shard.checkpointDir.empty() && fs::exists(o.shard.checkpointDir, ec) &&
+      !fs::is_directory(o.shard.checkpointDir, ec))
+    flags.fail("--checkpoint-dir '" + o.shard.checkpointDir +
+               "' is not a directory");
+  if (!portFile.empty()) {
+    fs::path parent = fs::absolute(portFile, ec).parent_path();
+    if (!fs::is_directory(parent, ec))
+      flags.fail("--port-file '" + portFile + "': no directory '" +
+                 parent.string() + "'");
+  }
 
   // Signals are taken by sigwait on this thread, not by a handler: gRPC's
   // threads inherit the blocked mask.

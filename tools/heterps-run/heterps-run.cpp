@@ -554,6 +554,13 @@ int main(int argc, char **argv) {
     if (reporter)
       for (const std::string &note : session.connectNotes())
         std::fprintf(stderr, "heterps-run: note: %s\n", note.c_str());
+    // Found now, not after the whole run.
+    if (reporter && !o.save.empty())
+      if (std::string refusal = session.tables().adminRefusal();
+          !refusal.empty())
+        fail("--save checkpoints the PS servers' tables, which needs the "
+             "admin token (--ps-token-file), and ",
+             refusal);
     Program &program = session.program();
     CheckpointInfo loaded;
     if (!o.load.empty()) {
@@ -615,12 +622,16 @@ int main(int argc, char **argv) {
       if (reporter)
         console.info("%s", summary.c_str());
     } else if (const PullAhead *ahead = program.pullAheadState()) {
-      console.info("pull-ahead (%s): %lld steps used rows pulled ahead, %lld "
-                   "pulls dropped, %lld rows pulled again after pushes\n",
-                   ahead->mode() == PullAheadMode::Exact ? "exact" : "stale",
-                   static_cast<long long>(ahead->batchesTaken()),
-                   static_cast<long long>(ahead->batchesDropped()),
-                   static_cast<long long>(ahead->refreshedRows()));
+      auto count = [](int64_t n, const char *one, const char *many) {
+        return std::to_string(n) + " " + (n == 1 ? one : many);
+      };
+      console.info(
+          "pull-ahead (%s): %s rows pulled ahead, %s dropped, %s pulled "
+          "again after pushes\n",
+          ahead->mode() == PullAheadMode::Exact ? "exact" : "stale",
+          count(ahead->batchesTaken(), "step used", "steps used").c_str(),
+          count(ahead->batchesDropped(), "pull", "pulls").c_str(),
+          count(ahead->refreshedRows(), "row", "rows").c_str());
     }
     if (!o.trace.empty()) {
       // In a job each process writes the trace of its own worker.

@@ -118,6 +118,9 @@ TEST(FlagsTest, MistakesAreErrors) {
   EXPECT_EQ(parse({"--data", "--infer"}, v),
             "--data needs a value (got the option '--infer')");
   EXPECT_EQ(parse({"p.pb", "--data"}, v), "--data needs a value");
+  // "--data=" is not "--data": the next argument is not its value.
+  EXPECT_EQ(parse({"--data=", "--epochs=1"}, v),
+            "--data is given an empty value");
   EXPECT_EQ(parse({"--print-plan=svg"}, v),
             "--print-plan takes text or dot, got 'svg'");
 }

@@ -179,6 +179,10 @@ public:
   /// Checks that every server answers, speaks this protocol version and
   /// has the index and count its position says; throws naming the server.
   void connect();
+  /// After connect(): "" when this client's token allows admin calls
+  /// (Checkpoint, Restore, ...) on every server, else which server takes
+  /// it for data calls only.
+  std::string adminRefusal() const { return dataOnly; }
   /// Creates the plan's tables on every server (or checks that they exist
   /// with the same configuration) and writes the plan's initial rows where
   /// a table was created. The service settings of `defaults` (storage,
@@ -336,6 +340,7 @@ private:
                           const Status &s) const;
 
   std::vector<std::unique_ptr<Connection>> servers;
+  std::string dataOnly;
   ClientOptions opts;
   uint64_t id;
   std::vector<Table> infos;
@@ -349,8 +354,12 @@ private:
   Lane pullLane, pushLane;
 };
 
-/// Parses "host:port,host:port,..." (servers in shard order).
+/// Parses "host:port,host:port,..." (servers in shard order); throws what
+/// checkServerList() finds.
 std::vector<std::string> parseServerList(const std::string &list);
+/// What is wrong with a server list (an empty entry, no port, a port that
+/// is not a number from 1 to 65535), or "".
+std::string checkServerList(const std::string &list);
 
 } // namespace heterps::ps
 

@@ -46,6 +46,9 @@ ps_call create-table --id=30 --dim=2 --ps-tls-ca=ca.pem --ps-token-file=token
 echo "--- a worker trains over TLS with the admin token (it checkpoints)"
 "$RUN" "$PLAN" --steps=5 --log-every=0 --ps="$ADDR" --ps-tls-ca=ca.pem \
   --ps-token-file=admin-token --save="$T/job" 2>&1 | grep -E 'trained|saved|error'
+echo "--- a worker that would checkpoint with the data token is refused first"
+"$RUN" "$PLAN" --steps=5 --log-every=0 --ps="$ADDR" --ps-tls-ca=ca.pem \
+  --ps-token-file=token --save="$T/job2" 2>&1 | grep -E 'trained|saved|error'
 stop_servers
 
 echo "--- mutual TLS"
