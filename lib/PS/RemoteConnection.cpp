@@ -481,9 +481,28 @@ private:
                     opts.deadlineSeconds * scale);
       message = std::string("no answer within the deadline of ") + seconds +
                 " s (" + std::to_string(attempts) + " attempt" +
-                (attempts == 1 ? "" : "s") + "; last: " + message + ")";
+                (attempts == 1 ? "" : "s") + "; last: " + message + ")" +
+                connectionFailure();
     }
     return Status::error(code, message);
+  }
+
+  /// Why the channel cannot connect ("; connecting fails: ..."), or "" when
+  /// it is not failing to. Calls wait for a server that is not there yet,
+  /// so they end at the deadline without the reason (a refused TLS
+  /// handshake, a refused connection); a call that does not wait gets it.
+  std::string connectionFailure() {
+    if (channel->GetState(false) != GRPC_CHANNEL_TRANSIENT_FAILURE)
+      return "";
+    grpc::ClientContext context;
+    context.set_deadline(Clock::now() + std::chrono::seconds(1));
+    context.set_wait_for_ready(false);
+    v1::ServerInfoRequest request;
+    v1::ServerInfoResponse response;
+    grpc::Status s = stub->ServerInfo(&context, request, &response);
+    if (s.error_code() != grpc::StatusCode::UNAVAILABLE)
+      return "";
+    return "; connecting fails: " + s.error_message();
   }
 
   std::string addr;

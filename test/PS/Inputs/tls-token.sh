@@ -36,6 +36,8 @@ echo "--- a wrong token"
 ps_call info --ps-tls-ca=ca.pem --ps-token-file=wrong-token
 echo "--- plaintext to a TLS port"
 ps_call info --ps-token-file=token
+echo "--- a name the server's certificate does not have"
+ps_call info --ps-tls-ca=ca.pem --ps-tls-server-name=ps9.example --ps-token-file=token 2>&1 | grep -v ' grpc\| E[0-9]'
 echo "--- an admin call with the worker token, then the admin token"
 ps_call checkpoint first --ps-tls-ca=ca.pem --ps-token-file=token
 ps_call checkpoint first --ps-tls-ca=ca.pem --ps-token-file=admin-token
