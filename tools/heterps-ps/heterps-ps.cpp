@@ -9,6 +9,7 @@
 
 #include "heterps/PS/Client.h"
 #include "heterps/PS/Flags.h"
+#include "heterps/PS/Metrics.h"
 #include "heterps/Runtime/Data.h"
 #include "heterps/Runtime/Optimizer.h"
 #include "heterps/Version.h"
@@ -59,7 +60,8 @@ const Command kCommands[] = {
     {"info", "usage: heterps-ps info --ps=HOST:PORT,... [options]\n\n"
              "Prints each server's shard, protocol, memory and tables.\n"},
     {"metrics", "usage: heterps-ps metrics --ps=HOST:PORT,... [options]\n\n"
-                "Prints each server's metrics in Prometheus text format.\n"},
+                "Prints the servers' metrics in Prometheus text format, "
+                "each sample labelled with its server's shard.\n"},
     {"create-table",
      "usage: heterps-ps create-table --ps=HOST:PORT,... --id=N --dim=D "
      "[options]\n\nCreates a table on every server (a no-op where it "
@@ -299,17 +301,19 @@ int main(int argc, char **argv) {
       servers.push_back(connectRemote(address, o));
     Client ps(std::move(servers), o);
     ps.connect();
-    if (command == "metrics" || command == "info") {
+    if (command == "metrics") {
+      std::vector<std::string> texts;
+      for (const std::string &address : addresses) {
+        Status s = connectRemote(address, o)->metrics(&texts.emplace_back());
+        if (!s.ok())
+          throw PSError(s.code, address + ": " + s.message);
+      }
+      std::fputs(mergeMetrics(texts).c_str(), stdout);
+      return 0;
+    }
+    if (command == "info") {
       for (const std::string &address : addresses) {
         std::unique_ptr<Connection> c = connectRemote(address, o);
-        if (command == "metrics") {
-          std::string text;
-          Status s = c->metrics(&text);
-          if (!s.ok())
-            throw PSError(s.code, address + ": " + s.message);
-          std::printf("# server %s\n%s", address.c_str(), text.c_str());
-          continue;
-        }
         v1::ServerInfoResponse info;
         Status s = c->info(&info);
         if (!s.ok())
