@@ -409,7 +409,20 @@ public:
     if (grpc::Status denied = access.check(context, Access::Admin);
         !denied.ok())
       return denied;
-    return toGrpc(shard.checkpoint(request->name(), request->step(), response));
+    Status s = shard.checkpoint(request->name(), request->step(), response);
+    std::string what = "checkpoint '" + request->name() + "' at step " +
+                       std::to_string(request->step());
+    if (!s.ok()) {
+      log(LogLevel::Warning, what + ": " + codeName(s.code) + ": " + s.message);
+      return toGrpc(s);
+    }
+    what += ": " + std::to_string(response->files()) + " files, " +
+            std::to_string(response->bytes()) + " bytes";
+    for (int i = 0; i < response->pruned_size(); ++i)
+      what += (i ? ", '" : "; deleted by --keep-checkpoints: '") +
+              response->pruned(i) + "'";
+    log(LogLevel::Info, what);
+    return grpc::Status::OK;
   }
 
   grpc::Status handleRestore(grpc::ServerContext *context,
@@ -418,7 +431,15 @@ public:
     if (grpc::Status denied = access.check(context, Access::Admin);
         !denied.ok())
       return denied;
-    return toGrpc(shard.restore(request->name(), response));
+    Status s = shard.restore(request->name(), response);
+    if (s.ok())
+      log(LogLevel::Info, "restored '" + response->name() + "' at step " +
+                              std::to_string(response->step()) + " (" +
+                              std::to_string(response->rows()) + " rows)");
+    else
+      log(LogLevel::Warning, "restoring '" + request->name() +
+                                 "': " + codeName(s.code) + ": " + s.message);
+    return toGrpc(s);
   }
 
   grpc::Status handleServerInfo(grpc::ServerContext *context,

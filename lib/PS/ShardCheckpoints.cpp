@@ -268,7 +268,7 @@ Status Shard::checkpoint(const std::string &name, int64_t step,
     return s;
   // Old checkpoints go after the locks are released: deleting them may
   // take long on network storage, and requests need not wait for it.
-  pruneCheckpoints(dir);
+  pruneCheckpoints(dir, response);
   return {};
 }
 
@@ -391,7 +391,8 @@ Status Shard::writeCheckpoint(const std::string &dir, int64_t step,
   return {};
 }
 
-void Shard::pruneCheckpoints(const std::string &written) {
+void Shard::pruneCheckpoints(const std::string &written,
+                             v1::CheckpointResponse *response) {
   if (opts.keepCheckpoints <= 0 || opts.checkpointDir.empty())
     return;
   // Only complete checkpoints count, so a checkpoint other servers are still
@@ -412,7 +413,8 @@ void Shard::pruneCheckpoints(const std::string &written) {
   std::error_code ec;
   for (size_t i = static_cast<size_t>(opts.keepCheckpoints);
        i < complete.size(); ++i)
-    fs::remove_all(complete[i].path, ec);
+    if (fs::remove_all(complete[i].path, ec) != static_cast<uintmax_t>(-1))
+      response->add_pruned(complete[i].path.filename().string());
 }
 
 Status Shard::restore(const std::string &name, v1::RestoreResponse *response) {

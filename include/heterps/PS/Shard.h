@@ -134,8 +134,10 @@ private:
   /// Writes this server's part of a checkpoint into `dir`.
   Status writeCheckpoint(const std::string &dir, int64_t step,
                          v1::CheckpointResponse *response);
-  /// Deletes complete checkpoints beyond options().keepCheckpoints.
-  void pruneCheckpoints(const std::string &written);
+  /// Deletes complete checkpoints beyond options().keepCheckpoints, naming
+  /// them in `response`.
+  void pruneCheckpoints(const std::string &written,
+                        v1::CheckpointResponse *response);
   /// The tensor, held so that a restore replacing the map meanwhile does
   /// not free it under a running pull or push.
   Status findDense(const std::string &name, std::shared_ptr<Dense> *dense);

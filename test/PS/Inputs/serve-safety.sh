@@ -17,6 +17,9 @@ for name in one two three four; do
   sleep 0.01
 done
 ls "$T/ck"
+echo "--- the server's log"
+grep -o "checkpoint '[a-z]*' at step 0: [0-9].*" "$T/server.a.log" |
+  sed 's/[0-9]* files, [0-9]* bytes/F files, B bytes/'
 mkdir -p "$T/outside"
 ln -s "$T/outside" "$T/ck/link"
 for name in latest auto . ../up "$(printf 'tab\there')" link/x; do
