@@ -78,7 +78,9 @@ const Command kCommands[] = {
      "--keys=FIRST:COUNT[:STRIDE] --value=VALUE [options]\n\nPushes the "
      "gradient VALUE for every key, --repeat times.\n"},
     {"pull", "usage: heterps-ps pull --ps=HOST:PORT,... --table=N "
-             "--keys=FIRST:COUNT[:STRIDE] [options]\n\nReads rows.\n"},
+             "--keys=FIRST:COUNT[:STRIDE] [options]\n\nReads rows: prints "
+             "them ('KEY: VALUE ...'), writes them (--out) or compares them "
+             "(--expect).\n"},
     {"checkpoint",
      "usage: heterps-ps checkpoint NAME --ps=HOST:PORT,... [options]\n\n"
      "Every server writes checkpoint NAME under its --checkpoint-dir.\n"},
@@ -423,6 +425,14 @@ int main(int argc, char **argv) {
               rows.as<float>());
       if (!out.empty())
         runtime::writeTensorProto(out, ps.table(table).name, rows);
+      // Without a file or a value to compare with, the rows are shown.
+      if (out.empty() && !flags.given("expect"))
+        for (size_t k = 0; k < keys.size(); ++k) {
+          std::printf("%lld:", static_cast<long long>(keys[k]));
+          for (int64_t j = 0; j < rowDim; ++j)
+            std::printf(" %.9g", rows.as<float>()[k * rowDim + j]);
+          std::printf("\n");
+        }
       if (flags.given("expect")) {
         float want = static_cast<float>(expect);
         for (int64_t i = 0; i < rows.numElements(); ++i)

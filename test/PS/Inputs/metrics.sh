@@ -66,6 +66,7 @@ check_format "$T/metrics.txt"
 echo "bf16 pull exit status $?"
 "$PS" pull --table=1 --keys=0:100 --expect=-1.75 --ps-wire=f16 --ps="$ADDR"
 echo "f16 pull exit status $?"
+"$PS" pull --table=1 --keys=3:2:10 --ps="$ADDR"
 "$PS" pull --table=1 --keys=0:1 --ps-wire=fp8 --ps="$ADDR" 2>&1
 # Ids that would wrap are refused before they reach a server.
 "$PS" pull --table=4294967295 --keys=0:1 --ps="$ADDR" 2>&1
@@ -78,7 +79,7 @@ start_server m0 0 2 "$T/ck2"
 start_server m1 1 2 "$T/ck2"
 ADDR=$(addresses m0 m1)
 "$PS" create-table --id=1 --dim=4 --ps="$ADDR" >/dev/null
-"$PS" pull --table=1 --keys=0:100 --ps="$ADDR"
+"$PS" pull --table=1 --keys=0:100 --ps="$ADDR" >/dev/null
 "$PS" metrics --ps="$ADDR" > "$T/metrics2.txt"
 echo "metrics exit status $?"
 check_format "$T/metrics2.txt"
