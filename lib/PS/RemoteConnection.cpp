@@ -14,12 +14,14 @@
 
 #include "heterps/ps.grpc.pb.h"
 
+#include <grpc/support/log.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -551,6 +553,11 @@ void keepCallbackPollers() {
   });
 }
 } // namespace
+
+void ps::quietGrpcLog() {
+  if (!std::getenv("GRPC_VERBOSITY"))
+    gpr_set_log_function([](gpr_log_func_args *) {});
+}
 
 std::unique_ptr<Connection> ps::connectRemote(const std::string &address,
                                               const ClientOptions &options) {

@@ -120,6 +120,7 @@ int main(int argc, char **argv) {
     std::printf("heterps-ps (HeterPS) %s\n", HETERPS_VERSION);
     return 0;
   }
+  quietGrpcLog();
   std::string command = argv[1];
   const Command *known = nullptr;
   std::vector<std::string> names;

@@ -481,6 +481,7 @@ int main(int argc, char **argv) {
   if (argc > 1 && std::strcmp(argv[1], "launch") == 0)
     return runLaunch(argc, argv);
   ensurePassiveOpenMP(argv);
+  ps::quietGrpcLog();
   Options o = parseOptions(argc, argv);
   // mpirun hands its processes a pseudo-terminal whatever its own output
   // is: a job's lines are never rewritten.

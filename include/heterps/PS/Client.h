@@ -354,6 +354,11 @@ private:
   Lane pullLane, pushLane;
 };
 
+/// Drops gRPC's own log messages unless GRPC_VERBOSITY is set, for tools
+/// that are clients only: gRPC logs a refused TLS handshake once per
+/// attempt, and a call that fails names gRPC's reason in its error.
+void quietGrpcLog();
+
 /// Parses "host:port,host:port,..." (servers in shard order); throws what
 /// checkServerList() finds.
 std::vector<std::string> parseServerList(const std::string &list);
