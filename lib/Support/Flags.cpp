@@ -504,7 +504,8 @@ std::string Flags::parse(const std::vector<std::string> &args) {
   for (const std::string &arg : args) {
     if (arg == "--")
       break;
-    if (arg.size() > 3 && arg.rfind("--", 0) == 0 && arg.back() == '=')
+    if (arg.size() > 3 && arg.rfind("--", 0) == 0 &&
+        arg.find('=') == arg.size() - 1)
       return arg.substr(0, arg.size() - 1) + " is given an empty value";
   }
 

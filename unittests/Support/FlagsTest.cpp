@@ -121,6 +121,9 @@ TEST(FlagsTest, MistakesAreErrors) {
   // "--data=" is not "--data": the next argument is not its value.
   EXPECT_EQ(parse({"--data=", "--epochs=1"}, v),
             "--data is given an empty value");
+  // A value that ends in '=' is a value.
+  EXPECT_EQ(parse({"p.pb", "--input=x="}, v), "");
+  EXPECT_EQ(v.inputs, std::vector<std::string>{"x="});
   EXPECT_EQ(parse({"--print-plan=svg"}, v),
             "--print-plan takes text or dot, got 'svg'");
 }
