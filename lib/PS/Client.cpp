@@ -257,6 +257,16 @@ std::vector<std::string> Client::createTables(const plan::Plan &plan,
           changes.add(pt.id(), pt.name(), previous, c.optimizer());
         noted = true;
       }
+      // The server's message shows both configurations; a seed is the
+      // likely difference (a run resumed with another --seed).
+      if (s.code == Code::AlreadyExists && have.has_config() &&
+          have.config().init().seed() != c.init().seed())
+        s.message = "it exists with initializer seed " +
+                    std::to_string(have.config().init().seed()) +
+                    ", this run's seed is " + std::to_string(seed) +
+                    " (give the seed it was created with: heterps-run "
+                    "--seed, Trainer(seed=); a resumed run takes its "
+                    "checkpoint's)";
       if (!s.ok())
         raise(i, "creating " + what, s);
       created[i] = made;

@@ -319,5 +319,6 @@ Options heterps::run::parseOptions(int argc, char **argv) {
   declareOptions(flags, o);
   flags.parse(argc, argv);
   checkOptions(flags, o);
+  o.seedGiven = flags.given("seed");
   return o;
 }

@@ -25,6 +25,7 @@ struct Options {
   int64_t epochs = 1, steps = 0, batch = 0;
   int threads = 1;
   uint64_t seed = 1;
+  bool seedGiven = false;
   int64_t logEvery = 100;
   std::string save, load;
   int64_t checkpointEvery = 0;

@@ -527,6 +527,21 @@ int main(int argc, char **argv) {
       printPlan(p);
       return 0;
     }
+    // A resumed run has its checkpoint's seed unless --seed says otherwise:
+    // the data's order follows it, and servers keep the initializers of
+    // the tables it created.
+    if (!o.load.empty() && !o.seedGiven) {
+      CheckpointInfo saved = readCheckpointManifest(o.load);
+      if (auto seed = saved.entries.find("seed"); seed != saved.entries.end()) {
+        const std::string &v = seed->second;
+        char *end = nullptr;
+        errno = 0;
+        o.seed = std::strtoull(v.c_str(), &end, 10);
+        if (v.empty() || *end || errno == ERANGE || v[0] == '-')
+          fail("checkpoint '", o.load, "': its seed '", v,
+               "' is not a whole number below 2^64");
+      }
+    }
     SessionOptions so;
     so.ps = o.psClient.servers;
     so.client = o.psClient.clientOptions();

@@ -48,6 +48,9 @@ void saveCheckpoint(const std::string &dir, ParamStore &params,
 /// malformed: a step that is not one count, a file or entry named twice,
 /// an entry key this runtime does not write.
 CheckpointInfo loadCheckpoint(const std::string &dir, ParamStore &params);
+/// The step and entries of checkpoint `dir`, checked as loadCheckpoint()
+/// checks them, without its parameters.
+CheckpointInfo readCheckpointManifest(const std::string &dir);
 
 } // namespace heterps::runtime
 

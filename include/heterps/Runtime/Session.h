@@ -75,11 +75,12 @@ public:
   /// hyper-parameters.
   const std::vector<std::string> &connectNotes() const { return notes; }
 
-  /// Writes checkpoint `dir`: the parameters, `info`, and the tables (into
-  /// the checkpoint with the embedded server; as a PS checkpoint named
-  /// after it, which MANIFEST records, with servers). The parameters are
-  /// this process's: synchronize() the stepper first (in a job, every
-  /// process does; the first then saves).
+  /// Writes checkpoint `dir`: the parameters, `info`, the seed, and the
+  /// tables (into the checkpoint with the embedded server; with servers,
+  /// as a PS checkpoint named after it and a random suffix, so that two
+  /// jobs' checkpoints never share a name, which MANIFEST records). The
+  /// parameters are this process's: synchronize() the stepper first (in a job,
+  /// every process does; the first then saves).
   void save(const std::string &dir, CheckpointInfo info);
   /// Loads checkpoint `dir` written by save() and sets the step count;
   /// throws when its tables live where this session's do not. Without

@@ -46,8 +46,9 @@ static uint64_t checksum(const std::string &path) {
 /// The MANIFEST entries the runtime writes (the trainer's position in the
 /// data, the job's data lanes, the PS servers' checkpoint, the optimizer
 /// whose state the dense parameters' state is).
-static const char *const kEntryKeys[] = {"epoch", "epoch-batches", "data-lanes",
-                                         "ps-checkpoint", "dense-optimizer"};
+static const char *const kEntryKeys[] = {"epoch",           "epoch-batches",
+                                         "data-lanes",      "ps-checkpoint",
+                                         "dense-optimizer", "seed"};
 
 /// Marks a directory being assembled, so that a later save may remove it
 /// (a crashed save leaves one behind).
@@ -144,8 +145,12 @@ void heterps::runtime::saveCheckpoint(
   fsyncPath(target.parent_path().empty() ? "." : target.parent_path().string());
 }
 
-CheckpointInfo heterps::runtime::loadCheckpoint(const std::string &dir,
-                                                ParamStore &params) {
+namespace {
+/// The step and entries of `dir`'s MANIFEST, and its files' sizes and
+/// checksums.
+CheckpointInfo
+readManifest(const std::string &dir,
+             std::map<std::string, std::pair<uint64_t, uint64_t>> &files) {
   std::string manifestPath = (fs::path(dir) / "MANIFEST").string();
   std::ifstream in(manifestPath);
   if (!in)
@@ -165,7 +170,6 @@ CheckpointInfo heterps::runtime::loadCheckpoint(const std::string &dir,
          "', expected '", kFormat, "')");
   CheckpointInfo info;
   bool haveStep = false;
-  std::map<std::string, std::pair<uint64_t, uint64_t>> files;
   int lineNo = 1;
   while (next(line)) {
     ++lineNo;
@@ -211,6 +215,20 @@ CheckpointInfo heterps::runtime::loadCheckpoint(const std::string &dir,
   }
   if (!haveStep)
     fail(manifestPath, ": no 'step N' line");
+  return info;
+}
+} // namespace
+
+CheckpointInfo
+heterps::runtime::readCheckpointManifest(const std::string &dir) {
+  std::map<std::string, std::pair<uint64_t, uint64_t>> files;
+  return readManifest(dir, files);
+}
+
+CheckpointInfo heterps::runtime::loadCheckpoint(const std::string &dir,
+                                                ParamStore &params) {
+  std::map<std::string, std::pair<uint64_t, uint64_t>> files;
+  CheckpointInfo info = readManifest(dir, files);
   auto read = [&](const std::string &file, bool required) -> Tensor {
     auto it = files.find(file);
     if (it == files.end()) {

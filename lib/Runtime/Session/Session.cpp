@@ -6,7 +6,9 @@
 
 #include "heterps/Runtime/Error.h"
 
+#include <cstdio>
 #include <filesystem>
+#include <random>
 #include <sstream>
 
 using namespace heterps;
@@ -80,14 +82,22 @@ void Session::save(const std::string &dir, CheckpointInfo info) {
   // The optimizer state is its optimizer's: load() needs to know whose.
   if (thePlan.has_training())
     info.entries["dense-optimizer"] = thePlan.training().optimizer().kind();
+  info.entries["seed"] = std::to_string(options.program.seed);
   saveCheckpoint(dir, theParams, std::move(info),
                  [&](const std::string &tmp, CheckpointInfo &info) {
                    std::string name;
                    if (embeddedShard) {
                      name = tmp + "/ps";
                    } else {
+                     // Two jobs saving to directories of one name share the
+                     // servers' checkpoint directory: a suffix of their own
+                     // keeps one from replacing the other's tables.
+                     char suffix[16];
+                     std::snprintf(
+                         suffix, sizeof(suffix), "%08x",
+                         static_cast<unsigned>(std::random_device()()));
                      name = std::filesystem::absolute(dir).filename().string() +
-                            ".step-" + std::to_string(info.step);
+                            ".step-" + std::to_string(info.step) + "." + suffix;
                      info.entries["ps-checkpoint"] = name;
                    }
                    theTables->checkpoint(name, info.step);

@@ -52,7 +52,7 @@ status=0
 train --steps=200 --checkpoint-every=50 --save="$T/ckC" --ps-deadline=2 \
   --ps="$(addresses e)" >"$T/trainC.log" 2>"$T/trainC.err" || status=$?
 echo "worker exit status $status"
-grep -o 'writing checkpoint .ckC.step-100. on PS server 0 .*: UNAVAILABLE' "$T/trainC.err" || cat "$T/trainC.err"
+grep -o 'writing checkpoint .ckC.step-100.[0-9a-f]*. on PS server 0 .*: UNAVAILABLE' "$T/trainC.err" || cat "$T/trainC.err"
 echo "worker checkpoint at step $(sed -n 's/^step //p' "$T/ckC/MANIFEST")"
 start_server e 0 1 "$T/ps2" --restore=latest
 sed -n 's/^.* INFO PS server [0-9]*: \(restored\) .*\/\(ckC[^ ]*\) \(at step [0-9]*\).*/\1 \2 \3/p' "$T/server.e.log"
