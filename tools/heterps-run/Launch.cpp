@@ -124,7 +124,7 @@ static void forwardSignal(int sig) {
 
 int heterps::run::runLaunch(int argc, char **argv) {
   int np = 0, shards = 1;
-  std::string hosts, psHost, checkpointDir = "ps-checkpoints";
+  std::string hosts, psHost, checkpointDir = "ps-checkpoints", rocksdbDir;
   std::string mpirun = "mpirun";
   std::vector<std::string> mpirunArgs;
   bool dryRun = false;
@@ -142,6 +142,10 @@ int heterps::run::runLaunch(int argc, char **argv) {
   flags.option("--ps-checkpoint-dir", checkpointDir, "DIR",
                "the servers' checkpoint directory (default ps-checkpoints); "
                "the workers' --save and --load name PS checkpoints in it");
+  flags.option("--ps-rocksdb-dir", rocksdbDir, "DIR",
+               "the servers' RocksDB tiers, for tables of "
+               "--table-storage=rocksdb (server S uses DIR/shard-S, cleared "
+               "at its start)");
   flags.option("--mpirun", mpirun, "PATH",
                "the mpirun to run (default: mpirun on PATH)");
   flags.list("--mpirun-arg", mpirunArgs, "ARG",
@@ -165,6 +169,17 @@ int heterps::run::runLaunch(int argc, char **argv) {
   if (o.pipeline == "off" || o.infer)
     flags.fail("a job of several processes trains pipelined; --pipeline=off "
                "and --infer run in one process");
+  // What launch's servers could not serve is refused before they start.
+  if (!o.psClient.tlsCA.empty() || !o.psClient.tlsCert.empty() ||
+      !o.psClient.tlsServerName.empty())
+    flags.fail("launch starts its servers without TLS; for TLS, start them "
+               "with heterps-run serve --tls-cert and the workers with "
+               "mpirun (docs/Deploy.md)");
+  if (o.tables.storage == "rocksdb" && rocksdbDir.empty())
+    flags.fail("--table-storage=rocksdb needs --ps-rocksdb-dir=DIR, where "
+               "launch's servers keep their RocksDB tiers");
+  if (!rocksdbDir.empty() && o.tables.storage != "rocksdb")
+    flags.fail("--ps-rocksdb-dir is for tables of --table-storage=rocksdb");
   const std::string &plan = o.plan;
   // A plan the workers would refuse is refused before any server starts.
   {
@@ -228,6 +243,11 @@ int heterps::run::runLaunch(int argc, char **argv) {
                                      "--shard-count=" + std::to_string(shards),
                                      "--checkpoint-dir=" + checkpointDir,
                                      "--port-file=" + portFile};
+    if (!rocksdbDir.empty())
+      command.push_back("--rocksdb-dir=" +
+                        (std::filesystem::absolute(rocksdbDir) /
+                         ("shard-" + std::to_string(s)))
+                            .string());
     // The workers' token is the servers'.
     if (!o.psClient.tokenFile.empty())
       command.push_back(
