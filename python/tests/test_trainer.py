@@ -294,6 +294,19 @@ def test_pipelined_stages_train_like_one_worker():
     assert pipelined.steps == 5
 
 
+def test_a_step_missing_an_input_leaves_the_pipeline_running(ctr_plan):
+    # A worker that fails stops the pipeline for good: a missing input is
+    # refused before the step starts.
+    trainer = heterps.Trainer(ctr_plan, pipeline="on")
+    batch = ctr_batch(16, seed=5)
+    missing = {k: v for k, v in batch.items() if k != "label"}
+    with pytest.raises(heterps.Error,
+                       match="input 'label' is needed but not given"):
+        trainer.step(missing)
+    assert np.isfinite(trainer.step(batch))
+    assert trainer.steps == 1
+
+
 def make_certificates(directory):
     """A CA and a server certificate for 127.0.0.1 it signed."""
     def openssl(*args):

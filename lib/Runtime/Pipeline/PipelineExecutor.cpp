@@ -236,12 +236,17 @@ PipelineExecutor::PipelineExecutor(const plan::Plan &plan, ParamStore &params,
     map.segments = countStageSegments(plan, stage);
     stageMapping.push_back(map);
   }
+  impl->neededInputs.assign(plan.inputs_size(), false);
   for (auto &stageWorkers : impl->stages) {
     impl->barriers.push_back(std::make_unique<StageBarrier>());
     impl->programs.emplace_back();
     for (auto &worker : stageWorkers)
-      if (worker->local)
+      if (worker->local) {
         impl->programs.back().push_back(worker->program.get());
+        for (const StageSegment &segment : worker->program->segments())
+          for (const ProgramPoint &input : segment.inputs)
+            impl->neededInputs[input.position] = true;
+      }
   }
   if (processes) {
     for (const plan::Channel &channel : plan.channels()) {
@@ -364,6 +369,10 @@ PipelineExecutor::run(const std::vector<const Tensor *> &inputs, bool training,
   if (inputs.size() != static_cast<size_t>(plan.inputs_size()))
     fail("the plan has ", plan.inputs_size(), " inputs, ", inputs.size(),
          " were given");
+  for (int i = 0; i < plan.inputs_size(); ++i)
+    if (!inputs[i] && s.neededInputs[i])
+      fail("input '", plan.values(plan.inputs(i)).name(),
+           "' is needed but not given");
 
   // The batch: dimension 0 of the inputs whose plan type has a dynamic one.
   int64_t rows = -1;

@@ -201,6 +201,9 @@ struct PipelineExecutor::Impl {
   int64_t batchRows = 0;
   /// Per input position, the input holding its bag offsets, or -1.
   std::vector<int> bagOffsetsOf;
+  /// The plan inputs this process's workers read: one missing is refused
+  /// before a step starts, since a worker that fails stops the pipeline.
+  std::vector<bool> neededInputs;
   /// The step's bag offsets per input position (those that hold some).
   std::vector<std::vector<int64_t>> bagStarts;
   int64_t stepNumber = 0;
