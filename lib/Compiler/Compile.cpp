@@ -18,7 +18,9 @@
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cstdio>
 #include <mutex>
+#include <unistd.h>
 
 using namespace mlir;
 using namespace mlir::heterps;
@@ -48,6 +50,45 @@ static void registerPipelinePasses() {
     registerInlinerPass();
     registerSymbolDCEPass();
   });
+}
+
+/// Parses `pipeline`, with every message in `errors`. A pass option's bad
+/// value ("Cannot find option named 'adamw'!") is written by LLVM's option
+/// parser to stderr, not to the pipeline's error stream, so stderr is
+/// taken for the parse; the compile API has no terminal to show it on.
+static FailureOr<OpPassManager> parsePipeline(StringRef pipeline,
+                                              std::string &errors) {
+  static std::mutex stderrMutex;
+  std::lock_guard<std::mutex> lock(stderrMutex);
+  llvm::raw_string_ostream stream(errors);
+  llvm::errs().flush();
+  std::fflush(stderr);
+  std::FILE *captured = std::tmpfile();
+  int saved = captured ? ::dup(STDERR_FILENO) : -1;
+  if (saved >= 0)
+    ::dup2(::fileno(captured), STDERR_FILENO);
+  FailureOr<OpPassManager> parsed = parsePassPipeline(pipeline, stream);
+  if (saved >= 0) {
+    llvm::errs().flush();
+    std::fflush(stderr);
+    ::dup2(saved, STDERR_FILENO);
+    ::close(saved);
+    std::rewind(captured);
+    std::string text;
+    char buffer[4096];
+    for (size_t n; (n = std::fread(buffer, 1, sizeof(buffer), captured)) > 0;)
+      text.append(buffer, n);
+    // LLVM's message starts with the program's name, which is empty here.
+    if (!text.empty() && text[0] == ':')
+      text = text.substr(1);
+    while (!text.empty() && (text[0] == ' ' || text.back() == '\n'))
+      text = text[0] == ' ' ? text.substr(1) : text.substr(0, text.size() - 1);
+    if (!text.empty())
+      errors = text + (errors.rfind("\n", 0) == 0 ? "" : "\n") + errors;
+  }
+  if (captured)
+    std::fclose(captured);
+  return parsed;
 }
 
 static std::string formatDiagnostic(Diagnostic &diag) {
@@ -123,8 +164,8 @@ CompileResult mlir::heterps::compileModel(const CompileRequest &request) {
     // The pipeline names its anchor (`builtin.module(...)`), as
     // heterps-opt's --pass-pipeline does.
     std::string parseError;
-    llvm::raw_string_ostream errs(parseError);
-    FailureOr<OpPassManager> parsed = parsePassPipeline(request.pipeline, errs);
+    FailureOr<OpPassManager> parsed =
+        parsePipeline(request.pipeline, parseError);
     if (failed(parsed))
       return error("invalid pass pipeline '" + request.pipeline +
                    "': " + parseError);
