@@ -131,8 +131,10 @@ class Trainer:
                   "token_file": token_file}
         given = [k for k, v in client.items() if v is not None]
         if ps is None and (given or wire != "f32"):
-            raise ValueError(f"{', '.join(given) or 'wire'} are for PS servers "
-                             f"given with ps=")
+            names = given + (["wire"] if wire != "f32" else [])
+            raise ValueError(f"{', '.join(names)} "
+                             f"{'is' if len(names) == 1 else 'are'} for PS "
+                             f"servers given with ps=")
         if (tls_cert is None) != (tls_key is None):
             raise ValueError("tls_cert and tls_key go together")
         if tls_ca is None and (tls_cert or tls_server_name):

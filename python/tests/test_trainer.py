@@ -345,8 +345,11 @@ def test_a_server_with_tls_and_a_token(tmp_path, ctr_plan):
             heterps.Trainer(ctr_plan, ps=server, token_file=token, deadline=2)
     with pytest.raises(heterps.Error, match="tls_ca.*no-such.pem"):
         heterps.Trainer(ctr_plan, ps="127.0.0.1:1", tls_ca="no-such.pem")
-    with pytest.raises(ValueError, match="tls_ca are for PS servers"):
+    with pytest.raises(ValueError, match="tls_ca is for PS servers"):
         heterps.Trainer(ctr_plan, tls_ca=ca)
+    with pytest.raises(ValueError,
+                       match="tls_ca, wire are for PS servers given with ps="):
+        heterps.Trainer(ctr_plan, tls_ca=ca, wire="bf16")
     with pytest.raises(ValueError, match="tls_cert and tls_key go together"):
         heterps.Trainer(ctr_plan, ps="127.0.0.1:1", tls_ca=ca, tls_cert=cert)
     with pytest.raises(ValueError, match="wire must be"):
