@@ -308,7 +308,9 @@ Status Shard::push(uint32_t table, const uint64_t *keys, size_t n,
     // reservePush() groups the same keys again into the same grouping.
     if (Status s = reservePush(&part, 1, &reserved); !s.ok())
       return s;
-    return applyPush(*t, *g, keys, n, values, assign, reserved, response);
+    bool applied;
+    return applyPush(*t, *g, keys, n, values, assign, reserved, response,
+                     &applied);
   }
   // The client's lock is held while the push is applied, so a retry that
   // arrives while the original is still running waits for it and is then
@@ -324,9 +326,16 @@ Status Shard::push(uint32_t table, const uint64_t *keys, size_t n,
     return s;
   if (Status s = reservePush(&part, 1, &reserved); !s.ok())
     return s;
-  Status s = applyPush(*t, *g, keys, n, values, assign, reserved, response);
-  if (s.ok())
+  bool applied;
+  Status s =
+      applyPush(*t, *g, keys, n, values, assign, reserved, response, &applied);
+  // A push that failed part-way (rows that expired meanwhile, a RocksDB
+  // error) changed some rows: a retry must not apply them again.
+  if (s.ok() || applied)
     c.last = seq;
+  if (!s.ok() && applied)
+    s.message += "; the push's rows before that one were applied, and a "
+                 "retry does not apply them again";
   return s;
 }
 
@@ -369,22 +378,24 @@ Status Shard::pushMany(const std::vector<PushPart> &parts, uint64_t client,
   };
   for (size_t i = 0; i < parts.size(); ++i) {
     const PushPart &p = parts[i];
+    bool applied = false;
     Status s = checkRequest(p.table, p.keys, p.n, &t, &g);
     if (s.ok())
       s = applyPush(*t, *g, p.keys, p.n, p.values, p.assign, reserved[i],
-                    response);
+                    response, &applied);
     else
       release(i, i + 1);
     if (!s.ok()) {
       release(i + 1, parts.size());
-      // Parts before this one are applied (a RocksDB failure, or rows that
-      // expired meanwhile): a retry of the request must not apply them
-      // again.
-      if (c && i > 0)
+      // Parts before this one, or this one's rows before the failure, are
+      // applied (a RocksDB failure, or rows that expired meanwhile): a
+      // retry of the request must not apply them again.
+      if (c && (i > 0 || applied))
         c->last = seq;
-      if (i > 0)
+      if (i > 0 || applied)
         s.message += str(" (the push's first ", i, " of ", parts.size(),
-                         " tables were applied)");
+                         " tables were applied",
+                         applied ? ", and rows of the next" : "", ")");
       return s;
     }
   }
@@ -563,7 +574,9 @@ void Shard::settleRows(const Table &t, uint64_t reserved, uint64_t created) {
 
 Status Shard::applyPush(Table &t, const Grouping &g, const uint64_t *keys,
                         size_t n, const float *values, bool assign,
-                        uint64_t reserved, v1::PushResponse *response) {
+                        uint64_t reserved, v1::PushResponse *response,
+                        bool *applied) {
+  *applied = false;
   const uint32_t dim = t.dim;
   const bool skipNonFinite =
       t.config.non_finite() == v1::NON_FINITE_SKIP && !assign;
@@ -677,6 +690,7 @@ Status Shard::applyPush(Table &t, const Grouping &g, const uint64_t *keys,
       p.merged[slot] = -1;
       if (!result.ok())
         continue;
+      *applied = true;
       float *row = p.data.data() + slot * t.stride;
       const float *gm = sources[m];
       if (assign) {

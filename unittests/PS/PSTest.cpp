@@ -1195,6 +1195,82 @@ TEST(PSShardTest, APushWaitsForTheReservationsOfPushesBeingApplied) {
   EXPECT_EQ(rows[0], -1.0f);
 }
 
+/// A push that fails part-way (here rows that expired between its count
+/// and its update, with memory full meanwhile) has changed the rows of the
+/// virtual shards before the failure: its sequence number counts, so a
+/// retry of it is a repeat and does not apply them twice.
+TEST(PSShardTest, APushAppliedInPartIsNotAppliedAgain) {
+  uint64_t rowBytes;
+  {
+    Shard probe{ShardOptions{}};
+    bool created;
+    ASSERT_TRUE(
+        probe.createTable(tableConfig(0, 4, "sgd", 1.0), &created).ok());
+    uint64_t key = 1;
+    float row[4];
+    ASSERT_TRUE(probe.pull(0, &key, 1, row).ok());
+    rowBytes = probe.memoryBytes();
+  }
+  double now = 0;
+  std::function<void()> meanwhile;
+  ShardOptions o;
+  o.maxMemoryBytes = 150 * rowBytes;
+  o.clock = [&] { return now; };
+  o.pushReserved = [&] {
+    if (meanwhile)
+      std::exchange(meanwhile, nullptr)();
+  };
+  Shard s(o);
+  v1::TableConfig c = tableConfig(0, 4, "sgd", 1.0);
+  c.set_ttl_seconds(10);
+  bool created;
+  ASSERT_TRUE(s.createTable(c, &created).ok());
+  // 40 keys of the first half of the virtual shards (applied first), 40 of
+  // the second.
+  std::vector<uint64_t> early, late;
+  for (uint64_t k = 0; early.size() < 40 || late.size() < 40; ++k)
+    (virtualShardOf(k) < kVirtualShards / 2 ? early : late).push_back(k);
+  early.resize(40);
+  late.resize(40);
+  std::vector<float> rows(80 * 4);
+  ASSERT_TRUE(s.pull(0, late.data(), late.size(), rows.data()).ok());
+  now = 95;
+  ASSERT_TRUE(s.pull(0, early.data(), early.size(), rows.data()).ok());
+  // Once the push has counted no new row, the late rows expire and other
+  // keys fill memory (on another thread: the push holds the tables' lock).
+  meanwhile = [&] {
+    std::async(std::launch::async, [&] {
+      now = 100;
+      EXPECT_EQ(s.evictExpired(), 40u);
+      for (uint64_t k = 1000000;; ++k) {
+        float row[4];
+        if (!s.pull(0, &k, 1, row).ok())
+          break;
+      }
+    }).get();
+  };
+  std::vector<uint64_t> keys = early;
+  keys.insert(keys.end(), late.begin(), late.end());
+  std::vector<float> grads(keys.size() * 4, 1.0f);
+  v1::PushResponse r;
+  Status st =
+      s.push(0, keys.data(), keys.size(), grads.data(), 7, 1, false, &r);
+  EXPECT_EQ(st.code, Code::ResourceExhausted);
+  EXPECT_NE(st.message.find("the push's rows before that one were applied, "
+                            "and a retry does not apply them again"),
+            std::string::npos)
+      << st.message;
+  ASSERT_TRUE(s.pull(0, early.data(), early.size(), rows.data()).ok());
+  EXPECT_EQ(rows[0], -1.0f);
+  // The retry of the same push is a repeat.
+  st = s.push(0, keys.data(), keys.size(), grads.data(), 7, 1, false, &r);
+  EXPECT_TRUE(st.ok()) << st.message;
+  EXPECT_TRUE(r.duplicate());
+  ASSERT_TRUE(s.pull(0, early.data(), early.size(), rows.data()).ok());
+  for (size_t i = 0; i < early.size() * 4; ++i)
+    ASSERT_EQ(rows[i], -1.0f) << "key " << early[i / 4];
+}
+
 TEST(PSShardTest, RepeatedKeysResolveAcrossRequestSizes) {
   // The client deduplicates a request's keys in a table that keeps the
   // largest request's capacity and uses the part each request needs:

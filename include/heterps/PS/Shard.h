@@ -183,9 +183,12 @@ private:
   /// limit.
   bool tryReserve(uint64_t bytes);
   void settleRows(const Table &t, uint64_t reserved, uint64_t created);
+  /// Applies a push, virtual shard by virtual shard; `applied` says
+  /// whether any row changed (a failure part-way leaves the shards before
+  /// it applied).
   Status applyPush(Table &t, const Grouping &g, const uint64_t *keys, size_t n,
                    const float *values, bool assign, uint64_t reserved,
-                   v1::PushResponse *response);
+                   v1::PushResponse *response, bool *applied);
 
   ShardOptions opts;
   /// Readers: every request; writer: creating tables and restoring.
