@@ -10,6 +10,7 @@
 
 #include "Bindings.h"
 
+#include "heterps/PS/Client.h"
 #include "heterps/Version.h"
 
 #include <pybind11/pybind11.h>
@@ -31,6 +32,10 @@ PYBIND11_MODULE(_heterps, m) {
       error(e.what());
     }
   });
+  // As in heterps-run and heterps-ps: a PS call that fails names gRPC's
+  // reason, and gRPC's own lines (a port in use, a refused handshake, once
+  // per attempt) stay off a notebook's stderr unless GRPC_VERBOSITY is set.
+  heterps::ps::quietGrpcLog();
   heterps::python::bindCompiler(m);
   heterps::python::bindPlan(m);
   heterps::python::bindRuntime(m);
