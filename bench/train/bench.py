@@ -114,7 +114,7 @@ def heterps_train(build, plan, batch, threads, seconds):
 
     def rate(steps):
         out, _ = heterps_run(build, common + [f"--steps={steps}"])
-        m = re.search(r"trained (\d+) steps, (\d+) samples in ([\d.]+) s: "
+        m = re.search(r"trained (\d+) steps?, (\d+) samples in ([\d.]+) s: "
                       r"(\d+) samples/s", out)
         if not m:
             raise RuntimeError("no throughput line in:\n" + out)

@@ -250,9 +250,9 @@ TrainingSummary Trainer::loop(DataSource *source, DataSource *eval,
     }
   }
   summary.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  log("trained %lld steps, %lld samples in %.2f s: %.0f samples/s, last "
+  log("trained %lld step%s, %lld samples in %.2f s: %.0f samples/s, last "
       "loss %.6f",
-      static_cast<long long>(summary.steps),
+      static_cast<long long>(summary.steps), summary.steps == 1 ? "" : "s",
       static_cast<long long>(summary.samples), summary.seconds,
       summary.seconds > 0 ? summary.samples / summary.seconds : 0.0,
       summary.lastLoss);

@@ -69,13 +69,13 @@ start_server workers 0 1 "$T/ck3" --worker-tokens-file=workers.tokens \
   --admin-token-file=admin-token
 ADDR=$(addresses workers)
 # The operator's run creates the plan's tables (an admin call).
-"$RUN" "$PLAN" --steps=1 --log-every=0 --ps="$ADDR" --ps-token-file=admin-token 2>&1 | grep -E 'trained 1 steps|error' | sed 's/ in .*//'
+"$RUN" "$PLAN" --steps=1 --log-every=0 --ps="$ADDR" --ps-token-file=admin-token 2>&1 | grep -E 'trained 1 step,|error' | sed 's/ in .*//'
 for w in w0 w1; do
   "$RUN" "$PLAN" --steps=3 --log-every=0 --ps="$ADDR" --ps-token-file=$w.token 2>&1 | grep -E 'trained 3 steps|error' | sed 's/ in .*//'
 done
 echo "--- a plan with a lower learning rate: the admin's run changes the tables"
 for token in w0.token admin-token w1.token; do
-  "$RUN" "$LOWER" --steps=1 --log-every=0 --ps="$ADDR" --ps-token-file=$token 2>&1 | grep -E 'trained 1 steps|error|note' | sed 's/ in .*//'
+  "$RUN" "$LOWER" --steps=1 --log-every=0 --ps="$ADDR" --ps-token-file=$token 2>&1 | grep -E 'trained 1 step,|error|note' | sed 's/ in .*//'
 done
 echo "--- heterps-ps set-optimizer: the admin's, the kind stays"
 ps_call set-optimizer --table=0 --learning-rate=0.02 --ps-token-file=w0.token
