@@ -2,6 +2,7 @@
 
 #include "heterps/PS/Server.h"
 
+#include "heterps/PS/ExpirySweeper.h"
 #include "heterps/PS/Log.h"
 #include "heterps/PS/PullFrames.h"
 #include "heterps/PS/Wire.h"
@@ -840,7 +841,7 @@ struct Server::Impl {
   std::mutex mutex;
   std::condition_variable stopped;
   bool stopping = false;
-  std::thread evictor;
+  std::unique_ptr<ExpirySweeper> sweeper;
 };
 
 Server::Server(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
@@ -952,18 +953,7 @@ std::unique_ptr<Server> Server::start(const ServerOptions &options) {
                       : ", or the TLS certificate and key do not belong "
                         "together");
   impl->server->GetHealthCheckService()->SetServingStatus(true);
-  Impl *raw = impl.get();
-  impl->evictor = std::thread([raw] {
-    std::unique_lock<std::mutex> lock(raw->mutex);
-    while (!raw->stopping) {
-      raw->stopped.wait_for(lock, std::chrono::seconds(1));
-      if (raw->stopping)
-        break;
-      lock.unlock();
-      raw->shard.evictExpired();
-      lock.lock();
-    }
-  });
+  impl->sweeper = std::make_unique<ExpirySweeper>(impl->shard);
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 
@@ -986,8 +976,7 @@ void Server::shutdown(double graceSeconds) {
   impl->server->Shutdown(
       std::chrono::system_clock::now() +
       std::chrono::milliseconds(static_cast<int64_t>(graceSeconds * 1000)));
-  if (impl->evictor.joinable())
-    impl->evictor.join();
+  impl->sweeper.reset();
 }
 
 void Server::wait() { impl->server->Wait(); }

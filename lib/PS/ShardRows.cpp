@@ -713,6 +713,16 @@ Status Shard::applyPush(Table &t, const Grouping &g, const uint64_t *keys,
   return result;
 }
 
+double Shard::shortestTtlSeconds() {
+  std::shared_lock<std::shared_mutex> lock(tablesMutex);
+  double shortest = 0;
+  for (auto &[id, t] : tables)
+    if (double ttl = t->config.ttl_seconds();
+        ttl > 0 && (shortest == 0 || ttl < shortest))
+      shortest = ttl;
+  return shortest;
+}
+
 uint64_t Shard::evictExpired() {
   std::lock_guard<std::mutex> m(maintenanceMutex);
   std::shared_lock<std::shared_mutex> lock(tablesMutex);

@@ -633,6 +633,14 @@ int main(int argc, char **argv) {
       };
     }
     int status = runTraining(o, session, stepper, loaded, job.get(), layout);
+    if (session.embedded() && o.tables.ttlSeconds > 0) {
+      uint64_t evicted = 0;
+      for (const plan::SparseTable &table : session.plan().tables())
+        evicted += session.tables().describe(table.id()).evicted_rows();
+      console.info("tables: %llu rows unused for --ttl-seconds=%g evicted\n",
+                   static_cast<unsigned long long>(evicted),
+                   o.tables.ttlSeconds);
+    }
     if (pipeline) {
       std::string summary = pipeline->summary();
       if (reporter)

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "heterps/PS/Client.h"
+#include "heterps/PS/ExpirySweeper.h"
 #include "heterps/PS/KeyIndex.h"
 #include "heterps/PS/LocalConnection.h"
 #include "heterps/PS/Server.h"
@@ -1269,6 +1270,35 @@ TEST(PSShardTest, APushAppliedInPartIsNotAppliedAgain) {
   ASSERT_TRUE(s.pull(0, early.data(), early.size(), rows.data()).ok());
   for (size_t i = 0; i < early.size() * 4; ++i)
     ASSERT_EQ(rows[i], -1.0f) << "key " << early[i / 4];
+}
+
+/// A sweeper drops the rows of TTL tables once they expire, looking for such
+/// tables as they are created.
+TEST(PSShardTest, ASweeperDropsExpiredRows) {
+  std::atomic<double> now{0};
+  ShardOptions o;
+  o.clock = [&] { return now.load(); };
+  Shard s(o);
+  ExpirySweeper sweeper(s);
+  v1::TableConfig c = tableConfig(0, 4, "sgd", 1.0);
+  c.set_ttl_seconds(0.05);
+  bool created;
+  ASSERT_TRUE(s.createTable(c, &created).ok());
+  std::vector<uint64_t> keys = {1, 2, 3};
+  std::vector<float> rows(12);
+  ASSERT_TRUE(s.pull(0, keys.data(), keys.size(), rows.data()).ok());
+  EXPECT_EQ(s.shortestTtlSeconds(), 0.05);
+  now = 1;
+  v1::TableStatus status;
+  for (int i = 0; i < 500; ++i) {
+    ASSERT_TRUE(s.describeTable(0, &status).ok());
+    if (status.rows() == 0)
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(status.rows(), 0u);
+  EXPECT_EQ(status.evicted_rows(), 3u);
+  EXPECT_EQ(s.memoryBytes(), 0u);
 }
 
 TEST(PSShardTest, RepeatedKeysResolveAcrossRequestSizes) {

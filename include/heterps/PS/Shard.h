@@ -118,6 +118,8 @@ public:
   void info(v1::ServerInfoResponse *response);
   /// Drops rows whose TTL expired; returns how many.
   uint64_t evictExpired();
+  /// The shortest TTL among the tables (0: none has one).
+  double shortestTtlSeconds();
   uint64_t memoryBytes() const { return memory.load(); }
 
 private:

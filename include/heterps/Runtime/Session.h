@@ -15,6 +15,7 @@
 #define HETERPS_RUNTIME_SESSION_H
 
 #include "heterps/PS/Client.h"
+#include "heterps/PS/ExpirySweeper.h"
 #include "heterps/PS/Shard.h"
 #include "heterps/Runtime/Checkpoint.h"
 #include "heterps/Runtime/ParamStore.h"
@@ -100,6 +101,7 @@ private:
   SessionOptions options;
   ParamStore theParams;
   std::unique_ptr<ps::Shard> embeddedShard;
+  std::unique_ptr<ps::ExpirySweeper> embeddedSweeper;
   std::unique_ptr<ps::Client> theTables;
   std::vector<std::string> notes;
   std::unique_ptr<Program> theProgram;

@@ -26,6 +26,8 @@ Session::Session(plan::Plan plan, SessionOptions opts)
     shard.absoluteCheckpointPaths = true;
     shard.rocksdbDir = options.rocksdbDir;
     embeddedShard = std::make_unique<ps::Shard>(shard);
+    // Tables with --ttl-seconds lose their unused rows here as on a server.
+    embeddedSweeper = std::make_unique<ps::ExpirySweeper>(*embeddedShard);
   }
   theTables = connectClient(&notes);
   // Every process of a job has created the tables before any restores or
