@@ -15,6 +15,7 @@
 #include "heterps/Version.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -92,11 +93,27 @@ const Command kCommands[] = {
 
 /// FIRST:COUNT[:STRIDE] as a list of keys; "" or the error.
 std::string keyRange(const std::string &spec, std::vector<int64_t> &keys) {
-  long long first = 0, count = 0, stride = 1;
-  char tail = 0;
-  int fields = std::sscanf(spec.c_str(), "%lld:%lld:%lld%c", &first, &count,
-                           &stride, &tail);
-  if (fields < 2 || fields > 3 || count < 0 || count > (1 << 26) || stride < 1)
+  long long numbers[3] = {0, 0, 1};
+  int fields = 0;
+  // Each field whole, and in range: sscanf's %lld took 2^64-1 as 2^63-1.
+  for (size_t at = 0; fields < 4;) {
+    size_t colon = spec.find(':', at);
+    std::string field = spec.substr(
+        at, colon == std::string::npos ? std::string::npos : colon - at);
+    char *end = nullptr;
+    errno = 0;
+    long long v = std::strtoll(field.c_str(), &end, 10);
+    if (field.empty() || *end || errno == ERANGE || fields == 3)
+      return "--keys takes FIRST:COUNT[:STRIDE] with keys from -2^63 to "
+             "2^63-1 (COUNT up to 2^26), got '" +
+             spec + "'";
+    numbers[fields++] = v;
+    if (colon == std::string::npos)
+      break;
+    at = colon + 1;
+  }
+  long long first = numbers[0], count = numbers[1], stride = numbers[2];
+  if (fields < 2 || count < 0 || count > (1 << 26) || stride < 1)
     return "--keys takes FIRST:COUNT[:STRIDE] (COUNT up to 2^26), got '" +
            spec + "'";
   long long last;

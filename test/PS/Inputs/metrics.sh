@@ -70,6 +70,7 @@ echo "f16 pull exit status $?"
 "$PS" pull --table=1 --keys=0:1 --ps-wire=fp8 --ps="$ADDR" 2>&1
 # Ids that would wrap are refused before they reach a server.
 "$PS" pull --table=4294967295 --keys=0:1 --ps="$ADDR" 2>&1
+"$PS" pull --table=1 --keys=18446744073709551615:1 --ps="$ADDR" 2>&1
 "$PS" create-table --id=4294967295 --dim=2 --ps="$ADDR" 2>&1
 "$PS" info --ps-deadline=nan --ps="$ADDR" 2>&1
 "$PS" info --ps 2>&1
