@@ -89,6 +89,12 @@ void TableFlags::declare(Flags &flags) {
                1);
 }
 
+std::string TableFlags::check(const Flags &flags) const {
+  if (flags.given("table-cache-rows") && storage != "rocksdb")
+    return "--table-cache-rows is for tables of --table-storage=rocksdb";
+  return "";
+}
+
 void TableFlags::applyTo(v1::TableConfig &config) const {
   config.set_admit_min_count(admitMinCount);
   config.set_ttl_seconds(ttlSeconds);

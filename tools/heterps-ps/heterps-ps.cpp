@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cfloat>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -275,6 +276,20 @@ int main(int argc, char **argv) {
                "--momentum, --beta1, --beta2, --epsilon and --weight-decay");
   if ((command == "checkpoint" || command == "restore") && name.empty())
     flags.fail(command + " needs a checkpoint NAME");
+  if (command == "create-table")
+    if (std::string error = tableFlags.check(flags); !error.empty())
+      flags.fail(error);
+  // Values travel as 32-bit floats: beyond their range they would arrive as
+  // infinities.
+  for (auto [option, v] : {std::pair<const char *, double>{"value", value},
+                           std::pair<const char *, double>{"expect", expect}})
+    if (flags.given(option) && std::abs(v) > FLT_MAX) {
+      char text[128];
+      std::snprintf(text, sizeof(text),
+                    "--%s %g is beyond a 32-bit float's range (%g)", option, v,
+                    static_cast<double>(FLT_MAX));
+      flags.fail(text);
+    }
 
   if (command == "create-table") {
     config.set_table_id(tableId);

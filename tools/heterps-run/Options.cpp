@@ -276,6 +276,8 @@ void heterps::run::checkOptions(const Flags &flags, Options &o) {
     flags.fail("--ps-deadline is for PS servers given with --ps");
   if (std::string error = o.psClient.check(); !error.empty())
     flags.fail(error);
+  if (std::string error = o.tables.check(flags); !error.empty())
+    flags.fail(error);
   if (o.tables.storage == "rocksdb" && o.psClient.servers.empty() &&
       o.rocksdbDir.empty())
     flags.fail("--table-storage=rocksdb on the embedded server needs "

@@ -41,6 +41,9 @@ struct TableFlags {
   uint64_t cacheRows = 1 << 20;
 
   void declare(Flags &flags);
+  /// What is wrong with the settings `flags` parsed (an option that does
+  /// nothing with the others), or "".
+  std::string check(const Flags &flags) const;
   /// Sets these settings on `config`.
   void applyTo(v1::TableConfig &config) const;
 };

@@ -71,6 +71,8 @@ echo "f16 pull exit status $?"
 # Ids that would wrap are refused before they reach a server.
 "$PS" pull --table=4294967295 --keys=0:1 --ps="$ADDR" 2>&1
 "$PS" pull --table=1 --keys=18446744073709551615:1 --ps="$ADDR" 2>&1
+"$PS" push-constant --table=1 --keys=0:1 --value=1e39 --ps="$ADDR" 2>&1
+"$PS" create-table --id=2 --dim=2 --table-cache-rows=5 --ps="$ADDR" 2>&1
 "$PS" create-table --id=4294967295 --dim=2 --ps="$ADDR" 2>&1
 "$PS" info --ps-deadline=nan --ps="$ADDR" 2>&1
 "$PS" info --ps 2>&1
