@@ -79,38 +79,64 @@ Status Shard::openDisk() {
   return {};
 }
 
+/// Writes row `slot` of part `v` to RocksDB and frees its slot.
+Status Shard::moveOut(Table &t, uint32_t v, uint32_t slot) {
+  Table::Part &p = *t.parts[v];
+  std::string value(reinterpret_cast<const char *>(&p.steps[slot]), 8);
+  value.append(reinterpret_cast<const char *>(p.data.data() + slot * t.stride),
+               t.stride * sizeof(float));
+  rocksdb::Status st = disk->db->Put(
+      disk->write, diskKey(t.config.table_id(), t.generation, v, p.keys[slot]),
+      value);
+  if (!st.ok())
+    return Status::error(Code::Internal,
+                         "RocksDB write failed: " + st.ToString());
+  p.index.erase(p.keys[slot]);
+  ++p.diskRows;
+  return {};
+}
+
+Status Shard::moveOutBeyondCache(Table &t, uint32_t v) {
+  Table::Part &p = *t.parts[v];
+  for (size_t tries = 0;
+       tries < p.keys.size() && p.index.size() > t.cachePerPart; ++tries) {
+    uint32_t slot = p.hand++ % static_cast<uint32_t>(p.keys.size());
+    // A free slot keeps the key it last held.
+    if (p.index.find(p.keys[slot]) != slot)
+      continue;
+    if (Status s = moveOut(t, v, slot); !s.ok())
+      return s;
+    p.freeSlots.push_back(slot);
+  }
+  return {};
+}
+
 /// A free slot of part `v`, growing it, or for a RocksDB table whose cache
 /// is full, moving a row that the current push does not use to RocksDB
 /// (`moved`: the rows in memory did not grow).
 Status Shard::allocateSlot(Table &t, uint32_t v, uint32_t *slot, bool *moved) {
   Table::Part &p = *t.parts[v];
   *moved = false;
-  if (!p.freeSlots.empty()) {
-    *slot = p.freeSlots.back();
-    p.freeSlots.pop_back();
-    return {};
-  }
+  // A full cache moves a row out even where slots are free (a part that
+  // went back to its cache after a large push has many).
   if (t.onDisk && p.index.size() >= t.cachePerPart && !p.keys.empty()) {
     for (size_t tries = 0; tries < p.keys.size(); ++tries) {
       uint32_t victim = p.hand++ % static_cast<uint32_t>(p.keys.size());
       if (victim < p.merged.size() && p.merged[victim] >= 0)
         continue; // holds a gradient of the push being applied
-      std::string value(reinterpret_cast<const char *>(&p.steps[victim]), 8);
-      value.append(
-          reinterpret_cast<const char *>(p.data.data() + victim * t.stride),
-          t.stride * sizeof(float));
-      rocksdb::Status st = disk->db->Put(
-          disk->write,
-          diskKey(t.config.table_id(), t.generation, v, p.keys[victim]), value);
-      if (!st.ok())
-        return Status::error(Code::Internal,
-                             "RocksDB write failed: " + st.ToString());
-      p.index.erase(p.keys[victim]);
-      ++p.diskRows;
+      if (p.index.find(p.keys[victim]) != victim)
+        continue; // free
+      if (Status s = moveOut(t, v, victim); !s.ok())
+        return s;
       *slot = victim;
       *moved = true;
       return {};
     }
+  }
+  if (!p.freeSlots.empty()) {
+    *slot = p.freeSlots.back();
+    p.freeSlots.pop_back();
+    return {};
   }
   *slot = static_cast<uint32_t>(p.keys.size());
   p.keys.push_back(0);
@@ -583,7 +609,7 @@ Status Shard::applyPush(Table &t, const Grouping &g, const uint64_t *keys,
   const bool ttl = t.config.ttl_seconds() > 0;
   const uint32_t admit = t.config.admit_min_count();
   double now = ttl ? opts.clock() : 0;
-  uint64_t created = 0, skipped = 0, notAdmitted = 0;
+  uint64_t created = 0, skipped = 0, notAdmitted = 0, movedOut = 0;
   thread_local std::vector<float> merged;
   thread_local std::vector<uint32_t> mergedSlots;
   thread_local std::vector<const float *> sources;
@@ -703,8 +729,17 @@ Status Shard::applyPush(Table &t, const Grouping &g, const uint64_t *keys,
                              ++p.steps[slot]);
       }
     }
+    // A part that grew past its cache to hold this push's rows goes back
+    // to it now that none holds a gradient.
+    if (t.onDisk && p.index.size() > t.cachePerPart) {
+      uint64_t before = p.index.size();
+      if (Status s = moveOutBeyondCache(t, v); !s.ok() && result.ok())
+        result = s;
+      movedOut += before - p.index.size();
+    }
   }
   settleRows(t, reserved, created);
+  memory -= movedOut * t.rowBytes();
   t.skippedNonFinite += skipped;
   if (result.ok())
     ++t.pushesApplied;

@@ -1301,6 +1301,46 @@ TEST(PSShardTest, ASweeperDropsExpiredRows) {
   EXPECT_EQ(s.memoryBytes(), 0u);
 }
 
+/// A push holds all its keys' rows in memory while it applies, past a
+/// RocksDB table's cache; once applied, the part goes back to its cache
+/// (it stayed grown: one large push made the cache that push's size).
+TEST(PSShardTest, ARocksDBTableReturnsToItsCacheAfterALargePush) {
+  fs::path dir = tempDir("rocksdb-shrink");
+  v1::TableConfig c = tableConfig(0, 4, "sgd", 1.0);
+  c.set_storage(v1::STORAGE_ROCKSDB);
+  c.set_cache_rows(64);
+  ShardOptions o;
+  o.rocksdbDir = (dir / "db").string();
+  Shard shard(o);
+  bool created;
+  ASSERT_TRUE(shard.createTable(c, &created).ok());
+  constexpr int K = 2000;
+  std::vector<uint64_t> keys(K);
+  std::iota(keys.begin(), keys.end(), 0);
+  std::vector<float> grads(K * 4, 0.5f), rows(K * 4);
+  v1::PushResponse response;
+  ASSERT_TRUE(
+      shard.push(0, keys.data(), K, grads.data(), 0, 0, false, &response).ok());
+  v1::TableStatus status;
+  ASSERT_TRUE(shard.describeTable(0, &status).ok());
+  EXPECT_EQ(status.rows(), static_cast<uint64_t>(K));
+  // One row per virtual shard stays in memory.
+  EXPECT_EQ(status.disk_rows(), static_cast<uint64_t>(K - 64));
+  EXPECT_EQ(shard.memoryBytes(), status.memory_bytes());
+  EXPECT_EQ(status.memory_bytes(), 64 * (status.memory_bytes() / 64));
+  ASSERT_TRUE(
+      shard.push(0, keys.data(), K, grads.data(), 0, 0, false, &response).ok());
+  ASSERT_TRUE(shard.describeTable(0, &status).ok());
+  EXPECT_EQ(status.disk_rows(), static_cast<uint64_t>(K - 64))
+      << "after push 2";
+  ASSERT_TRUE(shard.pull(0, keys.data(), K, rows.data()).ok());
+  for (int i = 0; i < K * 4; ++i)
+    ASSERT_EQ(rows[i], -1.0f) << "key " << i / 4;
+  ASSERT_TRUE(shard.describeTable(0, &status).ok());
+  EXPECT_EQ(status.disk_rows(), static_cast<uint64_t>(K - 64));
+  fs::remove_all(dir);
+}
+
 TEST(PSShardTest, RepeatedKeysResolveAcrossRequestSizes) {
   // The client deduplicates a request's keys in a table that keeps the
   // largest request's capacity and uses the part each request needs:

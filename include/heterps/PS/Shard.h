@@ -154,6 +154,10 @@ private:
   /// Deletes the RocksDB rows of this shard's tables.
   void dropDiskRows();
   Status allocateSlot(Table &t, uint32_t v, uint32_t *slot, bool *moved);
+  /// Writes row `slot` of part `v` of a RocksDB table to RocksDB.
+  Status moveOut(Table &t, uint32_t v, uint32_t slot);
+  /// Moves rows of part `v` to RocksDB until it holds its cache's rows.
+  Status moveOutBeyondCache(Table &t, uint32_t v);
   /// The slot of `key` in part `v`: found, loaded from RocksDB, or created
   /// (counting `created` new slots); -1 while feature admission has not
   /// admitted it (with `countAdmission`, this sighting is counted). A
