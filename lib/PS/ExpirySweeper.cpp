@@ -27,6 +27,8 @@ ExpirySweeper::ExpirySweeper(Shard &shard) : shard(shard) {
   });
 }
 
+void ExpirySweeper::tablesChanged() { wake.notify_all(); }
+
 ExpirySweeper::~ExpirySweeper() {
   {
     std::lock_guard<std::mutex> lock(mutex);

@@ -92,6 +92,39 @@ const Command kCommands[] = {
      "one).\n"},
 };
 
+/// The hyper-parameter options an optimizer of `kind` reads, as "--name".
+std::vector<std::string> hyperParametersOf(const std::string &kind) {
+  std::vector<std::string> takes = {"--learning-rate"};
+  if (kind == "momentum")
+    takes.push_back("--momentum");
+  if (kind == "adam")
+    takes.insert(takes.end(), {"--beta1", "--beta2"});
+  if (kind == "adam" || kind == "adagrad")
+    takes.push_back("--epsilon");
+  takes.push_back("--weight-decay");
+  return takes;
+}
+
+/// The first option given that an optimizer of `kind` does not read
+/// ("--momentum"), or "": it would be stored and shown, and change nothing.
+std::string unreadHyperParameter(const Flags &flags, const std::string &kind) {
+  std::vector<std::string> takes = hyperParametersOf(kind);
+  for (const char *option : {"momentum", "beta1", "beta2", "epsilon"})
+    if (flags.given(option) &&
+        std::find(takes.begin(), takes.end(), std::string("--") + option) ==
+            takes.end())
+      return std::string("--") + option;
+  return "";
+}
+
+/// "KIND, which does not read it (it takes --learning-rate, ...)".
+std::string readsOnly(const std::string &kind) {
+  std::string list;
+  for (const std::string &t : hyperParametersOf(kind))
+    list += (list.empty() ? "" : ", ") + t;
+  return kind + ", which does not read it (it takes " + list + ")";
+}
+
 /// FIRST:COUNT[:STRIDE] as a list of keys; "" or the error.
 std::string keyRange(const std::string &spec, std::vector<int64_t> &keys) {
   long long numbers[3] = {0, 0, 1};
@@ -178,9 +211,8 @@ int main(int argc, char **argv) {
   uint32_t tableId = 0, dim = 0;
   uint64_t vocab = 0, seed = 1;
   std::string tableName, init = "zeros", optimizer = "sgd";
-  double learningRate = 0.01;
   TableFlags tableFlags;
-  // set-optimizer: the hyper-parameters given.
+  // create-table and set-optimizer: the hyper-parameters given.
   runtime::OptimizerConfig tuned;
   // push-constant and pull.
   std::vector<int64_t> keys;
@@ -189,6 +221,26 @@ int main(int argc, char **argv) {
   std::string out;
   auto tableOption = [&](const char *option, const char *help) {
     flags.option(option, tableId, "N", help, 0, Client::kMaxTables - 1);
+  };
+  // With `defaults`, the help names create-table's (heterps-opt's).
+  auto hyperParameterOptions = [&](bool defaults) {
+    auto help = [&](const char *what, const char *value) {
+      return std::string(what) +
+             (defaults ? std::string(" (default ") + value + ")" : "");
+    };
+    flags.option("--momentum", tuned.momentum, "X",
+                 help("momentum's factor, in [0, 1)", "0.9"), 0, 1);
+    flags.option("--beta1", tuned.beta1, "X",
+                 help("Adam's beta1, in (0, 1)", "0.9"), 0, 1,
+                 /*minExclusive=*/true);
+    flags.option("--beta2", tuned.beta2, "X",
+                 help("Adam's beta2, in (0, 1)", "0.999"), 0, 1,
+                 /*minExclusive=*/true);
+    flags.option("--epsilon", tuned.epsilon, "X",
+                 help("Adam's and Adagrad's epsilon", "1e-08"), 0, 1,
+                 /*minExclusive=*/true);
+    flags.option("--weight-decay", tuned.weightDecay, "X",
+                 help("L2 weight decay", "0"), 0, 1e6);
   };
   auto keysOption = [&] {
     flags.custom("--keys", "FIRST:COUNT[:STRIDE]",
@@ -210,10 +262,11 @@ int main(int argc, char **argv) {
     flags.choice("--optimizer", optimizer,
                  {"sgd", "momentum", "adam", "adagrad"},
                  "the server-side optimizer (default sgd)");
-    flags.option("--learning-rate", learningRate, "X",
+    flags.option("--learning-rate", tuned.learningRate, "X",
                  "the optimizer's learning rate (default 0.01)", 0, 1e6,
                  /*minExclusive=*/true);
     flags.renamed("lr", "learning-rate");
+    hyperParameterOptions(true);
     tableFlags.declare(flags);
     flags.renamed("storage", "table-storage");
     flags.renamed("cache-rows", "table-cache-rows");
@@ -222,17 +275,7 @@ int main(int argc, char **argv) {
     flags.option("--learning-rate", tuned.learningRate, "X",
                  "the learning rate", 0, 1e6, /*minExclusive=*/true);
     flags.renamed("lr", "learning-rate");
-    flags.option("--momentum", tuned.momentum, "X",
-                 "momentum's factor, in [0, 1)", 0, 1);
-    flags.option("--beta1", tuned.beta1, "X", "Adam's beta1, in (0, 1)", 0, 1,
-                 /*minExclusive=*/true);
-    flags.option("--beta2", tuned.beta2, "X", "Adam's beta2, in (0, 1)", 0, 1,
-                 /*minExclusive=*/true);
-    flags.option("--epsilon", tuned.epsilon, "X",
-                 "Adam's and Adagrad's epsilon", 0, 1,
-                 /*minExclusive=*/true);
-    flags.option("--weight-decay", tuned.weightDecay, "X", "L2 weight decay", 0,
-                 1e6);
+    hyperParameterOptions(false);
   } else if (command == "push-constant") {
     tableOption("--table", "the table (required)");
     keysOption();
@@ -276,9 +319,13 @@ int main(int argc, char **argv) {
                "--momentum, --beta1, --beta2, --epsilon and --weight-decay");
   if ((command == "checkpoint" || command == "restore") && name.empty())
     flags.fail(command + " needs a checkpoint NAME");
-  if (command == "create-table")
+  if (command == "create-table") {
     if (std::string error = tableFlags.check(flags); !error.empty())
       flags.fail(error);
+    if (std::string option = unreadHyperParameter(flags, optimizer);
+        !option.empty())
+      flags.fail(option + ": the table's optimizer is " + readsOnly(optimizer));
+  }
   // Values travel as 32-bit floats: beyond their range they would arrive as
   // infinities.
   for (auto [option, v] : {std::pair<const char *, double>{"value", value},
@@ -320,11 +367,17 @@ int main(int argc, char **argv) {
     }
     config.mutable_init()->set_seed(seed);
     v1::Optimizer *opt = config.mutable_optimizer();
+    // heterps-opt's autodiff defaults, so that a table made here is the
+    // one a plan with the same settings asks for.
     opt->set_kind(optimizer);
-    opt->set_learning_rate(learningRate);
-    opt->set_beta1(0.9);
-    opt->set_beta2(0.999);
-    opt->set_epsilon(optimizer == "adagrad" ? 1e-10 : 1e-8);
+    opt->set_learning_rate(tuned.learningRate);
+    opt->set_momentum(flags.given("momentum")   ? tuned.momentum
+                      : optimizer == "momentum" ? 0.9
+                                                : 0.0);
+    opt->set_beta1(tuned.beta1);
+    opt->set_beta2(tuned.beta2);
+    opt->set_epsilon(tuned.epsilon);
+    opt->set_weight_decay(tuned.weightDecay);
     tableFlags.applyTo(config);
   }
 
@@ -397,27 +450,11 @@ int main(int argc, char **argv) {
       v1::TableStatus status = ps.describe(static_cast<int>(tableId));
       ps.createTable(status.config());
       const v1::Optimizer &had = status.config().optimizer();
-      // A hyper-parameter the table's optimizer does not read would be
-      // stored and shown, and change nothing.
-      std::vector<std::string> takes = {"learning-rate"};
-      if (had.kind() == "momentum")
-        takes.push_back("momentum");
-      if (had.kind() == "adam")
-        takes.insert(takes.end(), {"beta1", "beta2"});
-      if (had.kind() == "adam" || had.kind() == "adagrad")
-        takes.push_back("epsilon");
-      takes.push_back("weight-decay");
-      for (const char *option : {"momentum", "beta1", "beta2", "epsilon"})
-        if (flags.given(option) &&
-            std::find(takes.begin(), takes.end(), option) == takes.end()) {
-          std::string list;
-          for (const std::string &t : takes)
-            list += (list.empty() ? "--" : ", --") + t;
-          runtime::fail("set-optimizer --", option, ": table ", tableId, " '",
-                        status.config().name(), "' has ",
-                        had.kind().empty() ? "sgd" : had.kind(),
-                        ", which does not read it (it takes ", list, ")");
-        }
+      std::string kind = had.kind().empty() ? "sgd" : had.kind();
+      if (std::string option = unreadHyperParameter(flags, kind);
+          !option.empty())
+        runtime::fail("set-optimizer ", option, ": table ", tableId, " '",
+                      status.config().name(), "' has ", readsOnly(kind));
       v1::Optimizer want = had;
       if (flags.given("learning-rate"))
         want.set_learning_rate(tuned.learningRate);

@@ -24,6 +24,9 @@ public:
   explicit ExpirySweeper(Shard &shard);
   /// Stops the thread (at once, not after its wait).
   ~ExpirySweeper();
+  /// Looks at the tables' TTLs now (tables were created or restored):
+  /// without it a new table's is found within 100 ms.
+  void tablesChanged();
   ExpirySweeper(const ExpirySweeper &) = delete;
   ExpirySweeper &operator=(const ExpirySweeper &) = delete;
 

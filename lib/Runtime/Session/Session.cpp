@@ -30,6 +30,8 @@ Session::Session(plan::Plan plan, SessionOptions opts)
     embeddedSweeper = std::make_unique<ps::ExpirySweeper>(*embeddedShard);
   }
   theTables = connectClient(&notes);
+  if (embeddedSweeper)
+    embeddedSweeper->tablesChanged();
   // Every process of a job has created the tables before any restores or
   // pushes.
   if (Communicator *job = options.pipelineOptions.processes)
