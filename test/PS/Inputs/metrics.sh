@@ -73,6 +73,12 @@ echo "f16 pull exit status $?"
 "$PS" pull --table=1 --keys=18446744073709551615:1 --ps="$ADDR" 2>&1
 "$PS" push-constant --table=1 --keys=0:1 --value=1e39 --ps="$ADDR" 2>&1
 "$PS" create-table --id=2 --dim=2 --table-cache-rows=5 --ps="$ADDR" 2>&1
+# create-table's hyper-parameters: heterps-opt's defaults, and only those
+# the optimizer reads.
+"$PS" create-table --id=3 --dim=2 --optimizer=adagrad --momentum=0.5 --ps="$ADDR" 2>&1
+"$PS" create-table --id=4 --dim=2 --optimizer=momentum --weight-decay=0.01 --ps="$ADDR" >/dev/null
+"$PS" create-table --id=5 --dim=2 --optimizer=adagrad --ps="$ADDR" >/dev/null
+"$PS" info --ps="$ADDR" | grep -A1 "table [45] " | grep optimizer
 "$PS" create-table --id=4294967295 --dim=2 --ps="$ADDR" 2>&1
 "$PS" info --ps-deadline=nan --ps="$ADDR" 2>&1
 "$PS" info --ps 2>&1
