@@ -79,7 +79,8 @@ Status Shard::openDisk() {
   return {};
 }
 
-/// Writes row `slot` of part `v` to RocksDB and frees its slot.
+/// Writes row `slot` of part `v` to RocksDB and drops it from the index;
+/// the caller reuses or frees the slot.
 Status Shard::moveOut(Table &t, uint32_t v, uint32_t slot) {
   Table::Part &p = *t.parts[v];
   std::string value(reinterpret_cast<const char *>(&p.steps[slot]), 8);
@@ -418,10 +419,12 @@ Status Shard::pushMany(const std::vector<PushPart> &parts, uint64_t client,
       // retry of the request must not apply them again.
       if (c && (i > 0 || applied))
         c->last = seq;
-      if (i > 0 || applied)
+      if (i > 0)
         s.message += str(" (the push's first ", i, " of ", parts.size(),
                          " tables were applied",
                          applied ? ", and rows of the next" : "", ")");
+      else if (applied)
+        s.message += " (rows of the push's first table were applied)";
       return s;
     }
   }
