@@ -54,6 +54,17 @@ v1::TableConfig tableConfig(uint32_t id, uint32_t dim, const std::string &opt,
   return c;
 }
 
+/// The memory one row of a dimension-4 SGD table takes on a shard.
+uint64_t sgdRowBytes() {
+  Shard probe{ShardOptions{}};
+  bool created;
+  probe.createTable(tableConfig(0, 4, "sgd", 1.0), &created);
+  uint64_t key = 1;
+  float row[4];
+  probe.pull(0, &key, 1, row);
+  return probe.memoryBytes();
+}
+
 std::vector<std::unique_ptr<Connection>>
 localConnections(std::vector<std::unique_ptr<Shard>> &shards) {
   std::vector<std::unique_ptr<Connection>> out;
@@ -1111,17 +1122,7 @@ TEST(PSShardTest, APushLargerThanATablesCacheReservesAllItsRows) {
 /// settles waits for it (it was refused with RESOURCE_EXHAUSTED), and one
 /// that cannot fit even then is refused at once.
 TEST(PSShardTest, APushWaitsForTheReservationsOfPushesBeingApplied) {
-  uint64_t rowBytes;
-  {
-    Shard probe{ShardOptions{}};
-    bool created;
-    ASSERT_TRUE(
-        probe.createTable(tableConfig(0, 4, "sgd", 1.0), &created).ok());
-    uint64_t key = 1;
-    float row[4];
-    ASSERT_TRUE(probe.pull(0, &key, 1, row).ok());
-    rowBytes = probe.memoryBytes();
-  }
+  const uint64_t rowBytes = sgdRowBytes();
   // The first push that reserves is held there until `release`.
   std::mutex m;
   std::condition_variable cv;
@@ -1201,17 +1202,7 @@ TEST(PSShardTest, APushWaitsForTheReservationsOfPushesBeingApplied) {
 /// virtual shards before the failure: its sequence number counts, so a
 /// retry of it is a repeat and does not apply them twice.
 TEST(PSShardTest, APushAppliedInPartIsNotAppliedAgain) {
-  uint64_t rowBytes;
-  {
-    Shard probe{ShardOptions{}};
-    bool created;
-    ASSERT_TRUE(
-        probe.createTable(tableConfig(0, 4, "sgd", 1.0), &created).ok());
-    uint64_t key = 1;
-    float row[4];
-    ASSERT_TRUE(probe.pull(0, &key, 1, row).ok());
-    rowBytes = probe.memoryBytes();
-  }
+  const uint64_t rowBytes = sgdRowBytes();
   double now = 0;
   std::function<void()> meanwhile;
   ShardOptions o;
