@@ -10,6 +10,9 @@ from .server import Server
 _FALLBACKS = ("cpu", None)
 _WIRES = ("f32", "f16", "bf16")
 _GPU_MATHS = ("f32", "tf32", "bf16")
+_PIPELINES = ("auto", "on", "off")
+_SYNCS = ("sync", "async")
+_SCHEDULES = ("1f1b", "gpipe")
 _METRICS = ("loss", "auc", "logloss", "ne", "calibration", "accuracy")
 
 
@@ -109,6 +112,15 @@ class Trainer:
         if fallback not in _FALLBACKS:
             raise ValueError(f"fallback must be 'cpu' or None, got "
                              f"{fallback!r}")
+        for name, value, choices in (("pipeline", pipeline, _PIPELINES),
+                                     ("sync", sync, _SYNCS),
+                                     ("schedule", schedule, _SCHEDULES)):
+            if value not in choices:
+                raise ValueError(f"{name} must be one of "
+                                 f"{', '.join(choices)}, got {value!r}")
+        if not 1 <= threads <= 4096:
+            raise ValueError(f"threads must be in [1, 4096] (heterps-run's "
+                             f"--threads), got {threads}")
         if batch is not None and batch < 1:
             raise ValueError(f"batch must be positive, got {batch}")
         for name, value in (("max_workers", max_workers),
@@ -118,6 +130,9 @@ class Trainer:
                     value < 0:
                 raise ValueError(f"{name} must be a whole number >= 0 (0: "
                                  f"the plan's or the default), got {value!r}")
+        if max_workers > 4096:
+            raise ValueError(f"max_workers must be at most 4096 (heterps-run's "
+                             f"--max-workers), got {max_workers}")
         if not deadline > 0:
             raise ValueError(f"deadline must be positive, got {deadline}")
         if gpu_math not in _GPU_MATHS:

@@ -227,14 +227,25 @@ def test_input_mistakes_name_the_input(ctr_plan):
 
 def test_trainer_option_mistakes():
     plan = heterps.compile(ROOT / "examples" / "ctr.mlir", optimizer="sgd")
-    with pytest.raises(heterps.Error, match="pipeline mode 'sometimes'"):
+    # Values are ValueErrors, as the other options' (not the runtime's
+    # heterps.Error).
+    with pytest.raises(ValueError, match="pipeline must be one of auto, on, "
+                       "off, got 'sometimes'"):
         heterps.Trainer(plan, pipeline="sometimes")
-    with pytest.raises(heterps.Error, match="gpipe"):
+    with pytest.raises(ValueError, match="schedule must be one of 1f1b, "
+                       "gpipe, got 'zigzag'"):
         heterps.Trainer(plan, schedule="zigzag")
+    with pytest.raises(ValueError, match="sync must be one of sync, async"):
+        heterps.Trainer(plan, sync="eventually")
     with pytest.raises(ValueError, match="fallback"):
         heterps.Trainer(plan, fallback="gpu")
-    with pytest.raises(heterps.Error, match="threads"):
-        heterps.Trainer(plan, threads=0)
+    for threads in (0, 4097, 2**40):
+        with pytest.raises(ValueError, match=r"threads must be in \[1, "
+                           rf"4096\] \(heterps-run's --threads\), got "
+                           rf"{threads}"):
+            heterps.Trainer(plan, threads=threads)
+    with pytest.raises(ValueError, match="max_workers must be at most 4096"):
+        heterps.Trainer(plan, max_workers=4097)
     trainer = heterps.Trainer(plan)
     with pytest.raises(heterps.Error, match="no-such-file.tsv"):
         trainer.fit("no-such-file.tsv", verbose=False)
