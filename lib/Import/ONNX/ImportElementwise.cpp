@@ -328,8 +328,12 @@ LogicalResult Importer::convertUnary(StringRef op) {
     r = TanhOp::create(b, loc, t, *x);
   else if (op == "Erf")
     r = ErfOp::create(b, loc, t, *x);
-  else if (op == "LeakyRelu")
-    r = LeakyReluOp::create(b, loc, t, *x, APFloat(floatAttr("alpha", 0.01f)));
+  else if (op == "LeakyRelu") {
+    FailureOr<float> alpha = finiteFloatAttr("alpha", 0.01f);
+    if (failed(alpha))
+      return failure();
+    r = LeakyReluOp::create(b, loc, t, *x, APFloat(*alpha));
+  }
   setOutput(r);
   return success();
 }

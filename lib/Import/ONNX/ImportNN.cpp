@@ -327,10 +327,14 @@ LogicalResult Importer::convertGemm() {
   for (const char *flag : {"transA", "transB"})
     if (int64_t v = intAttr(flag, 0); v != 0 && v != 1)
       return nodeError() << flag << " is " << v << "; it must be 0 or 1";
+  FailureOr<float> alpha = finiteFloatAttr("alpha", 1.0f),
+                   beta = finiteFloatAttr("beta", 1.0f);
+  if (failed(alpha) || failed(beta))
+    return failure();
   return emit(make<GemmOp>(*a, *bm, c, b.getBoolAttr(intAttr("transA", 0)),
                            b.getBoolAttr(intAttr("transB", 0)),
-                           b.getF32FloatAttr(floatAttr("alpha", 1.0f)),
-                           b.getF32FloatAttr(floatAttr("beta", 1.0f))));
+                           b.getF32FloatAttr(*alpha),
+                           b.getF32FloatAttr(*beta)));
 }
 
 LogicalResult Importer::convertMatMul() {
@@ -462,7 +466,10 @@ LogicalResult Importer::convertInstanceNorm() {
   // Spelled out with ops that have gradients: each (n, c) is normalised
   // over the spatial axes, then scaled and shifted per channel.
   Type elem = type.getElementType();
-  double epsilon = floatAttr("epsilon", 1e-5f);
+  FailureOr<float> epsilonOr = finiteFloatAttr("epsilon", 1e-5f);
+  if (failed(epsilonOr))
+    return failure();
+  double epsilon = *epsilonOr;
   Ints axes;
   for (int64_t d = 2; d < rank; ++d)
     axes.push_back(d);
@@ -503,8 +510,11 @@ LogicalResult Importer::convertBatchNorm() {
   if (stats && (!training || opset < 14))
     return nodeError() << "statistics outputs are only supported with "
                           "training_mode = 1 (opset 14 and later)";
-  float epsilon = floatAttr("epsilon", 1e-5f);
-  float momentum = floatAttr("momentum", 0.9f);
+  FailureOr<float> epsilonOr = finiteFloatAttr("epsilon", 1e-5f),
+                   momentumOr = finiteFloatAttr("momentum", 0.9f);
+  if (failed(epsilonOr) || failed(momentumOr))
+    return failure();
+  float epsilon = *epsilonOr, momentum = *momentumOr;
   FailureOr<Value> x = input(0), s = input(1), bias = input(2),
                    m = input(3, /*frozen=*/true), v = input(4, /*frozen=*/true);
   if (failed(x) || failed(s) || failed(bias) || failed(m) || failed(v))
@@ -901,9 +911,11 @@ LogicalResult Importer::convertLayerNorm() {
     return failure();
   Value bias = *bv;
   int64_t axis = intAttr("axis", -1);
-  float epsilon = floatAttr("epsilon", 1e-5f);
+  FailureOr<float> epsilon = finiteFloatAttr("epsilon", 1e-5f);
+  if (failed(epsilon))
+    return failure();
   setOutput(LayerNormOp::create(b, loc, x->getType(), *x, *s, bias, axis,
-                                APFloat(epsilon)));
+                                APFloat(*epsilon)));
   bool mean = used(1), invStd = used(2);
   if (!mean && !invStd)
     return success();
@@ -928,7 +940,7 @@ LogicalResult Importer::convertLayerNorm() {
     return success();
   Type elem = type.getElementType();
   FailureOr<std::pair<Value, Value>> spread =
-      centeredAndStddev(*x, *m, arr, epsilon);
+      centeredAndStddev(*x, *m, arr, *epsilon);
   if (failed(spread))
     return failure();
   FailureOr<Value> inv =

@@ -104,6 +104,12 @@ LogicalResult Importer::convertReshapeLike(StringRef op) {
       a = *n;
     }
     llvm::sort(axes);
+    // ONNX forbids a repeated axis; Unsqueeze would read past its input's
+    // dimensions for one.
+    for (size_t i = 1; i < axes.size(); ++i)
+      if (axes[i] == axes[i - 1])
+        return nodeError() << "axis " << axes[i]
+                           << " is given twice (axes must be distinct)";
     return axes;
   };
 

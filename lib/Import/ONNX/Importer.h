@@ -22,6 +22,7 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 
+#include <cmath>
 #include <onnx/onnx_pb.h>
 
 #include <map>
@@ -258,6 +259,15 @@ private:
   float floatAttr(StringRef name, float def) const {
     const onnx::AttributeProto *a = attr(name);
     return a ? a->f() : def;
+  }
+  /// A float attribute that must be a finite number (a coefficient, an
+  /// epsilon): NaN or infinity is an error naming it.
+  FailureOr<float> finiteFloatAttr(StringRef name, float def) {
+    float v = floatAttr(name, def);
+    if (!std::isfinite(v))
+      return nodeError() << "attribute '" << name << "' is " << v
+                         << "; expected a finite number";
+    return v;
   }
   /// The `axes` of a reduction or (un)squeeze: its constant input 1 (none
   /// when absent) when `fromInput`, else its attribute.
