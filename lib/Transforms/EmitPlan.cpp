@@ -31,7 +31,8 @@ struct EmitPlanPass
     PlanEmitterOptions options;
     options.passName = getArgument().str();
     options.functionName = functionName;
-    options.batchSize = batchSize;
+    if (batchSize.hasValue())
+      options.batchSize = batchSize;
     ::heterps::plan::Plan plan;
     if (failed(emitPlan(module, options, plan)))
       return signalPassFailure();

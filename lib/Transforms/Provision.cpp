@@ -65,7 +65,7 @@ struct ProvisionPass
                     PredictionAttr::get(context, APFloat(evaluation.throughput),
                                         APFloat(evaluation.costUsd),
                                         APFloat(evaluation.costPerHour),
-                                        stageThroughputs));
+                                        stageThroughputs, batchSize));
   }
 };
 

@@ -34,7 +34,8 @@ struct ViewPlanPass
     PlanEmitterOptions options;
     options.passName = getArgument().str();
     options.functionName = functionName;
-    options.batchSize = batchSize;
+    if (batchSize.hasValue())
+      options.batchSize = batchSize;
     ::heterps::plan::Plan plan;
     if (failed(emitPlan(module, options, plan)))
       return signalPassFailure();

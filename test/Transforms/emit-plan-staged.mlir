@@ -5,6 +5,8 @@
 // RUN: heterps-opt %S/Inputs/ctr-mlp.mlir --heterps-autodiff --heterps-schedule="cluster=%S/Inputs/cluster-2types.json solver=dp throughput=200000 batch=512 micro-batches=2" --heterps-emit-plan=file=%t.plan -o %t.mlir
 // RUN: FileCheck %s --input-file=%t.mlir
 // RUN: heterps-run %t.plan --print-plan | FileCheck %s --check-prefix=PLAN
+// RUN: heterps-opt %t.mlir --heterps-emit-plan="file=%t.same.plan batch=512"
+// RUN: not heterps-opt %t.mlir --heterps-emit-plan="file=%t.other.plan batch=256" 2>&1 | FileCheck %s --check-prefix=OTHER-BATCH
 // RUN: not heterps-run %t.plan --steps=2 2>&1 | FileCheck %s --check-prefix=NOGPU
 // RUN: heterps-run %t.plan --steps=2 --batch=16 --log-every=0 --fallback=cpu --max-workers=2 | FileCheck %s --check-prefix=FALLBACK
 
@@ -26,7 +28,8 @@
 // CHECK-DAG: heterps.embedding_grad
 // CHECK: heterps.ps_push
 
-// PLAN: plan: function @ctr, {{.*}} 2 stages, 4 channels, micro-batches 2
+// The plan's batch is the one it was scheduled for.
+// PLAN: plan: function @ctr, {{.*}} 2 stages, 4 channels, batch 512, micro-batches 2
 // PLAN: stage 0 on cpu (cpu)
 // PLAN: stage 1 on gpu (gpu)
 // PLAN: training: loss bce_loss (output 0), optimizer sgd
@@ -37,3 +40,5 @@
 // FALLBACK-NEXT: stage 0 on cpu (cpu) x{{[0-9]+}}: 1 replica, 2 segments
 // FALLBACK-NEXT: stage 1 on gpu (gpu) x{{[0-9]+}}: 1 replica, 1 segment
 // FALLBACK: trained 2 steps
+
+// OTHER-BATCH: error: heterps-emit-plan: batch=256 is not the batch the plan was scheduled for (512, heterps.prediction): its predicted figures are for that batch; schedule with batch=256 or leave batch out

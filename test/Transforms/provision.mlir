@@ -3,7 +3,7 @@
 // The lookups on CPUs need 11 units to pull and push their rows at 200000
 // samples/s; the MLP on GPUs needs 2.
 // The CPU stage is the bottleneck: its throughput is the plan's.
-// CHECK: module attributes {heterps.prediction = #heterps.prediction<throughput = 210832.5{{[0-9]*}}, cost_usd = 2.0648{{[0-9]*}}, cost_per_hour = 1.567200e+01, stage_throughputs = [210832.5{{[0-9]*}}, 303577.5{{[0-9]*}}]>
+// CHECK: module attributes {heterps.prediction = #heterps.prediction<throughput = 210832.5{{[0-9]*}}, cost_usd = 2.0648{{[0-9]*}}, cost_per_hour = 1.567200e+01, stage_throughputs = [210832.5{{[0-9]*}}, 303577.5{{[0-9]*}}], batch = 512>
 module {
   heterps.embedding_table @t0 {vocab = 1000000 : i64, dim = 64 : i64, initializer = #heterps.init<zeros>}
   heterps.embedding_table @t1 {vocab = 1000000 : i64, dim = 64 : i64, initializer = #heterps.init<zeros>}

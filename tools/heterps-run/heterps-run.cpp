@@ -151,9 +151,11 @@ void printPlan(const plan::Plan &p) {
   if (!p.producer().empty())
     std::printf("plan written by %s\n", p.producer().c_str());
   std::printf("plan: function @%s, %d values, %d dense parameters, %d "
-              "embedding tables, %d stages, %d channels, micro-batches %lld\n",
+              "embedding tables, %d stages, %d channels, batch %lld, "
+              "micro-batches %lld\n",
               p.function().c_str(), p.values_size(), p.params_size(),
               p.tables_size(), p.stages_size(), p.channels_size(),
+              static_cast<long long>(p.batch_size()),
               static_cast<long long>(p.micro_batches()));
   // What to feed: each input's name and type, labels and bags marked.
   std::string inputs;

@@ -430,7 +430,8 @@ def EmitPlanPass : Pass<"heterps-emit-plan", "::mlir::ModuleOp"> {
     Option<"file", "file", "std::string", "\"\"", "The plan file to write">,
     FunctionOption,
     Option<"batchSize", "batch", "int64_t", "256",
-           "The default batch size recorded in the plan">
+           "The default batch size recorded in the plan (default: the "
+           "batch heterps-provision scheduled for, else 256)">
   ];
 }
 
@@ -469,7 +470,8 @@ def ViewPlanPass : Pass<"heterps-view-plan", "::mlir::ModuleOp"> {
            "The DOT file to write ('-': standard output)">,
     FunctionOption,
     Option<"batchSize", "batch", "int64_t", "256",
-           "The batch size the plan records">
+           "The batch size the plan records (default: the batch "
+           "heterps-provision scheduled for, else 256)">
   ];
 }
 

@@ -307,7 +307,24 @@ LogicalResult emitFunction(ModuleOp module, func::FuncOp func,
   PlanEmitter emitter(plan, passName);
   plan.set_producer("HeterPS " HETERPS_VERSION);
   plan.set_function(func.getSymName().str());
-  plan.set_batch_size(options.batchSize);
+  int64_t batch = options.batchSize.value_or(256);
+  if (auto prediction = module->getAttrOfType<PredictionAttr>(
+          HeterPSDialect::getPredictionAttrName());
+      prediction && prediction.getBatch() > 0) {
+    if (options.batchSize && *options.batchSize != prediction.getBatch())
+      return module.emitError()
+             << passName << ": batch=" << *options.batchSize
+             << " is not the batch the plan was scheduled for ("
+             << prediction.getBatch()
+             << ", heterps.prediction): its predicted figures are for that "
+                "batch; schedule with batch="
+             << *options.batchSize << " or leave batch out";
+    batch = prediction.getBatch();
+  }
+  if (batch < 1)
+    return module.emitError()
+           << passName << ": the batch size must be positive, got " << batch;
+  plan.set_batch_size(batch);
   plan.set_micro_batches(1);
 
   for (auto param : module.getOps<ParamOp>()) {

@@ -13,6 +13,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 
+#include <optional>
 #include <string>
 
 namespace mlir::heterps {
@@ -22,8 +23,10 @@ struct PlanEmitterOptions {
   std::string passName = "heterps-emit-plan";
   /// The function to emit; empty: the only one.
   std::string functionName;
-  /// The default batch size recorded in the plan.
-  int64_t batchSize = 256;
+  /// The default batch size recorded in the plan; none: the batch of the
+  /// module's `heterps.prediction`, else 256. One that differs from the
+  /// prediction's is an error (the figures would be for another batch).
+  std::optional<int64_t> batchSize;
 };
 
 LogicalResult emitPlan(ModuleOp module, const PlanEmitterOptions &options,

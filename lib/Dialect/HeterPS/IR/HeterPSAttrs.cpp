@@ -188,7 +188,11 @@ LogicalResult TrainingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 LogicalResult
 PredictionAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                        APFloat throughput, APFloat costUsd, APFloat costPerHour,
-                       ArrayRef<APFloat> stageThroughputs) {
+                       ArrayRef<APFloat> stageThroughputs, int64_t batch) {
+  if (batch < 0)
+    return emitError() << "#heterps.prediction batch must be positive (or "
+                          "omitted), got "
+                       << batch;
   for (auto [name, value] : {std::pair<StringRef, double>{
                                  "throughput", throughput.convertToDouble()},
                              {"cost_usd", costUsd.convertToDouble()},

@@ -350,18 +350,21 @@ def HeterPS_PredictionAttr : HeterPS_Attr<"Prediction", "prediction"> {
     stage's throughput with its units (samples/s: the batch over ET_i(k) of
     the cost model, which counts the compute over the units, the transfer to
     the next stage and the parameter synchronisation), in stage order; the
-    slowest stage's is the plan's. The plan file carries them.
+    slowest stage's is the plan's; and the batch size the figures are for
+    (omitted: not recorded). The plan file carries them, and
+    `heterps-emit-plan` records that batch as the plan's.
 
     ```mlir
     module attributes {heterps.prediction = #heterps.prediction<
         throughput = 1.200000e+04, cost_usd = 3.500000e+00, cost_per_hour = 1.530000e+00,
-        stage_throughputs = [1.200000e+04, 2.500000e+04]>} {
+        stage_throughputs = [1.200000e+04, 2.500000e+04], batch = 512>} {
     ```
   }];
   let parameters = (ins HeterPS_F64Parameter<"samples per second">:$throughput,
                         HeterPS_F64Parameter<"job cost, US dollars">:$cost_usd,
                         HeterPS_F64Parameter<"US dollars per hour">:$cost_per_hour,
-                        HeterPS_F64ArrayParameter<"samples per second of each stage">:$stage_throughputs);
+                        HeterPS_F64ArrayParameter<"samples per second of each stage">:$stage_throughputs,
+                        DefaultValuedParameter<"int64_t", "0", "samples per batch the figures are for (0: not recorded)">:$batch);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }
