@@ -269,6 +269,12 @@ public:
       summary = trainer.fit(*source, evalSource.get(), resume);
     }
     resume = {};
+    // save() records where this fit stopped, so that load() and fit()
+    // resume there as a checkpoint of fit's own does.
+    position = CheckpointInfo();
+    position.entries["epoch"] = std::to_string(summary.nextEpoch);
+    position.entries["epoch-batches"] =
+        std::to_string(summary.nextEpochBatches);
     py::dict d;
     d["steps"] = summary.steps;
     d["samples"] = summary.samples;
@@ -307,6 +313,7 @@ public:
       pipeline->synchronize();
     CheckpointInfo info;
     info.step = steps();
+    info.entries = position.entries;
     session->save(dir, std::move(info));
   }
 
@@ -315,6 +322,10 @@ public:
       py::gil_scoped_release release;
       resume = session->load(dir);
     }
+    position = CheckpointInfo();
+    for (const char *key : {"epoch", "epoch-batches"})
+      if (auto it = resume.entries.find(key); it != resume.entries.end())
+        position.entries[key] = it->second;
     for (const std::string &note : resume.notes)
       py::module_::import("warnings").attr("warn")(note);
     return resume.step;
@@ -339,6 +350,9 @@ private:
   /// Where the next fit() resumes in its data: after load(), the position
   /// the checkpoint recorded.
   CheckpointInfo resume;
+  /// The data position save() records: where the last fit() stopped, or
+  /// the loaded checkpoint's.
+  CheckpointInfo position;
 };
 
 struct NativeServer {

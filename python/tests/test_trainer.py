@@ -196,6 +196,24 @@ def test_fit_writes_checkpoints_that_resume(tmp_path, ctr_plan):
                 synthetic_vocab=100)
     resumed = heterps.Trainer(ctr_plan, batch=32)
     assert resumed.load(tmp_path / "ck") == 6
+    # save() after fit records where fit stopped in the data, as fit's own
+    # checkpoints do: both resume for the epoch's last 2 of 8 batches.
+    trainer.save(tmp_path / "saved")
+    again = heterps.Trainer(ctr_plan, batch=32)
+    assert again.load(tmp_path / "saved") == 6
+    for t in (resumed, again):
+        summary = t.fit("synthetic", verbose=False, synthetic_examples=32 * 8,
+                        synthetic_vocab=100)
+        assert summary["steps"] == 2
+    assert again.steps == resumed.steps == 8
+    # A save after load keeps the loaded position.
+    third = heterps.Trainer(ctr_plan, batch=32)
+    third.load(tmp_path / "saved")
+    third.save(tmp_path / "resaved")
+    fourth = heterps.Trainer(ctr_plan, batch=32)
+    fourth.load(tmp_path / "resaved")
+    assert fourth.fit("synthetic", verbose=False, synthetic_examples=32 * 8,
+                      synthetic_vocab=100)["steps"] == 2
 
 
 def test_tables_in_a_ps_server_train_like_embedded(ctr_plan):

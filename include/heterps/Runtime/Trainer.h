@@ -74,6 +74,9 @@ struct TrainingSummary {
   Metrics evaluation;
   /// Whether a report callback ended training early.
   bool stopped = false;
+  /// Where a run resuming after this one starts in the data: the epoch and
+  /// the batches of it read (a checkpoint's "epoch" and "epoch-batches").
+  int64_t nextEpoch = 0, nextEpochBatches = 0;
 };
 
 class Trainer {

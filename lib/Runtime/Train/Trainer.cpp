@@ -256,14 +256,15 @@ TrainingSummary Trainer::loop(DataSource *source, DataSource *eval,
       static_cast<long long>(summary.samples), summary.seconds,
       summary.seconds > 0 ? summary.samples / summary.seconds : 0.0,
       summary.lastLoss);
-  if (options.saveCheckpoint) {
-    // Where the next run resumes: after the last epoch, or at the next
-    // batch of the epoch the step count stopped in.
-    if (done)
-      --epoch;
-    else
-      epochBatches = 0;
+  // Where the next run resumes: after the last epoch, or at the next batch
+  // of the epoch the step count stopped in.
+  if (done)
+    --epoch;
+  else
+    epochBatches = 0;
+  summary.nextEpoch = epoch;
+  summary.nextEpochBatches = epochBatches;
+  if (options.saveCheckpoint)
     checkpointNow(epoch);
-  }
   return summary;
 }
