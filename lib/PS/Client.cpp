@@ -888,11 +888,16 @@ void Client::checkpoint(const std::string &name, int64_t step) {
       raise(i, "writing checkpoint '" + name + "'", s);
 }
 
-int64_t Client::restore(const std::string &name) {
+int64_t Client::restore(const std::string &name,
+                        const std::vector<v1::TableConfig> &expectTables) {
+  v1::RestoreRequest request;
+  request.set_name(name);
+  for (const v1::TableConfig &config : expectTables)
+    *request.add_expect_tables() = config;
   int64_t step = -1;
   for (size_t i = 0; i < servers.size(); ++i) {
     v1::RestoreResponse r;
-    if (Status s = servers[i]->restore(name, &r); !s.ok())
+    if (Status s = servers[i]->restore(request, &r); !s.ok())
       raise(i, "restoring checkpoint '" + name + "'", s);
     if (step >= 0 && r.step() != step)
       raise(i, "restoring checkpoint '" + name + "'",

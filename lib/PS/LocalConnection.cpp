@@ -61,9 +61,9 @@ public:
     v1::CheckpointResponse r;
     return shard.checkpoint(name, step, &r);
   }
-  Status restore(const std::string &name,
+  Status restore(const v1::RestoreRequest &request,
                  v1::RestoreResponse *response) override {
-    return shard.restore(name, response);
+    return shard.restore(request, response);
   }
   Status info(v1::ServerInfoResponse *response) override {
     shard.info(response);

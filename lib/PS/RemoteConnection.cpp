@@ -235,10 +235,8 @@ public:
         3, 1.0);
   }
 
-  Status restore(const std::string &name,
+  Status restore(const v1::RestoreRequest &request,
                  v1::RestoreResponse *response) override {
-    v1::RestoreRequest request;
-    request.set_name(name);
     return call(
         [&](grpc::ClientContext *c) {
           return stub->Restore(c, request, response);

@@ -432,7 +432,7 @@ public:
     if (grpc::Status denied = access.check(context, Access::Admin);
         !denied.ok())
       return denied;
-    Status s = shard.restore(request->name(), response);
+    Status s = shard.restore(*request, response);
     if (s.ok())
       log(LogLevel::Info, "restored '" + response->name() + "' at step " +
                               std::to_string(response->step()) + " (" +

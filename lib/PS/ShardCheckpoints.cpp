@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <tuple>
 #include <unistd.h>
 
@@ -420,7 +421,83 @@ void Shard::pruneCheckpoints(const std::string &written,
       response->add_pruned(complete[i].path.filename().string());
 }
 
-Status Shard::restore(const std::string &name, v1::RestoreResponse *response) {
+namespace {
+
+/// What of `expected` checkpoint `dir` does not hold as the caller trains
+/// it; empty when it holds them all.
+std::string unexpectedTables(
+    const std::string &dir,
+    const google::protobuf::RepeatedPtrField<v1::TableConfig> &held,
+    const google::protobuf::RepeatedPtrField<v1::TableConfig> &expected) {
+  // Tables with the same problem are named together: (problem, tables).
+  std::vector<std::pair<std::string, std::vector<std::string>>> problems;
+  auto note = [&](const std::string &problem, const std::string &table) {
+    auto it = std::find_if(problems.begin(), problems.end(),
+                           [&](const auto &p) { return p.first == problem; });
+    if (it == problems.end())
+      it = problems.insert(problems.end(), {problem, {}});
+    it->second.push_back(table);
+  };
+  // Kinds are compared as the optimizers read them ("" is SGD); a caller
+  // that does not train (no optimizer) takes any.
+  auto kind = [](const v1::Optimizer &o) {
+    try {
+      return std::optional(runtime::OptimizerConfig::parseKind(o.kind(), ""));
+    } catch (const std::exception &) {
+      return std::optional<runtime::OptimizerConfig::Kind>();
+    }
+  };
+  auto kindName = [](const v1::Optimizer &o) {
+    return o.kind().empty() ? std::string("sgd") : o.kind();
+  };
+  bool optimizers = false;
+  for (const v1::TableConfig &want : expected) {
+    std::string table =
+        std::to_string(want.table_id()) + " '" + want.name() + "'";
+    auto had =
+        std::find_if(held.begin(), held.end(), [&](const v1::TableConfig &c) {
+          return c.table_id() == want.table_id();
+        });
+    if (had == held.end()) {
+      note("not in it", table);
+    } else if (had->dim() != want.dim() || had->vocab() != want.vocab()) {
+      note(str("dim ", had->dim(), " and vocab ", had->vocab(),
+               " there, expected dim ", want.dim(), " and vocab ",
+               want.vocab()),
+           table);
+    } else if (want.has_optimizer() &&
+               (!kind(had->optimizer()) ||
+                kind(had->optimizer()) != kind(want.optimizer()))) {
+      note("trained with " + kindName(had->optimizer()) + " there, expected " +
+               kindName(want.optimizer()),
+           table);
+      optimizers = true;
+    }
+  }
+  if (problems.empty())
+    return "";
+  std::string text =
+      "checkpoint '" + dir + "' does not hold the tables as " + "expected: ";
+  for (size_t i = 0; i < problems.size(); ++i) {
+    const auto &[problem, tables] = problems[i];
+    text += i ? "; " : "";
+    text += tables.size() == 1 ? "table " : "tables ";
+    for (size_t t = 0; t < tables.size(); ++t)
+      text += (t ? ", " : "") + tables[t];
+    text += ": " + problem;
+  }
+  if (optimizers)
+    text += " (a restored table keeps its kind of optimizer, whose state "
+            "its rows hold: train with the checkpoint's, or start the tables "
+            "afresh without it)";
+  return text + "; the tables are unchanged";
+}
+
+} // namespace
+
+Status Shard::restore(const v1::RestoreRequest &request,
+                      v1::RestoreResponse *response) {
+  const std::string &name = request.name();
   std::string dir;
   if (name == "latest") {
     if (opts.checkpointDir.empty())
@@ -444,6 +521,10 @@ Status Shard::restore(const std::string &name, v1::RestoreResponse *response) {
           Code::FailedPrecondition,
           str("checkpoint '", dir, "' has ", m.virtual_shards(),
               " virtual shards, this server ", kVirtualShards));
+  if (std::string problem =
+          unexpectedTables(dir, manifests[0].tables(), request.expect_tables());
+      !problem.empty())
+    return Status::error(Code::FailedPrecondition, problem);
   // Build the new state aside, then swap it in: a bad file leaves the
   // tables as they were.
   Shard fresh(opts);

@@ -142,12 +142,32 @@ def test_load_with_another_optimizer(tmp_path, ctr_plan):
     np.testing.assert_array_equal(switched.predict(batch)["output"],
                                   trainer.predict(batch)["output"])
     # A table keeps its optimizer: one trained otherwise is refused.
+    # The refusal comes before anything changes: the Trainer is as it was.
     everything = heterps.Trainer(heterps.compile(
         ONNX_INPUTS / "torch-ctr.onnx", loss="bce", optimizer="momentum",
         learning_rate=0.01, batch=16))
-    with pytest.raises(heterps.Error, match="holds tables 0 .* trained with "
-                       "adam .* this plan trains them with momentum"):
+    fresh = everything.predict(batch)["output"]
+    with pytest.raises(heterps.Error, match=r"tables 0 'emb.0.weight', .*: "
+                       "trained with adam there, expected momentum .* the "
+                       "tables are unchanged"):
         everything.load(tmp_path / "ckpt")
+    np.testing.assert_array_equal(everything.predict(batch)["output"], fresh)
+    assert everything.steps == 0
+    # So is a table of another vocabulary.
+    other_vocab = heterps.compile(
+        ROOT / "examples" / "ctr.mlir", optimizer="adam", batch=16)
+    small = heterps.Trainer(other_vocab)
+    small.save(tmp_path / "ctr")
+    with open(ROOT / "examples" / "ctr.mlir") as f:
+        text = f.read()
+    assert "vocab = 1000000" in text
+    (tmp_path / "small.mlir").write_text(
+        text.replace("vocab = 1000000", "vocab = 500"))
+    changed = heterps.Trainer(heterps.compile(
+        tmp_path / "small.mlir", optimizer="adam", batch=16))
+    with pytest.raises(heterps.Error, match="dim 16 and vocab 1000000 there, "
+                       "expected dim 16 and vocab 500"):
+        changed.load(tmp_path / "ctr")
 
 
 def test_load_with_a_lower_table_learning_rate(tmp_path, ctr_plan):

@@ -572,6 +572,58 @@ TEST(PSShardTest, LatestIsTheCheckpointWrittenLast) {
   fs::remove_all(outside);
 }
 
+/// A restore that expects tables the checkpoint does not hold as expected
+/// (another vocabulary, another kind of optimizer, a missing table) is
+/// refused before anything changes; hyper-parameters are not compared.
+TEST(PSShardTest, ARestoreOfOtherTablesThanExpectedChangesNothing) {
+  fs::path dir = tempDir("expect");
+  ShardOptions o;
+  o.checkpointDir = dir.string();
+  Shard s(o);
+  bool created;
+  ASSERT_TRUE(
+      s.createTable(tableConfig(0, 4, "adam", 0.1, 1.0), &created).ok());
+  ASSERT_TRUE(s.createTable(tableConfig(1, 4, "sgd", 0.1, 1.0), &created).ok());
+  v1::CheckpointResponse written;
+  ASSERT_TRUE(s.checkpoint("ckpt", 3, &written).ok());
+  // The tables move on: table 1 gets a row the checkpoint does not have.
+  uint64_t key = 7;
+  float row[4], grad[4] = {1, 1, 1, 1};
+  v1::PushResponse pushed;
+  ASSERT_TRUE(s.push(1, &key, 1, grad, 1, 1, false, &pushed).ok());
+  auto restore = [&](std::vector<v1::TableConfig> expect) {
+    v1::RestoreRequest request;
+    request.set_name("ckpt");
+    for (v1::TableConfig &c : expect)
+      *request.add_expect_tables() = c;
+    v1::RestoreResponse r;
+    return s.restore(request, &r);
+  };
+  v1::TableConfig otherVocab = tableConfig(0, 4, "adam", 0.1);
+  otherVocab.set_vocab(500);
+  Status st = restore({otherVocab, tableConfig(1, 4, "momentum", 0.1),
+                       tableConfig(2, 4, "sgd", 0.1)});
+  EXPECT_EQ(st.code, Code::FailedPrecondition);
+  EXPECT_NE(st.message.find("does not hold the tables as expected: table 0 "
+                            "'t0': dim 4 and vocab 0 there, expected dim 4 "
+                            "and vocab 500; table 1 't1': trained with sgd "
+                            "there, expected momentum; table 2 't2': not in "
+                            "it (a restored table keeps its kind of "
+                            "optimizer"),
+            std::string::npos)
+      << st.message;
+  ASSERT_TRUE(s.pull(1, &key, 1, row).ok());
+  EXPECT_FLOAT_EQ(row[0], 0.9f) << "the refused restore changed the table";
+  // Other hyper-parameters, or no optimizer (inference), restore.
+  v1::TableConfig inference = tableConfig(1, 4, "sgd", 0);
+  inference.clear_optimizer();
+  st = restore({tableConfig(0, 4, "adam", 0.001), inference});
+  EXPECT_TRUE(st.ok()) << st.message;
+  ASSERT_TRUE(s.pull(1, &key, 1, row).ok());
+  EXPECT_FLOAT_EQ(row[0], 1.0f) << "the restore left the pushed row";
+  fs::remove_all(dir);
+}
+
 TEST(PSShardTest, CheckpointRestoresOntoAnotherServerCount) {
   fs::path dir = tempDir("reshard");
   auto three = makeShards(3, dir.string());

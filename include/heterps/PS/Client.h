@@ -128,7 +128,7 @@ public:
                            size_t n, uint64_t client, uint64_t seq,
                            v1::PushResponse *response) = 0;
   virtual Status checkpoint(const std::string &name, int64_t step) = 0;
-  virtual Status restore(const std::string &name,
+  virtual Status restore(const v1::RestoreRequest &request,
                          v1::RestoreResponse *response) = 0;
   virtual Status info(v1::ServerInfoResponse *response) = 0;
   /// The server's metrics in Prometheus's text format.
@@ -231,8 +231,11 @@ public:
 
   /// Every server writes its part of checkpoint `name`.
   void checkpoint(const std::string &name, int64_t step);
-  /// Every server loads checkpoint `name`; returns its step.
-  int64_t restore(const std::string &name);
+  /// Every server loads checkpoint `name`; returns its step. With
+  /// `expectTables`, a server whose checkpoint does not hold those tables
+  /// (dimension, vocabulary, kind of optimizer) refuses and keeps its own.
+  int64_t restore(const std::string &name,
+                  const std::vector<v1::TableConfig> &expectTables = {});
   /// The status of a table summed over the servers.
   v1::TableStatus describe(int table);
 

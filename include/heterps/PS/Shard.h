@@ -113,7 +113,16 @@ public:
                     v1::CheckpointResponse *response);
   /// Replaces all tables with those of a complete checkpoint (any server
   /// count wrote it), keeping the rows of the virtual shards this one owns.
-  Status restore(const std::string &name, v1::RestoreResponse *response);
+  /// A checkpoint without the request's `expect_tables` (dimension,
+  /// vocabulary, kind of optimizer) is FAILED_PRECONDITION, the tables
+  /// unchanged.
+  Status restore(const v1::RestoreRequest &request,
+                 v1::RestoreResponse *response);
+  Status restore(const std::string &name, v1::RestoreResponse *response) {
+    v1::RestoreRequest request;
+    request.set_name(name);
+    return restore(request, response);
+  }
 
   void info(v1::ServerInfoResponse *response);
   /// Drops rows whose TTL expired; returns how many.

@@ -42,11 +42,32 @@ void saveCheckpoint(const std::string &dir, ParamStore &params,
                     CheckpointInfo info,
                     const std::function<void(const std::string &,
                                              CheckpointInfo &)> &writeTables);
-/// Restores the dense parameters of a plan's ParamStore and returns the
-/// step and entries. Throws naming the file (and the MANIFEST's line) when
-/// a file is missing, its checksum or its shape differs, or MANIFEST is
-/// malformed: a step that is not one count, a file or entry named twice,
-/// an entry key this runtime does not write.
+/// A checkpoint's dense parameters, read and checked but not yet in the
+/// ParamStore: a load that fails later (its tables refused) leaves the
+/// parameters as they were.
+class PendingCheckpoint {
+public:
+  CheckpointInfo info;
+  /// Moves the parameters and their optimizer state into the store.
+  void apply();
+
+private:
+  friend PendingCheckpoint readCheckpoint(const std::string &, ParamStore &);
+  struct Staged {
+    DenseParameter *param;
+    Tensor value, state;
+    int64_t steps;
+  };
+  std::vector<Staged> staged;
+};
+/// Reads the dense parameters of a plan's ParamStore from checkpoint `dir`
+/// with its step and entries. Throws naming the file (and the MANIFEST's
+/// line) when a file is missing, its checksum or its shape differs, or
+/// MANIFEST is malformed: a step that is not one count, a file or entry
+/// named twice, an entry key this runtime does not write.
+PendingCheckpoint readCheckpoint(const std::string &dir, ParamStore &params);
+/// readCheckpoint() and apply(): the store changes only when every file
+/// was read.
 CheckpointInfo loadCheckpoint(const std::string &dir, ParamStore &params);
 /// The step and entries of checkpoint `dir`, checked as loadCheckpoint()
 /// checks them, without its parameters.

@@ -97,6 +97,10 @@ public:
   connectClient(std::vector<std::string> *notesOut = nullptr);
 
 private:
+  /// Restores the tables of checkpoint `dir` into the PS (refused unless
+  /// they are the plan's) and gives them the plan's hyper-parameters,
+  /// noting the changes in `info`.
+  void restoreTablesOf(const std::string &dir, CheckpointInfo &info);
   plan::Plan thePlan;
   SessionOptions options;
   ParamStore theParams;

@@ -225,10 +225,27 @@ heterps::runtime::readCheckpointManifest(const std::string &dir) {
   return readManifest(dir, files);
 }
 
+void PendingCheckpoint::apply() {
+  for (Staged &s : staged) {
+    s.param->value = std::move(s.value);
+    s.param->state = std::move(s.state);
+    s.param->steps = s.steps;
+  }
+  staged.clear();
+}
+
 CheckpointInfo heterps::runtime::loadCheckpoint(const std::string &dir,
                                                 ParamStore &params) {
+  PendingCheckpoint pending = readCheckpoint(dir, params);
+  pending.apply();
+  return std::move(pending.info);
+}
+
+PendingCheckpoint heterps::runtime::readCheckpoint(const std::string &dir,
+                                                   ParamStore &params) {
   std::map<std::string, std::pair<uint64_t, uint64_t>> files;
-  CheckpointInfo info = readManifest(dir, files);
+  PendingCheckpoint pending;
+  pending.info = readManifest(dir, files);
   auto read = [&](const std::string &file, bool required) -> Tensor {
     auto it = files.find(file);
     if (it == files.end()) {
@@ -248,7 +265,6 @@ CheckpointInfo heterps::runtime::loadCheckpoint(const std::string &dir,
     if (v.shape() != p.value.shape() || v.dtype() != p.value.dtype())
       fail("checkpoint parameter '", name, "' is ", v.typeString(),
            ", the plan's is ", p.value.typeString());
-    p.value = std::move(v);
     // Optimizer state and its step count come together: [slots, elements]
     // f32 (1 slot for momentum and Adagrad, 2 for Adam) and one i64.
     Tensor state = read(fileName("param-state.", name), false);
@@ -269,8 +285,8 @@ CheckpointInfo heterps::runtime::loadCheckpoint(const std::string &dir,
          steps.as<int64_t>()[0] < 0))
       fail("checkpoint step count of parameter '", name, "' is ",
            steps.typeString(), "; expected one non-negative i64");
-    p.state = std::move(state);
-    p.steps = steps.empty() ? 0 : steps.as<int64_t>()[0];
+    int64_t stepCount = steps.empty() ? 0 : steps.as<int64_t>()[0];
+    pending.staged.push_back({&p, std::move(v), std::move(state), stepCount});
   }
-  return info;
+  return pending;
 }

@@ -113,17 +113,25 @@ CheckpointInfo Session::load(const std::string &dir, bool restoreTables) {
   if (thePipeline && options.pipelineOptions.sync == SyncMode::Async)
     fail("checkpoint '", dir, "': an asynchronous run loads its ",
          "checkpoint before its first step");
-  CheckpointInfo info = loadCheckpoint(dir, theParams);
+  // Everything is read and checked before anything changes: a refused
+  // checkpoint leaves the parameters, the tables and the step as they were.
+  PendingCheckpoint pending = readCheckpoint(dir, theParams);
+  CheckpointInfo info = pending.info;
   // Another optimizer's state would be misread (momentum's velocity as
   // Adagrad's sum of squares: both one slot) or dropped at the first
   // update (Adam's two slots for momentum): a run that switches optimizers
   // starts their state fresh, and says so.
   auto saved = info.entries.find("dense-optimizer");
-  if (thePlan.has_training() && saved != info.entries.end() &&
+  bool freshDenseState =
+      thePlan.has_training() && saved != info.entries.end() &&
       OptimizerConfig::parseKind(
           saved->second, "checkpoint '" + dir + "' entry dense-optimizer") !=
           OptimizerConfig::parseKind(thePlan.training().optimizer().kind(),
-                                     "the plan's training")) {
+                                     "the plan's training");
+  if (restoreTables)
+    restoreTablesOf(dir, info);
+  pending.apply();
+  if (freshDenseState) {
     bool hadState = false;
     for (auto &[name, p] : theParams.all()) {
       hadState = hadState || !p.state.empty() || p.steps;
@@ -142,8 +150,23 @@ CheckpointInfo Session::load(const std::string &dir, bool restoreTables) {
   theProgram->setSteps(info.step);
   if (thePipeline)
     thePipeline->setSteps(info.step);
-  if (!restoreTables)
-    return info;
+  return info;
+}
+
+void Session::restoreTablesOf(const std::string &dir, CheckpointInfo &info) {
+  // The servers refuse a checkpoint whose tables are not the plan's
+  // (dimension, vocabulary, and for training the kind of optimizer) and
+  // keep theirs.
+  std::vector<ps::v1::TableConfig> expect;
+  for (const plan::SparseTable &table : thePlan.tables()) {
+    ps::v1::TableConfig &c = expect.emplace_back();
+    c.set_table_id(table.id());
+    c.set_name(table.name());
+    c.set_dim(static_cast<uint32_t>(table.dim()));
+    c.set_vocab(static_cast<uint64_t>(table.vocab()));
+    if (thePlan.has_training())
+      *c.mutable_optimizer() = ps::protocolOptimizer(table.optimizer());
+  }
   auto named = info.entries.find("ps-checkpoint");
   if (named != info.entries.end()) {
     if (embeddedShard)
@@ -151,19 +174,23 @@ CheckpointInfo Session::load(const std::string &dir, bool restoreTables) {
            named->second,
            "' of a PS service; give its servers (heterps-run --ps, "
            "Trainer(ps=...))");
-    theTables->restore(named->second);
+    theTables->restore(named->second, expect);
   } else {
     if (!embeddedShard)
       fail("checkpoint '", dir, "' was written with embedded ",
            "tables; load it with the embedded server (without "
            "heterps-run --ps or Trainer(ps=...))");
-    theTables->restore(std::filesystem::absolute(dir).string() + "/ps");
+    theTables->restore(std::filesystem::absolute(dir).string() + "/ps", expect);
   }
+  // Inference reads the rows whatever trained them.
+  if (!thePlan.has_training())
+    return;
   // A restored table keeps the optimizer it was trained with: its rows hold
   // that optimizer's state. The plan's hyper-parameters (a lower learning
   // rate to fine-tune) replace the checkpoint's, the state staying, as
   // PyTorch's do when a param group's lr changes; another kind of
-  // optimizer would misread the state, and is refused.
+  // optimizer would misread the state, and is refused (by the servers
+  // above; here for a server that does not compare them).
   ps::OptimizerChanges changes, refused;
   std::vector<std::pair<int, ps::v1::Optimizer>> retune;
   for (const plan::SparseTable &table : thePlan.tables()) {
@@ -195,5 +222,4 @@ CheckpointInfo Session::load(const std::string &dir, bool restoreTables) {
     theTables->setTableOptimizer(table, optimizer);
   for (const ps::OptimizerChanges::Group &g : changes.groups())
     info.notes.push_back(holds(g) + ": " + g.retuned());
-  return info;
 }
