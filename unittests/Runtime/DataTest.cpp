@@ -466,6 +466,20 @@ TEST(CSVReader, Errors) {
         << row << msg;
   }
 
+  // The bce loss's labels are probabilities; other losses take any label.
+  path = writeFile("labels.csv", "0,1,2\n0.25,1,2\n7,1,2\n");
+  DataOptions bce = plain("csv", path);
+  bce.unitLabels = true;
+  source = openDataSource(bce);
+  msg = errorOf([&] { source->next(b, 5); });
+  EXPECT_NE(msg.find(path + ":3: csv: expected a label in [0, 1] (the "
+                            "plan's loss is bce), found '7'"),
+            std::string::npos)
+      << msg;
+  source = openDataSource(plain("csv", path));
+  ASSERT_TRUE(source->next(b, 5));
+  EXPECT_EQ(b.label.as<float>()[2], 7.0f);
+
   DataOptions o = plain("csv", path);
   o.denseFeatures = 5;
   msg = errorOf([&] { openDataSource(o); });
@@ -532,6 +546,16 @@ TEST(IDXReader, TinyFiles) {
     ASSERT_TRUE(source->next(b, 3));
     EXPECT_EQ(b.label.shape(), (Shape{3, 1}));
     EXPECT_EQ(b.label.as<float>()[2], 9.0f);
+
+    // A bce plan's labels are 0 or 1.
+    o.classLabels = false;
+    o.unitLabels = true;
+    std::string unit = errorOf([&] { openDataSource(o); });
+    EXPECT_NE(unit.find("label 7 of example 0 is not in [0, 1] (the plan's "
+                        "loss is bce)"),
+              std::string::npos)
+        << unit;
+    o.unitLabels = false;
 
     // Labels must fit the classes.
     o.classLabels = true;

@@ -55,6 +55,9 @@ struct DataOptions {
   int64_t sparseFeatures = 0;
   /// Labels are class indices (i64 [B]) instead of f32 [B, 1].
   bool classLabels = false;
+  /// f32 labels are probabilities in [0, 1] (the bce loss); readers refuse
+  /// others naming the file and line.
+  bool unitLabels = false;
   /// csv: the column holding the label (others are dense features), and
   /// whether the first line is a header.
   int64_t labelColumn = 0;

@@ -43,6 +43,8 @@ private:
   int denseInput = -1, labelInput = -1, secondFloatInput = -1, bagInput = -1;
   int64_t denseWidth = 0, sparseWidth = 0;
   bool classLabels = false;
+  /// The plan's loss is bce: labels are probabilities.
+  bool unitLabels = false;
   std::vector<std::pair<int, int64_t>> sparseInputs;
   std::vector<Tensor> tensors, views;
 };

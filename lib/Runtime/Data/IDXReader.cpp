@@ -87,6 +87,12 @@ public:
       fail("idx ", options.path, ": the model expects ", options.denseFeatures,
            " dense features, the images have ", images.dims[1], "x",
            images.dims[2], " = ", width, " pixels");
+    if (options.unitLabels)
+      for (int64_t i = 0; i < count; ++i)
+        if (labels.bytes[labels.offset + i] > 1)
+          fail("idx ", labelsPath, ": label ",
+               int(labels.bytes[labels.offset + i]), " of example ", i,
+               " is not in [0, 1] (the plan's loss is bce)");
     if (options.classLabels)
       for (int64_t i = 0; i < count; ++i)
         if (labels.bytes[labels.offset + i] >= options.numClasses)

@@ -68,6 +68,10 @@ void TextSource::storeLabel(Batch &batch, int64_t row, std::string_view text,
   if (minusOneIsZero && v == -1.0)
     v = 0.0;
   if (!options.classLabels) {
+    if (options.unitLabels && !(v >= 0 && v <= 1))
+      fail(where(), format,
+           ": expected a label in [0, 1] (the plan's loss is bce), found ",
+           quote(text));
     batch.label.as<float>()[row] = static_cast<float>(v);
     return;
   }

@@ -17,6 +17,8 @@ InputBinder::InputBinder(const Program &program) : program(program) {
     if (program.isLabelInput(i)) {
       labelInput = i;
       classLabels = !isFloat(t.dtype);
+      unitLabels = !classLabels && program.plan().has_training() &&
+                   program.plan().training().loss() == "bce";
     } else if (isFloat(t.dtype)) {
       // Tensors given with --input feed any number of float inputs; data
       // files feed one (refused when they are used).
@@ -57,6 +59,7 @@ void InputBinder::configure(DataOptions &data) const {
   data.denseFeatures = denseInput >= 0 ? denseWidth : 0;
   data.sparseFeatures = sparseWidth;
   data.classLabels = classLabels;
+  data.unitLabels = unitLabels;
   if (classLabels && labelInput >= 0 && program.plan().outputs_size() > 0) {
     TensorType out = program.outputType(0);
     if (out.dims.size() >= 2 && out.dims[1] > 0)
