@@ -186,6 +186,9 @@ heterps::schedule::parseCluster(llvm::StringRef text,
     if (from < 0)
       return reader.error(path + ".from",
                           "expected the name of a resource type");
+    if (psGiven[from])
+      return reader.error(path + ".from", "a second link from '" + name->str() +
+                                              "' to the parameter server");
     llvm::Expected<Link> link = readLink(reader, *object, path);
     if (!link)
       return link.takeError();

@@ -72,6 +72,35 @@ llvm::Error PlacementProblem::validate() const {
   for (double value : crossingBytes)
     if (!(value >= 0) || !std::isfinite(value))
       return problemError("a crossing figure is negative or non-finite");
+  if (profile) {
+    // A misspelled name would silently leave the roofline estimate.
+    auto nearest = [](llvm::StringRef word, auto names) {
+      std::string best;
+      unsigned bestDistance = std::max<unsigned>(2, word.size() / 3) + 1;
+      for (llvm::StringRef name : names)
+        if (unsigned d = word.edit_distance(name); d < bestDistance) {
+          bestDistance = d;
+          best = name.str();
+        }
+      return best.empty() ? std::string() : " (did you mean '" + best + "'?)";
+    };
+    std::vector<llvm::StringRef> opNames, typeNames;
+    for (const OpInfo &op : ops)
+      opNames.push_back(op.name);
+    for (const ResourceType &type : cluster.resources)
+      typeNames.push_back(type.name);
+    for (const auto &[op, times] : profile->seconds) {
+      if (!llvm::is_contained(opNames, op))
+        return problemError("the profile table times op '" + op +
+                            "', which the model does not have" +
+                            nearest(op, opNames));
+      for (const auto &[type, seconds] : times)
+        if (!llvm::is_contained(typeNames, type))
+          return problemError("the profile table times op '" + op + "' on '" +
+                              type + "', which the cluster does not have" +
+                              nearest(type, typeNames));
+    }
+  }
   return llvm::Error::success();
 }
 
@@ -112,7 +141,11 @@ heterps::schedule::parseProfileTable(llvm::StringRef text,
     if (llvm::Error error =
             reader.number(*entry, "seconds", path, seconds, false))
       return error;
-    table.seconds[op->str()][resource->str()] = seconds;
+    auto [it, inserted] =
+        table.seconds[op->str()].try_emplace(resource->str(), seconds);
+    if (!inserted)
+      return reader.error(path, "a second time of op '" + op->str() + "' on '" +
+                                    resource->str() + "'");
   }
   return table;
 }

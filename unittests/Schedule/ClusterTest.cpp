@@ -108,12 +108,19 @@ TEST(ClusterTest, ErrorsNameTheFileAndThePath) {
               R"({"from": "gpu", "to": "cpu", "gbps": 10, "latency_us": 1})"),
           "c.json")),
       "c.json: $.links[3]: a second link from 'gpu' to 'cpu'");
+  EXPECT_EQ(errorOf(parseCluster(replaced(R"(,
+    {"from": "gpu", "gbps": 5, "latency_us": 100})",
+                                          ""),
+                                 "c.json")),
+            "c.json: $.parameter_server.links: no link from 'gpu' to the "
+            "parameter server");
+  // The last of two links won.
   EXPECT_EQ(errorOf(parseCluster(
                 replaced(R"({"from": "gpu", "gbps": 5, "latency_us": 100})",
                          R"({"from": "cpu", "gbps": 5, "latency_us": 100})"),
                 "c.json")),
-            "c.json: $.parameter_server.links: no link from 'gpu' to the "
-            "parameter server");
+            "c.json: $.parameter_server.links[1].from: a second link from "
+            "'cpu' to the parameter server");
   std::string syntax = errorOf(parseCluster("{\"resources\": [}", "c.json"));
   EXPECT_NE(syntax.find("c.json: not valid JSON: [1:16"), std::string::npos)
       << syntax;
@@ -220,6 +227,15 @@ TEST(ProfileTableTest, ParsesAndValidates) {
       R"({"batch_size": 256, "ops": [{"op": "x", "resource": "gpu", "second": 1}]})",
       "p.json");
   ASSERT_FALSE(static_cast<bool>(misspelled));
+  // The last of two times won.
+  llvm::Expected<ProfileTable> twice = parseProfileTable(
+      R"({"batch_size": 256, "ops": [
+           {"op": "x", "resource": "gpu", "seconds": 1},
+           {"op": "x", "resource": "gpu", "seconds": 2}]})",
+      "p.json");
+  ASSERT_FALSE(static_cast<bool>(twice));
+  EXPECT_EQ(llvm::toString(twice.takeError()),
+            "p.json: $.ops[1]: a second time of op 'x' on 'gpu'");
   EXPECT_EQ(llvm::toString(misspelled.takeError()),
             "p.json: $.ops[0].second: unknown key; did you mean 'seconds'? "
             "(known: op, resource, seconds)");

@@ -251,6 +251,24 @@ TEST(CostModelTest, ProfileReplacesTheRoofline) {
   // Measured at batch 50, scaled to batch 100.
   EXPECT_DOUBLE_EQ(model.opSeconds(1, 1), 0.002);
   EXPECT_DOUBLE_EQ(model.opSeconds(1, 0), 0.03);
+  // Its names are the problem's.
+  EXPECT_FALSE(static_cast<bool>(problem.validate()));
+}
+
+TEST(CostModelTest, AProfileOfOtherOpsOrTypesIsAnError) {
+  // A misspelled name would leave the roofline estimate in silence.
+  PlacementProblem problem = makeProblem();
+  problem.profile = ProfileTable();
+  problem.profile->batchSize = 50;
+  problem.profile->seconds["gemmm"]["gpu"] = 0.001;
+  EXPECT_EQ(llvm::toString(problem.validate()),
+            "invalid placement problem: the profile table times op 'gemmm', "
+            "which the model does not have (did you mean 'gemm'?)");
+  problem.profile->seconds.clear();
+  problem.profile->seconds["gemm"]["gpus"] = 0.001;
+  EXPECT_EQ(llvm::toString(problem.validate()),
+            "invalid placement problem: the profile table times op 'gemm' on "
+            "'gpus', which the cluster does not have (did you mean 'gpu'?)");
 }
 
 } // namespace
