@@ -181,6 +181,16 @@ mlir::heterps::buildScheduledFunction(ModuleOp module,
         return op->emitOpError() << "is pinned to \"" << device.getResource()
                                  << "\", which the cluster file "
                                  << options.clusterFile << " does not define";
+      // The placement keeps its name and takes the cluster's kind: another
+      // kind is a mistake in the one or the other.
+      schedule::ResourceKind kind = problem.cluster.resources[info.pinned].kind;
+      if ((kind == schedule::ResourceKind::CPU) !=
+          (device.getKind() == ResourceKind::cpu))
+        return op->emitOpError()
+               << "is pinned to \"" << device.getResource() << "\" as a "
+               << stringifyResourceKind(device.getKind())
+               << " but the cluster file " << options.clusterFile
+               << " declares it a " << schedule::stringifyResourceKind(kind);
     }
     if (op->hasAttr(HeterPSDialect::getStageCutAttrName()))
       result.cuts.push_back(static_cast<int>(index));

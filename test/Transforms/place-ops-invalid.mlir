@@ -29,6 +29,15 @@ func.func @pinned_elsewhere(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
 
 // -----
 
+// A pin keeps its kind: "gpu" declared a gpu in the cluster is no cpu.
+func.func @pinned_as_another_kind(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  // expected-error @+1 {{is pinned to "gpu" as a cpu but the cluster file}}
+  %y = heterps.relu %x {heterps.device = #heterps.device<"gpu", cpu>} : tensor<?x4xf32>
+  return %y : tensor<?x4xf32>
+}
+
+// -----
+
 // expected-error @+1 {{heterps-place-ops: the module has 2 functions (@a, @b); name one with function=}}
 module {
   func.func @a(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
