@@ -52,7 +52,7 @@ heterps::schedule::solveGenetic(const CostModel &model,
     ++result.evaluations;
   };
 
-  int size = std::max(4, options.population);
+  int size = std::max(4, options.population); // solvePlacement refuses < 4
   std::vector<Individual> population(size);
   // Single-type plans (pins permitting) seed the population next to random
   // ones: they are the natural pipelines of one stage.

@@ -26,13 +26,19 @@ llvm::Error PlacementProblem::validate() const {
         llvm::formatv("batch size {0} is not positive", batchSize));
   if (!(throughput > 0) || !std::isfinite(throughput))
     return problemError(llvm::formatv(
-        "throughput target {0} samples/s is not positive", throughput));
+        "throughput target {0} samples/s is not a positive finite number",
+        throughput));
   if (!(samples > 0) || !std::isfinite(samples))
-    return problemError(
-        llvm::formatv("sample count {0} is not positive", samples));
+    return problemError(llvm::formatv(
+        "sample count {0} is not a positive finite number", samples));
   if (microBatches < 1)
     return problemError(
         llvm::formatv("micro-batch count {0} is not positive", microBatches));
+  if (microBatches > batchSize)
+    return problemError(
+        llvm::formatv("{0} micro-batches of a batch of {1} samples: a "
+                      "micro-batch needs at least one sample",
+                      microBatches, batchSize));
   for (const TableInfo &table : tables)
     if (!(table.bytes >= 0) || !std::isfinite(table.bytes))
       return problemError(llvm::formatv(

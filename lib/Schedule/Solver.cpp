@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 using namespace heterps::schedule;
 
@@ -122,6 +123,28 @@ heterps::schedule::solvePlacement(SolverKind kind, const CostModel &model,
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "max-search-ops %d is negative",
                                    options.maxSearchOps);
+  if (!(options.timeBudgetSeconds >= 0) ||
+      !std::isfinite(options.timeBudgetSeconds))
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "time-budget %g is not a non-negative number of seconds (0: none)",
+        options.timeBudgetSeconds);
+  // Options of another solver than the one that runs would be ignored.
+  if (kind != SolverKind::RL &&
+      (!options.policyIn.empty() || !options.policyOut.empty()))
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "rl-policy-in and rl-policy-out are the rl solver's; this is %s",
+        getSolverName(kind).str().c_str());
+  if (kind == SolverKind::Genetic && options.population < 4)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "genetic-population %d is below 4, the genetic solver's smallest",
+        options.population);
+  if (kind == SolverKind::Genetic && options.generations < 0)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "genetic-generations %d is negative",
+                                   options.generations);
   auto start = std::chrono::steady_clock::now();
   llvm::Expected<SolverResult> result = [&]() -> llvm::Expected<SolverResult> {
     if (options.maxSearchOps == 0 || model.getNumOps() <= options.maxSearchOps)

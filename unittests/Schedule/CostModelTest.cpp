@@ -255,6 +255,21 @@ TEST(CostModelTest, ProfileReplacesTheRoofline) {
   EXPECT_FALSE(static_cast<bool>(problem.validate()));
 }
 
+TEST(CostModelTest, TargetsAndCountsAreChecked) {
+  PlacementProblem problem = makeProblem();
+  problem.throughput = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(llvm::toString(problem.validate()),
+            "invalid placement problem: throughput target INF samples/s is "
+            "not a positive finite number");
+  problem = makeProblem();
+  problem.microBatches = problem.batchSize + 1;
+  EXPECT_EQ(llvm::toString(problem.validate()),
+            "invalid placement problem: 101 micro-batches of a batch of 100 "
+            "samples: a micro-batch needs at least one sample");
+  problem.microBatches = problem.batchSize;
+  EXPECT_FALSE(static_cast<bool>(problem.validate()));
+}
+
 TEST(CostModelTest, AProfileOfOtherOpsOrTypesIsAnError) {
   // A misspelled name would leave the roofline estimate in silence.
   PlacementProblem problem = makeProblem();

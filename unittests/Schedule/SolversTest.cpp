@@ -133,6 +133,34 @@ TEST(SolversTest, UnknownSolverAndOversizeExhaustive) {
             std::string::npos);
 }
 
+TEST(SolversTest, OptionsOutOfRangeOrOfAnotherSolverAreErrors) {
+  PlacementProblem problem = makeRandomProblem({6, 2, false, 512}, 1);
+  CostModel model(problem);
+  auto errorOf = [&](llvm::StringRef solver, SolverOptions options) {
+    llvm::Expected<SolverResult> r = solvePlacement(solver, model, options);
+    return r ? std::string("solved") : llvm::toString(r.takeError());
+  };
+  SolverOptions o;
+  o.timeBudgetSeconds = -1;
+  EXPECT_EQ(errorOf("dp", o), "time-budget -1 is not a non-negative number "
+                              "of seconds (0: none)");
+  o.timeBudgetSeconds = std::nan("");
+  EXPECT_EQ(errorOf("rl", o), "time-budget nan is not a non-negative number "
+                              "of seconds (0: none)");
+  o = SolverOptions();
+  o.policyIn = "policy.txt";
+  EXPECT_EQ(errorOf("dp", o),
+            "rl-policy-in and rl-policy-out are the rl solver's; this is dp");
+  o = SolverOptions();
+  o.population = 1;
+  EXPECT_EQ(errorOf("genetic", o),
+            "genetic-population 1 is below 4, the genetic solver's smallest");
+  EXPECT_EQ(errorOf("dp", o), "solved");
+  o.population = 4;
+  o.generations = -1;
+  EXPECT_EQ(errorOf("genetic", o), "genetic-generations -1 is negative");
+}
+
 TEST(SolversTest, ReportHasTheDocumentedKeys) {
   PlacementProblem problem = makeRandomProblem({6, 2, false, 512}, 3);
   CostModel model(problem);
