@@ -153,7 +153,7 @@ struct AutodiffPass
                   "model to add another";
     if (prediction >= ret.getNumOperands())
       return func.emitError()
-             << getArgument() << ": prediction=" << prediction
+             << getArgument() << ": prediction=" << prediction.getValue()
              << " but the function has " << ret.getNumOperands() << " results";
     Value pred = ret.getOperand(prediction);
     auto predType = cast<RankedTensorType>(pred.getType());
@@ -213,6 +213,60 @@ struct AutodiffPass
     return std::make_pair(l, lossName);
   }
 
+  /// Fails naming an option given that nothing reads: a hyper-parameter of
+  /// another optimizer than the dense and the tables' ones, a loss option
+  /// without loss=, from-logits without bce, an empty label name.
+  LogicalResult checkOptionsAreRead(ModuleOp module) {
+    OptimizerKind sparseKind = sparseOptimizer == TableOptimizer::dense
+                                   ? optimizer.getValue()
+                                   : toOptimizerKind(sparseOptimizer);
+    auto used = [&](std::initializer_list<OptimizerKind> readers) {
+      return llvm::is_contained(readers, optimizer.getValue()) ||
+             llvm::is_contained(readers, sparseKind);
+    };
+    struct HyperParameter {
+      bool given;
+      StringRef name, readers;
+      bool read;
+    } hyperParameters[] = {
+        {momentum.hasValue(), "momentum", "momentum",
+         used({OptimizerKind::momentum})},
+        {beta1.hasValue(), "beta1", "adam", used({OptimizerKind::adam})},
+        {beta2.hasValue(), "beta2", "adam", used({OptimizerKind::adam})},
+        {epsilon.hasValue(), "epsilon", "adam and adagrad",
+         used({OptimizerKind::adam, OptimizerKind::adagrad})},
+    };
+    for (const HyperParameter &h : hyperParameters)
+      if (h.given && !h.read)
+        return module.emitError()
+               << getArgument() << ": " << h.name << "= is read by "
+               << h.readers << " only, and this trains with "
+               << stringifyOptimizerKind(optimizer.getValue())
+               << (sparseKind == optimizer.getValue()
+                       ? std::string()
+                       : " and tables with " +
+                             stringifyOptimizerKind(sparseKind).str());
+    if (loss == AddedLoss::model)
+      for (auto [given, name] :
+           {std::pair<bool, StringRef>{labelName.hasValue(), "label"},
+            {prediction.hasValue(), "prediction"},
+            {fromLogits.hasValue(), "from-logits"}})
+        if (given)
+          return module.emitError()
+                 << getArgument() << ": " << name
+                 << "= is an option of the added loss; give loss=bce, "
+                    "softmax-ce or mse (without loss=, the model's own loss "
+                    "is trained)";
+    if (fromLogits && loss != AddedLoss::bce)
+      return module.emitError()
+             << getArgument()
+             << ": from-logits is bce's (softmax-ce always reads logits)";
+    if (labelName.hasValue() && labelName.empty())
+      return module.emitError()
+             << getArgument() << ": label= needs a name for the label input";
+    return success();
+  }
+
   /// The optimizer the options describe; null (after an error) when a
   /// hyper-parameter is out of range.
   OptimizerAttr optimizerAttr(ModuleOp module, OptimizerKind kind, double lr,
@@ -251,13 +305,15 @@ struct AutodiffPass
                          << learningRate;
       return signalPassFailure();
     }
-    // -1 (the default) stands for the dense learning rate.
-    if (sparseLearningRate < 0 && sparseLearningRate != -1.0) {
+    // Left out, it is the dense learning rate.
+    if (sparseLearningRate.hasValue() && sparseLearningRate < 0) {
       module.emitError() << getArgument() << ": negative sparse-learning-rate "
                          << sparseLearningRate
                          << " (leave it out for the dense learning rate)";
       return signalPassFailure();
     }
+    if (failed(checkOptionsAreRead(module)))
+      return signalPassFailure();
     // The table optimizer shares the dense one's hyper-parameters: a bad
     // one is reported once.
     OptimizerAttr denseOptimizer =
@@ -267,8 +323,9 @@ struct AutodiffPass
     OptimizerKind sparseKind = sparseOptimizer == TableOptimizer::dense
                                    ? optimizer.getValue()
                                    : toOptimizerKind(sparseOptimizer);
-    double sparseLr = sparseLearningRate < 0 ? learningRate.getValue()
-                                             : sparseLearningRate.getValue();
+    double sparseLr = sparseLearningRate.hasValue()
+                          ? sparseLearningRate.getValue()
+                          : learningRate.getValue();
     OptimizerAttr tableOptimizer =
         optimizerAttr(module, sparseKind, sparseLr, "table optimizer");
     if (!tableOptimizer)

@@ -14,6 +14,25 @@
 // SPARSE-LR: error: heterps-autodiff: bad table optimizer options: optimizer learning_rate must be finite and non-negative, got nan
 // SPARSE-NEG: error: heterps-autodiff: negative sparse-learning-rate -2.000000e+00 (leave it out for the dense learning rate)
 
+// Options that nothing reads: -1 was the unset sparse learning rate, the
+// others were ignored.
+// RUN: not heterps-opt %S/emit-plan.mlir --heterps-autodiff='loss=bce sparse-learning-rate=-1' 2>&1 | FileCheck %s --check-prefix=SPARSE-MINUS-ONE --implicit-check-not=error:
+// RUN: not heterps-opt %S/emit-plan.mlir --heterps-autodiff='loss=bce optimizer=sgd momentum=0.5' 2>&1 | FileCheck %s --check-prefix=UNREAD-MOMENTUM --implicit-check-not=error:
+// RUN: not heterps-opt %S/emit-plan.mlir --heterps-autodiff='loss=bce optimizer=momentum sparse-optimizer=adagrad beta1=0.5' 2>&1 | FileCheck %s --check-prefix=UNREAD-BETA --implicit-check-not=error:
+// RUN: heterps-opt %S/emit-plan.mlir --heterps-autodiff='loss=bce optimizer=sgd sparse-optimizer=adagrad epsilon=1e-10' -o /dev/null
+// RUN: not heterps-opt %S/emit-plan.mlir --heterps-autodiff='loss=mse from-logits=true' 2>&1 | FileCheck %s --check-prefix=LOGITS --implicit-check-not=error:
+// RUN: not heterps-opt %S/emit-plan.mlir --heterps-autodiff='label=y' 2>&1 | FileCheck %s --check-prefix=NO-LOSS-LABEL --implicit-check-not=error:
+// RUN: not heterps-opt %S/emit-plan.mlir --heterps-autodiff='loss=bce label=' 2>&1 | FileCheck %s --check-prefix=EMPTY-LABEL --implicit-check-not=error:
+// RUN: not heterps-opt %S/emit-plan.mlir --heterps-autodiff='loss=bce prediction=5' 2>&1 | FileCheck %s --check-prefix=PREDICTION --implicit-check-not=error:
+
+// SPARSE-MINUS-ONE: error: heterps-autodiff: negative sparse-learning-rate -1.000000e+00 (leave it out for the dense learning rate)
+// UNREAD-MOMENTUM: error: heterps-autodiff: momentum= is read by momentum only, and this trains with sgd
+// UNREAD-BETA: error: heterps-autodiff: beta1= is read by adam only, and this trains with momentum and tables with adagrad
+// LOGITS: error: heterps-autodiff: from-logits is bce's (softmax-ce always reads logits)
+// NO-LOSS-LABEL: error: heterps-autodiff: label= is an option of the added loss; give loss=bce, softmax-ce or mse (without loss=, the model's own loss is trained)
+// EMPTY-LABEL: error: heterps-autodiff: label= needs a name for the label input
+// PREDICTION: error: heterps-autodiff: prediction=5 but the function has
+
 // expected-error @+1 {{the function returns no loss (a 0-D float result); add one with loss=bce|softmax-ce|mse label=NAME}}
 func.func @no_loss(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
   %y = heterps.relu %x : tensor<?x4xf32>
