@@ -31,7 +31,7 @@ void mlir::heterps::registerCompilerDialects(DialectRegistry &registry) {
 
 FailureOr<OwningOpRef<ModuleOp>>
 mlir::heterps::loadModel(StringRef path, MLIRContext *context) {
-  if (path.ends_with(".onnx"))
+  if (isONNXModelFile(path))
     return importONNXFile(path, context);
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(path, context);
   if (!module)

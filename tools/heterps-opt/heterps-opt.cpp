@@ -1,8 +1,9 @@
 //===- heterps-opt.cpp - The HeterPS optimizer driver ---------------------===//
 //
 // Parses HeterPS IR, runs HeterPS and upstream passes over it and prints the
-// result, like mlir-opt. An input ending in `.onnx` is first imported into the
-// HeterPS dialect; the imported module (with its locations) then runs the
+// result, like mlir-opt. An ONNX input (a `.onnx` file, or one that starts
+// as a protobuf does: isONNXModelFile) is first imported into the HeterPS
+// dialect; the imported module (with its locations) then runs the
 // pass pipeline MlirOptMain's options configure, in place, and is printed
 // as MlirOptMain prints: every pass and printing option still applies.
 //
@@ -19,6 +20,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "heterps/Compiler/Compile.h"
+#include "heterps/Import/ONNX/ImportONNX.h"
 #include "heterps/Transforms/Passes.h"
 #include "heterps/Version.h"
 
@@ -233,7 +235,7 @@ int main(int argc, char **argv) {
   });
   auto [inputFilename, outputFilename] = mlir::registerAndParseCLIOptions(
       argc, argv, "HeterPS optimizer driver\n", registry);
-  if (llvm::StringRef(inputFilename).ends_with(".onnx"))
+  if (mlir::heterps::isONNXModelFile(inputFilename))
     return importAndRun(inputFilename, outputFilename, registry);
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, inputFilename, outputFilename, registry));

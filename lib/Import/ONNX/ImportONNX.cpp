@@ -38,6 +38,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
+#include <fstream>
 #include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
 
@@ -764,6 +765,19 @@ importModel(StringRef bytes, StringRef sourceName, StringRef baseDir,
     return emitError(FileLineColLoc::get(context, sourceName, 0, 0))
            << sourceName << ": cannot import the ONNX model: " << e.what();
   }
+}
+
+bool mlir::heterps::isONNXModelFile(StringRef path) {
+  if (path.ends_with_insensitive(".onnx"))
+    return true;
+  if (path == "-")
+    return false;
+  std::ifstream in(path.str(), std::ios::binary);
+  char first;
+  if (!in.get(first))
+    return false;
+  auto byte = static_cast<unsigned char>(first);
+  return byte < 0x20 && byte != '\t' && byte != '\n' && byte != '\r';
 }
 
 FailureOr<OwningOpRef<ModuleOp>>

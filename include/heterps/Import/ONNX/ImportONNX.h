@@ -22,6 +22,13 @@ namespace mlir {
 class MLIRContext;
 namespace heterps {
 
+/// Whether the file at `path` is to be imported as ONNX rather than parsed
+/// as MLIR text: its name ends in `.onnx` (any case), or it starts with a
+/// byte no text starts with (a protobuf's first field tag, as ONNX files
+/// named `.pb` or `.ONNX` do). A file that cannot be read is left to the
+/// reader that reports it.
+bool isONNXModelFile(StringRef path);
+
 /// Imports the ONNX model in the file at `path`. Tensors stored as external
 /// data are read relative to the directory of `path`.
 FailureOr<OwningOpRef<ModuleOp>> importONNXFile(StringRef path,
