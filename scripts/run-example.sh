@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job on the embedded default: compiles the example CTR model
 # (examples/ctr.mlir) into a training step, schedules it on an AWS cluster
-# (CPU embedding stage, GPU MLP stage, provisioned for 2M samples/s), writes
+# for 2M samples/s (the rl solver's plan: CPU stages for some embedding
+# lookups, a GPU stage for the MLP and the others; --print-plan shows it), writes
 # the plan, and trains it with heterps-run in this process on synthetic CTR
 # data, the tables in the in-process parameter store. Without a GPU the GPU
 # stage runs on the CPU (--fallback=cpu).

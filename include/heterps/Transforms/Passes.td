@@ -144,7 +144,9 @@ def PlaceOpsPass : Pass<"heterps-place-ops", "::mlir::ModuleOp"> {
     %y = heterps.gemm %e, %w : (tensor<?x16xf32>, tensor<16x256xf32>) -> tensor<?x256xf32>
     ```
 
-    After `--heterps-place-ops="cluster=aws.json solver=dp throughput=20000"`:
+    After `--heterps-place-ops="cluster=examples/clusters/aws-c6i-p4d.json
+    solver=dp throughput=20000"` (CPUs are the cheapest way to 20,000
+    samples/s; with `throughput=2000000` both ops go to `a100-40g`):
 
     ```mlir
     module attributes {heterps.resources = [#heterps.device<"c6i.4xlarge", cpu>,
@@ -152,7 +154,7 @@ def PlaceOpsPass : Pass<"heterps-place-ops", "::mlir::ModuleOp"> {
       ...
       %e = heterps.embedding_lookup @t[%ids] {combiner = #heterps.combiner<sum>,
              heterps.device = #heterps.device<"c6i.4xlarge", cpu>} ...
-      %y = heterps.gemm %e, %w {heterps.device = #heterps.device<"a100-40g", gpu>} ...
+      %y = heterps.gemm %e, %w {heterps.device = #heterps.device<"c6i.4xlarge", cpu>} ...
     ```
   }];
   let options = !listconcat(CostModelOptions, SolverOptions);
