@@ -2,6 +2,7 @@
 
 #include "Options.h"
 
+#include "heterps/Runtime/Data.h"
 #include "heterps/Runtime/PullAhead.h"
 
 #include <filesystem>
@@ -294,10 +295,25 @@ void heterps::run::checkOptions(const Flags &flags, Options &o) {
                    "whole steps on one worker");
   if (o.infer)
     for (const char *name :
-         {"save", "checkpoint-every", "epochs", "steps", "shuffle"})
+         {"save", "checkpoint-every", "epochs", "steps", "shuffle", "eval-data",
+          "profile", "trace", "export-tables"})
       if (flags.given(name))
         flags.fail(std::string("--") + name +
                    " is for training; --infer runs the data through once");
+  if (!o.infer && flags.given("output-dir"))
+    flags.fail("--output-dir writes --infer's outputs; a training run "
+               "writes checkpoints with --save");
+  // Tensors given with --input are the run's inputs: no data is read.
+  if (!o.inputs.empty()) {
+    for (const char *name : {"data", "format", "eval-data", "shuffle",
+                             "synthetic-examples", "synthetic-vocab"})
+      if (flags.given(name))
+        flags.fail(std::string("--") + name +
+                   " is for data; this run's inputs are the --input tensors");
+    if (o.infer && flags.given("metrics-file"))
+      flags.fail("--metrics-file records metrics over data; --infer on "
+                 "--input tensors writes the outputs (--output-dir)");
+  }
   bool synthetic = o.data.empty() || o.data == "synthetic" ||
                    (flags.given("format") && o.format == "synthetic");
   if (flags.given("format") && o.format == "synthetic" && !o.data.empty() &&
@@ -309,9 +325,16 @@ void heterps::run::checkOptions(const Flags &flags, Options &o) {
       if (flags.given(name))
         flags.fail(std::string("--") + name +
                    " shapes synthetic data; this run reads '" + o.data + "'");
+  // The format of a file without --format is its name's.
+  std::string format =
+      flags.given("format")
+          ? o.format
+          : (synthetic ? "synthetic" : runtime::dataFormatOf(o.data));
   if ((flags.given("csv-header") || flags.given("csv-label-column")) &&
-      (synthetic || (flags.given("format") && o.format != "csv")))
-    flags.fail("--csv-header and --csv-label-column are for CSV data");
+      !format.empty() && format != "csv")
+    flags.fail("--csv-header and --csv-label-column are for CSV data; "
+               "this run reads " +
+               format + " data");
   checkOutputsSpareInputs(flags, o);
 }
 
