@@ -3,7 +3,8 @@
 import os
 
 from . import _heterps
-from ._arguments import _INT, _NUMBER, _STR, _check_types
+from ._arguments import (_INT, _INT64, _NUMBER, _STR, _UINT64, _check_ranges,
+                         _check_types)
 from .plan import Plan
 from .server import Server
 
@@ -46,6 +47,15 @@ def _servers(ps):
 
 def _data_spec(data, *, format, shuffle, seed, synthetic_examples,
                synthetic_vocab, csv_label_column, csv_header):
+    _check_types(shuffle=(shuffle, *_INT), seed=(seed, *_INT),
+                 synthetic_examples=(synthetic_examples, *_INT),
+                 synthetic_vocab=(synthetic_vocab, *_INT),
+                 csv_label_column=(csv_label_column, *_INT),
+                 csv_header=(csv_header, (bool,), "a bool"))
+    _check_ranges(shuffle=(shuffle, *_INT64), seed=(seed, *_UINT64),
+                  synthetic_examples=(synthetic_examples, *_INT64),
+                  synthetic_vocab=(synthetic_vocab, *_INT64),
+                  csv_label_column=(csv_label_column, *_INT64))
     spec = _heterps.DataSpec()
     if isinstance(data, str) and data == "synthetic":
         if format not in (None, "synthetic"):
@@ -64,6 +74,15 @@ def _data_spec(data, *, format, shuffle, seed, synthetic_examples,
     else:
         raise TypeError("data must be a file, a list of files or "
                         f"'synthetic', got {type(data).__name__}")
+    if synthetic_examples < 1 or synthetic_vocab < 1:
+        raise ValueError(f"synthetic_examples and synthetic_vocab must be "
+                         f"positive, got {synthetic_examples} and "
+                         f"{synthetic_vocab}")
+    # The format of a file without format= is its name's.
+    resolved = format or _heterps.data_format_of(spec.path)
+    if (csv_header or csv_label_column) and resolved not in ("", "csv"):
+        raise ValueError(f"csv_header and csv_label_column are for CSV data; "
+                         f"this reads {resolved} data")
     spec.format = format or ""
     spec.shuffle = shuffle
     spec.seed = seed
@@ -109,6 +128,8 @@ class Trainer:
                      pipeline=(pipeline, *_STR), sync=(sync, *_STR),
                      schedule=(schedule, *_STR),
                      deadline=(deadline, *_NUMBER))
+        _check_ranges(seed=(seed, *_UINT64),
+                      batch=(0 if batch is None else batch, *_INT64))
         if fallback not in _FALLBACKS:
             raise ValueError(f"fallback must be 'cpu' or None, got "
                              f"{fallback!r}")
@@ -130,9 +151,22 @@ class Trainer:
                     value < 0:
                 raise ValueError(f"{name} must be a whole number >= 0 (0: "
                                  f"the plan's or the default), got {value!r}")
+        _check_ranges(micro_batches=(micro_batches, *_INT64),
+                      max_staleness=(max_staleness, *_INT64))
         if max_workers > 4096:
             raise ValueError(f"max_workers must be at most 4096 (heterps-run's "
                              f"--max-workers), got {max_workers}")
+        # Combinations heterps-run refuses: an option the run would not use.
+        if sync == "async" and pipeline == "off":
+            raise ValueError("sync='async' trains a pipeline's replicas; "
+                             "pipeline='off' runs one worker")
+        if max_staleness and sync != "async":
+            raise ValueError("max_staleness bounds sync='async' replicas' "
+                             "staleness")
+        if pipeline == "off" and (micro_batches or schedule != "1f1b"):
+            raise ValueError("micro_batches and schedule order a pipeline's "
+                             "micro-batches; pipeline='off' runs whole steps "
+                             "on one worker")
         if not deadline > 0:
             raise ValueError(f"deadline must be positive, got {deadline}")
         if gpu_math not in _GPU_MATHS:
@@ -213,6 +247,9 @@ class Trainer:
                      synthetic_vocab=(synthetic_vocab, *_INT),
                      csv_label_column=(csv_label_column, *_INT),
                      csv_header=(csv_header, (bool,), "a bool"))
+        _check_ranges(epochs=(epochs, *_INT64), steps=(steps, *_INT64),
+                      log_every=(log_every, *_INT64),
+                      checkpoint_every=(checkpoint_every, *_INT64))
         if epochs < 1 or steps < 0 or log_every < 0 or checkpoint_every < 0:
             raise ValueError("epochs must be positive; steps, log_every and "
                              "checkpoint_every non-negative")

@@ -21,6 +21,7 @@
 #include <pybind11/stl.h>
 
 #include <cstring>
+#include <limits>
 
 namespace py = pybind11;
 using namespace heterps;
@@ -95,11 +96,23 @@ BoundInputs bindInputs(const Program &program, const py::dict &inputs) {
     py::array array = np.attr("asarray")(value);
     py::object target = np.attr("dtype")(expected);
     if (!array.dtype().equal(target)) {
-      if (!np.attr("can_cast")(array.dtype(), target, "same_kind").cast<bool>())
+      // Booleans as ids are a mistake NumPy would make ids 0 and 1 of.
+      bool boolIds = array.dtype().kind() == 'b' && !isFloat(dtype);
+      if (boolIds ||
+          !np.attr("can_cast")(array.dtype(), target, "same_kind").cast<bool>())
         throw py::type_error("input '" + name + "': expected " + expected +
                              ", got " +
                              py::str(array.dtype()).cast<std::string>() +
                              " (convert it with .astype)");
+      // uint64 ids beyond int64 would wrap to negative ones.
+      if (array.dtype().kind() == 'u' && array.dtype().itemsize() == 8 &&
+          array.size() > 0 &&
+          np.attr("max")(array).cast<uint64_t>() >
+              static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+        throw py::value_error(
+            "input '" + name + "': id " +
+            std::to_string(np.attr("max")(array).cast<uint64_t>()) +
+            " is beyond int64 (the ids are " + expected + ")");
       array = array.attr("astype")(target);
     }
     array = np.attr("ascontiguousarray")(array);
@@ -363,6 +376,9 @@ struct NativeServer {
 } // namespace
 
 void python::bindRuntime(py::module_ &m) {
+  m.def("data_format_of", &dataFormatOf, py::arg("path"),
+        "The data format heterps-run takes from a file's name ('' when the "
+        "name does not tell)");
   py::class_<DataSpec>(m, "DataSpec")
       .def(py::init<>())
       .def_readwrite("path", &DataSpec::path)

@@ -257,6 +257,13 @@ def test_input_mistakes_name_the_input(ctr_plan):
         trainer.step({**batch, "sparse": batch["sparse"].astype(np.float32)})
     with pytest.raises(heterps.Error):
         trainer.step({**batch, "dense": batch["dense"][:, :12]})
+    # Booleans are no ids, and uint64 ids beyond int64 would wrap.
+    with pytest.raises(TypeError, match="'sparse': expected int64, got bool"):
+        trainer.step({**batch, "sparse": batch["sparse"] > 0})
+    with pytest.raises(ValueError, match="'sparse': id 9223372036854775808 "
+                       "is beyond int64"):
+        trainer.step({**batch, "sparse": np.full_like(
+            batch["sparse"], 1 << 63, dtype=np.uint64)})
     # Safe conversions are made: int32 ids, a list of lists, float64.
     converted = {**batch, "sparse": batch["sparse"].astype(np.int32),
                  "dense": batch["dense"].astype(np.float64).tolist()}
@@ -277,6 +284,16 @@ def test_trainer_option_mistakes():
         heterps.Trainer(plan, sync="eventually")
     with pytest.raises(ValueError, match="fallback"):
         heterps.Trainer(plan, fallback="gpu")
+    # Numbers beyond the native types, and options the run would not use.
+    with pytest.raises(ValueError, match="seed must be an unsigned 64-bit "
+                       "integer, got -1"):
+        heterps.Trainer(plan, seed=-1)
+    with pytest.raises(ValueError, match="sync='async' trains a pipeline"):
+        heterps.Trainer(plan, sync="async", pipeline="off")
+    with pytest.raises(ValueError, match="max_staleness bounds"):
+        heterps.Trainer(plan, max_staleness=3)
+    with pytest.raises(ValueError, match="pipeline='off' runs whole steps"):
+        heterps.Trainer(plan, pipeline="off", micro_batches=2)
     for threads in (0, 4097, 2**40):
         with pytest.raises(ValueError, match=r"threads must be in \[1, "
                            rf"4096\] \(heterps-run's --threads\), got "
@@ -298,6 +315,14 @@ def test_trainer_option_mistakes():
         trainer.fit([], verbose=False)
     with pytest.raises(ValueError, match="format='parquet' is for files"):
         trainer.fit("synthetic", format="parquet", verbose=False)
+    with pytest.raises(ValueError, match="steps must be a signed 64-bit "
+                       "integer"):
+        trainer.fit("synthetic", steps=2**70, verbose=False)
+    with pytest.raises(ValueError, match="csv_header and csv_label_column are "
+                       "for CSV data; this reads criteo data"):
+        trainer.fit("day.tsv", csv_label_column=3, verbose=False)
+    with pytest.raises(ValueError, match="synthetic_vocab must be positive"):
+        trainer.evaluate("synthetic", synthetic_vocab=0)
     # Types are named, not answered with pybind11's signatures.
     with pytest.raises(TypeError, match="threads must be an int, got str"):
         heterps.Trainer(plan, threads="2")
