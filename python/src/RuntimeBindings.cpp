@@ -288,6 +288,7 @@ public:
     position.entries["epoch"] = std::to_string(summary.nextEpoch);
     position.entries["epoch-batches"] =
         std::to_string(summary.nextEpochBatches);
+    position.entries["batch"] = std::to_string(batch);
     py::dict d;
     d["steps"] = summary.steps;
     d["samples"] = summary.samples;
@@ -336,7 +337,7 @@ public:
       resume = session->load(dir);
     }
     position = CheckpointInfo();
-    for (const char *key : {"epoch", "epoch-batches"})
+    for (const char *key : {"epoch", "epoch-batches", "batch"})
       if (auto it = resume.entries.find(key); it != resume.entries.end())
         position.entries[key] = it->second;
     for (const std::string &note : resume.notes)

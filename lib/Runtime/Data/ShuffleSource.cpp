@@ -33,6 +33,9 @@ public:
       fail(describe(), ": batch size must be positive, got ", batchSize);
     while (filled < capacity && pull()) {
       int64_t k = std::min(capacity - filled, input.size - inputPos);
+      // The buffer grows as it fills: one larger than the data holds the
+      // data, not the flag's size.
+      growRows(reservoir, filled, filled + k, capacity);
       copyRows(input, inputPos, reservoir, filled, k);
       inputPos += k;
       filled += k;
@@ -84,7 +87,7 @@ private:
       }
       inputPos = 0;
       if (!shaped) {
-        shapeLike(reservoir, input, capacity);
+        shapeLike(reservoir, input, 0);
         shaped = true;
       }
     }

@@ -46,9 +46,9 @@ static uint64_t checksum(const std::string &path) {
 /// The MANIFEST entries the runtime writes (the trainer's position in the
 /// data, the job's data lanes, the PS servers' checkpoint, the optimizer
 /// whose state the dense parameters' state is).
-static const char *const kEntryKeys[] = {"epoch",           "epoch-batches",
-                                         "data-lanes",      "ps-checkpoint",
-                                         "dense-optimizer", "seed"};
+static const char *const kEntryKeys[] = {
+    "epoch",         "epoch-batches",   "batch", "data-lanes",
+    "ps-checkpoint", "dense-optimizer", "seed"};
 
 /// Marks a directory being assembled, so that a later save may remove it
 /// (a crashed save leaves one behind).

@@ -135,8 +135,21 @@ TrainingSummary Trainer::loop(DataSource *source, DataSource *eval,
   if (source) {
     for (int64_t e = 0; e < firstEpoch; ++e)
       source->rewind();
-    for (int64_t b = checkpointCount(resume, "epoch-batches", 0); b > 0;
-         --b, ++epochBatches)
+    // The batches read were of the checkpoint's batch size: another one
+    // resumes at the same example when that is a whole number of its
+    // batches (the position is counted in batches).
+    int64_t readBatches = checkpointCount(resume, "epoch-batches", 0);
+    int64_t readBatch = checkpointCount(resume, "batch", batchSize);
+    if (readBatch != batchSize && readBatches) {
+      if (readBatch == 0 || (readBatches * readBatch) % batchSize)
+        fail("the checkpoint is ", readBatches, " batches of ", readBatch, " (",
+             readBatches * readBatch, " examples) into epoch ", firstEpoch + 1,
+             "; a batch of ", batchSize,
+             " cannot resume there: give a batch size that divides ",
+             readBatches * readBatch, ", or ", readBatch);
+      readBatches = readBatches * readBatch / batchSize;
+    }
+    for (int64_t b = readBatches; b > 0; --b, ++epochBatches)
       if (!source->next(batches[0], batchSize))
         fail("the checkpoint is ", epochBatches, "+ batches into epoch ",
              firstEpoch + 1, ", the data has fewer");
@@ -147,6 +160,7 @@ TrainingSummary Trainer::loop(DataSource *source, DataSource *eval,
     info.step = stepper.steps();
     info.entries["epoch"] = std::to_string(epoch);
     info.entries["epoch-batches"] = std::to_string(epochBatches);
+    info.entries["batch"] = std::to_string(batchSize);
     options.saveCheckpoint(std::move(info));
   };
   int64_t epoch = firstEpoch;
