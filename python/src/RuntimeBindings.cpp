@@ -122,6 +122,7 @@ BoundInputs bindInputs(const Program &program, const py::dict &inputs) {
         Tensor::view(dtype, shape, const_cast<void *>(array.data())));
     bound.byPosition[index] = &bound.tensors.back();
   }
+  program.checkBatchRows(bound.byPosition);
   return bound;
 }
 

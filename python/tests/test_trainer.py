@@ -257,6 +257,11 @@ def test_input_mistakes_name_the_input(ctr_plan):
         trainer.step({**batch, "sparse": batch["sparse"].astype(np.float32)})
     with pytest.raises(heterps.Error):
         trainer.step({**batch, "dense": batch["dense"][:, :12]})
+    # Inputs of different batches are named (a kernel reported its operands).
+    with pytest.raises(heterps.Error, match="input 'sparse' has 7 rows, "
+                       "input 'dense' 8: the inputs of a batch have one row "
+                       "per example"):
+        trainer.step({**batch, "sparse": batch["sparse"][:7]})
     # Booleans are no ids, and uint64 ids beyond int64 would wrap.
     with pytest.raises(TypeError, match="'sparse': expected int64, got bool"):
         trainer.step({**batch, "sparse": batch["sparse"] > 0})

@@ -217,6 +217,7 @@ std::vector<Tensor> readInputs(const Options &o, const Program &program,
     storage[k] = readTensorProto(file);
     bound[i] = &storage[k];
   }
+  program.checkBatchRows(bound);
   return storage;
 }
 

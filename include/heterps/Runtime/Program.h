@@ -105,6 +105,11 @@ public:
   std::string inputName(int index) const;
   std::string outputName(int index) const;
   bool isLabelInput(int index) const;
+  /// Fails naming the input when the given inputs whose plan type has a
+  /// dynamic batch dimension (bag ids aside) differ in rows, as the
+  /// pipelined executor does: a kernel would otherwise report the mismatch
+  /// in terms of its own operands.
+  void checkBatchRows(const std::vector<const Tensor *> &inputs) const;
 
   /// One training step (every op, updates included) or an inference pass
   /// (only the ops that `outputs` need, without side effects). `inputs` are

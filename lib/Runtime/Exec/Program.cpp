@@ -310,6 +310,26 @@ TensorType Program::inputType(int i) const {
 TensorType Program::outputType(int i) const {
   return fromPlanType(planRef.values(planRef.outputs(i)).type());
 }
+void Program::checkBatchRows(const std::vector<const Tensor *> &inputs) const {
+  int64_t rows = -1;
+  std::string first;
+  for (int i = 0; i < planRef.inputs_size() && i < int(inputs.size()); ++i) {
+    TensorType type = inputType(i);
+    const Tensor *t = inputs[i];
+    if (!t || type.dims.empty() || type.dims[0] >= 0 || bagOffsetsOf[i] >= 0 ||
+        t->rank() == 0)
+      continue;
+    if (rows >= 0 && t->dim(0) != rows)
+      fail("input '", inputName(i), "' has ", t->dim(0), " rows, input '",
+           first, "' ", rows,
+           ": the inputs of a batch have one row per example");
+    if (rows < 0) {
+      rows = t->dim(0);
+      first = inputName(i);
+    }
+  }
+}
+
 std::string Program::inputName(int i) const {
   return planRef.values(planRef.inputs(i)).name();
 }
