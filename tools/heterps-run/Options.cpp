@@ -254,6 +254,21 @@ static void checkOutputsSpareInputs(const Flags &flags, const Options &o) {
   if (!o.outputDir.empty() && fs::exists(o.outputDir, ec) &&
       !fs::is_directory(o.outputDir, ec))
     flags.fail("--output-dir '" + o.outputDir + "' is not a directory");
+  // Files and the checkpoint go into a directory that exists: a typo in it
+  // failed after the whole run (a trace, a profile) or made a tree of
+  // directories (a checkpoint). --output-dir and --export-tables make
+  // theirs.
+  for (const auto &[what, path] : outputs) {
+    if (what == "--output-dir" || what == "--export-tables")
+      continue;
+    fs::path full = fs::absolute(path, ec).lexically_normal();
+    if (!full.has_filename()) // "ckpt/"
+      full = full.parent_path();
+    fs::path parent = full.parent_path();
+    if (!fs::is_directory(parent, ec))
+      flags.fail(what + " '" + path + "': directory '" + parent.string() +
+                 "' does not exist");
+  }
 }
 
 void heterps::run::checkOptions(const Flags &flags, Options &o) {

@@ -90,7 +90,10 @@ void heterps::runtime::saveCheckpoint(
     const std::string &dir, ParamStore &params, CheckpointInfo info,
     const std::function<void(const std::string &, CheckpointInfo &)>
         &writeTables) {
-  fs::path target = fs::absolute(dir);
+  // "ckpt/" is ckpt: its .tmp and .old are beside it, not in it.
+  fs::path target = fs::absolute(dir).lexically_normal();
+  if (!target.has_filename())
+    target = target.parent_path();
   fs::path tmp = target.string() + ".tmp";
   fs::path old = target.string() + ".old";
   for (const fs::path &path : {target, tmp, old})

@@ -100,8 +100,13 @@ void Session::save(const std::string &dir, CheckpointInfo info) {
                      std::snprintf(
                          suffix, sizeof(suffix), "%08x",
                          static_cast<unsigned>(std::random_device()()));
-                     name = std::filesystem::absolute(dir).filename().string() +
-                            ".step-" + std::to_string(info.step) + "." + suffix;
+                     // The name of `dir`, "run" of "run/" too.
+                     std::filesystem::path path =
+                         std::filesystem::absolute(dir).lexically_normal();
+                     if (!path.has_filename())
+                       path = path.parent_path();
+                     name = path.filename().string() + ".step-" +
+                            std::to_string(info.step) + "." + suffix;
                      info.entries["ps-checkpoint"] = name;
                    }
                    theTables->checkpoint(name, info.step);
