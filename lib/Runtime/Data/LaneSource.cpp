@@ -40,7 +40,9 @@ public:
            " lanes");
     sources.resize(lanes);
     parts.resize(lanes);
+    // The lanes read, runs of them as ranges ("0-3,6").
     std::string read;
+    int64_t readCount = 0;
     for (int64_t l = 0; l < lanes; ++l) {
       if (!this->layout.read[l])
         continue;
@@ -48,15 +50,20 @@ public:
       lane.shardIndex = l;
       lane.shardCount = lanes;
       sources[l] = openDataSource(lane);
-      read += (read.empty() ? "" : ",") + std::to_string(l);
+      ++readCount;
       if (description.empty())
         description = sources[l]->describe();
+      if (l > 0 && this->layout.read[l - 1]) {
+        if (l + 1 == lanes || !this->layout.read[l + 1])
+          read += "-" + std::to_string(l);
+        continue;
+      }
+      read += (read.empty() ? "" : ",") + std::to_string(l);
     }
     if (read.empty())
       fail("data lanes: this process reads none of the ", lanes);
-    description += "; lane" +
-                   std::string(read.find(',') == read.npos ? " " : "s ") +
-                   read + " of " + std::to_string(lanes);
+    description += "; lane" + std::string(readCount == 1 ? " " : "s ") + read +
+                   " of " + std::to_string(lanes);
   }
 
   bool next(Batch &batch, int64_t batchSize) override {
@@ -64,6 +71,12 @@ public:
       fail(describe(), ": batch size must be positive, got ", batchSize);
     int64_t lanes = layout.lanes;
     int64_t count = microBatchCount(batchSize, layout.microBatches);
+    // A lane without a micro-batch of its own would never be read.
+    if (count < lanes)
+      fail("data lanes: a batch of ", batchSize, " examples makes ", count,
+           " micro-batch", count == 1 ? "" : "es", ", fewer than the ", lanes,
+           " lanes that each give one: use at most ", count,
+           " lanes or a larger batch");
     // Each lane's rows: the micro-batches that are its own.
     laneRows.assign(lanes, 0);
     for (int64_t m = 0; m < count; ++m)
