@@ -310,6 +310,9 @@ public:
     TrainerOptions to;
     to.batchSize = batch;
     Trainer trainer(session->program(), session->program(), to);
+    if (trainer.binder().labelIndex() < 0)
+      throw Error("the plan has no label input to evaluate the predictions "
+                  "against (an inference plan); predict() gives them");
     std::unique_ptr<DataSource> source =
         openDataSource(data.options(trainer.binder(), false));
     Metrics m;

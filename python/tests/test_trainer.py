@@ -351,6 +351,9 @@ def test_inference_plan_predicts_but_does_not_train():
     assert trainer.predict(batch)["output"].shape == (4, 1)
     with pytest.raises(heterps.Error, match="no training step"):
         trainer.step(batch)
+    # Without labels there is nothing to evaluate against (it returned {}).
+    with pytest.raises(heterps.Error, match="the plan has no label input"):
+        trainer.evaluate("synthetic", synthetic_vocab=100)
 
 
 def test_pipelined_stages_train_like_one_worker():

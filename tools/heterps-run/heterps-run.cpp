@@ -274,17 +274,24 @@ int runInference(const Options &o, Program &program) {
   // With --output-dir, a line per example: its prediction scores and label.
   std::FILE *predictions = nullptr;
   std::string predictionsPath = o.outputDir + "/predictions.tsv";
-  Trainer::PredictionSink sink;
   if (!o.outputDir.empty()) {
     std::filesystem::create_directories(o.outputDir);
     predictions = std::fopen(predictionsPath.c_str(), "w");
     if (!predictions)
       fail("cannot write '", predictionsPath, "': ", std::strerror(errno));
-    sink = [&](const Tensor &prediction, const Tensor *label,
-               const std::vector<char> &present) {
-      writePredictions(predictions, prediction, label, present);
-    };
   }
+  // The examples run, which the metrics count only with labels.
+  int64_t examples = 0;
+  Trainer::PredictionSink sink = [&](const Tensor &prediction,
+                                     const Tensor *label,
+                                     const std::vector<char> &present) {
+    int64_t rows = prediction.rank() ? prediction.dim(0) : 1;
+    examples += present.empty()
+                    ? rows
+                    : std::count(present.begin(), present.end(), char(1));
+    if (predictions)
+      writePredictions(predictions, prediction, label, present);
+  };
   auto start = std::chrono::steady_clock::now();
   Metrics m = trainer.evaluate(*source, sink);
   if (predictions && std::fclose(predictions) != 0)
@@ -292,9 +299,13 @@ int runInference(const Options &o, Program &program) {
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
-  int64_t examples = m.examples();
-  std::printf("inference on %s: %s\n", source->describe().c_str(),
-              metricsText(m).c_str());
+  if (trainer.binder().labelIndex() >= 0)
+    std::printf("inference on %s: %s\n", source->describe().c_str(),
+                metricsText(m).c_str());
+  else
+    std::printf("inference on %s: the plan has no label input, so no "
+                "metrics\n",
+                source->describe().c_str());
   if (examples && seconds > 0)
     std::printf("inference: %lld examples in %.3f s, %.0f samples/s\n",
                 static_cast<long long>(examples), seconds, examples / seconds);
