@@ -188,9 +188,10 @@ std::string runtime::metricsJSON(const Metrics &m) {
       member("ne", m.normalizedEntropy());
       member("calibration", m.calibration());
     }
-    member("examples", double(m.binaryExamples()));
   }
   if (m.hasAccuracy())
     member("accuracy", m.accuracy());
+  if (m.hasAUC() || m.hasAccuracy())
+    member("examples", double(m.examples()));
   return out;
 }
