@@ -213,9 +213,11 @@ struct AutodiffPass
     return std::make_pair(l, lossName);
   }
 
-  /// Fails naming an option given that nothing reads: a hyper-parameter of
+  /// Fails naming an option set that nothing reads: a hyper-parameter of
   /// another optimizer than the dense and the tables' ones, a loss option
-  /// without loss=, from-logits without bce, an empty label name.
+  /// without loss=, from-logits without bce, an empty label name. "Set" is
+  /// "other than its default": a pass made from an options struct has every
+  /// option given.
   LogicalResult checkOptionsAreRead(ModuleOp module) {
     OptimizerKind sparseKind = sparseOptimizer == TableOptimizer::dense
                                    ? optimizer.getValue()
@@ -229,11 +231,11 @@ struct AutodiffPass
       StringRef name, readers;
       bool read;
     } hyperParameters[] = {
-        {momentum.hasValue(), "momentum", "momentum",
+        {momentum != 0.9, "momentum", "momentum",
          used({OptimizerKind::momentum})},
-        {beta1.hasValue(), "beta1", "adam", used({OptimizerKind::adam})},
-        {beta2.hasValue(), "beta2", "adam", used({OptimizerKind::adam})},
-        {epsilon.hasValue(), "epsilon", "adam and adagrad",
+        {beta1 != 0.9, "beta1", "adam", used({OptimizerKind::adam})},
+        {beta2 != 0.999, "beta2", "adam", used({OptimizerKind::adam})},
+        {epsilon != 1.0e-8, "epsilon", "adam and adagrad",
          used({OptimizerKind::adam, OptimizerKind::adagrad})},
     };
     for (const HyperParameter &h : hyperParameters)
@@ -248,9 +250,9 @@ struct AutodiffPass
                              stringifyOptimizerKind(sparseKind).str());
     if (loss == AddedLoss::model)
       for (auto [given, name] :
-           {std::pair<bool, StringRef>{labelName.hasValue(), "label"},
-            {prediction.hasValue(), "prediction"},
-            {fromLogits.hasValue(), "from-logits"}})
+           {std::pair<bool, StringRef>{labelName != "label", "label"},
+            {prediction != 0, "prediction"},
+            {fromLogits, "from-logits"}})
         if (given)
           return module.emitError()
                  << getArgument() << ": " << name
@@ -261,7 +263,7 @@ struct AutodiffPass
       return module.emitError()
              << getArgument()
              << ": from-logits is bce's (softmax-ce always reads logits)";
-    if (labelName.hasValue() && labelName.empty())
+    if (labelName.empty())
       return module.emitError()
              << getArgument() << ": label= needs a name for the label input";
     return success();
@@ -305,8 +307,8 @@ struct AutodiffPass
                          << learningRate;
       return signalPassFailure();
     }
-    // Left out, it is the dense learning rate.
-    if (sparseLearningRate.hasValue() && sparseLearningRate < 0) {
+    // -1 (the default) stands for the dense learning rate.
+    if (sparseLearningRate < 0 && sparseLearningRate != -1.0) {
       module.emitError() << getArgument() << ": negative sparse-learning-rate "
                          << sparseLearningRate
                          << " (leave it out for the dense learning rate)";
@@ -323,9 +325,8 @@ struct AutodiffPass
     OptimizerKind sparseKind = sparseOptimizer == TableOptimizer::dense
                                    ? optimizer.getValue()
                                    : toOptimizerKind(sparseOptimizer);
-    double sparseLr = sparseLearningRate.hasValue()
-                          ? sparseLearningRate.getValue()
-                          : learningRate.getValue();
+    double sparseLr = sparseLearningRate < 0 ? learningRate.getValue()
+                                             : sparseLearningRate.getValue();
     OptimizerAttr tableOptimizer =
         optimizerAttr(module, sparseKind, sparseLr, "table optimizer");
     if (!tableOptimizer)
