@@ -177,6 +177,16 @@ struct AutodiffPass
           return func.emitError() << getArgument() << ": the function already "
                                   << "has an input named '" << labelName
                                   << "'; choose another with label=NAME";
+    // The plan names inputs and outputs in one space (heterps-run --input
+    // and --output-dir, Trainer.step and predict).
+    for (unsigned i = 0; i < func.getNumResults(); ++i)
+      if (auto name = func.getResultAttrOfType<StringAttr>(
+              i, HeterPSDialect::getNameAttrName()))
+        if (name.getValue() == labelName)
+          return func.emitError() << getArgument() << ": the function has an "
+                                  << "output named '" << labelName
+                                  << "'; choose another label name with "
+                                     "label=NAME";
     unsigned index = func.getNumArguments();
     NamedAttrList attrs;
     attrs.set(HeterPSDialect::getNameAttrName(), b.getStringAttr(labelName));

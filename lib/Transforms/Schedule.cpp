@@ -69,7 +69,9 @@ struct SchedulePass
     outline.microBatches = microBatches;
     pm.addPass(createOutlineStagesPass(outline));
     pm.addPass(createInsertPipelineCommPass());
-    pm.addPass(createVerifyPlacementPass());
+    VerifyPlacementPassOptions verify;
+    verify.functionName = functionName;
+    pm.addPass(createVerifyPlacementPass(verify));
   }
 
   // The passes run in a nested pipeline load their dialects only if this

@@ -20,9 +20,13 @@ namespace {
 
 struct VerifyPlacementPass
     : public mlir::heterps::impl::VerifyPlacementPassBase<VerifyPlacementPass> {
+  using Base::Base;
+
   void runOnOperation() override {
     bool failed = false;
     getOperation().walk([&](func::FuncOp function) {
+      if (!functionName.empty() && function.getSymName() != functionName)
+        return;
       function.walk([&](Operation *op) {
         if (op->getDialect() != op->getContext()->getLoadedDialect(
                                     HeterPSDialect::getDialectNamespace()) ||

@@ -1,12 +1,17 @@
 """heterps.compile: a model to a plan, with the passes heterps-opt runs."""
 
+import math
+import numbers
 import os
 
 from . import _heterps
-from ._arguments import _INT, _NUMBER, _check_types
+from ._arguments import _INT64, _UINT64, _check_ranges
 from .plan import Plan
 
 _LOSSES = ("bce", "softmax-ce", "mse")
+_OPTIMIZERS = ("sgd", "momentum", "adam", "adagrad")
+_SOLVERS = ("rl", "exhaustive", "dp", "greedy", "genetic", "heuristic",
+            "cpu-only", "gpu-only")
 
 
 class CompileError(_heterps.Error):
@@ -41,16 +46,78 @@ def _pass(name, options):
 def _model_source(model):
     """(path, bytes, base directory) of a path, bytes or onnx.ModelProto."""
     if isinstance(model, (str, os.PathLike)):
+        if not os.fspath(model):
+            raise ValueError("model is an empty path")
         path = os.path.abspath(os.fspath(model))
         return path, b"", os.path.dirname(path)
     if isinstance(model, (bytes, bytearray, memoryview)):
         if not len(model):
             raise ValueError("model is empty bytes, not an ONNX model")
         return "<bytes>", bytes(model), os.getcwd()
-    if hasattr(model, "SerializeToString"):
-        return "<onnx.ModelProto>", model.SerializeToString(), os.getcwd()
+    if type(model).__name__ == "ModelProto" and \
+            hasattr(model, "SerializeToString"):
+        data = model.SerializeToString()
+        if not data:
+            raise ValueError("model is an empty onnx.ModelProto")
+        return "<onnx.ModelProto>", data, os.getcwd()
     raise TypeError("model must be a path, bytes or an onnx.ModelProto, got "
                     f"{type(model).__name__}")
+
+
+def _path(name, value):
+    """A path argument (str or os.PathLike), made absolute."""
+    if not isinstance(value, (str, os.PathLike)) or \
+            not isinstance(os.fspath(value), str):
+        raise TypeError(f"{name} must be a path (str or os.PathLike), got "
+                        f"{type(value).__name__}")
+    if not os.fspath(value):
+        raise ValueError(f"{name} is an empty path")
+    return os.path.abspath(os.fspath(value))
+
+
+def _integer(name, value, lowest=1, highest=_INT64[1]):
+    """An int argument (numpy's too) in [lowest, highest]."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    value = int(value)
+    _check_ranges(**{name: (value, lowest, highest)})
+    return value
+
+
+def _number(name, value, positive=True):
+    """A finite real argument (numpy's too), positive or >= 0."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number, got "
+                        f"{type(value).__name__}")
+    value = float(value)
+    if not math.isfinite(value) or value < 0 or (positive and value == 0):
+        raise ValueError(f"{name} must be a {'positive' if positive else 'non-negative'} "
+                         f"finite number, got {value}")
+    return value
+
+
+def _choice(name, value, choices):
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a string, got {type(value).__name__}")
+    if value not in choices:
+        raise ValueError(f"unknown {name} {value!r} (expected one of "
+                         f"{', '.join(choices)})")
+    return value
+
+
+def _pass_options(name, options):
+    """A dict of further pass options: non-empty names and values."""
+    if options is None:
+        return {}
+    if not isinstance(options, dict):
+        raise TypeError(f"{name} must be a dict of pass options, got "
+                        f"{type(options).__name__}")
+    for key, value in options.items():
+        if not isinstance(key, str) or not key.strip():
+            raise ValueError(f"{name}: {key!r} is not an option name")
+        if value is None or (isinstance(value, str) and not value.strip()):
+            raise ValueError(f"{name}: option {key!r} has no value")
+    return options
 
 
 def _check_overrides(what, options, keywords):
@@ -91,30 +158,52 @@ def compile(model, *, loss=None, label=None, optimizer="sgd",
 
     Raises CompileError with the compiler's diagnostics.
     """
-    _check_types(batch=(batch, *_INT),
-                 learning_rate=(learning_rate, *_NUMBER))
-    if batch < 1:
-        raise ValueError(f"batch must be positive, got {batch}")
+    # Argument mistakes are found here, named, rather than in the pass
+    # pipeline's text.
+    batch = _integer("batch", batch)
+    learning_rate = _number("learning_rate", learning_rate, positive=False)
+    autodiff_options = _pass_options("autodiff_options", autodiff_options)
+    schedule_options = _pass_options("schedule_options", schedule_options)
     _check_overrides("autodiff_options", autodiff_options,
                      {"optimizer": "optimizer",
                       "learning-rate": "learning_rate", "loss": "loss",
-                      "label": "label"})
+                      "label": "label", "function": "function"})
     _check_overrides("schedule_options", schedule_options,
                      {"cluster": "cluster", "solver": "solver",
                       "throughput": "throughput", "batch": "batch",
                       "samples": "samples", "micro-batches": "micro_batches",
                       "seed": "seed", "profile": "profile",
-                      "training": "optimizer"})
+                      "training": "optimizer", "function": "function"})
     if loss is not None and loss not in _LOSSES:
         raise ValueError(f"unknown loss {loss!r} (expected one of "
                          f"{', '.join(_LOSSES)}, or None for the model's)")
+    if optimizer is not None:
+        _choice("optimizer", optimizer, _OPTIMIZERS)
+    if label is not None and (not isinstance(label, str) or not label):
+        raise TypeError(f"label must be a non-empty string, got {label!r}")
+    if function is not None and (not isinstance(function, str) or
+                                 not function):
+        raise TypeError(f"function must be a non-empty string, got "
+                        f"{function!r}")
+    if solver is not None:
+        _choice("solver", solver, _SOLVERS)
+    if throughput is not None:
+        throughput = _number("throughput", throughput)
+    if samples is not None:
+        samples = _number("samples", samples)
+    if micro_batches is not None:
+        micro_batches = _integer("micro_batches", micro_batches,
+                                 highest=batch)
+    if seed is not None:
+        seed = _integer("seed", seed, lowest=0, highest=_UINT64[1])
     path, data, base_dir = _model_source(model)
     passes = []
     training = optimizer is not None
     if training:
-        options = {"optimizer": optimizer, "learning-rate": learning_rate,
-                   "loss": loss, "label": label}
-        options.update(autodiff_options or {})
+        options = {"function": function, "optimizer": optimizer,
+                   "learning-rate": learning_rate, "loss": loss,
+                   "label": label}
+        options.update(autodiff_options)
         passes.append(_pass("heterps-autodiff", options))
     elif loss is not None or label is not None or autodiff_options:
         raise ValueError("loss, label and autodiff_options need an "
@@ -124,7 +213,8 @@ def compile(model, *, loss=None, label=None, optimizer="sgd",
             raise ValueError("scheduling on a cluster needs a throughput "
                              "target (samples/s)")
         options = {
-            "cluster": os.path.abspath(os.fspath(cluster)),
+            "function": function,
+            "cluster": _path("cluster", cluster),
             "solver": "rl" if solver is None else solver,
             "throughput": throughput,
             "batch": batch,
@@ -132,15 +222,15 @@ def compile(model, *, loss=None, label=None, optimizer="sgd",
             "micro-batches": 1 if micro_batches is None else micro_batches,
             "seed": 0 if seed is None else seed,
             "training": training,
-            "profile": (os.path.abspath(os.fspath(profile))
+            "profile": (_path("profile", profile)
                         if profile is not None else None),
         }
-        options.update(schedule_options or {})
+        options.update(schedule_options)
         passes.append(_pass("heterps-schedule", options))
     else:
         given = [name for name, value in (
             ("throughput", throughput), ("profile", profile),
-            ("schedule_options", schedule_options), ("solver", solver),
+            ("schedule_options", schedule_options or None), ("solver", solver),
             ("samples", samples), ("micro_batches", micro_batches),
             ("seed", seed)) if value is not None]
         if given:

@@ -17,9 +17,15 @@ the rows.
 import argparse
 import json
 import math
+import numbers
+import os
 import sys
 
-from .compiler import CompileError, compile as compile_model
+from .compiler import _SOLVERS, CompileError, compile as compile_model
+
+# What a target that no plan meets says; any other error is the model's,
+# the cluster's or the options', and is raised.
+_UNMET = ("samples/s cannot be met", "the plan does not fit in memory")
 
 
 def plan_mix(plan):
@@ -31,7 +37,22 @@ def plan_mix(plan):
 def sweep(model, cluster, throughputs, solvers, **options):
     """One row per (solver, target): dicts with solver, target, feasible,
     and for feasible ones throughput, cost_per_hour, job_cost, mix,
-    stages; for the others the compiler's first error."""
+    stages; for the others the compiler's first error. Only targets no plan
+    meets are infeasible rows: another CompileError (the model, the cluster,
+    an option) is raised."""
+    if isinstance(solvers, str) or not all(isinstance(s, str)
+                                           for s in solvers):
+        raise TypeError("solvers must be a list of solver names, got "
+                        f"{solvers!r}")
+    for solver in solvers:
+        if solver not in _SOLVERS:
+            raise ValueError(f"unknown solver {solver!r} (expected one of "
+                             f"{', '.join(_SOLVERS)})")
+    for target in throughputs:
+        if isinstance(target, bool) or not isinstance(target, numbers.Real) \
+                or not (0 < target < math.inf):
+            raise ValueError(f"a throughput target must be a positive finite "
+                             f"number, got {target!r}")
     rows = []
     for solver in solvers:
         for target in throughputs:
@@ -41,6 +62,8 @@ def sweep(model, cluster, throughputs, solvers, **options):
                                      throughput=target, solver=solver,
                                      **options)
             except CompileError as error:
+                if not any(u in str(error) for u in _UNMET):
+                    raise
                 row.update(feasible=False,
                            error=error.diagnostics[0] if error.diagnostics
                            else str(error))
@@ -61,13 +84,22 @@ def parse_throughputs(text):
         if len(parts) != 3:
             raise ValueError(f"--throughputs takes FIRST:LAST:COUNT, got "
                              f"'{text}'")
-        first, last, count = float(parts[0]), float(parts[1]), int(parts[2])
-        if not (0 < first < last) or count < 2:
+        try:
+            first, last = float(parts[0]), float(parts[1])
+            count = int(parts[2])
+        except ValueError:
+            raise ValueError(f"--throughputs takes FIRST:LAST:COUNT numbers, "
+                             f"got '{text}'") from None
+        if not (0 < first < last < math.inf) or count < 2:
             raise ValueError(f"--throughputs: expected 0 < FIRST < LAST and "
                              f"COUNT >= 2, got '{text}'")
         ratio = (last / first) ** (1 / (count - 1))
         return [first * ratio ** i for i in range(count)]
-    values = [float(v) for v in text.split(",")]
+    try:
+        values = [float(v) for v in text.split(",")]
+    except ValueError:
+        raise ValueError(f"--throughputs takes numbers, got '{text}'") \
+            from None
     if not values or any(not (v > 0) or math.isinf(v) for v in values):
         raise ValueError(f"--throughputs: expected positive numbers, got "
                          f"'{text}'")
@@ -144,12 +176,30 @@ def main(argv=None):
         parser.error(str(error))
     if args.plot and not args.plot.endswith((".png", ".svg", ".pdf")):
         parser.error(f"--plot: '{args.plot}' must end in .png, .svg or .pdf")
+    # Found before the sweep, not after it.
+    for flag, path in (("--plot", args.plot), ("--json", args.json)):
+        if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+            parser.error(f"{flag}: the directory of '{path}' does not exist")
+    if args.batch < 1 or args.micro_batches < 1 or not (
+            0 < args.samples < math.inf):
+        parser.error("--batch, --micro-batches and --samples must be "
+                     "positive")
     solvers = [s for s in args.solvers.split(",") if s]
+    if not solvers:
+        parser.error(f"--solvers names no solver: '{args.solvers}'")
+    unknown = [s for s in solvers if s not in _SOLVERS]
+    if unknown:
+        parser.error(f"--solvers: unknown solver {unknown[0]!r} (expected "
+                     f"one of {', '.join(_SOLVERS)})")
     options = dict(loss=args.loss, optimizer=args.optimizer,
                    batch=args.batch, samples=args.samples,
                    micro_batches=args.micro_batches)
-    # A model or cluster that does not compile at all fails once, clearly.
-    rows = sweep(args.model, args.cluster, throughputs, solvers, **options)
+    # A model, cluster or option that does not compile fails once, clearly.
+    try:
+        rows = sweep(args.model, args.cluster, throughputs, solvers,
+                     **options)
+    except (CompileError, ValueError, TypeError) as error:
+        sys.exit(f"frontier: {error}")
     if not any(r["feasible"] for r in rows):
         errors = {r["error"] for r in rows}
         if len(errors) == 1:

@@ -103,9 +103,10 @@ def test_unknown_pass_option_names_the_option():
     # A bad value is named with what LLVM's option parser says of it (which
     # it writes to stderr).
     with pytest.raises(heterps.CompileError,
-                       match="for the --optimizer option: Cannot find option "
-                             "named 'rmsprop'"):
-        heterps.compile(CTR, loss="bce", optimizer="rmsprop")
+                       match="for the --sparse-optimizer option: Cannot find "
+                             "option named 'rmsprop'"):
+        heterps.compile(CTR, loss="bce",
+                        autodiff_options={"sparse-optimizer": "rmsprop"})
 
 
 def test_schedule_error_is_raised_with_its_diagnostics(tmp_path):
@@ -150,6 +151,63 @@ def test_argument_mistakes_are_refused_before_compiling():
                        "'learning-rate'"):
         heterps.compile(CTR, loss="bce",
                         autodiff_options={"learning-rate": 0.5})
+
+
+def test_argument_values_and_types_are_named():
+    # Found in Python, named, rather than in the pass pipeline's text (or as
+    # pybind11's signature list).
+    scheduled = dict(loss="bce", cluster=CLUSTER, throughput=1000)
+    for kwargs, error, match in (
+            (dict(batch=2**70), ValueError, r"batch must be in \[1, "),
+            (dict(optimizer="rmsprop"), ValueError, "unknown optimizer "
+             "'rmsprop'"),
+            (dict(scheduled, solver="magic"), ValueError,
+             "unknown solver 'magic'"),
+            (dict(scheduled, seed=-1), ValueError, "seed must be an unsigned"),
+            (dict(scheduled, micro_batches=True), TypeError,
+             "micro_batches must be an int"),
+            (dict(loss="bce", cluster=CLUSTER, throughput="1000"), TypeError,
+             "throughput must be a number"),
+            (dict(loss="bce", cluster=CLUSTER, throughput=float("inf")),
+             ValueError, "throughput must be a positive finite number"),
+            (dict(scheduled, micro_batches=1000, batch=512), ValueError,
+             r"micro_batches must be in \[1, 512\]"),
+            (dict(loss="bce", label=5), TypeError, "label must be a "
+             "non-empty string"),
+            (dict(function=3), TypeError, "function must be a non-empty"),
+            (dict(scheduled, cluster=5), TypeError, "cluster must be a path"),
+            (dict(loss="bce", autodiff_options={"": 1}), ValueError,
+             "is not an option name"),
+            (dict(loss="bce", autodiff_options={"weight-decay": ""}),
+             ValueError, "option 'weight-decay' has no value"),
+            (dict(loss="bce", autodiff_options=["weight-decay"]), TypeError,
+             "autodiff_options must be a dict"),
+            (dict(loss="bce", autodiff_options={"function": "main"}),
+             ValueError, "compile's function= argument")):
+        with pytest.raises(error, match=match):
+            heterps.compile(CTR, **kwargs)
+    with pytest.raises(ValueError, match="empty onnx.ModelProto"):
+        heterps.compile(onnx.ModelProto())
+    with pytest.raises(ValueError, match="empty path"):
+        heterps.compile("")
+    # NumPy numbers are numbers.
+    import numpy as np
+    plan = heterps.compile(CTR, loss="bce", batch=np.int64(64),
+                           learning_rate=np.float32(0.05))
+    assert plan.batch_size == 64
+
+
+def test_function_reaches_every_pass(tmp_path):
+    # A module of two functions: function= names the one that is trained
+    # and scheduled (the passes did not get it, and refused the module).
+    text = (ROOT / "examples" / "ctr.mlir").read_text()
+    body = text[text.index("  func.func @"):text.rindex("}")]
+    other = re.sub(r"func\.func @\w+", "func.func @other", body, count=1)
+    (tmp_path / "two.mlir").write_text(text[:text.rindex("}")] + other + "}\n")
+    plan = heterps.compile(tmp_path / "two.mlir", function="other",
+                           cluster=CLUSTER, throughput=1000, solver="dp")
+    assert plan.function == "other"
+    assert plan.training is not None
 
 
 def test_corrupt_plan_file(tmp_path):

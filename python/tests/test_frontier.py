@@ -54,7 +54,8 @@ def test_throughput_ranges():
     assert frontier.parse_throughputs("1e3:1e5:3") == pytest.approx(
         [1e3, 1e4, 1e5])
     assert frontier.parse_throughputs("5,7") == [5.0, 7.0]
-    for bad in ("1e5:1e3:3", "1:2", "0,5", "1:10:1"):
+    for bad in ("1e5:1e3:3", "1:2", "0,5", "1:10:1", "1e4:inf:3", "abc",
+                "1:x:3"):
         with pytest.raises(ValueError):
             frontier.parse_throughputs(bad)
 
@@ -74,3 +75,19 @@ def test_command_line_mistakes(tmp_path):
     with pytest.raises(SystemExit, match="no target could be met"):
         frontier.main([str(CTR), f"--cluster={CLUSTER}", "--loss=bce",
                        "--throughputs=1e11,1e12", "--solvers=dp"])
+    # Unknown solvers, bad numbers and unwritable outputs are usage errors
+    # before the sweep (a misspelled solver was an "infeasible" row).
+    for args in (["--solvers=dp,magic"], ["--solvers=,"], ["--batch=0"],
+                 [f"--json={tmp_path / 'no' / 'f.json'}"]):
+        with pytest.raises(SystemExit) as exit_info:
+            frontier.main([str(CTR), f"--cluster={CLUSTER}", "--loss=bce",
+                           "--throughputs=1e4"] + args)
+        assert exit_info.value.code == 2, args
+    # An option that does not compile is raised, not an infeasible row.
+    with pytest.raises(TypeError, match="solvers must be a list"):
+        frontier.sweep(CTR, CLUSTER, [1e5], "dp")
+    with pytest.raises(ValueError, match="unknown solver 'dpp'"):
+        frontier.sweep(CTR, CLUSTER, [1e5], ["dpp"])
+    with pytest.raises(ValueError, match="unknown optimizer 'adamw'"):
+        frontier.sweep(CTR, CLUSTER, [1e5], ["dp"], loss="bce",
+                       optimizer="adamw")

@@ -29,6 +29,9 @@
 // NO-LOSS-LABEL: error: heterps-autodiff: label= is an option of the added loss; give loss=bce, softmax-ce or mse (without loss=, the model's own loss is trained)
 // EMPTY-LABEL: error: heterps-autodiff: label= needs a name for the label input
 // PREDICTION: error: heterps-autodiff: prediction=5 but the function has
+// A label named as an output: the plan names both in one space.
+// RUN: not heterps-opt %S/../Import/ONNX/Inputs/torch-ctr.onnx --heterps-autodiff='loss=bce label=output' 2>&1 | FileCheck %s --check-prefix=LABEL-OUTPUT --implicit-check-not=error:
+// LABEL-OUTPUT: error: heterps-autodiff: the function has an output named 'output'; choose another label name with label=NAME
 
 // expected-error @+1 {{the function returns no loss (a 0-D float result); add one with loss=bce|softmax-ce|mse label=NAME}}
 func.func @no_loss(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {

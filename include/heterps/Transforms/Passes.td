@@ -276,8 +276,13 @@ def VerifyPlacementPass : Pass<"heterps-verify-placement", "::mlir::ModuleOp"> {
     Fails unless every HeterPS op in a function body is placed: it carries
     `heterps.device` or sits in a `heterps.stage`; and every pipeline has
     only stages whose resource types the module's `heterps.resources` lists.
-    The IR is not changed.
+    With `function=`, only that function is checked (`heterps-schedule`
+    checks the one it scheduled). The IR is not changed.
   }];
+  let options = [
+    Option<"functionName", "function", "std::string", "\"\"",
+           "The function to check (default: every function)">
+  ];
 }
 
 
