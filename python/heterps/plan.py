@@ -44,6 +44,9 @@ class Plan:
     reads a file that heterps-opt wrote."""
 
     def __init__(self, native, diagnostics=()):
+        if not isinstance(native, _heterps.Plan):
+            raise TypeError("Plan() wraps a compiled plan: Plan.load(path) "
+                            "reads a plan file, heterps.compile() makes one")
         self._native = native
         self._info = native.describe()
         self.diagnostics = list(diagnostics)
@@ -54,6 +57,11 @@ class Plan:
 
     @classmethod
     def from_bytes(cls, data):
+        # bytes(5) would be five zero bytes, bytes("x") a TypeError of its
+        # own: only a bytes-like object is a plan's bytes.
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError(f"from_bytes takes bytes, got "
+                            f"{type(data).__name__} (Plan.load reads a file)")
         return cls(_heterps.Plan.from_bytes(bytes(data)))
 
     def save(self, path):

@@ -47,6 +47,21 @@ def serve(*, host="127.0.0.1", port=0, checkpoint_dir=None, restore=None,
     auth_token_file and admin_token_file are heterps-run serve's --tls-cert,
     --tls-key, --tls-ca (client certificates), --auth-token-file and
     --admin-token-file (paths)."""
+    if not isinstance(host, str) or not host:
+        raise TypeError(f"host must be a non-empty string, got {host!r}")
+    for name, value, highest in (("port", port, 65535),
+                                 ("keep_checkpoints", keep_checkpoints,
+                                  1 << 31)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{name} must be an int, got "
+                            f"{type(value).__name__}")
+        if not 0 <= value <= highest:
+            raise ValueError(f"{name} must be in [0, {highest}], got {value}")
+    if checkpoint_dir is None and (restore is not None or keep_checkpoints):
+        raise ValueError("restore and keep_checkpoints need checkpoint_dir")
+    # An IPv6 address takes brackets before its port.
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
     native = _heterps.Server(host, port, _path(checkpoint_dir), restore or "",
                              keep_checkpoints, _path(tls_cert),
                              _path(tls_key), _path(tls_ca),

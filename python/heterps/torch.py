@@ -33,6 +33,17 @@ def export(module, example_inputs, path, *, input_names=None,
     if len(input_names) != len(example_inputs):
         raise ValueError(f"{len(input_names)} input names for "
                          f"{len(example_inputs)} example inputs")
+    # The exporter renames clashing or empty names ('a.1', 'onnx::Concat_0')
+    # in silence: the plan's names would not be the ones given.
+    names = input_names + output_names
+    for name in names:
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"input and output names must be non-empty "
+                             f"strings, got {name!r}")
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ValueError(f"input and output names must be distinct: "
+                         f"{', '.join(map(repr, repeated))} is given twice")
     dynamic = None
     if dynamic_batch:
         dynamic = {name: {0: "batch"} for name in input_names}

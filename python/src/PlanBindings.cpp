@@ -81,7 +81,11 @@ static py::dict describe(const plan::Plan &p) {
     table["name"] = t.name();
     table["vocab"] = t.vocab();
     table["dim"] = t.dim();
-    table["optimizer"] = t.optimizer().kind();
+    // None where nothing trains the table (an inference plan), as
+    // heterps-run --print-plan's "optimizer none".
+    table["optimizer"] = t.optimizer().kind().empty()
+                             ? py::object(py::none())
+                             : py::object(py::str(t.optimizer().kind()));
     tables.append(table);
   }
   d["tables"] = tables;

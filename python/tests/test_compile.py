@@ -197,6 +197,22 @@ def test_argument_values_and_types_are_named():
     assert plan.batch_size == 64
 
 
+def test_plan_and_server_argument_mistakes():
+    with pytest.raises(TypeError, match="Plan.load"):
+        heterps.Plan("dlrm.plan")
+    with pytest.raises(TypeError, match="from_bytes takes bytes"):
+        heterps.Plan.from_bytes(5)
+    with pytest.raises(TypeError, match="port must be an int"):
+        heterps.serve(port=True)
+    with pytest.raises(ValueError, match=r"port must be in \[0, 65535\]"):
+        heterps.serve(port=70000)
+    with pytest.raises(ValueError, match="need checkpoint_dir"):
+        heterps.serve(keep_checkpoints=3)
+    # Nothing trains an inference plan's tables.
+    plan = heterps.compile(CTR, optimizer=None)
+    assert plan.tables[0]["optimizer"] is None
+
+
 def test_function_reaches_every_pass(tmp_path):
     # A module of two functions: function= names the one that is trained
     # and scheduled (the passes did not get it, and refused the module).

@@ -1,6 +1,7 @@
 """heterps.torch.export: a PyTorch model through the compiler and back."""
 
 import numpy as np
+import pytest
 import torch
 from torch import nn
 
@@ -73,3 +74,19 @@ def test_one_sgd_step_matches_torch(tmp_path):
         want = model(dense, ids).numpy()
     assert abs(loss - want_loss.item()) < 1e-5
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_export_refuses_names_the_exporter_would_change(tmp_path):
+    # torch.onnx renames repeated or empty names ('a.1', 'onnx::Concat_0'):
+    # the plan's inputs would not be the names given.
+    import torch
+
+    model = torch.nn.Linear(4, 1)
+    two = (torch.zeros(2, 4), torch.zeros(2, 4))
+    for inputs, names, match in (
+            (two, ["a", "a"], "'a' is given twice"),
+            (torch.zeros(2, 4), ["output"], "'output' is given twice"),
+            (torch.zeros(2, 4), [""], "non-empty strings")):
+        with pytest.raises(ValueError, match=match):
+            heterps.torch.export(model, inputs, tmp_path / "m.onnx",
+                                 input_names=names)
