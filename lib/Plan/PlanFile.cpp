@@ -26,6 +26,27 @@
 using namespace heterps::plan;
 
 static constexpr size_t kHeaderSize = sizeof(kMagic) + sizeof(uint32_t);
+static constexpr size_t kChecksumSize = sizeof(uint64_t);
+
+namespace {
+/// FNV-1a, 64 bits, over bytes given in pieces.
+struct Fnv1a {
+  uint64_t hash = 0xcbf29ce484222325ULL;
+  void add(const char *data, size_t n) {
+    for (size_t i = 0; i < n; ++i) {
+      hash ^= static_cast<unsigned char>(data[i]);
+      hash *= 0x100000001b3ULL;
+    }
+  }
+};
+
+std::string littleEndian64(uint64_t v) {
+  std::string out(8, '\0');
+  for (int i = 0; i < 8; ++i)
+    out[i] = static_cast<char>((v >> (8 * i)) & 0xff);
+  return out;
+}
+} // namespace
 
 bool heterps::plan::parsePlan(const std::string &bytes,
                               const std::string &source, Plan &plan,
@@ -40,14 +61,33 @@ bool heterps::plan::parsePlan(const std::string &bytes,
       reinterpret_cast<const unsigned char *>(bytes.data() + sizeof(kMagic));
   uint32_t version =
       v[0] | (v[1] << 8) | (v[2] << 16) | (static_cast<uint32_t>(v[3]) << 24);
-  if (version != kFormatVersion) {
+  if (version != kFormatVersion && version != 1) {
     error = source + ": plan format version " + std::to_string(version) +
-            ", this build reads version " + std::to_string(kFormatVersion) +
+            ", this build reads versions 1 and " +
+            std::to_string(kFormatVersion) +
             "; recompile the model with this heterps-opt";
     return false;
   }
+  size_t payload = bytes.size() - kHeaderSize;
+  if (version >= 2) {
+    if (payload < kChecksumSize) {
+      error = source + ": the plan is corrupt (" +
+              std::to_string(bytes.size()) +
+              " bytes: cut short before its checksum)";
+      return false;
+    }
+    payload -= kChecksumSize;
+    Fnv1a sum;
+    sum.add(bytes.data() + kHeaderSize, payload);
+    if (littleEndian64(sum.hash) !=
+        std::string_view(bytes.data() + kHeaderSize + payload, kChecksumSize)) {
+      error = source + ": the plan is corrupt (its checksum does not match: "
+                       "a byte changed, or the file was cut short or grew)";
+      return false;
+    }
+  }
   if (!plan.ParseFromArray(bytes.data() + kHeaderSize,
-                           static_cast<int>(bytes.size() - kHeaderSize))) {
+                           static_cast<int>(payload))) {
     error = source +
             ": the plan is corrupt (protobuf parse failed after the "
             "header, " +
@@ -126,7 +166,9 @@ std::string heterps::plan::serializePlan(const Plan &plan) {
     google::protobuf::io::StringOutputStream stream(&out);
     serializeTo(plan, stream);
   }
-  return out;
+  Fnv1a sum;
+  sum.add(out.data() + kHeaderSize, out.size() - kHeaderSize);
+  return out + littleEndian64(sum.hash);
 }
 
 bool heterps::plan::writePlanFile(const Plan &plan, const std::string &path,
@@ -142,7 +184,20 @@ bool heterps::plan::writePlanFile(const Plan &plan, const std::string &path,
       errno = stream.GetErrno();
       return false;
     }
-    return true;
+    // The checksum of what was written, read back in pieces.
+    Fnv1a sum;
+    std::string chunk(1 << 20, '\0');
+    for (off_t at = kHeaderSize;;) {
+      ssize_t n = ::pread(fd, chunk.data(), chunk.size(), at);
+      if (n < 0)
+        return false;
+      if (n == 0)
+        break;
+      sum.add(chunk.data(), static_cast<size_t>(n));
+      at += n;
+    }
+    std::string trailer = littleEndian64(sum.hash);
+    return writeAll(fd, trailer.data(), trailer.size());
   });
   if (!error.empty())
     error = "cannot write plan file: " + error;

@@ -45,8 +45,9 @@ heterps::writeFileAtomically(const std::string &path,
                              const std::function<bool(int fd)> &write) {
   std::string tmp = path + ".tmp." + std::to_string(::getpid());
   // O_NOFOLLOW: a link planted at the temporary name is not written through.
+  // O_RDWR: a writer may read back what it wrote (a checksum of it).
   int fd = ::open(tmp.c_str(),
-                  O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+                  O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0)
     return failure("cannot create '" + tmp + "'", errno);
   // Each step's reason, then the temporary file removed.

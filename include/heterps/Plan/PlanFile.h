@@ -19,7 +19,10 @@
 
 namespace heterps::plan {
 
-constexpr uint32_t kFormatVersion = 1;
+/// Version 2 ends in the FNV-1a-64 of the serialized plan (8 bytes, little
+/// endian), so that a changed byte is found; version 1 (no checksum) is
+/// still read.
+constexpr uint32_t kFormatVersion = 2;
 constexpr char kMagic[8] = {'H', 'P', 'S', 'P', 'L', 'A', 'N', '\n'};
 
 /// Reads, parses and verifies a plan file. On failure returns false and

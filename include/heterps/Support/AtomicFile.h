@@ -26,8 +26,8 @@ namespace heterps {
 std::string writeFileAtomically(const std::string &path, std::string_view data);
 
 /// The same, the contents written by `write` into the open temporary
-/// file's descriptor; `write` returns false when it failed (with errno
-/// set, or 0 for a failure of its own).
+/// file's descriptor (open for reading too); `write` returns false when it
+/// failed (with errno set, or 0 for a failure of its own).
 std::string writeFileAtomically(const std::string &path,
                                 const std::function<bool(int fd)> &write);
 

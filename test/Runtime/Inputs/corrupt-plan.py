@@ -31,6 +31,10 @@ def main():
         plan_pb2 = importlib.import_module("heterps.plan_pb2")
     data = open(plan_path, "rb").read()
     header, body = data[:12], data[12:]
+    # Format version 2 ends in the FNV-1a-64 of the plan's bytes.
+    checksummed = int.from_bytes(header[8:12], "little") >= 2
+    if checksummed:
+        body = body[:-8]
     plan = plan_pb2.Plan()
     plan.ParseFromString(body)
     key, _, value = mutation.partition("=")
@@ -117,8 +121,17 @@ def main():
             del op.attrs[attr]
     else:
         sys.exit("unknown mutation " + mutation)
+    body = plan.SerializeToString()
     with open(out_path, "wb") as f:
-        f.write(header + plan.SerializeToString())
+        f.write(header + body + (fnv1a64(body) if checksummed else b""))
+
+
+def fnv1a64(data):
+    """The plan file's checksum of `data`, as its 8 little-endian bytes."""
+    h = 0xcbf29ce484222325
+    for b in data:
+        h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return h.to_bytes(8, "little")
 
 
 if __name__ == "__main__":
