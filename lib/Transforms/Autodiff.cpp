@@ -58,6 +58,19 @@ struct AutodiffPass
     : public mlir::heterps::impl::AutodiffPassBase<AutodiffPass> {
   using Base::Base;
 
+  /// Training computes losses, gradients and updates in f32: a loss of
+  /// another float type is named here rather than as a plan that does not
+  /// verify.
+  LogicalResult checkF32Loss(func::FuncOp func, Type type, StringRef what) {
+    Type element = cast<ShapedType>(type).getElementType();
+    if (element.isF32())
+      return success();
+    return func.emitError()
+           << getArgument() << ": the " << what << " is " << type
+           << "; training computes in f32 (export the model in float32, "
+              "e.g. PyTorch's module.float())";
+  }
+
   /// A loss spelled out in the graph (`-(y*log(p) + (1-y)*log(1-p)).mean()`
   /// as users write it): the function's one 0-D float result. Its label is
   /// the input that only the loss reads, when there is exactly one.
@@ -83,6 +96,8 @@ struct AutodiffPass
       return diag << "); the loss must be the only one";
     }
     Value lossValue = ret.getOperand(scalars.front());
+    if (failed(checkF32Loss(func, lossValue.getType(), "loss")))
+      return failure();
     // The inputs each result depends on.
     auto inputsOf = [&](Value root) {
       llvm::SmallDenseSet<unsigned> args;
@@ -157,6 +172,8 @@ struct AutodiffPass
              << " but the function has " << ret.getNumOperands() << " results";
     Value pred = ret.getOperand(prediction);
     auto predType = cast<RankedTensorType>(pred.getType());
+    if (failed(checkF32Loss(func, predType, "prediction")))
+      return failure();
     Type labelType;
     if (loss == AddedLoss::bce || loss == AddedLoss::mse) {
       labelType = predType;

@@ -97,3 +97,13 @@ func.func @scatter_nd_mul(%u: tensor<?x4xf32>, %i: tensor<?x1xi64>) -> tensor<f3
   %l = heterps.reduce_sum %s {keepdims = false} : (tensor<3x4xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// Training computes in f32: an f64 prediction is named as such (the plan
+// failed to verify with "the loss is output 1, which is not a 0-D f32").
+// expected-error @+1 {{heterps-autodiff: the loss is 'tensor<f64>'; training computes in f32}}
+func.func @f64_loss(%x: tensor<?x4xf64>) -> tensor<f64> {
+  %m = heterps.reduce_mean %x {keepdims = false} : (tensor<?x4xf64>) -> tensor<f64>
+  return %m : tensor<f64>
+}
