@@ -189,6 +189,8 @@ bool heterps::plan::writePlanFile(const Plan &plan, const std::string &path,
     std::string chunk(1 << 20, '\0');
     for (off_t at = kHeaderSize;;) {
       ssize_t n = ::pread(fd, chunk.data(), chunk.size(), at);
+      if (n < 0 && errno == EINTR)
+        continue;
       if (n < 0)
         return false;
       if (n == 0)

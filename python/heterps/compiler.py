@@ -91,8 +91,9 @@ def _number(name, value, positive=True):
                         f"{type(value).__name__}")
     value = float(value)
     if not math.isfinite(value) or value < 0 or (positive and value == 0):
-        raise ValueError(f"{name} must be a {'positive' if positive else 'non-negative'} "
-                         f"finite number, got {value}")
+        sign = "positive" if positive else "non-negative"
+        raise ValueError(f"{name} must be a {sign} finite number, got "
+                         f"{value}")
     return value
 
 
@@ -179,12 +180,12 @@ def compile(model, *, loss=None, label=None, optimizer="sgd",
                          f"{', '.join(_LOSSES)}, or None for the model's)")
     if optimizer is not None:
         _choice("optimizer", optimizer, _OPTIMIZERS)
-    if label is not None and (not isinstance(label, str) or not label):
-        raise TypeError(f"label must be a non-empty string, got {label!r}")
-    if function is not None and (not isinstance(function, str) or
-                                 not function):
-        raise TypeError(f"function must be a non-empty string, got "
-                        f"{function!r}")
+    for name, value in (("label", label), ("function", function)):
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"{name} must be a string, got "
+                            f"{type(value).__name__}")
+        if value == "":
+            raise ValueError(f"{name} is an empty name")
     if solver is not None:
         _choice("solver", solver, _SOLVERS)
     if throughput is not None:

@@ -23,9 +23,13 @@ import sys
 
 from .compiler import _SOLVERS, CompileError, compile as compile_model
 
-# What a target that no plan meets says; any other error is the model's,
-# the cluster's or the options', and is raised.
-_UNMET = ("samples/s cannot be met", "the plan does not fit in memory")
+# What a target no plan of a solver meets says, or a solver that has no
+# plan on this cluster (gpu-only without GPUs, pins it cannot honour,
+# exhaustive's size limit): infeasible rows. Any other error is the
+# model's, the cluster's or the options', and is raised.
+_UNMET = ("samples/s cannot be met", "the plan does not fit in memory",
+          "-only: the cluster has no", "-only: op ", "candidate plans exceed "
+          "the limit")
 
 
 def plan_mix(plan):

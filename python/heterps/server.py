@@ -51,7 +51,7 @@ def serve(*, host="127.0.0.1", port=0, checkpoint_dir=None, restore=None,
         raise TypeError(f"host must be a non-empty string, got {host!r}")
     for name, value, highest in (("port", port, 65535),
                                  ("keep_checkpoints", keep_checkpoints,
-                                  1 << 31)):
+                                  (1 << 31) - 1)):
         if isinstance(value, bool) or not isinstance(value, int):
             raise TypeError(f"{name} must be an int, got "
                             f"{type(value).__name__}")

@@ -46,7 +46,8 @@ def _servers(ps):
 
 
 def _data_spec(data, *, format, shuffle, seed, synthetic_examples,
-               synthetic_vocab, csv_label_column, csv_header):
+               synthetic_vocab, csv_label_column, csv_header,
+               for_evaluation=False):
     _check_types(shuffle=(shuffle, *_INT), seed=(seed, *_INT),
                  synthetic_examples=(synthetic_examples, *_INT),
                  synthetic_vocab=(synthetic_vocab, *_INT),
@@ -81,8 +82,13 @@ def _data_spec(data, *, format, shuffle, seed, synthetic_examples,
     # The format of a file without format= is its name's.
     resolved = format or _heterps.data_format_of(spec.path)
     if (csv_header or csv_label_column) and resolved not in ("", "csv"):
-        raise ValueError(f"csv_header and csv_label_column are for CSV data; "
-                         f"this reads {resolved} data")
+        # fit's CSV options are the training data's; evaluation data of
+        # another format reads without them (as heterps-run's --eval-data).
+        if for_evaluation:
+            csv_header, csv_label_column = False, 0
+        else:
+            raise ValueError(f"csv_header and csv_label_column are for CSV "
+                             f"data; this reads {resolved} data")
     spec.format = format or ""
     spec.shuffle = shuffle
     spec.seed = seed
@@ -264,7 +270,7 @@ class Trainer:
         common["shuffle"] = 0
         evaluation = (None if eval_data is None else
                       _data_spec(eval_data, format=eval_format or format,
-                                 **common))
+                                 for_evaluation=True, **common))
         callbacks = list(callbacks)
         for callback in callbacks:
             if not callable(callback):

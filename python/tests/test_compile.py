@@ -173,8 +173,9 @@ def test_argument_values_and_types_are_named():
             (dict(scheduled, micro_batches=1000, batch=512), ValueError,
              r"micro_batches must be in \[1, 512\]"),
             (dict(loss="bce", label=5), TypeError, "label must be a "
-             "non-empty string"),
-            (dict(function=3), TypeError, "function must be a non-empty"),
+             "string, got int"),
+            (dict(loss="bce", label=""), ValueError, "label is an empty name"),
+            (dict(function=3), TypeError, "function must be a string"),
             (dict(scheduled, cluster=5), TypeError, "cluster must be a path"),
             (dict(loss="bce", autodiff_options={"": 1}), ValueError,
              "is not an option name"),

@@ -5,7 +5,7 @@ import json
 import pytest
 
 import heterps.frontier as frontier
-from conftest import CLUSTER, ONNX_INPUTS
+from conftest import CLUSTER, ONNX_INPUTS, ROOT
 
 CTR = ONNX_INPUTS / "torch-ctr.onnx"
 
@@ -83,6 +83,12 @@ def test_command_line_mistakes(tmp_path):
             frontier.main([str(CTR), f"--cluster={CLUSTER}", "--loss=bce",
                            "--throughputs=1e4"] + args)
         assert exit_info.value.code == 2, args
+    # A solver that has no plan on the cluster is an infeasible row: the
+    # default solvers on a cluster without GPUs.
+    rows = frontier.sweep(CTR, ROOT / "examples" / "clusters" / "local.json",
+                          [1e4], ["dp", "gpu-only"], loss="bce")
+    assert [r["feasible"] for r in rows] == [True, False]
+    assert "gpu-only: the cluster has no gpu" in rows[1]["error"]
     # An option that does not compile is raised, not an infeasible row.
     with pytest.raises(TypeError, match="solvers must be a list"):
         frontier.sweep(CTR, CLUSTER, [1e5], "dp")

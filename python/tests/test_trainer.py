@@ -530,3 +530,19 @@ def test_a_step_with_a_nan_loss_changes_nothing(ctr_plan):
     assert np.array_equal(trainer.predict(features)["output"], before)
     assert np.isfinite(trainer.step(batch))
     assert trainer.steps == 2
+
+
+def test_csv_options_are_the_training_datas(tmp_path):
+    # fit's csv options read the training CSV; evaluation data of another
+    # format reads without them (it was refused).
+    plan = heterps.compile(ONNX_INPUTS / "torch-mlp.onnx", loss="softmax-ce",
+                           optimizer="sgd", batch=4)
+    header = "y," + ",".join(f"x{i}" for i in range(32)) + "\n"
+    rows = "".join(f"{r % 2}," + ",".join(["0.5"] * 32) + "\n"
+                   for r in range(8))
+    (tmp_path / "train.csv").write_text(header + rows)
+    summary = heterps.Trainer(plan).fit(
+        tmp_path / "train.csv", csv_header=True, eval_data="synthetic",
+        verbose=False, synthetic_vocab=10)
+    assert summary["steps"] == 2
+    assert "accuracy" in summary["evaluation"]

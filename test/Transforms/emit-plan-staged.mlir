@@ -41,4 +41,4 @@
 // FALLBACK-NEXT: stage 1 on gpu (gpu) x{{[0-9]+}}: 1 replica, 1 segment
 // FALLBACK: trained 2 steps
 
-// OTHER-BATCH: error: heterps-emit-plan: batch=256 is not the batch the plan was scheduled for (512, heterps.prediction): its predicted figures are for that batch; schedule with batch=256 or leave batch out
+// OTHER-BATCH: error: heterps-emit-plan: batch=256 is not the batch the plan was scheduled for (512, heterps.prediction): its predicted figures are for that batch; give batch=512, or schedule again with batch=256

@@ -17,8 +17,10 @@ InputBinder::InputBinder(const Program &program) : program(program) {
     if (program.isLabelInput(i)) {
       labelInput = i;
       classLabels = !isFloat(t.dtype);
+      // An added loss is "bce", a model's own loss op "bce_loss".
       unitLabels = !classLabels && program.plan().has_training() &&
-                   program.plan().training().loss() == "bce";
+                   (program.plan().training().loss() == "bce" ||
+                    program.plan().training().loss() == "bce_loss");
     } else if (isFloat(t.dtype)) {
       // Tensors given with --input feed any number of float inputs; data
       // files feed one (refused when they are used).

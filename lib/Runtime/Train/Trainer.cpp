@@ -128,16 +128,6 @@ TrainingSummary Trainer::loop(DataSource *source, DataSource *eval,
   // A checkpoint resumes at its position in the data: the epoch (rewinding
   // replays the shuffle of each epoch) and the batches read.
   int64_t firstEpoch = checkpointCount(resume, "epoch", 0);
-  // A run resumed after its last epoch has nothing to do; "trained 0
-  // steps, last loss 0" read as a failed run.
-  if (source && firstEpoch >= options.epochs) {
-    log("nothing to train: the checkpoint is at the end of epoch %lld, and "
-        "this run trains %lld epoch%s (give more to go on)",
-        static_cast<long long>(firstEpoch),
-        static_cast<long long>(options.epochs), options.epochs == 1 ? "" : "s");
-    summary.nextEpoch = firstEpoch;
-    return summary;
-  }
   int64_t epochBatches = 0;
   // Batches of a whole epoch, once one has been read (for the ETA), and
   // those a resumed run skipped.
@@ -173,6 +163,19 @@ TrainingSummary Trainer::loop(DataSource *source, DataSource *eval,
     info.entries["batch"] = std::to_string(batchSize);
     options.saveCheckpoint(std::move(info));
   };
+  // A run resumed after its last epoch has nothing to do; "trained 0
+  // steps, last loss 0" read as a failed run.
+  if (source && firstEpoch >= options.epochs) {
+    log("nothing to train: the checkpoint is at the end of epoch %lld, and "
+        "this run trains %lld epoch%s (give more to go on)",
+        static_cast<long long>(firstEpoch),
+        static_cast<long long>(options.epochs), options.epochs == 1 ? "" : "s");
+    summary.nextEpoch = firstEpoch;
+    // A checkpoint asked for is still written (the same position).
+    if (options.saveCheckpoint)
+      checkpointNow(firstEpoch);
+    return summary;
+  }
   int64_t epoch = firstEpoch;
   for (; epoch < options.epochs && !done; ++epoch) {
     if (source && epoch > firstEpoch) {

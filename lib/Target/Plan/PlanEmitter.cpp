@@ -317,8 +317,9 @@ LogicalResult emitFunction(ModuleOp module, func::FuncOp func,
              << " is not the batch the plan was scheduled for ("
              << prediction.getBatch()
              << ", heterps.prediction): its predicted figures are for that "
-                "batch; schedule with batch="
-             << *options.batchSize << " or leave batch out";
+                "batch; give batch="
+             << prediction.getBatch()
+             << ", or schedule again with batch=" << *options.batchSize;
     batch = prediction.getBatch();
   }
   if (batch < 1)
