@@ -189,7 +189,10 @@ def main():
                                 f"batch={batch} micro-batches=1",
                                 name=f"x{units}")
                             break
-                        except RuntimeError:
+                        except RuntimeError as error:
+                            # Only an unmet target tries the next one.
+                            if "cannot be met" not in str(error):
+                                raise
                             continue
                     if plan is None:
                         print(f"{model:5} {batch:5} no target between "
@@ -231,7 +234,9 @@ def main():
                                 f"solver=dp throughput={factor * single:.0f} "
                                 f"batch={batch} micro-batches={4 * stages}",
                                 name=f"s{stages}")
-                        except RuntimeError:
+                        except RuntimeError as error:
+                            if "cannot be met" not in str(error):
+                                raise
                             continue
                         if len(bench.predicted(candidate)[1]) == stages:
                             plan = candidate

@@ -100,11 +100,14 @@ llvm::Error PlacementProblem::validate() const {
         return problemError("the profile table times op '" + op +
                             "', which the model does not have" +
                             nearest(op, opNames));
+      // A type of another cluster (a table measured on a larger one) is
+      // left out; one a letter or two from this cluster's is a typo.
       for (const auto &[type, seconds] : times)
-        if (!llvm::is_contained(typeNames, type))
+        if (std::string near = nearest(type, typeNames);
+            !llvm::is_contained(typeNames, type) && !near.empty())
           return problemError("the profile table times op '" + op + "' on '" +
                               type + "', which the cluster does not have" +
-                              nearest(type, typeNames));
+                              near);
     }
   }
   return llvm::Error::success();

@@ -284,6 +284,10 @@ TEST(CostModelTest, AProfileOfOtherOpsOrTypesIsAnError) {
   EXPECT_EQ(llvm::toString(problem.validate()),
             "invalid placement problem: the profile table times op 'gemm' on "
             "'gpus', which the cluster does not have (did you mean 'gpu'?)");
+  // Another cluster's type is left out.
+  problem.profile->seconds.clear();
+  problem.profile->seconds["gemm"]["a100-40g"] = 0.001;
+  EXPECT_FALSE(static_cast<bool>(problem.validate()));
 }
 
 } // namespace
