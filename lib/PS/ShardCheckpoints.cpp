@@ -477,7 +477,7 @@ std::string unexpectedTables(
   if (problems.empty())
     return "";
   std::string text =
-      "checkpoint '" + dir + "' does not hold the tables as " + "expected: ";
+      "checkpoint '" + dir + "' does not hold the tables as expected: ";
   for (size_t i = 0; i < problems.size(); ++i) {
     const auto &[problem, tables] = problems[i];
     text += i ? "; " : "";

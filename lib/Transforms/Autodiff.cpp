@@ -61,7 +61,7 @@ struct AutodiffPass
   /// Training computes losses, gradients and updates in f32: a loss of
   /// another float type is named here rather than as a plan that does not
   /// verify.
-  LogicalResult checkF32Loss(func::FuncOp func, Type type, StringRef what) {
+  LogicalResult checkTrainsInF32(func::FuncOp func, Type type, StringRef what) {
     Type element = cast<ShapedType>(type).getElementType();
     if (element.isF32())
       return success();
@@ -96,7 +96,7 @@ struct AutodiffPass
       return diag << "); the loss must be the only one";
     }
     Value lossValue = ret.getOperand(scalars.front());
-    if (failed(checkF32Loss(func, lossValue.getType(), "loss")))
+    if (failed(checkTrainsInF32(func, lossValue.getType(), "loss")))
       return failure();
     // The inputs each result depends on.
     auto inputsOf = [&](Value root) {
@@ -172,7 +172,7 @@ struct AutodiffPass
              << " but the function has " << ret.getNumOperands() << " results";
     Value pred = ret.getOperand(prediction);
     auto predType = cast<RankedTensorType>(pred.getType());
-    if (failed(checkF32Loss(func, predType, "prediction")))
+    if (failed(checkTrainsInF32(func, predType, "prediction")))
       return failure();
     Type labelType;
     if (loss == AddedLoss::bce || loss == AddedLoss::mse) {

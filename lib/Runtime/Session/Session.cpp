@@ -172,6 +172,29 @@ void Session::restoreTablesOf(const std::string &dir, CheckpointInfo &info) {
     if (thePlan.has_training())
       *c.mutable_optimizer() = ps::protocolOptimizer(table.optimizer());
   }
+  // A refusal is said in terms of the user's checkpoint and plan, not of
+  // the server's checkpoint directory.
+  auto restore = [&](const std::string &name) {
+    try {
+      theTables->restore(name, expect);
+    } catch (const std::exception &e) {
+      static const std::string kRefused =
+          "does not hold the tables as expected: ";
+      std::string message = e.what();
+      size_t at = message.find(kRefused);
+      if (at == std::string::npos)
+        throw;
+      // What differs, without the server's own advice.
+      std::string detail = message.substr(at + kRefused.size());
+      detail = detail.substr(0, detail.rfind("; the tables are unchanged"));
+      detail = detail.substr(0, detail.find(" (a restored table"));
+      fail("checkpoint '", dir, "' does not hold this plan's tables: ", detail,
+           "; nothing was loaded. A restored table keeps its dimension, "
+           "vocabulary and kind of optimizer (whose state its rows hold): "
+           "compile the plan with the checkpoint's, or train the tables from "
+           "the start (without loading it)");
+    }
+  };
   auto named = info.entries.find("ps-checkpoint");
   if (named != info.entries.end()) {
     if (embeddedShard)
@@ -179,13 +202,13 @@ void Session::restoreTablesOf(const std::string &dir, CheckpointInfo &info) {
            named->second,
            "' of a PS service; give its servers (heterps-run --ps, "
            "Trainer(ps=...))");
-    theTables->restore(named->second, expect);
+    restore(named->second);
   } else {
     if (!embeddedShard)
       fail("checkpoint '", dir, "' was written with embedded ",
            "tables; load it with the embedded server (without "
            "heterps-run --ps or Trainer(ps=...))");
-    theTables->restore(std::filesystem::absolute(dir).string() + "/ps", expect);
+    restore(std::filesystem::absolute(dir).string() + "/ps");
   }
   // Inference reads the rows whatever trained them.
   if (!thePlan.has_training())
