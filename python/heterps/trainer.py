@@ -245,14 +245,10 @@ class Trainer:
         Returns the summary: steps, samples, seconds, samples_per_second,
         last_loss, stopped, evaluation.
         """
+        # The data's arguments are _data_spec's to check.
         _check_types(epochs=(epochs, *_INT), steps=(steps, *_INT),
-                     shuffle=(shuffle, *_INT), seed=(seed, *_INT),
                      log_every=(log_every, *_INT),
-                     checkpoint_every=(checkpoint_every, *_INT),
-                     synthetic_examples=(synthetic_examples, *_INT),
-                     synthetic_vocab=(synthetic_vocab, *_INT),
-                     csv_label_column=(csv_label_column, *_INT),
-                     csv_header=(csv_header, (bool,), "a bool"))
+                     checkpoint_every=(checkpoint_every, *_INT))
         _check_ranges(epochs=(epochs, *_INT64), steps=(steps, *_INT64),
                       log_every=(log_every, *_INT64),
                       checkpoint_every=(checkpoint_every, *_INT64))

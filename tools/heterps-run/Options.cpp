@@ -4,6 +4,7 @@
 
 #include "heterps/Runtime/Data.h"
 #include "heterps/Runtime/PullAhead.h"
+#include "heterps/Support/Paths.h"
 
 #include <filesystem>
 
@@ -261,10 +262,7 @@ static void checkOutputsSpareInputs(const Flags &flags, const Options &o) {
   for (const auto &[what, path] : outputs) {
     if (what == "--output-dir" || what == "--export-tables")
       continue;
-    fs::path full = fs::absolute(path, ec).lexically_normal();
-    if (!full.has_filename()) // "ckpt/"
-      full = full.parent_path();
-    fs::path parent = full.parent_path();
+    fs::path parent = directoryPath(path).parent_path();
     if (!fs::is_directory(parent, ec))
       flags.fail(what + " '" + path + "': directory '" + parent.string() +
                  "' does not exist");

@@ -5,6 +5,7 @@
 #include "heterps/Runtime/Data.h"
 #include "heterps/Runtime/Error.h"
 #include "heterps/Runtime/Hash.h"
+#include "heterps/Support/Paths.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -91,9 +92,7 @@ void heterps::runtime::saveCheckpoint(
     const std::function<void(const std::string &, CheckpointInfo &)>
         &writeTables) {
   // "ckpt/" is ckpt: its .tmp and .old are beside it, not in it.
-  fs::path target = fs::absolute(dir).lexically_normal();
-  if (!target.has_filename())
-    target = target.parent_path();
+  fs::path target = directoryPath(dir);
   fs::path tmp = target.string() + ".tmp";
   fs::path old = target.string() + ".old";
   for (const fs::path &path : {target, tmp, old})

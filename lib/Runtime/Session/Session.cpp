@@ -5,6 +5,7 @@
 #include "heterps/PS/LocalConnection.h"
 
 #include "heterps/Runtime/Error.h"
+#include "heterps/Support/Paths.h"
 
 #include <cstdio>
 #include <filesystem>
@@ -101,11 +102,7 @@ void Session::save(const std::string &dir, CheckpointInfo info) {
                          suffix, sizeof(suffix), "%08x",
                          static_cast<unsigned>(std::random_device()()));
                      // The name of `dir`, "run" of "run/" too.
-                     std::filesystem::path path =
-                         std::filesystem::absolute(dir).lexically_normal();
-                     if (!path.has_filename())
-                       path = path.parent_path();
-                     name = path.filename().string() + ".step-" +
+                     name = directoryPath(dir).filename().string() + ".step-" +
                             std::to_string(info.step) + "." + suffix;
                      info.entries["ps-checkpoint"] = name;
                    }
