@@ -1,5 +1,6 @@
 """heterps.Trainer: a plan's training steps and predictions in this process."""
 
+import math
 import os
 
 from . import _heterps
@@ -114,7 +115,7 @@ class Trainer:
     pipeline: "auto" runs a plan of several stages or replicas on the
         pipelined executor, "on" always, "off" one worker; sync, schedule,
         max_workers, micro_batches and max_staleness as heterps-run's flags.
-    deadline: seconds a PS call may take.
+    deadline: seconds a PS call may take (None: 10); only with `ps`.
     tls_ca, tls_cert, tls_key, tls_server_name, token_file, wire: how the
         servers are reached, as heterps-run's --ps-tls-ca, --ps-tls-cert,
         --ps-tls-key, --ps-tls-server-name, --ps-token-file and --ps-wire
@@ -124,7 +125,7 @@ class Trainer:
     def __init__(self, plan, *, ps=None, threads=1, seed=1, batch=None,
                  fallback="cpu", pipeline="auto", sync="sync",
                  schedule="1f1b", max_workers=0, micro_batches=0,
-                 max_staleness=0, deadline=10.0, tls_ca=None, tls_cert=None,
+                 max_staleness=0, deadline=None, tls_ca=None, tls_cert=None,
                  tls_key=None, tls_server_name=None, token_file=None,
                  wire="f32", gpu_math="f32"):
         if not isinstance(plan, Plan):
@@ -133,7 +134,8 @@ class Trainer:
                      batch=(0 if batch is None else batch, *_INT),
                      pipeline=(pipeline, *_STR), sync=(sync, *_STR),
                      schedule=(schedule, *_STR),
-                     deadline=(deadline, *_NUMBER))
+                     deadline=(10.0 if deadline is None else deadline,
+                               *_NUMBER))
         _check_ranges(seed=(seed, *_UINT64),
                       batch=(0 if batch is None else batch, *_INT64))
         if fallback not in _FALLBACKS:
@@ -173,8 +175,9 @@ class Trainer:
             raise ValueError("micro_batches and schedule order a pipeline's "
                              "micro-batches; pipeline='off' runs whole steps "
                              "on one worker")
-        if not deadline > 0:
-            raise ValueError(f"deadline must be positive, got {deadline}")
+        if deadline is not None and not 0 < deadline < math.inf:
+            raise ValueError(f"deadline must be a positive number of "
+                             f"seconds, got {deadline}")
         if gpu_math not in _GPU_MATHS:
             raise ValueError(f"gpu_math must be one of "
                              f"{', '.join(_GPU_MATHS)}, got {gpu_math!r}")
@@ -184,7 +187,11 @@ class Trainer:
         client = {"tls_ca": tls_ca, "tls_cert": tls_cert, "tls_key": tls_key,
                   "tls_server_name": tls_server_name,
                   "token_file": token_file}
-        given = [k for k, v in client.items() if v is not None]
+        # Left out, 10 s, as heterps-run's --ps-deadline.
+        given = [k for k, v in client.items() if v is not None] + \
+            (["deadline"] if deadline is not None else [])
+        if deadline is None:
+            deadline = 10.0
         if ps is None and (given or wire != "f32"):
             names = given + (["wire"] if wire != "f32" else [])
             raise ValueError(f"{', '.join(names)} "

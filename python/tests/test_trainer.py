@@ -333,6 +333,10 @@ def test_trainer_option_mistakes():
         heterps.Trainer(plan, threads="2")
     with pytest.raises(TypeError, match="deadline must be a number"):
         heterps.Trainer(plan, deadline="5")
+    # The embedded server takes no deadline (heterps-run refuses
+    # --ps-deadline without --ps).
+    with pytest.raises(ValueError, match="deadline is for PS servers"):
+        heterps.Trainer(plan, deadline=5)
     with pytest.raises(TypeError, match="pipeline must be a string"):
         heterps.Trainer(plan, pipeline=3)
     with pytest.raises(TypeError, match="epochs must be an int, got float"):
