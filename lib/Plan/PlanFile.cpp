@@ -4,6 +4,7 @@
 #include "heterps/Plan/OpSignatures.h"
 #include "heterps/Support/AtomicFile.h"
 #include "heterps/Support/CheckedMath.h"
+#include "heterps/Support/Hash.h"
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl.h>
@@ -29,17 +30,7 @@ static constexpr size_t kHeaderSize = sizeof(kMagic) + sizeof(uint32_t);
 static constexpr size_t kChecksumSize = sizeof(uint64_t);
 
 namespace {
-/// FNV-1a, 64 bits, over bytes given in pieces.
-struct Fnv1a {
-  uint64_t hash = 0xcbf29ce484222325ULL;
-  void add(const char *data, size_t n) {
-    for (size_t i = 0; i < n; ++i) {
-      hash ^= static_cast<unsigned char>(data[i]);
-      hash *= 0x100000001b3ULL;
-    }
-  }
-};
-
+/// The checksum's bytes in the file.
 std::string littleEndian64(uint64_t v) {
   std::string out(8, '\0');
   for (int i = 0; i < 8; ++i)
@@ -77,9 +68,8 @@ bool heterps::plan::parsePlan(const std::string &bytes,
       return false;
     }
     payload -= kChecksumSize;
-    Fnv1a sum;
-    sum.add(bytes.data() + kHeaderSize, payload);
-    if (littleEndian64(sum.hash) !=
+    if (littleEndian64(
+            fnv1a(bytes.data() + kHeaderSize, payload, kFnv1aStandardOffset)) !=
         std::string_view(bytes.data() + kHeaderSize + payload, kChecksumSize)) {
       error = source + ": the plan is corrupt (its checksum does not match: "
                        "a byte changed, or the file was cut short or grew)";
@@ -166,9 +156,9 @@ std::string heterps::plan::serializePlan(const Plan &plan) {
     google::protobuf::io::StringOutputStream stream(&out);
     serializeTo(plan, stream);
   }
-  Fnv1a sum;
-  sum.add(out.data() + kHeaderSize, out.size() - kHeaderSize);
-  return out + littleEndian64(sum.hash);
+  return out +
+         littleEndian64(fnv1a(out.data() + kHeaderSize,
+                              out.size() - kHeaderSize, kFnv1aStandardOffset));
 }
 
 bool heterps::plan::writePlanFile(const Plan &plan, const std::string &path,
@@ -185,7 +175,7 @@ bool heterps::plan::writePlanFile(const Plan &plan, const std::string &path,
       return false;
     }
     // The checksum of what was written, read back in pieces.
-    Fnv1a sum;
+    uint64_t sum = kFnv1aStandardOffset;
     std::string chunk(1 << 20, '\0');
     for (off_t at = kHeaderSize;;) {
       ssize_t n = ::pread(fd, chunk.data(), chunk.size(), at);
@@ -195,10 +185,10 @@ bool heterps::plan::writePlanFile(const Plan &plan, const std::string &path,
         return false;
       if (n == 0)
         break;
-      sum.add(chunk.data(), static_cast<size_t>(n));
+      sum = fnv1a(chunk.data(), static_cast<size_t>(n), sum);
       at += n;
     }
-    std::string trailer = littleEndian64(sum.hash);
+    std::string trailer = littleEndian64(sum);
     return writeAll(fd, trailer.data(), trailer.size());
   });
   if (!error.empty())

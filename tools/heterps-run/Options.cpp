@@ -343,12 +343,12 @@ void heterps::run::checkOptions(const Flags &flags, Options &o) {
       flags.given("format")
           ? o.format
           : (synthetic ? "synthetic" : runtime::dataFormatOf(o.data));
-  if ((flags.given("csv-header") || flags.given("csv-label-column")) &&
-      !o.inputs.empty())
+  bool csvOptions =
+      flags.given("csv-header") || flags.given("csv-label-column");
+  if (csvOptions && !o.inputs.empty())
     flags.fail("--csv-header and --csv-label-column are for CSV data; this "
                "run's inputs are the --input tensors");
-  if ((flags.given("csv-header") || flags.given("csv-label-column")) &&
-      !format.empty() && format != "csv")
+  if (csvOptions && !format.empty() && format != "csv")
     flags.fail("--csv-header and --csv-label-column are for CSV data; "
                "this run reads " +
                format + " data");

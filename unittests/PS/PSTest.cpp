@@ -54,6 +54,15 @@ v1::TableConfig tableConfig(uint32_t id, uint32_t dim, const std::string &opt,
   return c;
 }
 
+/// An SGD table (learning rate 1) in RocksDB, `cacheRows` of it in memory.
+v1::TableConfig rocksdbTableConfig(uint32_t id, uint32_t dim,
+                                   uint64_t cacheRows, double init = 0) {
+  v1::TableConfig c = tableConfig(id, dim, "sgd", 1.0, init);
+  c.set_storage(v1::STORAGE_ROCKSDB);
+  c.set_cache_rows(cacheRows);
+  return c;
+}
+
 /// The memory one row of a dimension-4 SGD table takes on a shard.
 uint64_t sgdRowBytes() {
   Shard probe{ShardOptions{}};
@@ -1078,9 +1087,7 @@ TEST(PSShardTest, RocksDBTierHoldsTablesLargerThanMemory) {
   }
 
   // With the RocksDB tier it does, and the sums stay exact.
-  v1::TableConfig c = tableConfig(2, D, "sgd", 1.0, 2.0);
-  c.set_storage(v1::STORAGE_ROCKSDB);
-  c.set_cache_rows(640);
+  v1::TableConfig c = rocksdbTableConfig(2, D, 640, 2.0);
   {
     Client setup(localConnections(one), co);
     setup.createTable(c);
@@ -1136,9 +1143,7 @@ TEST(PSShardTest, RocksDBTierHoldsTablesLargerThanMemory) {
 /// the cache's room, and failed part-way with some rows applied.)
 TEST(PSShardTest, APushLargerThanATablesCacheReservesAllItsRows) {
   fs::path dir = tempDir("rocksdb-reserve");
-  v1::TableConfig c = tableConfig(0, 16, "sgd", 1.0);
-  c.set_storage(v1::STORAGE_ROCKSDB);
-  c.set_cache_rows(640);
+  v1::TableConfig c = rocksdbTableConfig(0, 16, 640);
   ShardOptions o;
   // 640 rows of 124 bytes (79,360 bytes) fit; 1,000 (124,000) do not.
   o.maxMemoryBytes = 100 << 10;
@@ -1349,9 +1354,7 @@ TEST(PSShardTest, ASweeperDropsExpiredRows) {
 /// (it stayed grown: one large push made the cache that push's size).
 TEST(PSShardTest, ARocksDBTableReturnsToItsCacheAfterALargePush) {
   fs::path dir = tempDir("rocksdb-shrink");
-  v1::TableConfig c = tableConfig(0, 4, "sgd", 1.0);
-  c.set_storage(v1::STORAGE_ROCKSDB);
-  c.set_cache_rows(64);
+  v1::TableConfig c = rocksdbTableConfig(0, 4, 64);
   ShardOptions o;
   o.rocksdbDir = (dir / "db").string();
   Shard shard(o);
@@ -1430,9 +1433,8 @@ TEST(PSShardTest, PullsThatEvictRowsReturnEveryRowsOwnValues) {
   std::vector<std::unique_ptr<Shard>> one;
   one.push_back(std::make_unique<Shard>(o));
   Client client(localConnections(one));
-  v1::TableConfig c = tableConfig(1, D, "sgd", 1.0, 0.0);
-  c.set_storage(v1::STORAGE_ROCKSDB);
-  c.set_cache_rows(640); // 10 rows per virtual shard
+  // 10 rows per virtual shard.
+  v1::TableConfig c = rocksdbTableConfig(1, D, 640);
   client.createTable(c);
   std::vector<int64_t> keys(K);
   std::vector<float> values(K * D);

@@ -1,35 +1,20 @@
 //===- Hash.h - The runtime's hash functions --------------------*- C++ -*-===//
 //
-// splitmix64 mixes 64-bit keys and seeds (sparse ids, data generators, the
-// PS's virtual shards); FNV-1a checksums files and hashes names. Both are
-// fixed, so ids, shards and checksums agree across builds and machines.
+// The fixed hashes of heterps/Support/Hash.h under the runtime's namespace,
+// where its code names them.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef HETERPS_RUNTIME_HASH_H
 #define HETERPS_RUNTIME_HASH_H
 
-#include <cstddef>
-#include <cstdint>
+#include "heterps/Support/Hash.h"
 
 namespace heterps::runtime {
 
-inline uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-constexpr uint64_t kFnv1aOffset = 1469598103934665603ULL;
-
-/// FNV-1a of `n` bytes, continuing from `h` (to hash in pieces).
-inline uint64_t fnv1a(const void *data, size_t n, uint64_t h = kFnv1aOffset) {
-  const unsigned char *p = static_cast<const unsigned char *>(data);
-  for (size_t i = 0; i < n; ++i)
-    h = (h ^ p[i]) * 1099511628211ULL;
-  return h;
-}
+using heterps::fnv1a;
+using heterps::kFnv1aOffset;
+using heterps::splitmix64;
 
 } // namespace heterps::runtime
 
